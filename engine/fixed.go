@@ -1,0 +1,58 @@
+package engine
+
+// FixedWindow counts units in windows aligned to multiples of Window since the
+// Unix epoch; the count starts again at zero when a window begins. It is the
+// cheapest limiter and the one an INCR+EXPIRE script implements, with the
+// known cost that a burst at the end of one window and another at the start
+// of the next admit twice the limit in a short span.
+type FixedWindow struct {
+	Limit  int64 // units per window, 1..MaxCount
+	Window int64 // window length in ms, 1..MaxDuration
+}
+
+// windowCount is a FixedWindow's state: the count of the window beginning at
+// Start.
+type windowCount struct {
+	Start, Count int64
+}
+
+// Decide grants or refuses cost in the window that contains now.
+func (w FixedWindow) Decide(st windowCount, now, cost int64) (windowCount, Decision) {
+	start := now - now%w.Window
+	if st.Start != start {
+		st = windowCount{Start: start}
+	}
+	left := start + w.Window - now
+	available := w.Limit - st.Count
+	var d Decision
+	switch {
+	case cost > w.Limit:
+		d = denied(w.Limit, available, RetryNever)
+	case cost <= available:
+		d = granted(w.Limit, available, cost)
+		st.Count += cost
+	default:
+		d = denied(w.Limit, available, left)
+	}
+	if st.Count > 0 {
+		d.ResetAfter = left
+	}
+	return st, d
+}
+
+// expiresAt is when st's window ends.
+func (w FixedWindow) expiresAt(st windowCount) int64 {
+	return st.Start + w.Window
+}
+
+// adopt converts state kept under old to w's: the count of a window still in
+// progress is carried into the current new window.
+func (w FixedWindow) adopt(old FixedWindow, st windowCount, now int64) windowCount {
+	if old.Window == w.Window {
+		return st
+	}
+	if now >= st.Start+old.Window {
+		return windowCount{}
+	}
+	return windowCount{Start: now - now%w.Window, Count: st.Count}
+}

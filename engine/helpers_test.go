@@ -1,0 +1,39 @@
+package engine
+
+import "testing"
+
+// apply runs one command on s at now and returns its result.
+func apply(s *Shard, now int64, op Op, key string, args ...int64) Result {
+	c := Command{Op: op, Key: []byte(key)}
+	copy(c.Args[:], args)
+	out := make([]Result, 1)
+	s.Apply(now, []Command{c}, out)
+	return out[0]
+}
+
+// decision runs a decision command and fails the test on anything else.
+func decision(t *testing.T, s *Shard, now int64, op Op, key string, args ...int64) Decision {
+	t.Helper()
+	r := apply(s, now, op, key, args...)
+	if r.Type != ResDecision {
+		t.Fatalf("%v %s at %d: result %+v, want a decision", op, key, now, r)
+	}
+	return r.Decision
+}
+
+// burst sends n cost-1 decisions at now and counts the grants; it also
+// returns the first refusal's RetryAfter (0 if none).
+func burst(t *testing.T, s *Shard, now int64, n int, op Op, key string, params ...int64) (allowed int, firstRetry int64) {
+	t.Helper()
+	args := append(append([]int64{}, params...), make([]int64, 3-len(params))...)
+	args = append(args, 1)
+	for range n {
+		d := decision(t, s, now, op, key, args...)
+		if d.Allowed {
+			allowed++
+		} else if firstRetry == 0 {
+			firstRetry = d.RetryAfter
+		}
+	}
+	return allowed, firstRetry
+}

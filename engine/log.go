@@ -1,0 +1,92 @@
+package engine
+
+// SlidingLog is the exact sliding window: it remembers when each granted unit
+// was spent and counts those spent in the last Window milliseconds, so it
+// never errs, at the price of memory that grows with the limit (one 16-byte
+// entry per distinct millisecond with grants; see MaxLogLimit).
+type SlidingLog struct {
+	Limit  int64 // units per window, 1..MaxLogLimit
+	Window int64 // window length in ms, 1..MaxDuration
+}
+
+// logEntry records N units granted at the instant At.
+type logEntry struct {
+	At, N int64
+}
+
+// live returns the suffix of entries (sorted by At, At distinct) still inside
+// the window that ends at now.
+func (l SlidingLog) live(entries []logEntry, now int64) []logEntry {
+	i := 0
+	for i < len(entries) && entries[i].At <= now-l.Window {
+		i++
+	}
+	return entries[i:]
+}
+
+// used sums the units in entries.
+func (l SlidingLog) used(entries []logEntry) int64 {
+	var n int64
+	for _, e := range entries {
+		n += e.N
+	}
+	return n
+}
+
+// Decide grants or refuses cost against the units spent in the last Window
+// ms. On approval of a non-zero cost it returns the entries to store, which
+// may share memory with the ones given; otherwise it leaves them untouched.
+func (l SlidingLog) Decide(entries []logEntry, now, cost int64) ([]logEntry, Decision) {
+	entries = l.live(entries, now)
+	used := l.used(entries)
+	available := l.Limit - used
+	var d Decision
+	switch {
+	case cost > l.Limit:
+		d = denied(l.Limit, available, RetryNever)
+	case cost <= available:
+		d = granted(l.Limit, available, cost)
+		if cost > 0 {
+			entries = l.record(entries, now, cost)
+		}
+	default:
+		d = denied(l.Limit, available, l.retryAfter(entries, now, used-(l.Limit-cost)))
+	}
+	if n := len(entries); n > 0 {
+		d.ResetAfter = entries[n-1].At + l.Window - now
+	}
+	return entries, d
+}
+
+// retryAfter is the time until the oldest entries holding at least excess
+// units have left the window.
+func (l SlidingLog) retryAfter(entries []logEntry, now, excess int64) int64 {
+	for _, e := range entries {
+		excess -= e.N
+		if excess <= 0 {
+			return max(e.At+l.Window-now, 1)
+		}
+	}
+	return 1 // unreachable: the entries hold every used unit
+}
+
+// record adds cost units at now, merging with an entry at the same instant.
+// Entries made before a backwards DEBUG CLOCK SET stay ahead of now; the new
+// units then join the last entry, which keeps At sorted.
+func (l SlidingLog) record(entries []logEntry, now, cost int64) []logEntry {
+	if n := len(entries); n > 0 && entries[n-1].At >= now {
+		entries[n-1].N += cost
+		return entries
+	}
+	// When the live suffix fills its array, append moves just that suffix to
+	// a new one, so trimmed entries never pin more than one array's memory.
+	return append(entries, logEntry{At: now, N: cost})
+}
+
+// expiresAt is when the newest entry leaves the window.
+func (l SlidingLog) expiresAt(entries []logEntry) int64 {
+	if len(entries) == 0 {
+		return 0
+	}
+	return entries[len(entries)-1].At + l.Window
+}

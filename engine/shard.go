@@ -1,0 +1,85 @@
+package engine
+
+// Shard is the state of one shard: its keyspace and its clock. A Shard is not
+// safe for concurrent use; it belongs to one goroutine (the shard's runner or
+// its Raft FSM), which is what makes every command on it atomic.
+type Shard struct {
+	keys keyspace
+	now  int64 // the latest time applied; decisions never go back in time
+	stat Stats
+}
+
+// Stats are a shard's counters, for INFO and metrics.
+type Stats struct {
+	Keys    int   // keys held, including expired ones not yet reclaimed
+	Bytes   int64 // estimated memory held by keys and their state
+	Allowed int64 // decisions granted
+	Denied  int64 // decisions refused
+	Now     int64 // the shard's clock: the latest time applied
+}
+
+// sweepPerCommand is how many slots the expiry sweep examines per command
+// applied, so reclaiming keeps pace with the traffic that creates keys.
+const sweepPerCommand = 2
+
+// NewShard returns an empty shard.
+func NewShard() *Shard {
+	return &Shard{keys: newKeyspace()}
+}
+
+// Stats returns the shard's counters.
+func (s *Shard) Stats() Stats {
+	st := s.stat
+	st.Keys = s.keys.len()
+	st.Bytes = s.keys.bytes
+	st.Now = s.now
+	return st
+}
+
+// Apply executes cmds in order at time now and writes one result per command
+// into out, which must be at least as long. The time never moves backwards:
+// a now earlier than one already applied is raised to it (only OpSetClock
+// lowers it). Apply is deterministic: the same commands at the same times
+// leave the same state and give the same results.
+func (s *Shard) Apply(now int64, cmds []Command, out []Result) {
+	now = max(now, s.now)
+	s.now = now
+	for i := range cmds {
+		c, r := &cmds[i], &out[i]
+		*r = Result{}
+		switch c.Op {
+		case OpSliding, OpFixed, OpLog, OpToken, OpLeaky, OpGCRA, OpThrottle:
+			s.decide(now, c, r)
+		case OpSetClock:
+			now = c.Args[0]
+			s.now = now
+			r.Type = ResOK
+		default:
+			s.keyCommand(now, c, r)
+		}
+	}
+	s.keys.reclaim(now, sweepPerCommand*len(cmds))
+}
+
+// lookup returns the live entry for key and its slot, or (-1, nil). An
+// expired entry found on the way is reclaimed.
+func (s *Shard) lookup(key []byte, now int64) (int32, *entry) {
+	i := s.keys.find(key)
+	if i < 0 {
+		return -1, nil
+	}
+	e := &s.keys.slots[i]
+	if e.expiresAt() <= now {
+		s.keys.remove(i)
+		return -1, nil
+	}
+	return i, e
+}
+
+// slotFor returns the slot that holds key, creating it when absent.
+func (s *Shard) slotFor(i int32, key []byte) *entry {
+	if i < 0 {
+		i = s.keys.add(key)
+	}
+	return &s.keys.slots[i]
+}

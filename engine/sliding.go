@@ -1,0 +1,115 @@
+package engine
+
+// SlidingWindow is the sliding-window counter of the seed article: windows
+// aligned to multiples of Window since the Unix epoch, and the estimate
+//
+//	estimate = prev * (Window - elapsed) / Window + cur
+//
+// where cur counts the window in progress, prev the one before it and elapsed
+// is the time since the current window began. A cost is granted when
+// estimate + cost <= Limit. The article's Lua script computes the estimate in
+// doubles; here it is exact, so the two agree except where the doubles round
+// a millisecond up.
+type SlidingWindow struct {
+	Limit  int64 // requests (units) per window, 1..MaxCount
+	Window int64 // window length in ms, 1..MaxDuration
+}
+
+// windowCounts is a SlidingWindow's state: the counts of the window that
+// begins at Start and of the window before it.
+type windowCounts struct {
+	Start, Prev, Cur int64
+}
+
+// roll moves st to the window that contains now, as the seed script does:
+// the current count becomes the previous one when exactly one window has
+// passed, and both are forgotten after two.
+func (w SlidingWindow) roll(st windowCounts, now int64) windowCounts {
+	start := now - now%w.Window
+	switch st.Start {
+	case start:
+	case start - w.Window:
+		st.Prev, st.Cur = st.Cur, 0
+	default:
+		st.Prev, st.Cur = 0, 0
+	}
+	st.Start = start
+	return st
+}
+
+// Decide rolls st to now and grants or refuses cost. It returns the state to
+// store when the decision is an approval of a non-zero cost.
+func (w SlidingWindow) Decide(st windowCounts, now, cost int64) (windowCounts, Decision) {
+	st = w.roll(st, now)
+	left := st.Start + w.Window - now // ms until the current window ends, >= 1
+	// floor(Limit - estimate) without fractions: the previous window's share
+	// is rounded up, so the budget is never overstated.
+	available := w.Limit - st.Cur - mulDivCeil(st.Prev, left, w.Window)
+	var d Decision
+	switch {
+	case cost > w.Limit:
+		d = denied(w.Limit, available, RetryNever)
+	case cost <= available:
+		d = granted(w.Limit, available, cost)
+		st.Cur += cost
+	default:
+		d = denied(w.Limit, available, w.retryAfter(st, left, cost))
+	}
+	d.ResetAfter = w.resetAfter(st, left)
+	return st, d
+}
+
+// retryAfter is the seed script's wait, generalised from 1 to cost and
+// computed exactly, rounded up to whole milliseconds. While the current
+// window alone leaves room for the cost, the wait is for the previous
+// window's weight to decay enough; otherwise it is for the next window, in
+// which the current count decays in turn.
+func (w SlidingWindow) retryAfter(st windowCounts, left, cost int64) int64 {
+	var wait int64
+	if st.Cur+cost <= w.Limit && st.Prev > 0 {
+		wait = left - mulDivFloor(w.Limit-st.Cur-cost, w.Window, st.Prev)
+	} else {
+		// Here Cur+cost > Limit >= cost, so Cur >= 1.
+		wait = left + mulDivCeil(w.Window, st.Cur+cost-w.Limit, st.Cur)
+	}
+	return max(wait, 1)
+}
+
+// resetAfter is the time until the estimate reaches zero: the current count
+// weighs in until the end of the next window, the previous one until the end
+// of this window.
+func (w SlidingWindow) resetAfter(st windowCounts, left int64) int64 {
+	switch {
+	case st.Cur > 0:
+		return left + w.Window
+	case st.Prev > 0:
+		return left
+	}
+	return 0
+}
+
+// expiresAt is when st becomes indistinguishable from no state at all.
+func (w SlidingWindow) expiresAt(st windowCounts) int64 {
+	switch {
+	case st.Cur > 0:
+		return st.Start + 2*w.Window
+	case st.Prev > 0:
+		return st.Start + w.Window
+	}
+	return st.Start
+}
+
+// adopt converts state kept under the parameters old to w's. A new limit
+// needs nothing; a new window length cannot keep two aligned counts, so the
+// current estimate under the old window is carried whole into the current new
+// window. That is never more generous than the old state: a caller switching
+// parameters back and forth never gets a fresh budget.
+func (w SlidingWindow) adopt(old SlidingWindow, st windowCounts, now int64) windowCounts {
+	if old.Window == w.Window {
+		return st
+	}
+	st = old.roll(st, now)
+	left := st.Start + old.Window - now
+	carried := st.Cur + mulDivCeil(st.Prev, left, old.Window)
+	return windowCounts{Start: now - now%w.Window, Cur: carried}
+}
