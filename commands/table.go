@@ -1,0 +1,252 @@
+package commands
+
+import "github.com/rlserver/rlserver/engine"
+
+// Argument documentation shared by the decision commands.
+var (
+	argKey  = Arg{Name: "key", Type: "key"}
+	argKeys = Arg{Name: "key", Type: "key", Multiple: true}
+	argCost = Arg{Name: "cost", Type: "integer", Token: "COST", Optional: true}
+)
+
+func intArgs(names ...string) []Arg {
+	a := []Arg{argKey}
+	for _, n := range names {
+		a = append(a, Arg{Name: n, Type: "integer"})
+	}
+	return a
+}
+
+// decision builds the spec of an RL.* decision command.
+func decision(id ID, name string, op engine.Op, fast bool, summary string, params ...param) *Spec {
+	names := make([]string, len(params))
+	for i, p := range params {
+		names[i] = p.name
+	}
+	flags, cats, complexity := []string{"write", "denyoom", "fast"}, []string{"@write", "@ratelimit", "@fast"}, "O(1)"
+	if !fast {
+		flags, cats, complexity = flags[:2], []string{"@write", "@ratelimit", "@slow"}, "O(N) where N is the number of distinct milliseconds with grants in the window"
+	}
+	return &Spec{
+		ID: id, Name: name, Arity: -(2 + len(params)), Flags: flags,
+		FirstKey: 1, LastKey: 1, KeyStep: 1, Categories: cats,
+		Group: "ratelimit", Since: "1.0.0", Complexity: complexity, Summary: summary,
+		Args: append(intArgs(names...), argCost), Route: RouteKey,
+		parse: decisionParser(op, params...),
+	}
+}
+
+// keyCommand builds the spec of a command on one or more keys.
+func keyCommand(id ID, name string, arity int, op engine.Op, write bool, group, summary string) *Spec {
+	flags, cats := []string{"readonly", "fast"}, []string{"@keyspace", "@read", "@fast"}
+	if write {
+		flags, cats = []string{"write"}, []string{"@keyspace", "@write", "@slow"}
+	}
+	last, args := 1, []Arg{argKey}
+	if arity < 0 {
+		last, args = -1, []Arg{argKeys}
+	}
+	return &Spec{
+		ID: id, Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: last, KeyStep: 1,
+		Categories: cats, Group: group, Since: "1.0.0", Complexity: "O(N) where N is the number of keys",
+		Summary: summary, Args: args, Route: RouteKey, parse: keyParser(op),
+	}
+}
+
+// serverCommand builds the spec of a command the server answers itself.
+func serverCommand(id ID, name string, arity int, flags, cats []string, group, summary string, args ...Arg) *Spec {
+	return &Spec{
+		ID: id, Name: name, Arity: arity, Flags: flags, Categories: cats, Group: group,
+		Since: "1.0.0", Complexity: "O(1)", Summary: summary, Args: args, Route: RouteServer,
+	}
+}
+
+// sub builds a subcommand spec of parent.
+func sub(parent, name string, arity int, flags []string, summary string, args ...Arg) *Spec {
+	return &Spec{
+		Name: parent + "|" + name, Arity: arity, Flags: flags, Group: "server",
+		Since: "1.0.0", Complexity: "O(1)", Summary: summary, Args: args, Route: RouteServer,
+	}
+}
+
+var (
+	connFlags  = []string{"noscript", "loading", "stale", "fast", "no_auth"}
+	connCats   = []string{"@connection", "@fast"}
+	adminFlags = []string{"admin", "noscript", "loading", "stale"}
+	adminCats  = []string{"@admin", "@slow", "@dangerous"}
+	infoFlags  = []string{"loading", "stale"}
+	infoCats   = []string{"@slow"}
+)
+
+var table = []*Spec{
+	decision(IDSliding, "rl.sliding", engine.OpSliding, true,
+		"Sliding-window counter: may this caller spend cost now? Replies [allowed, limit, remaining, retry_after_ms, reset_after_ms].",
+		pLimit, pWindow),
+	decision(IDFixed, "rl.fixed", engine.OpFixed, true,
+		"Fixed window aligned to the epoch: may this caller spend cost now?",
+		pLimit, pWindow),
+	decision(IDLog, "rl.log", engine.OpLog, false,
+		"Exact sliding log: may this caller spend cost now? Memory grows with the limit (at most 10000).",
+		pLogLimit, pWindow),
+	decision(IDToken, "rl.token", engine.OpToken, true,
+		"Token bucket that starts full and refills continuously: may this caller spend cost now?",
+		pCapacity, pRefill, pRefillMs),
+	decision(IDLeaky, "rl.leaky", engine.OpLeaky, true,
+		"Leaky bucket as a meter: may this caller pour cost into the bucket now?",
+		pCapacity, pLeak, pLeakMs),
+	decision(IDGCRA, "rl.gcra", engine.OpGCRA, true,
+		"GCRA with redis-cell's parameters (limit = burst + 1) in milliseconds: may this caller spend cost now?",
+		pBurst, pCount, pPeriodMs),
+	{
+		ID: IDThrottle, Name: "cl.throttle", Arity: -5, Flags: []string{"write", "denyoom", "fast"},
+		FirstKey: 1, LastKey: 1, KeyStep: 1, Categories: []string{"@write", "@ratelimit", "@fast"},
+		Group: "ratelimit", Since: "1.0.0", Complexity: "O(1)",
+		Summary: "redis-cell's GCRA command, reply for reply: [limited, limit, remaining, retry_after_s, reset_after_s].",
+		Args:    append(intArgs("max_burst", "count", "period"), Arg{Name: "quantity", Type: "integer", Optional: true}),
+		Route:   RouteKey, parse: parseThrottle,
+	},
+	keyCommand(IDInfoKey, "rl.info", 2, engine.OpInfo, false, "ratelimit",
+		"Describes a limiter key: algorithm, parameters, state, remaining budget and TTL."),
+	keyCommand(IDReset, "rl.reset", 2, engine.OpDel, true, "ratelimit",
+		"Resets a limiter key to its full budget (deletes it). Replies 1 if it existed."),
+	keyCommand(IDDel, "del", -2, engine.OpDel, true, "generic", "Deletes keys. Replies the number deleted."),
+	keyCommand(IDUnlink, "unlink", -2, engine.OpDel, true, "generic", "Deletes keys (same as DEL). Replies the number deleted."),
+	keyCommand(IDExists, "exists", -2, engine.OpExists, false, "generic", "Counts how many of the keys exist."),
+	keyCommand(IDType, "type", 2, engine.OpType, false, "generic", "Names the algorithm that owns a key, or none."),
+	keyCommand(IDPTTL, "pttl", 2, engine.OpPTTL, false, "generic",
+		"Milliseconds until a key is back to its full budget and disappears; -2 if absent."),
+	keyCommand(IDTTL, "ttl", 2, engine.OpTTL, false, "generic",
+		"Seconds (rounded) until a key is back to its full budget and disappears; -2 if absent."),
+	{
+		ID: IDDBSize, Name: "dbsize", Arity: 1, Flags: []string{"readonly", "fast"},
+		Categories: []string{"@keyspace", "@read", "@fast"}, Group: "server", Since: "1.0.0",
+		Complexity: "O(shards)", Summary: "Number of keys held, on every shard.", Route: RouteAll,
+	},
+	{
+		ID: IDFlushAll, Name: "flushall", Arity: -1, Flags: []string{"write"},
+		Categories: []string{"@keyspace", "@write", "@slow", "@dangerous"}, Group: "server", Since: "1.0.0",
+		Complexity: "O(N) where N is the number of keys", Summary: "Removes every key: every limiter is back to its full budget.",
+		Args:  []Arg{{Name: "flush-type", Type: "oneof", Optional: true, Args: []Arg{{Name: "async", Type: "pure-token", Token: "ASYNC"}, {Name: "sync", Type: "pure-token", Token: "SYNC"}}}},
+		Route: RouteAll,
+	},
+	{
+		ID: IDFlushDB, Name: "flushdb", Arity: -1, Flags: []string{"write"},
+		Categories: []string{"@keyspace", "@write", "@slow", "@dangerous"}, Group: "server", Since: "1.0.0",
+		Complexity: "O(N) where N is the number of keys", Summary: "Removes every key of the only database (same as FLUSHALL).",
+		Args:  []Arg{{Name: "flush-type", Type: "oneof", Optional: true, Args: []Arg{{Name: "async", Type: "pure-token", Token: "ASYNC"}, {Name: "sync", Type: "pure-token", Token: "SYNC"}}}},
+		Route: RouteAll,
+	},
+	{
+		ID: IDScan, Name: "scan", Arity: -2, Flags: []string{"readonly"},
+		Categories: []string{"@keyspace", "@read", "@slow"}, Group: "generic", Since: "1.0.0",
+		Complexity: "O(1) for every call. O(N) for a complete iteration.",
+		Summary:    "Iterates over the keys, as Redis's SCAN.",
+		Args: []Arg{{Name: "cursor", Type: "integer"}, {Name: "pattern", Type: "pattern", Token: "MATCH", Optional: true},
+			{Name: "count", Type: "integer", Token: "COUNT", Optional: true}, {Name: "type", Type: "string", Token: "TYPE", Optional: true}},
+		Route: RouteAll,
+	},
+
+	serverCommand(IDPing, "ping", -1, []string{"fast"}, connCats, "connection", "Replies PONG, or the message.",
+		Arg{Name: "message", Type: "string", Optional: true}),
+	serverCommand(IDEcho, "echo", 2, []string{"fast"}, connCats, "connection", "Replies the message.",
+		Arg{Name: "message", Type: "string"}),
+	serverCommand(IDQuit, "quit", -1, connFlags, connCats, "connection", "Closes the connection."),
+	serverCommand(IDResetConn, "reset", 1, connFlags, connCats, "connection",
+		"Resets the connection: RESP2, no name, no transaction, not authenticated."),
+	serverCommand(IDHello, "hello", -1, connFlags, connCats, "connection",
+		"Handshake: chooses RESP2 or RESP3, optionally authenticates and names the connection.",
+		Arg{Name: "arguments", Type: "block", Optional: true, Args: []Arg{
+			{Name: "protover", Type: "integer"},
+			{Name: "username-password", Type: "block", Token: "AUTH", Optional: true, Args: []Arg{{Name: "username", Type: "string"}, {Name: "password", Type: "string"}}},
+			{Name: "clientname", Type: "string", Token: "SETNAME", Optional: true}}}),
+	serverCommand(IDAuth, "auth", -2, connFlags, connCats, "connection", "Authenticates the connection.",
+		Arg{Name: "username", Type: "string", Optional: true}, Arg{Name: "password", Type: "string"}),
+	serverCommand(IDSelect, "select", 2, []string{"loading", "stale", "fast"}, connCats, "connection",
+		"Selects database 0, the only one.", Arg{Name: "index", Type: "integer"}),
+	{
+		ID: IDClient, Name: "client", Arity: -2, Categories: []string{"@slow"}, Group: "connection", Since: "1.0.0",
+		Complexity: "O(1)", Summary: "Connection management.", Route: RouteServer,
+		Sub: []*Spec{
+			sub("client", "setname", 3, connFlags, "Names the connection.", Arg{Name: "connection-name", Type: "string"}),
+			sub("client", "getname", 2, connFlags, "Returns the connection's name."),
+			sub("client", "setinfo", 4, connFlags, "Records the client library's name or version.",
+				Arg{Name: "attr", Type: "oneof", Args: []Arg{{Name: "libname", Type: "string", Token: "LIB-NAME"}, {Name: "libver", Type: "string", Token: "LIB-VER"}}}),
+			sub("client", "id", 2, connFlags, "Returns the connection's id."),
+			sub("client", "info", 2, connFlags, "Describes this connection, as a CLIENT LIST line."),
+			sub("client", "list", -2, []string{"admin", "noscript", "loading", "stale"}, "Lists the connections.",
+				Arg{Name: "client-type", Type: "string", Token: "TYPE", Optional: true}),
+			sub("client", "tracking", -3, connFlags,
+				"Accepted for clients that enable it by default; rlserver keys are decisions, never cached, so no invalidations are sent.",
+				Arg{Name: "status", Type: "oneof", Args: []Arg{{Name: "on", Type: "pure-token", Token: "ON"}, {Name: "off", Type: "pure-token", Token: "OFF"}}}),
+			sub("client", "no-evict", 3, connFlags, "Accepted; rlserver never evicts clients.", Arg{Name: "enabled", Type: "string"}),
+			sub("client", "no-touch", 3, connFlags, "Accepted; rlserver keys have no access time.", Arg{Name: "enabled", Type: "string"}),
+			sub("client", "help", 2, connFlags, "Lists the CLIENT subcommands."),
+		},
+	},
+	serverCommand(IDInfo, "info", -1, infoFlags, infoCats, "server",
+		"Server information and statistics, in Redis's INFO format.",
+		Arg{Name: "section", Type: "string", Optional: true, Multiple: true}),
+	{
+		ID: IDCommand, Name: "command", Arity: -1, Flags: []string{"loading", "stale"}, Categories: []string{"@slow", "@connection"},
+		Group: "server", Since: "1.0.0", Complexity: "O(N) where N is the number of commands",
+		Summary: "Describes the commands, as Redis 7 does.", Route: RouteServer,
+		Sub: []*Spec{
+			sub("command", "count", 2, infoFlags, "Number of commands."),
+			sub("command", "info", -2, infoFlags, "Describes the named commands (all of them if none is named).",
+				Arg{Name: "command-name", Type: "string", Optional: true, Multiple: true}),
+			sub("command", "docs", -2, infoFlags, "Documents the named commands (all of them if none is named).",
+				Arg{Name: "command-name", Type: "string", Optional: true, Multiple: true}),
+			sub("command", "list", -2, infoFlags, "Names every command."),
+			sub("command", "getkeys", -3, infoFlags, "Extracts the keys of a full command.",
+				Arg{Name: "command", Type: "string"}, Arg{Name: "arg", Type: "string", Optional: true, Multiple: true}),
+			sub("command", "help", 2, infoFlags, "Lists the COMMAND subcommands."),
+		},
+	},
+	{
+		ID: IDConfig, Name: "config", Arity: -2, Categories: []string{"@slow"}, Group: "server", Since: "1.0.0",
+		Complexity: "O(N) where N is the number of parameters", Summary: "Reads the server's configuration.", Route: RouteServer,
+		Sub: []*Spec{
+			sub("config", "get", -3, adminFlags, "Returns the parameters that match the patterns.",
+				Arg{Name: "parameter", Type: "string", Multiple: true}),
+			sub("config", "set", -4, adminFlags, "Refused: rlserver's configuration is set at start-up.",
+				Arg{Name: "parameter", Type: "string"}, Arg{Name: "value", Type: "string"}),
+			sub("config", "resetstat", 2, adminFlags, "Resets the statistics INFO reports."),
+			sub("config", "help", 2, infoFlags, "Lists the CONFIG subcommands."),
+		},
+	},
+	serverCommand(IDTime, "time", 1, []string{"loading", "stale", "fast"}, []string{"@fast"}, "server",
+		"The server's clock, the one decisions use: [unix seconds, microseconds]."),
+	serverCommand(IDReadOnly, "readonly", 1, connFlags, connCats, "cluster", "Accepted for cluster clients; replies OK."),
+	serverCommand(IDReadWrite, "readwrite", 1, connFlags, connCats, "cluster", "Accepted for cluster clients; replies OK."),
+	{
+		ID: IDCluster, Name: "cluster", Arity: -2, Categories: []string{"@slow"}, Group: "cluster", Since: "1.0.0",
+		Complexity: "O(1)", Summary: "Cluster topology.", Route: RouteServer,
+		Sub: []*Spec{
+			sub("cluster", "keyslot", 3, []string{"stale"}, "The hash slot of a key.", Arg{Name: "key", Type: "string"}),
+			sub("cluster", "slots", 2, []string{"loading", "stale"}, "The slot ranges and the nodes that serve them."),
+			sub("cluster", "shards", 2, []string{"loading", "stale"}, "The shards, their slots and nodes."),
+			sub("cluster", "nodes", 2, []string{"loading", "stale"}, "The nodes, in Redis Cluster's text format."),
+			sub("cluster", "info", 2, []string{"loading", "stale"}, "Cluster state and counters."),
+			sub("cluster", "myid", 2, []string{"loading", "stale"}, "This node's id."),
+			sub("cluster", "help", 2, []string{"loading", "stale"}, "Lists the CLUSTER subcommands."),
+		},
+	},
+	serverCommand(IDMulti, "multi", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"},
+		"transactions", "Starts a transaction; its commands must share one hash slot."),
+	serverCommand(IDExec, "exec", 1, []string{"noscript", "loading", "stale"}, []string{"@slow", "@transaction"},
+		"transactions", "Runs the queued commands as one atomic step."),
+	serverCommand(IDDiscard, "discard", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"},
+		"transactions", "Drops the queued commands."),
+	{
+		ID: IDDebug, Name: "debug", Arity: -2, Flags: []string{"admin", "noscript", "loading", "stale"},
+		Categories: adminCats, Group: "server", Since: "1.0.0", Complexity: "O(1)",
+		Summary: "Testing aids, refused unless rlserver runs with --enable-debug-command.", Route: RouteServer,
+		Sub: []*Spec{
+			sub("debug", "clock", -3, adminFlags,
+				"DEBUG CLOCK SET <unix_ms> fixes the clock decisions use; DEBUG CLOCK ADVANCE <ms> moves it; DEBUG CLOCK GET reads it; DEBUG CLOCK REAL returns to the system clock.",
+				Arg{Name: "action", Type: "string"}, Arg{Name: "ms", Type: "integer", Optional: true}),
+			sub("debug", "digest", 2, adminFlags, "A SHA-256 of every live key and its state: replicas that agree have the same digest."),
+			sub("debug", "help", 2, adminFlags, "Lists the DEBUG subcommands."),
+		},
+	},
+}
