@@ -1,0 +1,64 @@
+package cluster
+
+// SlotCount is the number of hash slots, as in Redis Cluster.
+const SlotCount = 16384
+
+// crc16Table is CRC16-XMODEM (polynomial 0x1021, initial value 0), the
+// checksum Redis Cluster hashes keys with.
+var crc16Table = func() (t [256]uint16) {
+	for i := range t {
+		crc := uint16(i) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+		t[i] = crc
+	}
+	return t
+}()
+
+func crc16(b []byte) uint16 {
+	var crc uint16
+	for _, c := range b {
+		crc = crc<<8 ^ crc16Table[byte(crc>>8)^c]
+	}
+	return crc
+}
+
+// Slot returns key's hash slot. When the key has a '{' followed later by a
+// '}' with at least one byte between them, only the bytes between the first
+// '{' and the first '}' after it are hashed, so {user:ada}:sec and
+// {user:ada}:min share a slot.
+func Slot(key []byte) uint16 {
+	for i, c := range key {
+		if c != '{' {
+			continue
+		}
+		for j := i + 1; j < len(key); j++ {
+			if key[j] == '}' {
+				if j > i+1 {
+					key = key[i+1 : j]
+				}
+				return crc16(key) % SlotCount
+			}
+		}
+		break
+	}
+	return crc16(key) % SlotCount
+}
+
+// ShardOfSlot returns the shard that owns slot when the slots are split into
+// shards contiguous ranges of (nearly) equal size.
+func ShardOfSlot(slot uint16, shards int) int {
+	return int(slot) * shards / SlotCount
+}
+
+// SlotRange returns the first and last slot of shard.
+func SlotRange(shard, shards int) (first, last int) {
+	first = (shard*SlotCount + shards - 1) / shards
+	last = ((shard+1)*SlotCount+shards-1)/shards - 1
+	return first, last
+}
