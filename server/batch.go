@@ -1,0 +1,186 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// batch collects the commands of a pipeline segment: the engine commands go
+// into one request per shard, submitted together when the segment is
+// flushed, and every command keeps its place in the reply order. All of it
+// is reused from one pipeline to the next, so a steady stream of decisions
+// allocates nothing.
+type batch struct {
+	reqs    []cluster.Request // one per shard
+	used    []int             // shards with commands in this segment
+	shardOf []int32           // the shard of each engine command, in arrival order
+	posOf   []int32           // its index in that shard's request
+	replies []pending         // one per client command, in arrival order
+	side    []byte            // replies encoded ahead of time: errors, local answers
+	parsed  []engine.Command  // scratch for parsing one command
+	done    chan struct{}     // the shards signal here; room for one per shard
+}
+
+// pending is one client command's place in the reply order: either engine
+// commands [first, first+n) or bytes side[from:to] already encoded.
+type pending struct {
+	spec     *commands.Spec
+	first, n int32
+	from, to int32
+	local    bool
+}
+
+func (b *batch) init(shards int) {
+	b.reqs = make([]cluster.Request, shards)
+	b.done = make(chan struct{}, shards)
+	for i := range b.reqs {
+		b.reqs[i].Done = b.done
+	}
+}
+
+// addError queues an error reply.
+func (b *batch) addError(err error) {
+	from := len(b.side)
+	b.side = appendError(b.side, err)
+	b.replies = append(b.replies, pending{local: true, from: int32(from), to: int32(len(b.side))})
+}
+
+// addLocal queues a reply that encode writes into the side buffer now.
+func (b *batch) addLocal(encode func([]byte) []byte) {
+	from := len(b.side)
+	b.side = encode(b.side)
+	b.replies = append(b.replies, pending{local: true, from: int32(from), to: int32(len(b.side))})
+}
+
+// addKeyCommand parses a keyed command and routes each of its engine
+// commands to the shard that owns its key.
+func (b *batch) addKeyCommand(s *Server, spec *commands.Spec, args [][]byte) {
+	if err := checkKeys(spec, args, s.cfg.Limits.MaxKeyLen); err != nil {
+		b.addError(err)
+		return
+	}
+	var err error
+	b.parsed, err = spec.Parse(args, b.parsed[:0])
+	if err != nil {
+		b.addError(err)
+		return
+	}
+	b.replies = append(b.replies, pending{spec: spec, first: int32(len(b.shardOf)), n: int32(len(b.parsed))})
+	for _, cmd := range b.parsed {
+		shard := s.shards.ShardOf(cluster.Slot(cmd.Key))
+		r := &b.reqs[shard]
+		if len(r.Cmds) == 0 {
+			b.used = append(b.used, shard)
+		}
+		b.shardOf = append(b.shardOf, int32(shard))
+		b.posOf = append(b.posOf, int32(len(r.Cmds)))
+		r.Cmds = append(r.Cmds, cmd)
+	}
+}
+
+// checkKeys refuses keys longer than the server allows.
+func checkKeys(spec *commands.Spec, args [][]byte, maxLen int) error {
+	var err error
+	spec.Keys(args, func(k []byte) {
+		if err == nil && maxLen > 0 && len(k) > maxLen {
+			err = fmt.Errorf("ERR key is %d bytes long, longer than the %d bytes allowed (--max-key-len)", len(k), maxLen)
+		}
+	})
+	return err
+}
+
+// submit sends the segment's requests to their shards and waits for all.
+func (b *batch) submit(s Shards) {
+	for _, shard := range b.used {
+		r := &b.reqs[shard]
+		r.Err = nil
+		if cap(r.Results) < len(r.Cmds) {
+			r.Results = make([]engine.Result, len(r.Cmds), 2*len(r.Cmds))
+		}
+		r.Results = r.Results[:len(r.Cmds)]
+		s.Submit(shard, r)
+	}
+	for range b.used {
+		<-b.done
+	}
+}
+
+// encode appends the replies of the segment, in order.
+func (b *batch) encode(out []byte, resp3 bool) []byte {
+	for _, p := range b.replies {
+		if p.local {
+			out = append(out, b.side[p.from:p.to]...)
+			continue
+		}
+		out = b.encodeEngine(out, p, resp3)
+	}
+	return out
+}
+
+// encodeEngine encodes one command answered by engine commands. A command
+// spread over several keys (DEL a b c) answers the sum of their integers.
+func (b *batch) encodeEngine(out []byte, p pending, resp3 bool) []byte {
+	var sum int64
+	for i := p.first; i < p.first+p.n; i++ {
+		r := &b.reqs[b.shardOf[i]]
+		if r.Err != nil {
+			return appendError(out, r.Err)
+		}
+		res := &r.Results[b.posOf[i]]
+		if p.n == 1 {
+			return appendResult(out, res, resp3)
+		}
+		sum += res.Int
+	}
+	return appendInt(out, sum)
+}
+
+// reset empties the batch, keeping its memory, and lets go of the commands'
+// buffers.
+func (b *batch) reset() {
+	for _, shard := range b.used {
+		clear(b.reqs[shard].Cmds)
+		b.reqs[shard].Cmds = b.reqs[shard].Cmds[:0]
+	}
+	b.used = b.used[:0]
+	b.shardOf = b.shardOf[:0]
+	b.posOf = b.posOf[:0]
+	b.replies = b.replies[:0]
+	b.side = b.side[:0]
+}
+
+// flush submits what the batch holds and appends its replies to out.
+func (c *client) flush(out []byte) []byte {
+	b := &c.batch
+	if len(b.replies) == 0 {
+		return out
+	}
+	b.submit(c.srv.shards)
+	out = b.encode(out, c.resp3.Load())
+	b.reset()
+	return out
+}
+
+// everyShard runs one engine command on every shard and returns the results
+// in shard order, or the first request error.
+func (c *client) everyShard(cmd engine.Command) ([]engine.Result, error) {
+	b := &c.batch
+	for shard := range b.reqs {
+		b.reqs[shard].Cmds = append(b.reqs[shard].Cmds[:0], cmd)
+		b.used = append(b.used, shard)
+	}
+	b.submit(c.srv.shards)
+	results := make([]engine.Result, len(b.reqs))
+	var err error
+	for shard := range b.reqs {
+		if e := b.reqs[shard].Err; e != nil && err == nil {
+			err = e
+		}
+		results[shard] = b.reqs[shard].Results[0]
+	}
+	b.reset()
+	return results, err
+}

@@ -1,0 +1,151 @@
+package server
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/rlserver/rlserver/commands"
+)
+
+// client is one connection's state. Its handler goroutine owns it; the
+// fields CLIENT LIST reads from other goroutines are atomic or under mu.
+type client struct {
+	srv     *Server
+	conn    redcon.Conn
+	id      int64
+	addr    string
+	laddr   string
+	created time.Time
+
+	resp3    atomic.Bool
+	lastCmd  atomic.Int64                  // Unix ms of the latest command, for idle=
+	lastSpec atomic.Pointer[commands.Spec] // the latest command, for cmd=
+	mu       sync.Mutex                    // guards the names below
+	name     string                        // CLIENT SETNAME
+	libName  string                        // CLIENT SETINFO LIB-NAME
+	libVer   string                        // CLIENT SETINFO LIB-VER
+
+	authed bool
+	quit   bool // QUIT: close once the replies are written
+	tx     transaction
+	batch  batch
+	input  []redcon.Command
+	out    []byte
+}
+
+func newClient(s *Server, conn redcon.Conn) *client {
+	c := &client{
+		srv:     s,
+		conn:    conn,
+		id:      s.nextID.Add(1),
+		addr:    conn.RemoteAddr(),
+		created: time.Now(),
+		authed:  s.cfg.RequirePass == "",
+	}
+	if nc := conn.NetConn(); nc != nil {
+		c.laddr = nc.LocalAddr().String()
+	}
+	c.lastCmd.Store(c.created.UnixMilli())
+	c.batch.init(s.shards.Shards())
+	c.tx.reset()
+	return c
+}
+
+// setName sets the connection's name; the caller has validated it.
+func (c *client) setName(name string) {
+	c.mu.Lock()
+	c.name = name
+	c.mu.Unlock()
+}
+
+// names returns the connection's name and client library.
+func (c *client) names() (name, libName, libVer string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.name, c.libName, c.libVer
+}
+
+// resetState is RESET: back to a fresh connection's state.
+func (c *client) resetState() {
+	c.resp3.Store(false)
+	c.setName("")
+	c.authed = c.srv.cfg.RequirePass == ""
+	c.tx.reset()
+}
+
+// handle answers a pipeline: the command redcon hands over and every other
+// complete command already read from the connection.
+func (s *Server) handle(conn redcon.Conn, first redcon.Command) {
+	c, ok := conn.Context().(*client)
+	if !ok {
+		conn.Close()
+		return
+	}
+	c.input = append(append(c.input[:0], first), conn.ReadPipeline()...)
+	out := c.out[:0]
+	for _, cmd := range c.input {
+		out = c.exec(cmd.Args, out)
+		if c.quit {
+			break
+		}
+	}
+	out = c.flush(out)
+	s.stats.commands.Add(int64(len(c.input)))
+	c.lastCmd.Store(time.Now().UnixMilli())
+	clear(c.input) // let the commands' buffers go
+	if c.quit {
+		conn.NetConn().Write(out) // redcon does not flush a closed connection
+		conn.Close()
+		return
+	}
+	conn.WriteRaw(out)
+	if cap(out) > 1<<20 {
+		out = nil // do not pin a huge reply buffer to an idle connection
+	}
+	c.out = out[:0]
+}
+
+// exec runs or queues one command, appending to out any replies that are due
+// before it.
+func (c *client) exec(args [][]byte, out []byte) []byte {
+	// Checked in Redis's order; inside MULTI a refusal also dooms the EXEC.
+	spec := commands.Lookup(args[0])
+	var err error
+	switch {
+	case spec == nil:
+		err = commands.UnknownCommand(args)
+	case spec.CheckArity(args) != nil:
+		err = spec.CheckArity(args)
+	case !c.authed && !noAuth(spec.ID):
+		err = errNoAuth
+	}
+	if err != nil {
+		c.batch.addError(err)
+		c.tx.markDirty()
+		return out
+	}
+	c.lastSpec.Store(spec)
+	if c.tx.active && !endsTransaction(spec.ID) {
+		c.queue(spec, args)
+		return out
+	}
+	if spec.Route == commands.RouteKey {
+		c.batch.addKeyCommand(c.srv, spec, args)
+		return out
+	}
+	// Everything else depends on, or changes, the state of the connection or of
+	// every shard: answer what is pending first.
+	out = c.flush(out)
+	return c.serverCommand(spec, args, out)
+}
+
+// noAuth reports whether a command may run before authentication.
+func noAuth(id commands.ID) bool {
+	return id == commands.IDAuth || id == commands.IDHello || id == commands.IDQuit || id == commands.IDResetConn
+}
+
+func sortInt64s(v []int64) { slices.Sort(v) }

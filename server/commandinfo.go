@@ -1,0 +1,256 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/rlserver/rlserver/commands"
+)
+
+// Redis's texts for COMMAND GETKEYS errors.
+var (
+	errInvalidCommand  = errors.New("ERR Invalid command specified")
+	errInvalidArgCount = errors.New("ERR Invalid number of arguments specified for command")
+	errNoKeys          = errors.New("ERR The command has no key arguments")
+)
+
+// commandCommand is COMMAND and its subcommands, describing the command table
+// the way Redis 7 does: redis-py needs the key positions in cluster mode,
+// redis-cli builds its hints from COMMAND DOCS.
+func (c *client) commandCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+	resp3 := c.resp3.Load()
+	if len(args) == 1 {
+		all := commands.All()
+		out = appendArray(out, len(all))
+		for _, s := range all {
+			out = appendCommandInfo(out, s, resp3)
+		}
+		return out
+	}
+	sub, err := subcommand(spec, args)
+	if err != nil {
+		return appendError(out, err)
+	}
+	switch sub.Name {
+	case "command|count":
+		return appendInt(out, int64(len(commands.All())))
+	case "command|list":
+		all := commands.All()
+		out = appendArray(out, len(all))
+		for _, s := range all {
+			out = appendBulkString(out, s.Name)
+		}
+		return out
+	case "command|info":
+		specs := named(args[2:])
+		out = appendArray(out, len(specs))
+		for _, s := range specs {
+			if s == nil {
+				out = appendNullArray(out, resp3)
+				continue
+			}
+			out = appendCommandInfo(out, s, resp3)
+		}
+		return out
+	case "command|docs":
+		specs := named(args[2:])
+		n := 0
+		for _, s := range specs {
+			if s != nil {
+				n++
+			}
+		}
+		out = appendMap(out, n, resp3)
+		for _, s := range specs {
+			if s != nil {
+				out = appendBulkString(out, s.Name)
+				out = appendCommandDocs(out, s, resp3)
+			}
+		}
+		return out
+	case "command|getkeys":
+		return c.getKeys(args[2:], out)
+	}
+	return appendHelp(out, spec)
+}
+
+// named returns the specs named in names (nil for unknown ones), or every
+// command when names is empty.
+func named(names [][]byte) []*commands.Spec {
+	if len(names) == 0 {
+		return commands.All()
+	}
+	specs := make([]*commands.Spec, len(names))
+	for i, n := range names {
+		specs[i] = commands.Lookup(n)
+	}
+	return specs
+}
+
+// getKeys is COMMAND GETKEYS: the keys a full command names.
+func (c *client) getKeys(cmd [][]byte, out []byte) []byte {
+	spec := commands.Lookup(cmd[0])
+	switch {
+	case spec == nil:
+		return appendError(out, errInvalidCommand)
+	case spec.CheckArity(cmd) != nil:
+		return appendError(out, errInvalidArgCount)
+	case !spec.HasKeys():
+		return appendError(out, errNoKeys)
+	}
+	var keys [][]byte
+	spec.Keys(cmd, func(k []byte) { keys = append(keys, k) })
+	out = appendArray(out, len(keys))
+	for _, k := range keys {
+		out = appendBulk(out, k)
+	}
+	return out
+}
+
+// appendCommandInfo encodes a Redis 7 command entry of 10 fields: name,
+// arity, flags, first key, last key, step, ACL categories, tips, key
+// specifications and subcommands.
+func appendCommandInfo(out []byte, s *commands.Spec, resp3 bool) []byte {
+	out = appendArray(out, 10)
+	out = appendBulkString(out, s.Name)
+	out = appendInt(out, int64(s.Arity))
+	out = appendSet(out, len(s.Flags), resp3)
+	for _, f := range s.Flags {
+		out = appendSimple(out, f)
+	}
+	out = appendInt(out, int64(s.FirstKey))
+	out = appendInt(out, int64(s.LastKey))
+	out = appendInt(out, int64(s.KeyStep))
+	out = appendSet(out, len(s.Categories), resp3)
+	for _, cat := range s.Categories {
+		out = appendSimple(out, cat)
+	}
+	out = appendArray(out, 0) // tips
+	if s.HasKeys() {
+		out = appendArray(out, 1)
+		out = appendKeySpec(out, s, resp3)
+	} else {
+		out = appendArray(out, 0)
+	}
+	out = appendArray(out, len(s.Sub))
+	for _, sub := range s.Sub {
+		out = appendCommandInfo(out, sub, resp3)
+	}
+	return out
+}
+
+// appendKeySpec encodes the one key specification of a keyed command: keys
+// from index FirstKey to LastKey (relative to the end when negative).
+func appendKeySpec(out []byte, s *commands.Spec, resp3 bool) []byte {
+	flags := []string{"RW", "UPDATE"}
+	switch {
+	case s.ID == commands.IDDel || s.ID == commands.IDUnlink || s.ID == commands.IDReset:
+		flags = []string{"RM", "DELETE"}
+	case len(s.Flags) > 0 && s.Flags[0] == "readonly":
+		flags = []string{"RO", "ACCESS"}
+	}
+	lastKey := int64(0)
+	if s.LastKey < 0 {
+		lastKey = -1
+	}
+	out = appendMap(out, 3, resp3)
+	out = appendBulkString(out, "flags")
+	out = appendSet(out, len(flags), resp3)
+	for _, f := range flags {
+		out = appendSimple(out, f)
+	}
+	out = appendBulkString(out, "begin_search")
+	out = appendMap(out, 2, resp3)
+	out = appendBulkString(out, "type")
+	out = appendBulkString(out, "index")
+	out = appendBulkString(out, "spec")
+	out = appendMap(out, 1, resp3)
+	out = appendBulkString(out, "index")
+	out = appendInt(out, int64(s.FirstKey))
+	out = appendBulkString(out, "find_keys")
+	out = appendMap(out, 2, resp3)
+	out = appendBulkString(out, "type")
+	out = appendBulkString(out, "range")
+	out = appendBulkString(out, "spec")
+	out = appendMap(out, 3, resp3)
+	out = appendBulkString(out, "lastkey")
+	out = appendInt(out, lastKey)
+	out = appendBulkString(out, "keystep")
+	out = appendInt(out, int64(s.KeyStep))
+	out = appendBulkString(out, "limit")
+	return appendInt(out, 0)
+}
+
+// appendCommandDocs encodes COMMAND DOCS's map for one command.
+func appendCommandDocs(out []byte, s *commands.Spec, resp3 bool) []byte {
+	n := 5
+	if len(s.Sub) > 0 {
+		n++
+	}
+	out = appendMap(out, n, resp3)
+	out = appendBulkString(out, "summary")
+	out = appendBulkString(out, s.Summary)
+	out = appendBulkString(out, "since")
+	out = appendBulkString(out, s.Since)
+	out = appendBulkString(out, "group")
+	out = appendBulkString(out, s.Group)
+	out = appendBulkString(out, "complexity")
+	out = appendBulkString(out, s.Complexity)
+	out = appendBulkString(out, "arguments")
+	out = appendArgs(out, s.Args, resp3)
+	if len(s.Sub) > 0 {
+		out = appendBulkString(out, "subcommands")
+		out = appendMap(out, len(s.Sub), resp3)
+		for _, sub := range s.Sub {
+			out = appendBulkString(out, sub.Name)
+			out = appendCommandDocs(out, sub, resp3)
+		}
+	}
+	return out
+}
+
+// appendArgs encodes argument docs as Redis 7's COMMAND DOCS does.
+func appendArgs(out []byte, args []commands.Arg, resp3 bool) []byte {
+	out = appendArray(out, len(args))
+	for _, a := range args {
+		var flags []string
+		if a.Optional {
+			flags = append(flags, "optional")
+		}
+		if a.Multiple {
+			flags = append(flags, "multiple")
+		}
+		n := 3 // name, type, display_text
+		if a.Token != "" {
+			n++
+		}
+		if len(flags) > 0 {
+			n++
+		}
+		if len(a.Args) > 0 {
+			n++
+		}
+		out = appendMap(out, n, resp3)
+		out = appendBulkString(out, "name")
+		out = appendBulkString(out, a.Name)
+		out = appendBulkString(out, "type")
+		out = appendBulkString(out, a.Type)
+		out = appendBulkString(out, "display_text")
+		out = appendBulkString(out, a.Name)
+		if a.Token != "" {
+			out = appendBulkString(out, "token")
+			out = appendBulkString(out, a.Token)
+		}
+		if len(flags) > 0 {
+			out = appendBulkString(out, "flags")
+			out = appendArray(out, len(flags))
+			for _, f := range flags {
+				out = appendSimple(out, f)
+			}
+		}
+		if len(a.Args) > 0 {
+			out = appendBulkString(out, "arguments")
+			out = appendArgs(out, a.Args, resp3)
+		}
+	}
+	return out
+}

@@ -1,0 +1,244 @@
+package server
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rlserver/rlserver/commands"
+)
+
+// Redis's texts for authentication and handshake errors.
+var (
+	errNoAuth     = errors.New("NOAUTH Authentication required.")
+	errWrongPass  = errors.New("WRONGPASS invalid username-password pair or user is disabled.")
+	errNoPassword = errors.New("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	errNoProto    = errors.New("NOPROTO unsupported protocol version")
+	errProtoInt   = errors.New("ERR Protocol version is not an integer or out of range")
+	errHelloAuth  = errors.New("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+	errBadName    = errors.New("ERR Client names cannot contain spaces, newlines or special characters.")
+	errDBRange    = errors.New("ERR DB index is out of range")
+)
+
+// authenticate checks a user and password against --requirepass, in
+// constant time. The only user is "default".
+func (c *client) authenticate(user, pass []byte) error {
+	want := c.srv.cfg.RequirePass
+	if want == "" {
+		return errNoPassword
+	}
+	userOK := user == nil || string(user) == "default"
+	passOK := subtle.ConstantTimeCompare(pass, []byte(want)) == 1
+	if !userOK || !passOK {
+		return errWrongPass
+	}
+	c.authed = true
+	return nil
+}
+
+// auth is AUTH [username] password.
+func (c *client) auth(args [][]byte, out []byte) []byte {
+	var err error
+	switch len(args) {
+	case 2:
+		err = c.authenticate(nil, args[1])
+	case 3:
+		err = c.authenticate(args[1], args[2])
+	default:
+		err = commands.ErrSyntax
+	}
+	if err != nil {
+		return appendError(out, err)
+	}
+	return appendOK(out)
+}
+
+// hello is HELLO [protover [AUTH username password] [SETNAME clientname]].
+func (c *client) hello(args [][]byte, out []byte) []byte {
+	resp3 := c.resp3.Load()
+	if len(args) > 1 {
+		v, ok := commands.ParseInt(args[1])
+		if !ok {
+			return appendError(out, errProtoInt)
+		}
+		if v != 2 && v != 3 {
+			return appendError(out, errNoProto)
+		}
+		resp3 = v == 3
+	}
+	var user, pass, name []byte
+	for i := 2; i < len(args); i++ {
+		switch {
+		case commands.EqualFold(args[i], "auth") && i+2 < len(args):
+			user, pass = args[i+1], args[i+2]
+			i += 2
+		case commands.EqualFold(args[i], "setname") && i+1 < len(args):
+			name = args[i+1]
+			i++
+		default:
+			return appendError(out, fmt.Errorf("ERR Syntax error in HELLO option '%s'", args[i]))
+		}
+	}
+	if pass != nil {
+		if err := c.authenticate(user, pass); err != nil {
+			return appendError(out, err)
+		}
+	} else if !c.authed {
+		return appendError(out, errHelloAuth)
+	}
+	if name != nil {
+		if !validName(name) {
+			return appendError(out, errBadName)
+		}
+		c.setName(string(name))
+	}
+	c.resp3.Store(resp3)
+	proto := int64(2)
+	if resp3 {
+		proto = 3
+	}
+	out = appendMap(out, 7, resp3)
+	out = appendBulkString(out, "server")
+	out = appendBulkString(out, "rlserver")
+	out = appendBulkString(out, "version")
+	out = appendBulkString(out, RedisVersion)
+	out = appendBulkString(out, "proto")
+	out = appendInt(out, proto)
+	out = appendBulkString(out, "id")
+	out = appendInt(out, c.id)
+	out = appendBulkString(out, "mode")
+	out = appendBulkString(out, "standalone")
+	out = appendBulkString(out, "role")
+	out = appendBulkString(out, "master")
+	out = appendBulkString(out, "modules")
+	return appendArray(out, 0)
+}
+
+// selectDB is SELECT: rlserver has one database, 0.
+func (c *client) selectDB(args [][]byte, out []byte) []byte {
+	v, ok := commands.ParseInt(args[1])
+	if !ok {
+		return appendError(out, commands.ErrNotInteger)
+	}
+	if v != 0 {
+		return appendError(out, errDBRange)
+	}
+	return appendOK(out)
+}
+
+// validName reports whether a client name is acceptable: printable ASCII
+// without spaces, as Redis requires.
+func validName(name []byte) bool {
+	for _, ch := range name {
+		if ch < '!' || ch > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// clientCommand is CLIENT and its subcommands.
+func (c *client) clientCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+	sub, err := subcommand(spec, args)
+	if err != nil {
+		return appendError(out, err)
+	}
+	switch sub.Name {
+	case "client|setname":
+		if !validName(args[2]) {
+			return appendError(out, errBadName)
+		}
+		c.setName(string(args[2]))
+		return appendOK(out)
+	case "client|getname":
+		if name, _, _ := c.names(); name != "" {
+			return appendBulkString(out, name)
+		}
+		return appendNull(out, c.resp3.Load())
+	case "client|setinfo":
+		return c.setInfo(args, out)
+	case "client|id":
+		return appendInt(out, c.id)
+	case "client|info":
+		return appendBulkString(out, c.describe(time.Now()))
+	case "client|list":
+		return c.list(args, out)
+	case "client|tracking":
+		if !commands.EqualFold(args[2], "on") && !commands.EqualFold(args[2], "off") {
+			return appendError(out, commands.ErrSyntax)
+		}
+		return appendOK(out)
+	case "client|no-evict", "client|no-touch":
+		if !commands.EqualFold(args[2], "on") && !commands.EqualFold(args[2], "off") {
+			return appendError(out, commands.ErrSyntax)
+		}
+		return appendOK(out)
+	case "client|help":
+		return appendHelp(out, spec)
+	}
+	return appendError(out, commands.UnknownSubcommand(spec.Name, args[1]))
+}
+
+// setInfo is CLIENT SETINFO LIB-NAME|LIB-VER value.
+func (c *client) setInfo(args [][]byte, out []byte) []byte {
+	value := string(args[3])
+	if strings.ContainsAny(value, " \r\n") {
+		return appendError(out, fmt.Errorf("ERR %s cannot contain spaces, newlines or special characters.", args[2]))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case commands.EqualFold(args[2], "lib-name"):
+		c.libName = value
+	case commands.EqualFold(args[2], "lib-ver"):
+		c.libVer = value
+	default:
+		return appendError(out, fmt.Errorf("ERR Unrecognized option '%s'", args[2]))
+	}
+	return appendOK(out)
+}
+
+// list is CLIENT LIST [TYPE normal|master|replica|pubsub].
+func (c *client) list(args [][]byte, out []byte) []byte {
+	normal := true
+	if len(args) == 4 && commands.EqualFold(args[2], "type") {
+		switch {
+		case commands.EqualFold(args[3], "normal"):
+		case commands.EqualFold(args[3], "master"), commands.EqualFold(args[3], "replica"), commands.EqualFold(args[3], "slave"), commands.EqualFold(args[3], "pubsub"):
+			normal = false
+		default:
+			return appendError(out, fmt.Errorf("ERR Unknown client type '%s'", args[3]))
+		}
+	} else if len(args) != 2 {
+		return appendError(out, commands.ErrSyntax)
+	}
+	var b bytes.Buffer
+	if normal {
+		now := time.Now()
+		c.srv.eachClient(func(other *client) { b.WriteString(other.describe(now)) })
+	}
+	return appendBulk(out, b.Bytes())
+}
+
+// describe is the connection's CLIENT LIST line.
+func (c *client) describe(now time.Time) string {
+	name, libName, libVer := c.names()
+	cmd := "NULL"
+	if spec := c.lastSpec.Load(); spec != nil {
+		cmd = spec.Name
+	}
+	resp := 2
+	if c.resp3.Load() {
+		resp = 3
+	}
+	// The transaction belongs to the connection's own goroutine; other
+	// connections cannot read it, so multi= is always -1.
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 "+
+		"qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default "+
+		"redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+		c.id, c.addr, c.laddr, name, int(now.Sub(c.created).Seconds()), (now.UnixMilli()-c.lastCmd.Load())/1000,
+		cmd, resp, libName, libVer)
+}

@@ -1,0 +1,213 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+)
+
+// redcon's reader accepts any bulk length and argument count a client
+// announces and grows its buffer to match, so one connection could make the
+// server allocate gigabytes. guardConn stands between the socket and redcon:
+// it follows the RESP framing of the bytes as they arrive (headers only; bulk
+// payloads are skipped, not inspected) and cuts the connection, with Redis's
+// error text, before a command can exceed the limits. Commands complete
+// before the offending one are still executed and answered.
+
+// Limits bounds what one command may make the server hold.
+type Limits struct {
+	MaxBulkLen    int64 // bytes in one argument
+	MaxArgs       int64 // arguments in one command, its name included
+	MaxRequestLen int64 // bytes in one command, framing included
+	MaxKeyLen     int   // bytes in one key (checked per command, not here)
+}
+
+// Redis's texts for these protocol errors; the connection closes after them.
+var (
+	errBulkTooLong    = errors.New("ERR Protocol error: invalid bulk length")
+	errTooManyArgs    = errors.New("ERR Protocol error: invalid multibulk length")
+	errInlineTooLong  = errors.New("ERR Protocol error: too big inline request")
+	errRequestTooLong = errors.New("ERR Protocol error: request too large")
+)
+
+// maxInline is Redis's PROTO_INLINE_MAX_SIZE, the longest inline command.
+const maxInline = 64 * 1024
+
+// maxHeader bounds a "*<n>" or "$<n>" line; no valid one comes close.
+const maxHeader = 24
+
+type frameState uint8
+
+const (
+	atCommand   frameState = iota // the next byte starts a command
+	inCount                       // reading "*<count>\r\n"
+	atBulk                        // the next byte should be '$'
+	inBulkLen                     // reading "$<len>\r\n"
+	inBulkBody                    // skipping a payload and its CRLF
+	inInline                      // reading an inline command up to LF
+)
+
+// guardConn enforces Limits on the bytes read from a client.
+type guardConn struct {
+	net.Conn
+	limits Limits
+
+	state    frameState
+	num      int64 // the number being read in a header
+	line     int   // bytes in the current header or inline line
+	args     int64 // bulk arguments still expected in this command
+	skip     int64 // payload bytes (and CRLF) still to skip
+	cmdBytes int64 // bytes of the current command so far
+	failed   error // a limit was exceeded: report it at the next Read
+}
+
+// Read reads from the client and checks the limits. When bytes cross one, the
+// bytes before the offending command are returned first, so the commands they
+// complete still run; the next Read writes the error and fails.
+func (g *guardConn) Read(p []byte) (int, error) {
+	if g.failed != nil {
+		return 0, g.fail()
+	}
+	n, err := g.Conn.Read(p)
+	if n > 0 {
+		if ok, cut := g.scan(p[:n]); !ok {
+			if cut == 0 {
+				return 0, g.fail()
+			}
+			return cut, nil
+		}
+	}
+	return n, err
+}
+
+// fail writes the pending error to the client and returns it.
+func (g *guardConn) fail() error {
+	g.Conn.Write(appendError(nil, g.failed))
+	return g.failed
+}
+
+// scan advances the framing over b. When a limit is crossed it records the
+// error and returns the number of bytes before the command that crossed it.
+func (g *guardConn) scan(b []byte) (ok bool, cut int) {
+	start := 0 // where the current command began within b
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if g.state == atCommand {
+			start, g.cmdBytes = i, 0
+		}
+		if g.state == inBulkBody {
+			step := min(g.skip, int64(len(b)-i))
+			g.skip -= step
+			g.cmdBytes += step
+			i += int(step) - 1
+			if g.skip == 0 {
+				g.nextArg()
+			}
+		} else {
+			g.cmdBytes++
+			g.step(c)
+		}
+		if g.failed == nil && g.cmdBytes > g.limits.MaxRequestLen {
+			g.failed = errRequestTooLong
+		}
+		if g.failed != nil {
+			return false, start
+		}
+	}
+	return true, 0
+}
+
+// step advances the framing by one byte outside a payload. Framing the guard
+// cannot follow is refused outright, never waved through: redcon parses
+// numbers more loosely than Redis ("+5", "0005"), and a header the guard
+// misread would escape the limits.
+func (g *guardConn) step(c byte) {
+	switch g.state {
+	case atCommand:
+		if c == '*' {
+			g.state, g.num, g.line = inCount, 0, 0
+		} else if c != '\n' {
+			g.state, g.line = inInline, 1
+		}
+	case inCount, inBulkLen:
+		g.line++
+		switch {
+		case c >= '0' && c <= '9' && !(g.line == 2 && g.num == 0): // no leading zeros
+			// Fail as soon as the number passes its limit: it can never overflow.
+			if g.num = g.num*10 + int64(c-'0'); g.num > g.headerLimit() {
+				g.failed = g.headerError()
+			}
+		case c == '\r' && g.line > 1 && g.line <= maxHeader:
+		case c == '\n' && g.line > 2:
+			g.endHeader()
+		default:
+			g.failed = g.headerError()
+		}
+	case atBulk:
+		if c != '$' {
+			g.failed = fmt.Errorf("ERR Protocol error: expected '$', got '%c'", c)
+		}
+		g.state, g.num, g.line = inBulkLen, 0, 0
+	case inInline:
+		g.line++
+		if c == '\n' {
+			g.state = atCommand
+		} else if g.line > maxInline {
+			g.failed = errInlineTooLong
+		}
+	}
+}
+
+// headerLimit is the largest number the current header may carry.
+func (g *guardConn) headerLimit() int64 {
+	if g.state == inCount {
+		return g.limits.MaxArgs
+	}
+	return g.limits.MaxBulkLen
+}
+
+// headerError is Redis's error for a malformed or oversized header.
+func (g *guardConn) headerError() error {
+	if g.state == inCount {
+		return errTooManyArgs
+	}
+	return errBulkTooLong
+}
+
+// endHeader acts on a complete "*<n>" or "$<n>" line.
+func (g *guardConn) endHeader() {
+	if g.state == inCount {
+		g.args = g.num
+		if g.args <= 0 {
+			g.state = atCommand
+		} else {
+			g.state = atBulk
+		}
+		return
+	}
+	g.state, g.skip = inBulkBody, g.num+2
+}
+
+// nextArg moves on after a payload.
+func (g *guardConn) nextArg() {
+	g.args--
+	if g.args > 0 {
+		g.state = atBulk
+	} else {
+		g.state = atCommand
+	}
+}
+
+// guardListener wraps every accepted connection in a guardConn.
+type guardListener struct {
+	net.Listener
+	limits Limits
+}
+
+func (l guardListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &guardConn{Conn: c, limits: l.limits}, nil
+}

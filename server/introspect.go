@@ -1,0 +1,211 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// infoSections are INFO's sections in Redis's order; "default" and "all"
+// name them all.
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "ratelimit", "cluster", "keyspace"}
+
+// info is INFO [section ...].
+func (c *client) info(args [][]byte, out []byte) []byte {
+	want := map[string]bool{}
+	for _, a := range args[1:] {
+		want[strings.ToLower(string(a))] = true
+	}
+	all := len(want) == 0 || want["all"] || want["default"] || want["everything"]
+	var b strings.Builder
+	for _, section := range infoSections {
+		if !all && !want[section] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		fmt.Fprintf(&b, "# %s\r\n", strings.ToUpper(section[:1])+section[1:])
+		c.srv.writeInfo(&b, section)
+	}
+	return appendBulkString(out, b.String())
+}
+
+// writeInfo writes one INFO section's "name:value" lines.
+func (s *Server) writeInfo(b *strings.Builder, section string) {
+	line := func(name string, v any) { fmt.Fprintf(b, "%s:%v\r\n", name, v) }
+	switch section {
+	case "server":
+		uptime := time.Since(s.started)
+		line("redis_version", RedisVersion)
+		line("rlserver_version", s.cfg.Version)
+		line("redis_mode", "standalone")
+		line("os", runtime.GOOS+" "+runtime.GOARCH)
+		line("arch_bits", strconv.IntSize)
+		line("go_version", runtime.Version())
+		line("process_id", os.Getpid())
+		line("run_id", s.runID)
+		line("tcp_port", s.port())
+		line("server_time_usec", s.clock.Now()*1000)
+		line("uptime_in_seconds", int64(uptime.Seconds()))
+		line("uptime_in_days", int64(uptime.Hours()/24))
+		line("executable", executable())
+		line("config_file", s.cfg.ConfigFile)
+	case "clients":
+		line("connected_clients", s.clientCount())
+		line("maxclients", s.cfg.MaxClients)
+		line("blocked_clients", 0)
+	case "memory":
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		line("used_memory", m.HeapAlloc)
+		line("used_memory_human", humanBytes(m.HeapAlloc))
+		line("used_memory_rss", m.Sys)
+		line("used_memory_rss_human", humanBytes(m.Sys))
+		line("used_memory_dataset", s.total().Bytes)
+		line("used_memory_dataset_human", humanBytes(uint64(s.total().Bytes)))
+		line("maxmemory", 0)
+		line("maxmemory_policy", "noeviction")
+		line("mem_allocator", "go")
+	case "persistence":
+		line("loading", 0)
+		line("async_loading", 0)
+		line("rdb_changes_since_last_save", 0)
+		line("rdb_bgsave_in_progress", 0)
+		line("aof_enabled", 0)
+		line("rl_durability", "none (--in-memory)")
+	case "stats":
+		line("total_connections_received", s.stats.connections.Load())
+		line("total_commands_processed", s.stats.commands.Load())
+		line("rejected_connections", s.stats.rejected.Load())
+		line("expired_keys", 0)
+	case "replication":
+		line("role", "master")
+		line("connected_slaves", 0)
+	case "cpu":
+		user, sys := cpuTimes()
+		line("used_cpu_sys", fmt.Sprintf("%.6f", sys))
+		line("used_cpu_user", fmt.Sprintf("%.6f", user))
+	case "ratelimit":
+		t := s.total()
+		line("rl_shards", s.shards.Shards())
+		line("rl_decisions_allowed", t.Allowed)
+		line("rl_decisions_denied", t.Denied)
+		line("rl_keys", t.Keys)
+		line("rl_clock_ms", s.clock.Now())
+	case "cluster":
+		line("cluster_enabled", 0)
+	case "keyspace":
+		if t := s.total(); t.Keys > 0 {
+			fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", t.Keys, t.Keys)
+		}
+	}
+}
+
+// time is TIME: the clock decisions use, as [seconds, microseconds].
+func (c *client) time(out []byte) []byte {
+	ms := c.srv.clock.Now()
+	out = appendArray(out, 2)
+	out = appendBulkInt(out, ms/1000)
+	return appendBulkInt(out, ms%1000*1000)
+}
+
+// configParams are the parameters CONFIG GET knows, with their values.
+func (s *Server) configParams() [][2]string {
+	l := s.cfg.Limits
+	return [][2]string{
+		{"appendonly", "no"},
+		{"cluster-enabled", "no"},
+		{"databases", "1"},
+		{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
+		{"maxmemory", "0"},
+		{"maxmemory-policy", "noeviction"},
+		{"port", s.port()},
+		{"proto-max-bulk-len", strconv.FormatInt(l.MaxBulkLen, 10)},
+		{"save", ""},
+		{"timeout", "0"},
+	}
+}
+
+// config is CONFIG GET, SET, RESETSTAT and HELP.
+func (c *client) config(spec *commands.Spec, args [][]byte, out []byte) []byte {
+	sub, err := subcommand(spec, args)
+	if err != nil {
+		return appendError(out, err)
+	}
+	switch sub.Name {
+	case "config|get":
+		var pairs [][2]string
+		for _, p := range c.srv.configParams() {
+			for _, pattern := range args[2:] {
+				if commands.Match(pattern, []byte(p[0]), true) {
+					pairs = append(pairs, p)
+					break
+				}
+			}
+		}
+		resp3 := c.resp3.Load()
+		out = appendMap(out, len(pairs), resp3)
+		for _, p := range pairs {
+			out = appendBulkString(out, p[0])
+			out = appendBulkString(out, p[1])
+		}
+		return out
+	case "config|set":
+		return appendError(out, fmt.Errorf("ERR Unsupported CONFIG parameter: %s (rlserver is configured at start-up)", args[2]))
+	case "config|resetstat":
+		c.srv.stats.commands.Store(0)
+		c.srv.stats.connections.Store(0)
+		c.srv.stats.rejected.Store(0)
+		return appendOK(out)
+	}
+	return appendHelp(out, spec)
+}
+
+// port is the TCP port the server listens on, "" before Serve.
+func (s *Server) port() string {
+	if addr, ok := s.Addr().(*net.TCPAddr); ok {
+		return strconv.Itoa(addr.Port)
+	}
+	return ""
+}
+
+// total adds up the shards' counters.
+func (s *Server) total() engine.Stats {
+	var t engine.Stats
+	for i := range s.shards.Shards() {
+		st := s.shards.Stats(i)
+		t.Keys += st.Keys
+		t.Bytes += st.Bytes
+		t.Allowed += st.Allowed
+		t.Denied += st.Denied
+	}
+	return t
+}
+
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+func executable() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return p
+}

@@ -1,0 +1,144 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/commands"
+)
+
+// A transaction's keyed commands must share one hash slot, so that EXEC is
+// one request to one shard, applied as one atomic step.
+
+var (
+	errNestedMulti   = errors.New("ERR MULTI calls can not be nested")
+	errExecNoMulti   = errors.New("ERR EXEC without MULTI")
+	errDiscardNoMult = errors.New("ERR DISCARD without MULTI")
+	errExecAbort     = errors.New("EXECABORT Transaction discarded because of previous errors.")
+	errNotInMulti    = errors.New("ERR Command not allowed inside a transaction")
+)
+
+// transaction is the state between MULTI and EXEC.
+type transaction struct {
+	active bool
+	dirty  bool // a command was refused while queueing: EXEC aborts
+	slot   int  // the slot of the queued keys, -1 before the first
+	queued []queuedCommand
+}
+
+type queuedCommand struct {
+	spec *commands.Spec
+	args [][]byte
+}
+
+func (t *transaction) reset() {
+	clear(t.queued)
+	*t = transaction{slot: -1, queued: t.queued[:0]}
+}
+
+func (t *transaction) markDirty() {
+	if t.active {
+		t.dirty = true
+	}
+}
+
+// endsTransaction reports the commands that act at once inside MULTI instead
+// of being queued.
+func endsTransaction(id commands.ID) bool {
+	switch id {
+	case commands.IDExec, commands.IDDiscard, commands.IDMulti, commands.IDQuit, commands.IDResetConn:
+		return true
+	}
+	return false
+}
+
+// allowedInTransaction reports the server commands that may be queued: ones
+// that touch neither other shards nor the connection's state.
+func allowedInTransaction(id commands.ID) bool {
+	return id == commands.IDPing || id == commands.IDEcho || id == commands.IDTime
+}
+
+// queue validates a command inside MULTI and queues it, answering QUEUED, or
+// refuses it and dooms the transaction.
+func (c *client) queue(spec *commands.Spec, args [][]byte) {
+	err := c.checkQueueable(spec, args)
+	if err != nil {
+		c.batch.addError(err)
+		c.tx.dirty = true
+		return
+	}
+	c.tx.queued = append(c.tx.queued, queuedCommand{spec: spec, args: args})
+	c.batch.addLocal(func(b []byte) []byte { return appendSimple(b, "QUEUED") })
+}
+
+func (c *client) checkQueueable(spec *commands.Spec, args [][]byte) error {
+	if spec.Route != commands.RouteKey {
+		if !allowedInTransaction(spec.ID) {
+			return errNotInMulti
+		}
+		return nil
+	}
+	if err := checkKeys(spec, args, c.srv.cfg.Limits.MaxKeyLen); err != nil {
+		return err
+	}
+	var err error
+	if c.batch.parsed, err = spec.Parse(args, c.batch.parsed[:0]); err != nil {
+		return err
+	}
+	slot := c.tx.slot
+	spec.Keys(args, func(k []byte) {
+		s := int(cluster.Slot(k))
+		if slot < 0 {
+			slot = s
+		} else if s != slot {
+			err = commands.ErrCrossSlot
+		}
+	})
+	if err == nil {
+		c.tx.slot = slot
+	}
+	return err
+}
+
+// multi is MULTI.
+func (c *client) multi(out []byte) []byte {
+	if c.tx.active {
+		return appendError(out, errNestedMulti)
+	}
+	c.tx.reset()
+	c.tx.active = true
+	return appendOK(out)
+}
+
+// discard is DISCARD.
+func (c *client) discard(out []byte) []byte {
+	if !c.tx.active {
+		return appendError(out, errDiscardNoMult)
+	}
+	c.tx.reset()
+	return appendOK(out)
+}
+
+// exec is EXEC: the queued keyed commands go to their one shard in one
+// request; PING, ECHO and TIME are answered in their places.
+func (c *client) execTransaction(out []byte) []byte {
+	if !c.tx.active {
+		return appendError(out, errExecNoMulti)
+	}
+	tx := c.tx
+	c.tx = transaction{slot: -1, queued: tx.queued[:0]}
+	if tx.dirty {
+		clear(tx.queued)
+		return appendError(out, errExecAbort)
+	}
+	out = appendArray(out, len(tx.queued))
+	for _, q := range tx.queued {
+		if q.spec.Route == commands.RouteKey {
+			c.batch.addKeyCommand(c.srv, q.spec, q.args)
+		} else {
+			c.batch.addLocal(func(b []byte) []byte { return c.serverCommand(q.spec, q.args, b) })
+		}
+	}
+	clear(tx.queued)
+	return c.flush(out)
+}

@@ -1,0 +1,207 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// Shards is what the server needs from the layer that owns shard state.
+type Shards interface {
+	// Shards is the number of shards.
+	Shards() int
+	// ShardOf is the shard that owns a hash slot.
+	ShardOf(slot uint16) int
+	// Submit queues a request on a shard; its Done is signalled when applied.
+	Submit(shard int, r *cluster.Request)
+	// Stats are a shard's counters.
+	Stats(shard int) engine.Stats
+}
+
+// Clock is the time decisions use, in Unix ms (for TIME).
+type Clock interface {
+	Now() int64
+}
+
+// DebugClock is a Clock that DEBUG CLOCK can stop and move.
+type DebugClock interface {
+	Clock
+	Set(ms int64)
+	Advance(ms int64) int64
+	Real()
+}
+
+// Config is the server's configuration.
+type Config struct {
+	// Limits bounds what one command may make the server hold.
+	Limits Limits
+	// MaxClients bounds the connections open at once.
+	MaxClients int
+	// RequirePass, when set, is the password AUTH and HELLO AUTH must give.
+	RequirePass string
+	// Version is rlserver's version, reported by INFO.
+	Version string
+	// ConfigFile is reported by INFO (empty when none was used).
+	ConfigFile string
+	// Shutdown bounds how long Close waits for connections to finish their
+	// current pipeline.
+	Shutdown time.Duration
+}
+
+// RedisVersion is the Redis version rlserver reports: clients pick their
+// behaviour from it, and rlserver answers as Redis 7 does.
+const RedisVersion = "7.4.0"
+
+// Server serves the Redis protocol on one listener.
+type Server struct {
+	cfg    Config
+	shards Shards
+	clock  Clock
+	debug  DebugClock // nil unless DEBUG is enabled
+
+	rs      *redcon.Server
+	ln      net.Listener
+	started time.Time
+	runID   string
+
+	mu      sync.Mutex
+	clients map[int64]*client
+	drained chan struct{} // closed when the last client leaves after Close
+	closing bool
+
+	nextID atomic.Int64
+	stats  struct {
+		connections atomic.Int64 // accepted since start
+		rejected    atomic.Int64 // refused for maxclients
+		commands    atomic.Int64 // commands processed
+	}
+}
+
+// New returns a server over shards. debug is nil unless DEBUG commands are
+// enabled; clock is the clock the shards stamp their batches with.
+func New(cfg Config, shards Shards, clock Clock, debug DebugClock) *Server {
+	id := make([]byte, 20)
+	rand.Read(id)
+	s := &Server{
+		cfg: cfg, shards: shards, clock: clock, debug: debug,
+		started: time.Now(), runID: hex.EncodeToString(id),
+		clients: make(map[int64]*client),
+	}
+	return s
+}
+
+// Serve answers clients on ln until Close. It returns nil after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return errors.New("server closed")
+	}
+	s.ln = ln
+	s.rs = redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(), s.handle, s.accept, s.closed)
+	rs := s.rs
+	s.mu.Unlock()
+	return rs.Serve(guardListener{Listener: ln, limits: s.cfg.Limits})
+}
+
+// Addr is the address the server listens on (nil before Serve).
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Close stops accepting connections, closes the open ones and waits, up to
+// Config.Shutdown, for their pipelines in progress to be answered, so that no
+// decision is left half-delivered when the shards stop after it.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closing = true
+	s.drained = make(chan struct{})
+	if len(s.clients) == 0 {
+		close(s.drained)
+	}
+	rs, drained := s.rs, s.drained
+	s.mu.Unlock()
+	if rs == nil {
+		return nil
+	}
+	err := rs.Close()
+	select {
+	case <-drained:
+	case <-time.After(s.cfg.Shutdown):
+	}
+	return err
+}
+
+// accept admits a connection unless the server is full or closing.
+func (s *Server) accept(conn redcon.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	if s.cfg.MaxClients > 0 && len(s.clients) >= s.cfg.MaxClients {
+		s.stats.rejected.Add(1)
+		// redcon closes the connection without flushing: write directly.
+		conn.NetConn().Write([]byte("-ERR max number of clients reached\r\n"))
+		return false
+	}
+	c := newClient(s, conn)
+	s.clients[c.id] = c
+	s.stats.connections.Add(1)
+	conn.SetContext(c)
+	return true
+}
+
+// closed forgets a connection once its handler has returned.
+func (s *Server) closed(conn redcon.Conn, _ error) {
+	c, ok := conn.Context().(*client)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	delete(s.clients, c.id)
+	if s.closing && len(s.clients) == 0 {
+		close(s.drained)
+	}
+	s.mu.Unlock()
+}
+
+// eachClient calls fn for every connection, in id order, under the registry
+// lock.
+func (s *Server) eachClient(fn func(c *client)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]int64, 0, len(s.clients))
+	for id := range s.clients {
+		ids = append(ids, id)
+	}
+	sortInt64s(ids)
+	for _, id := range ids {
+		fn(s.clients[id])
+	}
+}
+
+// clientCount is the number of open connections.
+func (s *Server) clientCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.clients)
+}
