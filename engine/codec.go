@@ -1,11 +1,16 @@
 package engine
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
 
-// appendEntry appends the canonical encoding of e: its kind, key, parameters
-// and state as varints, then its log. The digest hashes it: replicas that
-// applied the same commands encode every key alike.
-func appendEntry(b []byte, e *entry) []byte {
+// appendEntry appends the canonical encoding of e as of now: its kind, key,
+// parameters and state as varints, then the entries of its log still inside
+// the window. Snapshots and the digest use it, so replicas that applied the
+// same commands encode every key alike.
+func appendEntry(b []byte, e *entry, now int64) []byte {
 	b = append(b, byte(e.kind))
 	b = binary.AppendUvarint(b, uint64(len(e.key)))
 	b = append(b, e.key...)
@@ -15,10 +20,176 @@ func appendEntry(b []byte, e *entry) []byte {
 	for _, v := range e.state {
 		b = binary.AppendVarint(b, v)
 	}
-	b = binary.AppendUvarint(b, uint64(len(e.log)))
-	for _, le := range e.log {
+	var log []logEntry
+	if e.kind == KindLog {
+		l, entries := e.slidingLog()
+		log = l.live(entries, now)
+	}
+	b = binary.AppendUvarint(b, uint64(len(log)))
+	for _, le := range log {
 		b = binary.AppendVarint(b, le.At)
 		b = binary.AppendVarint(b, le.N)
 	}
 	return b
+}
+
+// AppendSnapshot appends the shard's state to b: its clock, then every live
+// key with its state, in slot order. RestoreShard reads it back.
+func (s *Shard) AppendSnapshot(b []byte) []byte {
+	b = binary.AppendVarint(b, s.now)
+	n := 0
+	for i := range s.keys.slots {
+		if e := &s.keys.slots[i]; e.kind != kindNone && e.expiresAt() > s.now {
+			n++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	for i := range s.keys.slots {
+		if e := &s.keys.slots[i]; e.kind != kindNone && e.expiresAt() > s.now {
+			b = appendEntry(b, e, s.now)
+		}
+	}
+	return b
+}
+
+// maxSnapshotKey bounds a key read from a snapshot.
+const maxSnapshotKey = 1 << 20
+
+// ErrCorruptSnapshot reports snapshot bytes that do not decode to a valid
+// shard state.
+var ErrCorruptSnapshot = errors.New("corrupt shard snapshot")
+
+// RestoreShard rebuilds a shard from AppendSnapshot's bytes. Every value is
+// checked against the bounds the algorithms rely on, so damaged bytes give an
+// error, never a shard that could misbehave.
+func RestoreShard(b []byte) (*Shard, error) {
+	d := decoder{b: b}
+	s := NewShard()
+	s.now = d.varint()
+	n := d.uvarint()
+	if d.err == nil && (s.now < 0 || s.now > MaxTime || n > uint64(len(b))) {
+		d.fail("clock or key count out of range")
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		d.entry(s)
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d trailing bytes", len(d.b))
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return s, nil
+}
+
+// decoder reads varints and bytes, remembering the first error.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", ErrCorruptSnapshot, fmt.Sprintf(format, args...))
+	}
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// entry decodes one key into s.
+func (d *decoder) entry(s *Shard) {
+	if len(d.b) == 0 {
+		d.fail("truncated")
+		return
+	}
+	kind := Kind(d.b[0])
+	d.b = d.b[1:]
+	klen := d.uvarint()
+	if d.err != nil || klen > maxSnapshotKey || klen > uint64(len(d.b)) {
+		d.fail("bad key length")
+		return
+	}
+	key := d.b[:klen]
+	d.b = d.b[klen:]
+	var e entry
+	e.kind = kind
+	for i := range e.params {
+		e.params[i] = d.varint()
+	}
+	for i := range e.state {
+		e.state[i] = d.varint()
+	}
+	nlog := d.uvarint()
+	if d.err == nil && (nlog > MaxLogLimit || (nlog > 0 && kind != KindLog)) {
+		d.fail("bad log length")
+	}
+	if nlog > 0 && d.err == nil {
+		e.log = make([]logEntry, nlog)
+		for i := range e.log {
+			e.log[i] = logEntry{At: d.varint(), N: d.varint()}
+		}
+	}
+	if d.err != nil {
+		return
+	}
+	if !validParams(kind, e.params, false) || !validState(&e) {
+		d.fail("key %q: invalid parameters or state", key)
+		return
+	}
+	if s.keys.find(key) >= 0 {
+		d.fail("key %q twice", key)
+		return
+	}
+	i := s.keys.add(key)
+	e.key = s.keys.slots[i].key
+	s.keys.slots[i] = e
+	s.keys.bytes += logEntrySize * int64(cap(e.log))
+}
+
+// validState checks that a decoded state is one the algorithms can produce:
+// times within [0, MaxTime], counts within [0, MaxCount], fractions below
+// their period, logs sorted with positive counts.
+func validState(e *entry) bool {
+	time := func(v int64) bool { return v >= 0 && v <= MaxTime }
+	count := func(v int64) bool { return v >= 0 && v <= MaxCount }
+	st := e.state
+	switch e.kind {
+	case KindSliding:
+		return time(st[0]) && count(st[1]) && count(st[2])
+	case KindFixed:
+		return time(st[0]) && count(st[1]) && st[2] == 0
+	case KindLog:
+		prev := int64(-1)
+		for _, le := range e.log {
+			if le.At <= prev || !time(le.At) || le.N < 1 || !count(le.N) {
+				return false
+			}
+			prev = le.At
+		}
+		return st == [3]int64{}
+	case KindToken, KindLeaky, KindGCRA:
+		return count(st[0]) && st[1] >= 0 && st[1] < e.params[2] && time(st[2])
+	case KindThrottle:
+		// A TAT lies at most one bucket depth past the latest instant.
+		return st[0] >= 0 && st[0] <= (MaxTime+MaxDuration)*nsPerMs && st[1] == 0 && st[2] == 0
+	}
+	return false
 }

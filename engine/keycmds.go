@@ -94,7 +94,7 @@ func (s *Shard) digest() string {
 	h := sha256.New()
 	var buf []byte
 	for _, e := range live {
-		buf = appendEntry(buf[:0], e)
+		buf = appendEntry(buf[:0], e, s.now)
 		h.Write(buf)
 	}
 	return hex.EncodeToString(h.Sum(nil))
