@@ -1,0 +1,111 @@
+package persistence
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// FormatVersion is the data directory's format. A directory written by a
+// later format is refused rather than misread.
+const FormatVersion = 1
+
+// Identity is what a data directory was created for. A node restarted with
+// another node id or shard count would map keys to other shards or replay
+// another node's votes, so Open refuses it.
+type Identity struct {
+	Format int    `json:"format"`
+	NodeID string `json:"node_id"`
+	Shards int    `json:"shards"`
+}
+
+// Layout names the files of one data directory.
+type Layout struct {
+	Dir string
+}
+
+const identityFile = "rlserver.json"
+
+// ErrIdentityMismatch reports a data directory created for another node or
+// shard count.
+var ErrIdentityMismatch = errors.New("data directory was created with other settings")
+
+// Open prepares dir for the node described by id: it creates the directory
+// and its identity file on first use and checks them on every later one.
+func Open(dir string, id Identity) (Layout, error) {
+	id.Format = FormatVersion
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return Layout{}, fmt.Errorf("data directory: %w", err)
+	}
+	l := Layout{Dir: dir}
+	path := filepath.Join(dir, identityFile)
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return l, writeFileSync(path, mustJSON(id))
+	case err != nil:
+		return Layout{}, fmt.Errorf("data directory: %w", err)
+	}
+	var have Identity
+	if err := json.Unmarshal(data, &have); err != nil {
+		return Layout{}, fmt.Errorf("data directory: %s: %w", path, err)
+	}
+	switch {
+	case have.Format != FormatVersion:
+		return Layout{}, fmt.Errorf("%w: %s has format %d, this rlserver reads format %d", ErrIdentityMismatch, path, have.Format, FormatVersion)
+	case have.NodeID != id.NodeID:
+		return Layout{}, fmt.Errorf("%w: %s belongs to node %q, not --node-id %q", ErrIdentityMismatch, dir, have.NodeID, id.NodeID)
+	case have.Shards != id.Shards:
+		return Layout{}, fmt.Errorf("%w: %s holds %d shards, not --shards %d (the shard count cannot change)", ErrIdentityMismatch, dir, have.Shards, id.Shards)
+	}
+	return l, nil
+}
+
+// ShardDir is the directory of one shard's files, created on demand.
+func (l Layout) ShardDir(shard int) (string, error) {
+	dir := filepath.Join(l.Dir, "shards", fmt.Sprintf("%03d", shard))
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", fmt.Errorf("shard %d directory: %w", shard, err)
+	}
+	return dir, nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(err) // Identity always marshals
+	}
+	return append(b, '\n')
+}
+
+// writeFileSync writes a file and its directory entry durably: the identity
+// must not vanish in a crash after the first Raft write.
+func writeFileSync(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

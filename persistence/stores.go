@@ -1,0 +1,54 @@
+package persistence
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+)
+
+// ErrInUse reports a shard store that another process holds open.
+var ErrInUse = errors.New("data directory is in use by another rlserver")
+
+// OpenLogStore opens a shard's Raft log and stable store. It fsyncs every
+// append (never NoSync: that loses votes and entries on power loss), keeps
+// bbolt's free list in memory instead of rewriting it on every commit, and
+// gives up after a second when another process holds the file.
+func OpenLogStore(shardDir string) (*raftboltdb.BoltStore, error) {
+	path := filepath.Join(shardDir, "raft.db")
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path: path,
+		BoltOptions: &bbolt.Options{
+			Timeout:        time.Second,
+			NoFreelistSync: true,
+			FreelistType:   bbolt.FreelistMapType,
+		},
+	})
+	if errors.Is(err, bbolt.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s", ErrInUse, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return store, nil
+}
+
+// SnapshotsRetained is how many snapshots a shard keeps: the newest, and one
+// to fall back on.
+const SnapshotsRetained = 2
+
+// OpenSnapshotStore opens a shard's snapshot directory.
+func OpenSnapshotStore(shardDir string, logOutput io.Writer) (*raft.FileSnapshotStore, error) {
+	logger := hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: logOutput})
+	store, err := raft.NewFileSnapshotStoreWithLogger(shardDir, SnapshotsRetained, logger)
+	if err != nil {
+		return nil, fmt.Errorf("open snapshots in %s: %w", shardDir, err)
+	}
+	return store, nil
+}
