@@ -56,6 +56,10 @@ func doErr(t testing.TB, c doer, args ...any) string {
 	return err.Error()
 }
 
+// t0 is the instant most tests fix the clock at: a multiple of 60000 ms, so
+// every window of a minute or less begins exactly there.
+const t0 = 1_699_999_980_000
+
 // setClock fixes the server's clock (DEBUG CLOCK SET) at ms since the epoch.
 func setClock(t testing.TB, c doer, ms int64) {
 	t.Helper()

@@ -23,7 +23,6 @@ func TestThrottleReadmeExample(t *testing.T) {
 func TestThrottleRedisCellVectors(t *testing.T) {
 	t.Parallel()
 	c := startServer(t).Client(t, 2)
-	const t0 = 1_700_000_000_000 // ms; any instant works
 	cases := []struct {
 		offsetMs int64
 		quantity int64

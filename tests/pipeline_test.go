@@ -1,0 +1,131 @@
+package tests
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A go-redis pipeline of 1000 decisions over 100 keys, interleaved so that
+// the server's per-shard batching must put every reply back in request
+// order: the n-th request on a key sees n earlier ones on it.
+func TestPipelineRepliesInOrder(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	for _, protocol := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", protocol), func(t *testing.T) {
+			c := srv.Client(t, protocol)
+			setClock(t, c, t0)
+			const keys, perKey, limit = 100, 10, 6
+			pipe := c.Pipeline()
+			cmds := make([]*redis.Cmd, 0, keys*perKey)
+			for i := range keys * perKey {
+				key := fmt.Sprintf("pipe:%d:%d", protocol, i%keys)
+				cmds = append(cmds, pipe.Do(ctx(t), "RL.FIXED", key, limit, 60000))
+			}
+			if _, err := pipe.Exec(ctx(t)); err != nil {
+				t.Fatalf("pipeline: %v", err)
+			}
+			for i, cmd := range cmds {
+				d, err := parseDecision(cmd.Val())
+				if err != nil {
+					t.Fatalf("reply %d: %v (%v)", i, err, cmd.Err())
+				}
+				n := int64(i / keys) // earlier requests on this key
+				want := allow(limit, limit-n-1, 60000)
+				if n >= limit {
+					want = deny(limit, 0, 60000, 60000)
+				}
+				if d != want {
+					t.Fatalf("reply %d (request %d on its key) = %v, want %v", i, n+1, d, want)
+				}
+			}
+			exists := []any{"EXISTS"}
+			for k := range keys {
+				exists = append(exists, fmt.Sprintf("pipe:%d:%d", protocol, k))
+			}
+			if got := doInt(t, c, exists...); got != keys {
+				t.Errorf("EXISTS over the %d keys = %d", keys, got)
+			}
+		})
+	}
+}
+
+// A transaction (go-redis TxPipeline: MULTI ... EXEC) over keys that share a
+// hash tag runs as one atomic step on their shard and answers each command in
+// place; keys in different slots are refused with CROSSSLOT.
+func TestTransactionOnHashTag(t *testing.T) {
+	t.Parallel()
+	c := startServer(t).Client(t, 3)
+	setClock(t, c, t0)
+
+	tx := c.TxPipeline()
+	sliding := tx.Do(ctx(t), "RL.SLIDING", "{user:ada}:api", 100, 60000)
+	token := tx.Do(ctx(t), "RL.TOKEN", "{user:ada}:upload", 10, 1, 1000, "COST", 4)
+	fixed := tx.Do(ctx(t), "RL.FIXED", "{user:ada}:login", 1, 60000, "COST", 2)
+	exists := tx.Do(ctx(t), "EXISTS", "{user:ada}:api", "{user:ada}:upload", "{user:ada}:login")
+	ping := tx.Ping(ctx(t))
+	_, err := tx.Exec(ctx(t))
+	// The refused RL.FIXED makes Exec report nothing: a refusal is a reply,
+	// not an error.
+	if err != nil {
+		t.Fatalf("EXEC: %v", err)
+	}
+	checks := []struct {
+		name string
+		cmd  *redis.Cmd
+		want decision
+	}{
+		{"RL.SLIDING", sliding, allow(100, 99, 60000+60000)},
+		{"RL.TOKEN", token, allow(10, 6, 4000)},
+		{"RL.FIXED COST 2 over limit 1", fixed, deny(1, 1, -1, 0)},
+	}
+	for _, ch := range checks {
+		d, err := parseDecision(ch.cmd.Val())
+		if err != nil || d != ch.want {
+			t.Errorf("%s in EXEC = %v (%v), want %v", ch.name, d, err, ch.want)
+		}
+	}
+	if n, err := exists.Int64(); err != nil || n != 2 {
+		t.Errorf("EXISTS in EXEC = %d (%v), want 2: the refused key was never created", n, err)
+	}
+	if ping.Val() != "PONG" {
+		t.Errorf("PING in EXEC = %q", ping.Val())
+	}
+
+	// Keys of different slots cannot share a transaction.
+	tx = c.TxPipeline()
+	tx.Do(ctx(t), "RL.SLIDING", "{user:ada}:api", 100, 60000)
+	tx.Do(ctx(t), "RL.SLIDING", "{user:bob}:api", 100, 60000)
+	_, err = tx.Exec(ctx(t))
+	if err == nil || !strings.Contains(err.Error(), "EXECABORT") {
+		t.Fatalf("EXEC across slots: %v, want EXECABORT", err)
+	}
+	// Nothing of the aborted transaction ran.
+	if d := decide(t, c, "RL.SLIDING {user:ada}:api 100 60000 COST 0"); d.Remaining != 99 {
+		t.Errorf("after the aborted EXEC, {user:ada}:api has %d remaining, want 99", d.Remaining)
+	}
+	if n := doInt(t, c, "EXISTS", "{user:bob}:api"); n != 0 {
+		t.Errorf("{user:bob}:api exists after the aborted EXEC")
+	}
+}
+
+// The CROSSSLOT refusal itself, on a raw connection where the queued replies
+// are visible.
+func TestTransactionCrossSlotText(t *testing.T) {
+	t.Parallel()
+	c := dialRaw(t, startServer(t).Addr)
+	c.send(command("MULTI") + command("RL.SLIDING", "{a}1", "5", "1000") +
+		command("RL.SLIDING", "{b}1", "5", "1000") + command("EXEC"))
+	for _, want := range []string{
+		"+OK", "+QUEUED",
+		"-CROSSSLOT Keys in request don't hash to the same slot",
+		"-EXECABORT Transaction discarded because of previous errors.",
+	} {
+		if got := c.reply(); got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	}
+}
