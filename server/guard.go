@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"net"
 )
 
@@ -33,18 +32,15 @@ var (
 // maxInline is Redis's PROTO_INLINE_MAX_SIZE, the longest inline command.
 const maxInline = 64 * 1024
 
-// maxHeader bounds a "*<n>" or "$<n>" line; no valid one comes close.
-const maxHeader = 24
-
 type frameState uint8
 
 const (
-	atCommand   frameState = iota // the next byte starts a command
-	inCount                       // reading "*<count>\r\n"
-	atBulk                        // the next byte should be '$'
-	inBulkLen                     // reading "$<len>\r\n"
-	inBulkBody                    // skipping a payload and its CRLF
-	inInline                      // reading an inline command up to LF
+	atCommand  frameState = iota // the next byte starts a command
+	inCount                      // reading "*<count>\r\n"
+	atBulk                       // the next byte should be '$'
+	inBulkLen                    // reading "$<len>\r\n"
+	inBulkBody                   // skipping a payload and its CRLF
+	inInline                     // reading an inline command up to LF
 )
 
 // guardConn enforces Limits on the bytes read from a client.
@@ -55,6 +51,7 @@ type guardConn struct {
 	state    frameState
 	num      int64 // the number being read in a header
 	line     int   // bytes in the current header or inline line
+	cr       bool  // the header's CR has been read: only LF may follow
 	args     int64 // bulk arguments still expected in this command
 	skip     int64 // payload bytes (and CRLF) still to skip
 	cmdBytes int64 // bytes of the current command so far
@@ -125,29 +122,18 @@ func (g *guardConn) step(c byte) {
 	switch g.state {
 	case atCommand:
 		if c == '*' {
-			g.state, g.num, g.line = inCount, 0, 0
+			g.startHeader(inCount)
 		} else if c != '\n' {
 			g.state, g.line = inInline, 1
 		}
 	case inCount, inBulkLen:
-		g.line++
-		switch {
-		case c >= '0' && c <= '9' && !(g.line == 2 && g.num == 0): // no leading zeros
-			// Fail as soon as the number passes its limit: it can never overflow.
-			if g.num = g.num*10 + int64(c-'0'); g.num > g.headerLimit() {
-				g.failed = g.headerError()
-			}
-		case c == '\r' && g.line > 1 && g.line <= maxHeader:
-		case c == '\n' && g.line > 2:
-			g.endHeader()
-		default:
-			g.failed = g.headerError()
-		}
+		g.header(c)
 	case atBulk:
 		if c != '$' {
-			g.failed = fmt.Errorf("ERR Protocol error: expected '$', got '%c'", c)
+			// The byte as sent, as Redis quotes it (not a rune's UTF-8).
+			g.failed = errors.New("ERR Protocol error: expected '$', got '" + string([]byte{c}) + "'")
 		}
-		g.state, g.num, g.line = inBulkLen, 0, 0
+		g.startHeader(inBulkLen)
 	case inInline:
 		g.line++
 		if c == '\n' {
@@ -158,12 +144,50 @@ func (g *guardConn) step(c byte) {
 	}
 }
 
+// startHeader begins a "*<n>" or "$<n>" line, its first byte read.
+func (g *guardConn) startHeader(state frameState) {
+	g.state, g.num, g.line, g.cr = state, 0, 0, false
+}
+
+// header advances a "*<n>" or "$<n>" line by one byte. The number is "0" or
+// digits without a leading zero, at most the header's limit, and the line
+// ends with CR LF right after it: anything else fails at once.
+func (g *guardConn) header(c byte) {
+	g.line++ // bytes after the '*' or '$'
+	switch {
+	case g.cr:
+		if c != '\n' {
+			g.failed = g.headerError()
+			return
+		}
+		g.endHeader()
+	case c >= '0' && c <= '9' && !(g.line == 2 && g.num == 0): // no leading zeros
+		// num*10+d > limit, tested so that it cannot overflow: the number is
+		// refused as soon as it passes the limit, whatever its length.
+		d, limit := int64(c-'0'), g.headerLimit()
+		if d > limit || g.num > (limit-d)/10 {
+			g.failed = g.headerError()
+			return
+		}
+		g.num = g.num*10 + d
+	case c == '\r' && g.line > 1:
+		g.cr = true
+	default:
+		g.failed = g.headerError()
+	}
+}
+
+// maxBulkLimit caps MaxBulkLen, however large it is configured: redcon adds
+// a payload's length to its offset in the read buffer, and a sum that wraps
+// past math.MaxInt64 makes it index out of range and panic.
+const maxBulkLimit = 1 << 62
+
 // headerLimit is the largest number the current header may carry.
 func (g *guardConn) headerLimit() int64 {
 	if g.state == inCount {
 		return g.limits.MaxArgs
 	}
-	return g.limits.MaxBulkLen
+	return min(g.limits.MaxBulkLen, maxBulkLimit)
 }
 
 // headerError is Redis's error for a malformed or oversized header.

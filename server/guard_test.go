@@ -1,0 +1,199 @@
+package server
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+// Wire texts of the protocol errors the guard answers before closing.
+const (
+	wireBulkTooLong    = "-ERR Protocol error: invalid bulk length\r\n"
+	wireTooManyArgs    = "-ERR Protocol error: invalid multibulk length\r\n"
+	wireInlineTooLong  = "-ERR Protocol error: too big inline request\r\n"
+	wireRequestTooLong = "-ERR Protocol error: request too large\r\n"
+)
+
+// TestGuardRefusesOversizedCommands sends, in one write, two good commands
+// and then one that crosses a limit: the good ones are answered, then the
+// error, then the connection closes.
+func TestGuardRefusesOversizedCommands(t *testing.T) {
+	s := startServer(t, withConfig(func(c *Config) { c.Limits.MaxRequestLen = 100 << 10 }))
+	good := "PING\r\n" + encode("ECHO", "hi")
+	goodReplies := "+PONG\r\n" + bulkReply("hi")
+	tests := []struct {
+		name string
+		bad  string
+		want string
+	}{
+		{"bulk above MaxBulkLen", "*2\r\n$4\r\nECHO\r\n$4097\r\n", wireBulkTooLong},
+		{"bulk header alone", "*2\r\n$4\r\nECHO\r\n$99999999", wireBulkTooLong},
+		{"args above MaxArgs", "*65\r\n", wireTooManyArgs},
+		{"args header alone", "*1000000", wireTooManyArgs},
+		{"inline above 64KiB", "PING " + strings.Repeat("x", 64<<10), wireInlineTooLong},
+		{"command above MaxRequestLen", "*40\r\n" + strings.Repeat("$4000\r\n"+strings.Repeat("a", 4000)+"\r\n", 40), wireRequestTooLong},
+		{"plus sign in bulk length", "*2\r\n$4\r\nECHO\r\n$+5\r\nhello\r\n", wireBulkTooLong},
+		{"leading zero in count", "*03\r\n$4\r\nECHO\r\n$1\r\na\r\n", wireTooManyArgs},
+		{"leading zeros in bulk length", "*2\r\n$4\r\nECHO\r\n$0005\r\nhello\r\n", wireBulkTooLong},
+		{"25-digit bulk length", "*2\r\n$4\r\nECHO\r\n$1000000000000000000000005\r\nhello\r\n", wireBulkTooLong},
+		{"25-digit count", "*1000000000000000000000001\r\n$4\r\nPING\r\n", wireTooManyArgs},
+		{"negative count", "*-1\r\n", wireTooManyArgs},
+		{"negative bulk length", "*1\r\n$-1\r\n", wireBulkTooLong},
+		{"empty count", "*\r\n", wireTooManyArgs},
+		{"count ended by LF alone", "*1\n$4\r\nPING\r\n", wireTooManyArgs},
+		{"bulk length ended by LF alone", "*1\r\n$4\nPING\r\n", wireBulkTooLong},
+		{"digits after CR", "*1\r5\r\n", wireTooManyArgs},
+		{"two CRs", "*1\r\r\n$4\r\nPING\r\n", wireTooManyArgs},
+		{"not a bulk", "*1\r\n:4\r\n", "-ERR Protocol error: expected '$', got ':'\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := s.dial(t)
+			c.write(good + tt.bad)
+			got := c.read() + c.read() + c.read()
+			if got != goodReplies+tt.want {
+				t.Fatalf("got %q\nwant %q", got, goodReplies+tt.want)
+			}
+			c.expectClosed()
+		})
+	}
+}
+
+// TestGuardErrorQuotesTheByteAsSent checks that "expected '$'" quotes the
+// byte the client sent, not its UTF-8 encoding as a rune.
+func TestGuardErrorQuotesTheByteAsSent(t *testing.T) {
+	s := startServer(t)
+	c := s.dial(t)
+	c.write("*1\r\n\xff")
+	if got, want := c.read(), "-ERR Protocol error: expected '$', got '\xff'\r\n"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	c.expectClosed()
+}
+
+// TestGuardAcceptsCommandsAtTheLimits checks that every limit is inclusive.
+func TestGuardAcceptsCommandsAtTheLimits(t *testing.T) {
+	s := startServer(t)
+	c := s.dial(t)
+	big := strings.Repeat("b", int(testLimits.MaxBulkLen))
+	c.expect(bulkReply(big), "ECHO", big)
+	args := make([]string, testLimits.MaxArgs)
+	args[0] = "DEL"
+	for i := 1; i < len(args); i++ {
+		args[i] = "k"
+	}
+	c.expect(":0\r\n", args...)
+	// maxInline bytes before the LF, its CR included.
+	c.write("PING a " + strings.Repeat("x", maxInline-len("PING a \r")) + "\r\n")
+	if got, want := c.read(), "-ERR wrong number of arguments for 'ping' command\r\n"; got != want {
+		t.Fatalf("inline of %d bytes: %.80q, want %q", maxInline, got, want)
+	}
+	c.write("*0\r\n")
+	if got := c.read(); got != wireTooManyArgs {
+		t.Fatalf("*0: %q", got) // redcon's own refusal: harmless
+	}
+}
+
+// TestGuardClosesOnlyTheOffendingConnection checks that a protocol error
+// costs its sender alone.
+func TestGuardClosesOnlyTheOffendingConnection(t *testing.T) {
+	s := startServer(t)
+	good, bad := s.dial(t), s.dial(t)
+	good.expect("+PONG\r\n", "PING")
+	bad.write("*1\r\n$999999999\r\n")
+	if got := bad.read(); got != wireBulkTooLong {
+		t.Fatalf("got %q", got)
+	}
+	bad.expectClosed()
+	good.expect(decision2(1, 10, 9, 0, 200), "RL.SLIDING", "k", "10", "100")
+	good.expect("+PONG\r\n", "PING")
+}
+
+// TestGuardSplitCommand checks that a command arriving in many small reads
+// is followed across them.
+func TestGuardSplitCommand(t *testing.T) {
+	stream := []byte(encode("ECHO", strings.Repeat("x", 300)) + "PING\r\n")
+	g := &guardConn{limits: testLimits}
+	for i := range stream {
+		if ok, _ := g.scan(stream[i : i+1]); !ok {
+			t.Fatalf("refused at byte %d: %v", i, g.failed)
+		}
+	}
+	if g.state != atCommand {
+		t.Fatalf("state %d after whole commands", g.state)
+	}
+}
+
+// TestGuardScanCut checks where scan cuts a chunk: before the command that
+// crosses a limit, or at 0 when that command began in an earlier chunk.
+func TestGuardScanCut(t *testing.T) {
+	limits := Limits{MaxBulkLen: 10, MaxArgs: 3, MaxRequestLen: 48}
+	ping := encode("PING")
+	tests := []struct {
+		name    string
+		chunks  []string
+		wantCut int   // cut reported by the failing chunk
+		wantErr error // nil: every chunk accepted
+	}{
+		{"all good", []string{ping, ping + "PI", "NG\r\n"}, 0, nil},
+		{"bad after good", []string{ping + ping + "*4\r\n"}, 2 * len(ping), errTooManyArgs},
+		{"bad begun in an earlier chunk", []string{ping + "*1\r\n$", "11\r\n"}, 0, errBulkTooLong},
+		{"too large within a payload", []string{ping + "*3\r\n" + strings.Repeat("$10\r\n0123456789\r\n", 3)}, len(ping), errRequestTooLong},
+		{"huge count", []string{"*9223372036854775808\r\n"}, 0, errTooManyArgs},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &guardConn{limits: limits}
+			for i, chunk := range tt.chunks {
+				ok, cut := g.scan([]byte(chunk))
+				if ok {
+					continue
+				}
+				if i != len(tt.chunks)-1 || tt.wantErr == nil {
+					t.Fatalf("chunk %d refused: %v", i, g.failed)
+				}
+				if cut != tt.wantCut || !errors.Is(g.failed, tt.wantErr) {
+					t.Fatalf("cut %d, error %v; want %d, %v", cut, g.failed, tt.wantCut, tt.wantErr)
+				}
+				return
+			}
+			if tt.wantErr != nil {
+				t.Fatalf("accepted; want %v", tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestGuardHugeLimits checks that limits near the top of int64 neither let a
+// longer number wrap around nor let through a payload length that makes
+// redcon's arithmetic overflow.
+func TestGuardHugeLimits(t *testing.T) {
+	limits := Limits{MaxBulkLen: math.MaxInt64, MaxArgs: math.MaxInt64, MaxRequestLen: math.MaxInt64}
+	tests := []struct {
+		stream string
+		want   error
+	}{
+		{"*1\r\n$99999999999999999999\r\n", errBulkTooLong},       // 20 digits: above MaxInt64
+		{"*1\r\n$18446744073709551617\r\n", errBulkTooLong},       // 2^64+1 would wrap to 1
+		{"*99999999999999999999\r\n", errTooManyArgs},             // 20 digits
+		{"*1\r\n$4611686018427387905\r\n", errBulkTooLong},        // 2^62+1: redcon's offset arithmetic could wrap
+		{"*1\r\n$4611686018427387904\r\nabcdefgh", nil},           // 2^62: the longest allowed
+		{"*2\r\n$4611686018427387904\r\nabcdefgh\r\n$2\r\n", nil}, // still inside the payload
+	}
+	for _, tt := range tests {
+		g := &guardConn{limits: limits}
+		ok, _ := g.scan([]byte(tt.stream))
+		if tt.want == nil {
+			if !ok {
+				t.Errorf("%q refused: %v", tt.stream, g.failed)
+			} else if g.state != inBulkBody {
+				t.Errorf("%q: state %d, want inside the payload", tt.stream, g.state)
+			}
+			continue
+		}
+		if ok || !errors.Is(g.failed, tt.want) {
+			t.Errorf("%q: ok %v, error %v; want %v", tt.stream, ok, g.failed, tt.want)
+		}
+	}
+}

@@ -1,0 +1,328 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/cluster"
+)
+
+// testNow is the instant the test clock starts at (2023-11-14T22:13:20Z).
+const testNow = 1_700_000_000_000
+
+// ioTimeout bounds every read and write a test makes on a connection.
+const ioTimeout = 10 * time.Second
+
+// testLimits are small enough that tests can cross them cheaply.
+var testLimits = Limits{MaxBulkLen: 4096, MaxArgs: 64, MaxRequestLen: 256 << 10, MaxKeyLen: 128}
+
+// testServer is a server on a free loopback port, over memory shards that
+// read a debug clock fixed at testNow.
+type testServer struct {
+	*Server
+	addr   string
+	shards *cluster.MemoryShards
+	clock  *cluster.DebugClock
+}
+
+// serverOptions are what startServer varies.
+type serverOptions struct {
+	cfg     Config
+	shards  int
+	noDebug bool // start without DEBUG (no DebugClock given to New)
+}
+
+// option changes serverOptions.
+type option func(*serverOptions)
+
+// withShards runs n shards.
+func withShards(n int) option { return func(o *serverOptions) { o.shards = n } }
+
+// withoutDebug refuses DEBUG, as rlserver does without --enable-debug-command.
+func withoutDebug() option { return func(o *serverOptions) { o.noDebug = true } }
+
+// withConfig lets a test change the configuration.
+func withConfig(fn func(*Config)) option { return func(o *serverOptions) { fn(&o.cfg) } }
+
+// startServer serves on 127.0.0.1 until the test ends; cleanup closes the
+// server, checks that Serve returned, then stops the shards.
+func startServer(t testing.TB, opts ...option) *testServer {
+	t.Helper()
+	o := serverOptions{
+		cfg:    Config{Limits: testLimits, Version: "test", Shutdown: 5 * time.Second},
+		shards: 4,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	clock := &cluster.DebugClock{}
+	clock.Set(testNow)
+	shards := cluster.NewMemoryShards(o.shards, clock)
+	var debug DebugClock
+	if !o.noDebug {
+		debug = clock
+	}
+	srv := New(o.cfg, shards, clock, debug)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		select {
+		case err := <-served:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(ioTimeout):
+			t.Errorf("Serve did not return after Close")
+		}
+		shards.Close()
+	})
+	return &testServer{Server: srv, addr: ln.Addr().String(), shards: shards, clock: clock}
+}
+
+// rawConn is a RESP client that works on wire bytes, so tests can assert
+// exactly what the server sends.
+type rawConn struct {
+	t    testing.TB
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+// dial connects to the test server; the connection closes when the test ends.
+func (s *testServer) dial(t testing.TB) *rawConn {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", s.addr, ioTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(ioTimeout))
+	return &rawConn{t: t, conn: conn, r: bufio.NewReader(conn)}
+}
+
+// encode is the RESP array of bulk strings a client sends for args.
+func encode(args ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return b.String()
+}
+
+// write sends raw bytes in one write.
+func (c *rawConn) write(raw string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.conn, raw); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+// send sends one command.
+func (c *rawConn) send(args ...string) { c.t.Helper(); c.write(encode(args...)) }
+
+// do sends one command and returns its reply's wire text.
+func (c *rawConn) do(args ...string) string {
+	c.t.Helper()
+	c.send(args...)
+	return c.read()
+}
+
+// expect sends one command and checks its reply's wire text.
+func (c *rawConn) expect(want string, args ...string) {
+	c.t.Helper()
+	if got := c.do(args...); got != want {
+		c.t.Fatalf("%q:\n got %q\nwant %q", args, got, want)
+	}
+}
+
+// read returns the wire text of the next reply.
+func (c *rawConn) read() string {
+	c.t.Helper()
+	var b strings.Builder
+	if err := readValue(c.r, &b); err != nil {
+		c.t.Fatalf("read reply: %v (read so far %q)", err, b.String())
+	}
+	return b.String()
+}
+
+// readValue copies one RESP2 or RESP3 value from r to b.
+func readValue(r *bufio.Reader, b *strings.Builder) error {
+	line, err := r.ReadString('\n')
+	b.WriteString(line)
+	if err != nil {
+		return err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return fmt.Errorf("malformed line %q", line)
+	}
+	n, _ := strconv.Atoi(line[1 : len(line)-2])
+	switch line[0] {
+	case '$', '=', '!':
+		if n < 0 {
+			return nil
+		}
+		body := make([]byte, n+2)
+		_, err := io.ReadFull(r, body)
+		b.Write(body)
+		return err
+	case '*', '~', '>':
+	case '%', '|':
+		n *= 2
+	default:
+		return nil
+	}
+	for range n {
+		if err := readValue(r, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// expectClosed checks that the server has closed the connection and sent
+// nothing more.
+func (c *rawConn) expectClosed() {
+	c.t.Helper()
+	rest, err := io.ReadAll(c.r)
+	if err != nil && !errors.Is(err, net.ErrClosed) && !isReset(err) {
+		c.t.Fatalf("waiting for close: %v (read %q)", err, rest)
+	}
+	if len(rest) > 0 {
+		c.t.Fatalf("after the last reply the server sent %q", rest)
+	}
+}
+
+// isReset reports a connection reset by the peer, which is how a close with
+// unread input can reach the client.
+func isReset(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && strings.Contains(op.Err.Error(), "reset")
+}
+
+// respError is a decoded error reply.
+type respError string
+
+// respMap is a decoded RESP3 map: key, value, key, value ...
+type respMap []any
+
+// respSet is a decoded RESP3 set.
+type respSet []any
+
+// parse decodes the wire text of one reply: simple and bulk strings become
+// string, integers int64, nulls nil, arrays []any, errors respError, RESP3
+// maps respMap and sets respSet.
+func parse(t testing.TB, wire string) any {
+	t.Helper()
+	r := bufio.NewReader(strings.NewReader(wire))
+	v, err := decodeValue(r)
+	if err != nil {
+		t.Fatalf("parse %q: %v", wire, err)
+	}
+	if r.Buffered() > 0 {
+		t.Fatalf("parse %q: trailing bytes", wire)
+	}
+	return v
+}
+
+func decodeValue(r *bufio.Reader) (any, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	line = strings.TrimSuffix(line, "\r\n")
+	kind, text := line[0], line[1:]
+	switch kind {
+	case '+':
+		return text, nil
+	case '-':
+		return respError(text), nil
+	case ':':
+		return strconv.ParseInt(text, 10, 64)
+	case '_':
+		return nil, nil
+	case '$', '=':
+		n, _ := strconv.Atoi(text)
+		if n < 0 {
+			return nil, nil
+		}
+		body := make([]byte, n+2)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return nil, err
+		}
+		return string(body[:n]), nil
+	case '*', '~', '%':
+		n, _ := strconv.Atoi(text)
+		if n < 0 {
+			return nil, nil
+		}
+		if kind == '%' {
+			n *= 2
+		}
+		items := make([]any, n)
+		for i := range items {
+			if items[i], err = decodeValue(r); err != nil {
+				return nil, err
+			}
+		}
+		switch kind {
+		case '%':
+			return respMap(items), nil
+		case '~':
+			return respSet(items), nil
+		}
+		return items, nil
+	}
+	return nil, fmt.Errorf("unknown reply type %q", kind)
+}
+
+// errReply is the wire text of an error reply.
+func errReply(text string) string { return "-" + text + "\r\n" }
+
+// intReply is the wire text of an integer reply.
+func intReply(n int64) string { return ":" + strconv.FormatInt(n, 10) + "\r\n" }
+
+// bulkReply is the wire text of a bulk string reply.
+func bulkReply(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
+
+// arrayReply is the wire text of an array of already encoded items.
+func arrayReply(items ...string) string {
+	return "*" + strconv.Itoa(len(items)) + "\r\n" + strings.Join(items, "")
+}
+
+// decision2 is the RESP2 wire text of an RL.* decision.
+func decision2(allowed, limit, remaining, retry, reset int64) string {
+	return arrayReply(intReply(allowed), intReply(limit), intReply(remaining), intReply(retry), intReply(reset))
+}
+
+// decision3 is the RESP3 wire text of an RL.* decision.
+func decision3(allowed, limit, remaining, retry, reset int64) string {
+	return "%5\r\n" + bulkReply("allowed") + intReply(allowed) + bulkReply("limit") + intReply(limit) +
+		bulkReply("remaining") + intReply(remaining) + bulkReply("retry_after_ms") + intReply(retry) +
+		bulkReply("reset_after_ms") + intReply(reset)
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(ioTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
