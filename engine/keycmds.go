@@ -148,3 +148,22 @@ func describe(e *entry, now int64) []Field {
 	return append(f, Field{Name: "remaining", Int: d.Remaining},
 		Field{Name: "reset_after_ms", Int: d.ResetAfter}, Field{Name: "ttl_ms", Int: e.expiresAt() - now})
 }
+
+// Inspect answers a read-only, shard-wide command (OpDBSize, OpScan,
+// OpDigest) at the shard's own time and changes nothing, not even the clock
+// or the expiry sweep: a replica may answer it between batches and still
+// agree with every other replica about its state.
+func (s *Shard) Inspect(c *Command) Result {
+	var r Result
+	switch c.Op {
+	case OpDBSize:
+		r.Type, r.Int = ResInt, int64(s.keys.len())
+	case OpScan:
+		s.scan(s.now, c, &r)
+	case OpDigest:
+		r.Type, r.Text = ResBulk, s.digest()
+	default:
+		r.Type, r.Err = ResError, ErrUnknownOp
+	}
+	return r
+}

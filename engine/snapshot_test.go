@@ -87,3 +87,20 @@ func FuzzRestoreShard(f *testing.F) {
 		}
 	})
 }
+
+func TestInspectChangesNothing(t *testing.T) {
+	times, cmds := randomCommands(7, 500)
+	s := NewShard()
+	for i := range cmds {
+		s.Apply(times[i], cmds[i:i+1], make([]Result, 1))
+	}
+	before, clock := s.AppendSnapshot(nil), s.now
+	for _, op := range []Op{OpDBSize, OpScan, OpDigest} {
+		if r := s.Inspect(&Command{Op: op, Args: [4]int64{0, 100}}); r.Type == ResError {
+			t.Fatalf("%v: %v", op, r.Err)
+		}
+	}
+	if string(s.AppendSnapshot(nil)) != string(before) || s.now != clock {
+		t.Fatal("Inspect changed the shard")
+	}
+}

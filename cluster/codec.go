@@ -1,0 +1,231 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/rlserver/rlserver/engine"
+)
+
+// A Raft entry carries one batch: every command of every request the
+// proposer packed, after the time the leader stamped on it.
+//
+//	version  byte     entryVersion
+//	now      varint   the leader's clock, Unix ms
+//	count    uvarint  commands
+//	commands          op byte, key (uvarint length, bytes), four varint args
+//
+// Forwarding between nodes sends commands in the same form, and results in
+// the form of appendResult.
+
+const entryVersion = 1
+
+// maxWireKey bounds a key decoded from an entry or a peer.
+const maxWireKey = 1 << 20
+
+// errBadEntry reports bytes that do not decode to a valid batch.
+var errBadEntry = errors.New("malformed batch")
+
+// appendBatch encodes the commands of reqs, stamped with now.
+func appendBatch(b []byte, now int64, reqs []*Request) []byte {
+	n := 0
+	for _, r := range reqs {
+		n += len(r.Cmds)
+	}
+	b = append(b, entryVersion)
+	b = binary.AppendVarint(b, now)
+	b = binary.AppendUvarint(b, uint64(n))
+	for _, r := range reqs {
+		for i := range r.Cmds {
+			b = appendCommand(b, &r.Cmds[i])
+		}
+	}
+	return b
+}
+
+func appendCommand(b []byte, c *engine.Command) []byte {
+	b = append(b, byte(c.Op))
+	b = binary.AppendUvarint(b, uint64(len(c.Key)))
+	b = append(b, c.Key...)
+	for _, a := range c.Args {
+		b = binary.AppendVarint(b, a)
+	}
+	return b
+}
+
+// decodeBatch decodes a batch into cmds (reusing its memory); the keys alias
+// data. Every command is checked with engine.Command.Valid.
+func decodeBatch(data []byte, cmds []engine.Command) (int64, []engine.Command, error) {
+	d := wire{b: data}
+	if d.byte() != entryVersion {
+		return 0, cmds, fmt.Errorf("%w: unknown version", errBadEntry)
+	}
+	now := d.varint()
+	n := d.uvarint()
+	if n > uint64(len(data)) {
+		return 0, cmds, fmt.Errorf("%w: %d commands", errBadEntry, n)
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		c := engine.Command{Op: engine.Op(d.byte()), Key: d.bytes(maxWireKey)}
+		for j := range c.Args {
+			c.Args[j] = d.varint()
+		}
+		if d.err == nil && !c.Valid() {
+			d.err = fmt.Errorf("%w: invalid command %d", errBadEntry, c.Op)
+		}
+		cmds = append(cmds, c)
+	}
+	if d.err == nil && len(d.b) > 0 {
+		d.err = fmt.Errorf("%w: trailing bytes", errBadEntry)
+	}
+	if d.err == nil && (now < 0 || now > engine.MaxTime) {
+		d.err = fmt.Errorf("%w: time %d", errBadEntry, now)
+	}
+	return now, cmds, d.err
+}
+
+// appendResult encodes one result for a forwarded request.
+func appendResult(b []byte, r *engine.Result) []byte {
+	b = append(b, byte(r.Type))
+	switch r.Type {
+	case engine.ResDecision:
+		d := r.Decision
+		b = appendBool(b, d.Allowed)
+		b = appendVarints(b, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter)
+	case engine.ResThrottle:
+		t := r.Throttle
+		b = appendBool(b, t.Limited)
+		b = appendVarints(b, t.Limit, t.Remaining, t.RetryAfter, t.ResetAfter)
+	case engine.ResInt:
+		b = binary.AppendVarint(b, r.Int)
+	case engine.ResText, engine.ResBulk:
+		b = appendString(b, r.Text)
+	case engine.ResFields:
+		b = binary.AppendUvarint(b, uint64(len(r.Fields)))
+		for _, f := range r.Fields {
+			b = appendString(b, f.Name)
+			b = appendString(b, f.Text)
+			b = binary.AppendVarint(b, f.Int)
+		}
+	case engine.ResError:
+		b = appendString(b, r.Err.Error())
+	}
+	return b
+}
+
+// decodeResult decodes one appendResult encoding.
+func (d *wire) result() engine.Result {
+	r := engine.Result{Type: engine.ResultType(d.byte())}
+	switch r.Type {
+	case engine.ResDecision:
+		r.Decision.Allowed = d.byte() == 1
+		r.Decision.Limit, r.Decision.Remaining, r.Decision.RetryAfter, r.Decision.ResetAfter = d.varint(), d.varint(), d.varint(), d.varint()
+	case engine.ResThrottle:
+		r.Throttle.Limited = d.byte() == 1
+		r.Throttle.Limit, r.Throttle.Remaining, r.Throttle.RetryAfter, r.Throttle.ResetAfter = d.varint(), d.varint(), d.varint(), d.varint()
+	case engine.ResInt:
+		r.Int = d.varint()
+	case engine.ResText, engine.ResBulk:
+		r.Text = string(d.bytes(maxWireKey))
+	case engine.ResFields:
+		n := d.uvarint()
+		if n > 64 {
+			d.fail("too many fields")
+			return r
+		}
+		r.Fields = make([]engine.Field, n)
+		for i := range r.Fields {
+			r.Fields[i] = engine.Field{Name: string(d.bytes(256)), Text: string(d.bytes(256)), Int: d.varint()}
+		}
+	case engine.ResError:
+		r.Err = wireError(d.bytes(4096))
+	case engine.ResOK, engine.ResNil:
+	default:
+		d.fail("unknown result type")
+	}
+	return r
+}
+
+// wireError is an error received from a peer: its text is the reply.
+// WRONGTYPE keeps its identity so callers can still compare it.
+func wireError(text []byte) error {
+	if string(text) == engine.ErrWrongType.Error() {
+		return engine.ErrWrongType
+	}
+	return errors.New(string(text))
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func appendVarints(b []byte, vs ...int64) []byte {
+	for _, v := range vs {
+		b = binary.AppendVarint(b, v)
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// wire reads the encodings above, remembering the first error.
+type wire struct {
+	b   []byte
+	err error
+}
+
+func (d *wire) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", errBadEntry, what)
+	}
+}
+
+func (d *wire) byte() byte {
+	if len(d.b) == 0 {
+		d.fail("truncated")
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *wire) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *wire) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// bytes reads a length-prefixed byte string of at most max bytes; the result
+// aliases the input.
+func (d *wire) bytes(max uint64) []byte {
+	n := d.uvarint()
+	if d.err != nil || n > max || n > uint64(len(d.b)) {
+		d.fail("bad length")
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}

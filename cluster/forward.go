@@ -1,0 +1,235 @@
+package cluster
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+)
+
+// Forwarding lets a node answer a command for a shard another node leads:
+// the parsed commands go to the leader over the bus and the results come
+// back, so clients that know nothing of clusters can use any node. A
+// forwarding connection carries one frame at a time each way:
+//
+//	request   uvarint length, then 'C' uvarint shard, batch (appendBatch)
+//	          or 'S' (status: this node's applied index per shard)
+//	response  uvarint length, then 0 and the results (appendResult each,
+//	          or for 'S' uvarint count and uvarint applied indexes),
+//	          or 1 and an error text
+
+const (
+	frameCommands byte = 'C'
+	frameStatus   byte = 'S'
+	maxFrame           = 64 << 20
+	forwardPool        = 8 // idle connections kept per peer
+	forwardTimeout     = 10 * time.Second
+)
+
+// forwardHandler is what the forwarding server needs from its node.
+type forwardHandler interface {
+	// submitLocal applies r on this node's replica if it leads the shard, and
+	// fails it with ErrNotApplied otherwise (it never forwards again).
+	submitLocal(shard int, r *Request)
+	// appliedIndexes are this node's applied Raft index per shard (0 where
+	// it holds no replica).
+	appliedIndexes() []uint64
+}
+
+// serveForward answers frames on one forwarding connection until it closes.
+func serveForward(conn net.Conn, h forwardHandler) {
+	defer conn.Close()
+	rd := bufio.NewReader(conn)
+	done := make(chan struct{}, 1)
+	var out []byte
+	for {
+		frame, err := readFrame(rd)
+		if err != nil {
+			return
+		}
+		out = out[:0]
+		switch {
+		case len(frame) > 0 && frame[0] == frameCommands:
+			out = answerCommands(out, frame[1:], h, done)
+		case len(frame) > 0 && frame[0] == frameStatus:
+			out = append(out, 0)
+			applied := h.appliedIndexes()
+			out = binary.AppendUvarint(out, uint64(len(applied)))
+			for _, a := range applied {
+				out = binary.AppendUvarint(out, a)
+			}
+		default:
+			return
+		}
+		conn.SetWriteDeadline(time.Now().Add(forwardTimeout))
+		if err := writeFrame(conn, out); err != nil {
+			return
+		}
+	}
+}
+
+// answerCommands applies a forwarded batch and encodes its answer.
+func answerCommands(out, frame []byte, h forwardHandler, done chan struct{}) []byte {
+	d := wire{b: frame}
+	shard := int(d.uvarint())
+	if d.err != nil {
+		return append(append(out, 1), d.err.Error()...)
+	}
+	_, cmds, err := decodeBatch(d.b, nil)
+	if err != nil {
+		return append(append(out, 1), err.Error()...)
+	}
+	r := &Request{Cmds: cmds, Results: make([]engine.Result, len(cmds)), Done: done}
+	h.submitLocal(shard, r)
+	<-done
+	if r.Err != nil {
+		return append(append(out, 1), r.Err.Error()...)
+	}
+	out = append(out, 0)
+	for i := range r.Results {
+		out = appendResult(out, &r.Results[i])
+	}
+	return out
+}
+
+// forwarder sends requests to peers, keeping a few idle connections to each.
+type forwarder struct {
+	dial Dialer
+	mu   sync.Mutex
+	idle map[string][]net.Conn
+}
+
+func newForwarder(dial Dialer) *forwarder {
+	return &forwarder{dial: dial, idle: make(map[string][]net.Conn)}
+}
+
+// forward applies r's commands on shard at the peer whose bus is addr, and
+// fills r.Results or r.Err. A request whose fate is unknown (the connection
+// broke after it was sent) fails with ErrMayHaveBeenCounted.
+func (f *forwarder) forward(addr string, shard int, r *Request) {
+	frame := []byte{frameCommands}
+	frame = binary.AppendUvarint(frame, uint64(shard))
+	frame = appendBatch(frame, 0, []*Request{r})
+	reply, sent, err := f.call(addr, frame)
+	if err != nil {
+		if sent {
+			r.Err = ErrMayHaveBeenCounted
+		} else {
+			r.Err = ErrNotApplied
+		}
+		return
+	}
+	d := wire{b: reply}
+	if d.byte() != 0 {
+		r.Err = wireError(d.b)
+		return
+	}
+	for i := range r.Results {
+		r.Results[i] = d.result()
+	}
+	if d.err != nil {
+		r.Err = fmt.Errorf("ERR bad reply from %s: %v", addr, d.err)
+	}
+}
+
+// status asks the peer at addr for its applied index per shard.
+func (f *forwarder) status(addr string) ([]uint64, error) {
+	reply, _, err := f.call(addr, []byte{frameStatus})
+	if err != nil {
+		return nil, err
+	}
+	d := wire{b: reply}
+	if d.byte() != 0 {
+		return nil, errors.New(string(d.b))
+	}
+	n := d.uvarint()
+	if n > 1<<16 {
+		return nil, errBadEntry
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = d.uvarint()
+	}
+	return out, d.err
+}
+
+// call sends one frame and reads the answer; sent reports whether the frame
+// may have reached the peer.
+func (f *forwarder) call(addr string, frame []byte) (reply []byte, sent bool, err error) {
+	conn, err := f.get(addr)
+	if err != nil {
+		return nil, false, err
+	}
+	conn.SetDeadline(time.Now().Add(forwardTimeout))
+	if err := writeFrame(conn, frame); err != nil {
+		conn.Close()
+		return nil, true, err
+	}
+	reply, err = readFrame(bufio.NewReader(conn))
+	if err != nil {
+		conn.Close()
+		return nil, true, err
+	}
+	f.put(addr, conn)
+	return reply, true, nil
+}
+
+func (f *forwarder) get(addr string) (net.Conn, error) {
+	f.mu.Lock()
+	if conns := f.idle[addr]; len(conns) > 0 {
+		conn := conns[len(conns)-1]
+		f.idle[addr] = conns[:len(conns)-1]
+		f.mu.Unlock()
+		return conn, nil
+	}
+	f.mu.Unlock()
+	return dialBus(f.dial, addr, streamForward, 0, 2*time.Second)
+}
+
+func (f *forwarder) put(addr string, conn net.Conn) {
+	conn.SetDeadline(time.Time{})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.idle[addr]) >= forwardPool {
+		conn.Close()
+		return
+	}
+	f.idle[addr] = append(f.idle[addr], conn)
+}
+
+// close drops the idle connections.
+func (f *forwarder) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for addr, conns := range f.idle {
+		for _, c := range conns {
+			c.Close()
+		}
+		delete(f.idle, addr)
+	}
+}
+
+func writeFrame(w io.Writer, payload []byte) error {
+	b := binary.AppendUvarint(make([]byte, 0, len(payload)+10), uint64(len(payload)))
+	_, err := w.Write(append(b, payload...))
+	return err
+}
+
+func readFrame(rd *bufio.Reader) ([]byte, error) {
+	n, err := binary.ReadUvarint(rd)
+	if err != nil {
+		return nil, err
+	}
+	if n > maxFrame {
+		return nil, fmt.Errorf("frame of %d bytes", n)
+	}
+	b := make([]byte, n)
+	_, err = io.ReadFull(rd, b)
+	return b, err
+}

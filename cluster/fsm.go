@@ -1,0 +1,110 @@
+package cluster
+
+import (
+	"io"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/persistence"
+)
+
+// shardFSM is one shard's engine as a Raft state machine. Raft applies
+// batches on a goroutine of its own; mu (taken once per batch, never per
+// command) lets this node's readers look at the state between batches.
+type shardFSM struct {
+	mu    sync.Mutex
+	shard *engine.Shard
+	cmds  []engine.Command // decoding scratch, Raft's goroutine only
+}
+
+func newShardFSM() *shardFSM {
+	return &shardFSM{shard: engine.NewShard()}
+}
+
+// Apply applies one entry; Raft calls ApplyBatch instead when it can.
+func (f *shardFSM) Apply(l *raft.Log) any {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch applies committed entries in order. Each command entry's
+// response is its []engine.Result; the leader hands them to the waiting
+// connections. An entry that does not decode is refused alike by every
+// replica, so they stay in agreement.
+func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		now, cmds, err := decodeBatch(l.Data, f.cmds[:0])
+		f.cmds = cmds[:0]
+		if err != nil {
+			out[i] = err
+			continue
+		}
+		results := make([]engine.Result, len(cmds))
+		f.shard.Apply(now, cmds, results)
+		out[i] = results
+	}
+	clear(f.cmds[:cap(f.cmds)]) // do not keep entries' memory alive through the keys
+	return out
+}
+
+// Snapshot captures the state as bytes; Raft writes them out with Persist
+// while later batches apply.
+func (f *shardFSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &fsmSnapshot{state: f.shard.AppendSnapshot(nil)}, nil
+}
+
+// Restore replaces the whole state with a snapshot's.
+func (f *shardFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	payload, err := persistence.ReadSnapshot(rc)
+	if err != nil {
+		return err
+	}
+	shard, err := engine.RestoreShard(payload)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.shard = shard
+	f.mu.Unlock()
+	return nil
+}
+
+// inspect answers a read-only shard-wide command from this replica's state.
+func (f *shardFSM) inspect(c engine.Command) engine.Result {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.shard.Inspect(&c)
+}
+
+// stats returns the replica's counters.
+func (f *shardFSM) stats() engine.Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.shard.Stats()
+}
+
+type fsmSnapshot struct {
+	state []byte
+}
+
+// Persist writes the snapshot frame to the sink.
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := persistence.WriteSnapshot(sink, s.state); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+// Release lets the captured state go.
+func (s *fsmSnapshot) Release() { s.state = nil }

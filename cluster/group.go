@@ -1,0 +1,192 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/rlserver/rlserver/persistence"
+)
+
+// group is one shard's Raft group on this node: its stores, its Raft
+// instance, its state machine and proposer, and what it knows of its leader.
+type group struct {
+	shard    int
+	replicas []Member // the preferred leader first
+	raft     *raft.Raft
+	fsm      *shardFSM
+	store    *raftboltdb.BoltStore
+	trans    io.Closer
+	prop     *proposer
+
+	leader atomic.Pointer[Member] // nil while unknown
+	mu     sync.Mutex
+	change chan struct{} // closed and replaced when the leader changes
+}
+
+// openGroup opens a shard's stores and starts its Raft instance,
+// bootstrapping the group from its replica set when the stores are new.
+func openGroup(cfg *RaftConfig, shard int, replicas []Member, trans raft.Transport) (g *group, err error) {
+	g = &group{shard: shard, replicas: replicas, fsm: newShardFSM(), change: make(chan struct{})}
+	dir, err := cfg.Layout.ShardDir(shard)
+	if err != nil {
+		return nil, err
+	}
+	if g.store, err = persistence.OpenLogStore(dir); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			g.store.Close()
+		}
+	}()
+	logs, err := raft.NewLogCache(512, g.store)
+	if err != nil {
+		return nil, err
+	}
+	snaps, err := persistence.OpenSnapshotStore(dir, cfg.RaftLog)
+	if err != nil {
+		return nil, err
+	}
+	existing, err := raft.HasExistingState(logs, g.store, snaps)
+	if err != nil {
+		return nil, fmt.Errorf("shard %d: %w", shard, err)
+	}
+	if g.raft, err = raft.NewRaft(raftConfig(cfg, shard), g.fsm, logs, g.store, snaps, trans); err != nil {
+		return nil, fmt.Errorf("shard %d: %w", shard, err)
+	}
+	if c, ok := trans.(io.Closer); ok {
+		g.trans = c
+	}
+	if !existing {
+		servers := make([]raft.Server, len(replicas))
+		for i, m := range replicas {
+			servers[i] = raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.ID), Address: raft.ServerAddress(m.Bus)}
+		}
+		// Every replica bootstraps with the same configuration; Raft makes
+		// that safe, and ErrCantBootstrap only means it already was.
+		if err := g.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			g.raft.Shutdown()
+			return nil, fmt.Errorf("shard %d bootstrap: %w", shard, err)
+		}
+	}
+	g.prop = newProposer(shard, g.raft, g.fsm, cfg.Clock)
+	g.prop.start()
+	return g, nil
+}
+
+// raftConfig is hashicorp/raft's configuration for one group.
+func raftConfig(cfg *RaftConfig, shard int) *raft.Config {
+	c := raft.DefaultConfig()
+	c.LocalID = raft.ServerID(cfg.Self.ID)
+	c.HeartbeatTimeout = cfg.HeartbeatTimeout
+	c.ElectionTimeout = cfg.ElectionTimeout
+	c.LeaderLeaseTimeout = cfg.HeartbeatTimeout / 2
+	c.CommitTimeout = 20 * time.Millisecond
+	c.MaxAppendEntries = 512
+	c.BatchApplyCh = true
+	c.SnapshotThreshold = cfg.SnapshotThreshold
+	c.SnapshotInterval = cfg.SnapshotInterval
+	c.TrailingLogs = cfg.TrailingLogs
+	c.ShutdownOnRemove = false
+	c.Logger = hclog.New(&hclog.LoggerOptions{
+		Name: fmt.Sprintf("raft.shard%d", shard), Level: hclog.Warn, Output: cfg.RaftLog,
+	})
+	return c
+}
+
+// watch keeps g.leader current: from Raft's leader observations, and by
+// polling, since observations can be dropped.
+func (g *group) watch(members []Member, stop <-chan struct{}) {
+	obs := make(chan raft.Observation, 16)
+	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	g.raft.RegisterObserver(observer)
+	defer g.raft.DeregisterObserver(observer)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		g.refreshLeader(members)
+		select {
+		case <-obs:
+		case <-tick.C:
+		case <-stop:
+			return
+		}
+	}
+}
+
+// refreshLeader reads Raft's current leader and wakes waiters on a change.
+func (g *group) refreshLeader(members []Member) {
+	_, id := g.raft.LeaderWithID()
+	var now *Member
+	for i := range members {
+		if raft.ServerID(members[i].ID) == id {
+			now = &members[i]
+		}
+	}
+	if old := g.leader.Load(); old == now || (old != nil && now != nil && old.ID == now.ID) {
+		return
+	}
+	g.leader.Store(now)
+	g.mu.Lock()
+	close(g.change)
+	g.change = make(chan struct{})
+	g.mu.Unlock()
+}
+
+// awaitLeader returns the shard's leader, waiting up to wait for an election
+// to end.
+func (g *group) awaitLeader(wait time.Duration, stop <-chan struct{}) (*Member, bool) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		if m := g.leader.Load(); m != nil {
+			return m, true
+		}
+		g.mu.Lock()
+		change := g.change
+		g.mu.Unlock()
+		select {
+		case <-change:
+		case <-deadline.C:
+			return nil, false
+		case <-stop:
+			return nil, false
+		}
+	}
+}
+
+// close stops the proposer, hands leadership over if it can, snapshots, and
+// shuts Raft and the stores down.
+func (g *group) close(handOver bool, log *slog.Logger) error {
+	g.prop.stop()
+	if handOver && g.raft.State() == raft.Leader && len(g.replicas) > 1 {
+		if err := g.raft.LeadershipTransfer().Error(); err != nil {
+			log.Warn("leadership hand-over failed; the others will elect", "shard", g.shard, "err", err)
+		}
+	}
+	// A snapshot makes the next start fast; without one the log still holds
+	// everything, so a failure is only worth a warning.
+	if err := g.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		log.Warn("snapshot at shutdown failed", "shard", g.shard, "err", err)
+	}
+	err := g.raft.Shutdown().Error()
+	if g.trans != nil {
+		g.trans.Close()
+	}
+	if cerr := g.store.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

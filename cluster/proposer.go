@@ -1,0 +1,195 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/rlserver/rlserver/engine"
+)
+
+// proposer packs every request waiting for its shard into one Raft entry,
+// stamped once with the leader's clock, and hands each request its results
+// once the entry is committed and applied. Up to maxInflight entries are in
+// flight at once, so Raft can write several with one fsync while the next
+// batch gathers.
+type proposer struct {
+	shard    int
+	raft     *raft.Raft
+	fsm      *shardFSM
+	clock    Clock
+	in       chan *Request
+	inflight chan inflightEntry
+	quit     chan struct{}
+	done     chan struct{}
+}
+
+type inflightEntry struct {
+	future raft.ApplyFuture
+	reqs   []*Request
+}
+
+const (
+	maxInflight  = 16
+	maxEntrySize = 256 << 10 // soft: one request is never split
+	// enqueueTimeout bounds how long Apply may wait for room in Raft's queue.
+	enqueueTimeout = 2 * time.Second
+	// raftSweepInterval paces the expiry sweep entries an idle leader
+	// proposes (traffic sweeps as it goes).
+	raftSweepInterval = time.Second
+	raftSweepBudget   = 50_000
+)
+
+// Errors a request can end with in Raft mode. Their texts are the replies.
+var (
+	// ErrNotApplied: the request reached no leader and changed nothing; the
+	// client may simply retry.
+	ErrNotApplied = errors.New("TRYAGAIN no leader for this shard right now; nothing was counted, retry")
+	// ErrMayHaveBeenCounted: leadership changed while the request's entry
+	// was being committed. Raft cannot say whether it was: it may still
+	// commit under the next leader. A retry is safe for a limiter (it can
+	// only count a request twice, never let one through uncounted).
+	ErrMayHaveBeenCounted = errors.New("TRYAGAIN leadership changed while this request was being committed: it may have been counted")
+)
+
+func newProposer(shard int, r *raft.Raft, fsm *shardFSM, clock Clock) *proposer {
+	return &proposer{
+		shard: shard, raft: r, fsm: fsm, clock: clock,
+		in:       make(chan *Request, 1024),
+		inflight: make(chan inflightEntry, maxInflight),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+}
+
+// start runs the proposer's two loops.
+func (p *proposer) start() {
+	go p.propose()
+	go func() {
+		p.complete()
+		close(p.done)
+	}()
+}
+
+// stop fails what is still queued and waits for the entries in flight.
+func (p *proposer) stop() {
+	close(p.quit)
+	<-p.done
+}
+
+// propose gathers requests into entries until stopped.
+func (p *proposer) propose() {
+	defer close(p.inflight)
+	tick := time.NewTicker(raftSweepInterval)
+	defer tick.Stop()
+	busy := false
+	for {
+		select {
+		case r := <-p.in:
+			busy = true
+			p.apply(p.gather(r))
+		case <-tick.C:
+			if !busy && p.raft.State() == raft.Leader && p.fsm.stats().Keys > 0 {
+				p.sweep()
+			}
+			busy = false
+		case <-p.quit:
+			for {
+				select {
+				case r := <-p.in:
+					r.Err = ErrNotApplied
+					r.Done <- struct{}{}
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// gather takes first and every request already waiting, up to maxEntrySize.
+func (p *proposer) gather(first *Request) []*Request {
+	batch := []*Request{first}
+	size := requestSize(first)
+	for size < maxEntrySize {
+		select {
+		case r := <-p.in:
+			batch = append(batch, r)
+			size += requestSize(r)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+func requestSize(r *Request) int {
+	n := 0
+	for i := range r.Cmds {
+		n += len(r.Cmds[i].Key) + 24
+	}
+	return n
+}
+
+// apply proposes one entry for batch.
+func (p *proposer) apply(batch []*Request) {
+	data := appendBatch(nil, p.clock.Now(), batch)
+	p.inflight <- inflightEntry{future: p.raft.Apply(data, enqueueTimeout), reqs: batch}
+}
+
+// sweep proposes an entry that reclaims expired keys on every replica alike.
+func (p *proposer) sweep() {
+	done := make(chan struct{}, 1)
+	r := &Request{
+		Cmds:    []engine.Command{{Op: engine.OpSweep, Args: [4]int64{raftSweepBudget}}},
+		Results: make([]engine.Result, 1),
+		Done:    done,
+	}
+	p.apply([]*Request{r})
+}
+
+// complete waits for each entry in order and answers its requests.
+func (p *proposer) complete() {
+	for e := range p.inflight {
+		err := e.future.Error()
+		var results []engine.Result
+		if err == nil {
+			switch v := e.future.Response().(type) {
+			case []engine.Result:
+				results = v
+			case error:
+				err = v
+			default:
+				err = fmt.Errorf("unexpected apply response %T", v)
+			}
+		}
+		err = requestError(err)
+		off := 0
+		for _, r := range e.reqs {
+			if err != nil {
+				r.Err = err
+			} else {
+				copy(r.Results, results[off:off+len(r.Cmds)])
+				off += len(r.Cmds)
+			}
+			r.Done <- struct{}{}
+		}
+	}
+}
+
+// requestError turns Raft's error for an entry into the request's error.
+func requestError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress),
+		errors.Is(err, raft.ErrEnqueueTimeout):
+		return ErrNotApplied
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown),
+		errors.Is(err, raft.ErrAbortedByRestore):
+		return ErrMayHaveBeenCounted
+	}
+	return fmt.Errorf("ERR shard commit failed: %v", err)
+}

@@ -1,0 +1,231 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/persistence"
+)
+
+// testNet is the network between in-process nodes: it can cut a node off,
+// refusing its new connections and severing the open ones, in both
+// directions.
+type testNet struct {
+	mu      sync.Mutex
+	cut     map[string]bool // node ids cut off
+	byAddr  map[string]string
+	conns   map[string][]net.Conn // open connections by the ids at either end
+	dialers map[string]Dialer
+}
+
+func newTestNet() *testNet {
+	return &testNet{cut: map[string]bool{}, byAddr: map[string]string{}, conns: map[string][]net.Conn{}, dialers: map[string]Dialer{}}
+}
+
+// dialer is node from's way out.
+func (tn *testNet) dialer(from string) Dialer {
+	return func(addr string, timeout time.Duration) (net.Conn, error) {
+		tn.mu.Lock()
+		to := tn.byAddr[addr]
+		blocked := tn.cut[from] || tn.cut[to]
+		tn.mu.Unlock()
+		if blocked {
+			return nil, errors.New("testnet: link cut")
+		}
+		c, err := net.DialTimeout("tcp", addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		tn.mu.Lock()
+		tn.conns[from] = append(tn.conns[from], c)
+		tn.conns[to] = append(tn.conns[to], c)
+		tn.mu.Unlock()
+		return c, nil
+	}
+}
+
+// isolate cuts node id off from every other node.
+func (tn *testNet) isolate(id string) {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	tn.cut[id] = true
+	for _, c := range tn.conns[id] {
+		c.Close()
+	}
+	tn.conns[id] = nil
+}
+
+// heal reconnects node id.
+func (tn *testNet) heal(id string) {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	delete(tn.cut, id)
+}
+
+// testCluster is n in-process nodes on loopback.
+type testCluster struct {
+	t       *testing.T
+	net     *testNet
+	members []Member
+	dirs    []string
+	nodes   []*RaftShards
+	shards  int
+	clock   Clock
+}
+
+func startTestCluster(t *testing.T, size, shards int) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, net: newTestNet(), shards: shards, clock: SystemClock{}}
+	lns := make([]net.Listener, size)
+	for i := range size {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[i] = ln
+		m := Member{ID: fmt.Sprintf("n%d", i+1), Client: fmt.Sprintf("127.0.0.1:%d", 7000+i), Bus: ln.Addr().String()}
+		tc.members = append(tc.members, m)
+		tc.net.byAddr[m.Bus] = m.ID
+		tc.dirs = append(tc.dirs, t.TempDir())
+	}
+	tc.nodes = make([]*RaftShards, size)
+	for i := range size {
+		tc.start(i, lns[i])
+	}
+	t.Cleanup(func() {
+		for _, n := range tc.nodes {
+			if n != nil {
+				n.shutdown(false)
+			}
+		}
+	})
+	return tc
+}
+
+// start (re)starts node i, on ln or on a new listener at its bus address.
+func (tc *testCluster) start(i int, ln net.Listener) {
+	tc.t.Helper()
+	m := tc.members[i]
+	if ln == nil {
+		var err error
+		deadline := time.Now().Add(5 * time.Second)
+		for ln, err = net.Listen("tcp", m.Bus); err != nil && time.Now().Before(deadline); ln, err = net.Listen("tcp", m.Bus) {
+			time.Sleep(20 * time.Millisecond) // the old listener's port is being released
+		}
+		if err != nil {
+			tc.t.Fatal(err)
+		}
+	}
+	layout, err := persistence.Open(tc.dirs[i], persistence.Identity{NodeID: m.ID, Shards: tc.shards})
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	members := tc.members
+	if len(members) == 1 {
+		ln.Close()
+		ln = nil
+	}
+	n, err := StartRaft(RaftConfig{
+		Self: m, Members: members, Shards: tc.shards, Layout: layout, Clock: tc.clock, Bus: ln,
+		Dial: tc.net.dialer(m.ID), HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond,
+		LeaderWait: 3 * time.Second, RaftLog: os.Stderr,
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	tc.nodes[i] = n
+}
+
+// crash stops node i as kill -9 would leave it: no hand-over, no snapshot.
+func (tc *testCluster) crash(i int) {
+	tc.nodes[i].shutdown(false)
+	tc.nodes[i] = nil
+}
+
+// call applies cmds on shard through node i and waits for the answer.
+func (tc *testCluster) call(i, shard int, cmds ...engine.Command) (*Request, error) {
+	done := make(chan struct{}, 1)
+	r := &Request{Cmds: cmds, Results: make([]engine.Result, len(cmds)), Done: done}
+	tc.nodes[i].Submit(shard, r)
+	select {
+	case <-done:
+		return r, r.Err
+	case <-time.After(15 * time.Second):
+		tc.t.Fatalf("node %d shard %d: no answer", i, shard)
+		return nil, nil
+	}
+}
+
+// leaderOf waits until every running node agrees on shard's leader and
+// returns its index.
+func (tc *testCluster) leaderOf(shard int) int {
+	tc.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		agreed, idx := true, -1
+		for _, n := range tc.nodes {
+			if n == nil || n.groups[shard] == nil {
+				continue
+			}
+			m, _, ok := n.Leader(shard)
+			if !ok || (idx >= 0 && tc.members[idx].ID != m.ID) {
+				agreed = false
+				break
+			}
+			for j := range tc.members {
+				if tc.members[j].ID == m.ID {
+					idx = j
+				}
+			}
+		}
+		if agreed && idx >= 0 && tc.nodes[idx] != nil {
+			return idx
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tc.t.Fatalf("no agreed leader for shard %d", shard)
+	return -1
+}
+
+// digests waits until every running node's replica of shard has the same
+// state and returns that digest.
+func (tc *testCluster) converge(shard int) string {
+	tc.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var last []string
+	for time.Now().Before(deadline) {
+		last = last[:0]
+		for _, n := range tc.nodes {
+			if n == nil || n.groups[shard] == nil {
+				continue
+			}
+			r, err := n.Read(shard, engine.Command{Op: engine.OpDigest})
+			if err != nil {
+				tc.t.Fatal(err)
+			}
+			last = append(last, r.Text)
+		}
+		same := true
+		for _, d := range last {
+			same = same && d == last[0]
+		}
+		if same && len(last) > 0 {
+			return last[0]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tc.t.Fatalf("shard %d replicas never converged: %v", shard, last)
+	return ""
+}
+
+func sliding(key string, limit, window int64) engine.Command {
+	return engine.Command{Op: engine.OpSliding, Key: []byte(key), Args: [4]int64{limit, window, 0, 1}}
+}

@@ -1,0 +1,178 @@
+package cluster
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+)
+
+func TestRaftClusterAdmitsExactlyTheLimitFromEveryNode(t *testing.T) {
+	tc := startTestCluster(t, 3, 4)
+	key := "rl:{user:ada}"
+	shard := ShardOfSlot(Slot([]byte(key)), tc.shards)
+	tc.leaderOf(shard)
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 600 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := tc.call(i%3, shard, sliding(key, 100, 60_000))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if r.Results[0].Decision.Allowed {
+				allowed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if allowed.Load() != 100 {
+		t.Fatalf("allowed %d of 600 spread over 3 nodes, want 100", allowed.Load())
+	}
+	tc.converge(shard)
+}
+
+func TestRaftLeadersSpreadOverTheNodes(t *testing.T) {
+	tc := startTestCluster(t, 3, 6)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		leads := map[int]int{}
+		for shard := range tc.shards {
+			leads[tc.leaderOf(shard)]++
+		}
+		if leads[0] == 2 && leads[1] == 2 && leads[2] == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leaders per node %v, want 2 each", leads)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestRaftFailoverNeverExceedsTheLimit(t *testing.T) {
+	tc := startTestCluster(t, 3, 2)
+	key := "k"
+	shard := ShardOfSlot(Slot([]byte(key)), tc.shards)
+	leader := tc.leaderOf(shard)
+	follower := (leader + 1) % 3
+	// 60 of 100 before the leader dies.
+	allowed := 0
+	for range 60 {
+		r, err := tc.call(follower, shard, sliding(key, 100, 600_000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Results[0].Decision.Allowed {
+			allowed++
+		}
+	}
+	tc.crash(leader)
+	start := time.Now()
+	newLeader := tc.leaderOf(shard)
+	if newLeader == leader {
+		t.Fatal("the dead node is still the leader")
+	}
+	// Every acknowledged decision survived: only 40 more fit in the window.
+	for range 100 {
+		r, err := tc.call(follower, shard, sliding(key, 100, 600_000))
+		if errors.Is(err, ErrNotApplied) || errors.Is(err, ErrMayHaveBeenCounted) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Results[0].Decision.Allowed {
+			allowed++
+		}
+	}
+	t.Logf("new leader after %v", time.Since(start))
+	if allowed != 100 {
+		t.Fatalf("allowed %d across the failover, want exactly 100", allowed)
+	}
+	// The old leader comes back from its disk and catches up.
+	tc.start(leader, nil)
+	tc.converge(shard)
+}
+
+func TestRaftIsolatedLeaderMakesNoDecisions(t *testing.T) {
+	tc := startTestCluster(t, 3, 1)
+	leader := tc.leaderOf(0)
+	tc.net.isolate(tc.members[leader].ID)
+	defer tc.net.heal(tc.members[leader].ID)
+	// Whatever the isolated node is asked, it cannot commit: it must refuse,
+	// never answer with a decision of its own.
+	for range 5 {
+		r, err := tc.call(leader, 0, sliding("k", 100, 60_000))
+		if err == nil {
+			t.Fatalf("isolated node answered a decision: %+v", r.Results[0])
+		}
+	}
+	// The majority elects a new leader and serves.
+	other := (leader + 1) % 3
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := tc.call(other, 0, sliding("k", 100, 60_000))
+		if err == nil && r.Results[0].Decision.Allowed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("majority never served: %v", err)
+		}
+	}
+	tc.net.heal(tc.members[leader].ID)
+	tc.converge(0)
+}
+
+func TestRaftSingleNodeSurvivesACrash(t *testing.T) {
+	tc := startTestCluster(t, 1, 2)
+	key := "k"
+	shard := ShardOfSlot(Slot([]byte(key)), tc.shards)
+	for range 7 {
+		if _, err := tc.call(0, shard, sliding(key, 10, 600_000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := tc.converge(shard)
+	tc.crash(0)
+	tc.start(0, nil)
+	if after := tc.converge(shard); after != before {
+		t.Fatal("state after the crash differs")
+	}
+	r, err := tc.call(0, shard, sliding(key, 10, 600_000))
+	if err != nil || r.Results[0].Decision.Remaining != 2 {
+		t.Fatalf("after restart: %+v %v, want 2 remaining", r.Results, err)
+	}
+	// A graceful stop snapshots; the restart restores from it.
+	if err := tc.nodes[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	tc.start(0, nil)
+	r, err = tc.call(0, shard, sliding(key, 10, 600_000))
+	if err != nil || r.Results[0].Decision.Remaining != 1 {
+		t.Fatalf("after snapshot restore: %+v %v, want 1 remaining", r.Results, err)
+	}
+}
+
+func TestRaftReadsAndStatsComeFromTheLocalReplica(t *testing.T) {
+	tc := startTestCluster(t, 3, 1)
+	tc.leaderOf(0)
+	for i := range 10 {
+		if _, err := tc.call(i%3, 0, sliding(string(rune('a'+i)), 10, 60_000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tc.converge(0)
+	for i, n := range tc.nodes {
+		r, err := n.Read(0, engine.Command{Op: engine.OpDBSize})
+		if err != nil || r.Int != 10 || n.Stats(0).Keys != 10 {
+			t.Errorf("node %d: DBSIZE %d %v, stats %+v", i, r.Int, err, n.Stats(0))
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// ShardView is what CLUSTER SLOTS, SHARDS and NODES show of one shard.
+type ShardView struct {
+	Shard       int
+	First, Last int      // the slot range
+	Leader      Member   // the leader, or the preferred one while unknown
+	LeaderKnown bool     // false during an election
+	Replicas    []Member // every replica, the leader first
+}
+
+// Self is this node.
+func (n *RaftShards) Self() Member { return n.cfg.Self }
+
+// Members are every node of the cluster.
+func (n *RaftShards) Members() []Member { return n.cfg.Members }
+
+// Topology describes every shard as this node sees it.
+func (n *RaftShards) Topology() []ShardView {
+	views := make([]ShardView, n.cfg.Shards)
+	for shard := range views {
+		replicas := Replicas(n.cfg.Members, shard)
+		v := ShardView{Shard: shard, Leader: replicas[0]}
+		v.First, v.Last = SlotRange(shard, n.cfg.Shards)
+		if g := n.groups[shard]; g != nil {
+			if m := g.leader.Load(); m != nil {
+				v.Leader, v.LeaderKnown = *m, true
+			}
+		}
+		v.Replicas = append(v.Replicas, v.Leader)
+		for _, m := range replicas {
+			if m.ID != v.Leader.ID {
+				v.Replicas = append(v.Replicas, m)
+			}
+		}
+		views[shard] = v
+	}
+	return views
+}
+
+// Leader returns shard's leader as this node knows it, without waiting:
+// ok is false during an election.
+func (n *RaftShards) Leader(shard int) (leader Member, local, ok bool) {
+	g := n.groups[shard]
+	if g == nil {
+		return Replicas(n.cfg.Members, shard)[0], false, true
+	}
+	m := g.leader.Load()
+	if m == nil {
+		return Member{}, false, false
+	}
+	return *m, m.ID == n.cfg.Self.ID, true
+}
+
+// RaftState describes this node's replica of one shard, for INFO.
+type RaftState struct {
+	Shard        int
+	State        string // Leader, Follower, Candidate, Shutdown
+	Term         uint64
+	CommitIndex  uint64
+	AppliedIndex uint64
+	LastContact  string // since the leader was last heard from ("never", "0")
+	Leader       string // the leader's node id, "" while unknown
+}
+
+// RaftStates describes this node's replicas.
+func (n *RaftShards) RaftStates() []RaftState {
+	var out []RaftState
+	for _, g := range n.groups {
+		if g == nil {
+			continue
+		}
+		stats := g.raft.Stats()
+		s := RaftState{
+			Shard: g.shard, State: g.raft.State().String(), AppliedIndex: g.raft.AppliedIndex(),
+			LastContact: stats["last_contact"],
+		}
+		fmt.Sscan(stats["term"], &s.Term)
+		fmt.Sscan(stats["commit_index"], &s.CommitIndex)
+		if m := g.leader.Load(); m != nil {
+			s.Leader = m.ID
+		}
+		if g.raft.State() == raft.Leader {
+			s.LastContact = "0"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// LastContact is how long ago this node's replica of shard heard from its
+// leader (0 on the leader itself), and false when it holds none.
+func (n *RaftShards) LastContact(shard int) (time.Duration, bool) {
+	g := n.groups[shard]
+	if g == nil {
+		return 0, false
+	}
+	if g.raft.State() == raft.Leader {
+		return 0, true
+	}
+	return time.Since(g.raft.LastContact()), true
+}
