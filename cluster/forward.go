@@ -25,11 +25,11 @@ import (
 //	          or 1 and an error text
 
 const (
-	frameCommands byte = 'C'
-	frameStatus   byte = 'S'
-	maxFrame           = 64 << 20
-	forwardPool        = 8 // idle connections kept per peer
-	forwardTimeout     = 10 * time.Second
+	frameCommands  byte = 'C'
+	frameStatus    byte = 'S'
+	maxFrame            = 64 << 20
+	forwardPool         = 8 // idle connections kept per peer
+	forwardTimeout      = 10 * time.Second
 )
 
 // forwardHandler is what the forwarding server needs from its node.
