@@ -81,11 +81,11 @@ func (m *MemoryShards) Stats(shard int) engine.Stats {
 
 // Close stops the shards after applying every request already submitted;
 // later requests fail with ErrShuttingDown.
-func (m *MemoryShards) Close() {
+func (m *MemoryShards) Close() error {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return
+		return nil
 	}
 	m.closed = true
 	m.mu.Unlock()
@@ -93,6 +93,7 @@ func (m *MemoryShards) Close() {
 		close(s.quit)
 	}
 	m.wg.Wait()
+	return nil
 }
 
 // run applies batches of requests until quit, then what is still queued.

@@ -28,33 +28,51 @@ func (m Member) RedisID() string {
 const BusPortOffset = 10000
 
 // ParseMembers parses --cluster: "n1@127.0.0.1:6381,n2@127.0.0.1:6382,...".
-// A member's bus is its client port plus BusPortOffset.
+// A member's bus is its client port plus BusPortOffset, unless the member
+// names one, Redis Cluster style: "n1@127.0.0.1:6381@17381".
 func ParseMembers(spec string) ([]Member, error) {
 	var out []Member
 	seen := map[string]bool{}
 	for _, part := range strings.Split(spec, ",") {
-		id, addr, ok := strings.Cut(strings.TrimSpace(part), "@")
-		if !ok || id == "" || addr == "" {
-			return nil, fmt.Errorf("--cluster: %q is not id@host:port", part)
+		part = strings.TrimSpace(part)
+		fields := strings.Split(part, "@")
+		if len(fields) < 2 || len(fields) > 3 || fields[0] == "" {
+			return nil, fmt.Errorf("--cluster: %q is not id@host:port[@busport]", part)
 		}
-		host, portText, err := net.SplitHostPort(addr)
+		id, addr := fields[0], fields[1]
+		host, port, err := splitPort(addr)
 		if err != nil {
 			return nil, fmt.Errorf("--cluster: %q: %w", part, err)
 		}
-		port, err := strconv.Atoi(portText)
-		if err != nil || port < 1 || port+BusPortOffset > 65535 {
-			return nil, fmt.Errorf("--cluster: %q: the port must be from 1 to %d (the bus port is 10000 higher)", part, 65535-BusPortOffset)
+		bus := port + BusPortOffset
+		if len(fields) == 3 {
+			if bus, err = strconv.Atoi(fields[2]); err != nil || bus < 1 || bus > 65535 {
+				return nil, fmt.Errorf("--cluster: %q: the bus port must be from 1 to 65535", part)
+			}
+		} else if bus > 65535 {
+			return nil, fmt.Errorf("--cluster: %q: the bus port (client port + %d) would pass 65535; name one with @busport", part, BusPortOffset)
 		}
-		if seen[id] || seen[addr] {
-			return nil, fmt.Errorf("--cluster: %q appears twice", part)
+		busAddr := net.JoinHostPort(host, strconv.Itoa(bus))
+		if seen[id] || seen[addr] || seen[busAddr] {
+			return nil, fmt.Errorf("--cluster: %q repeats an id or address", part)
 		}
-		seen[id], seen[addr] = true, true
-		out = append(out, Member{ID: id, Client: addr, Bus: net.JoinHostPort(host, strconv.Itoa(port+BusPortOffset))})
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--cluster: no members")
+		seen[id], seen[addr], seen[busAddr] = true, true, true
+		out = append(out, Member{ID: id, Client: addr, Bus: busAddr})
 	}
 	return out, nil
+}
+
+// splitPort splits host:port, requiring a port from 1 to 65535.
+func splitPort(addr string) (string, int, error) {
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("port %q must be from 1 to 65535", portText)
+	}
+	return host, port, nil
 }
 
 // MaxReplicas is how many nodes hold each shard.

@@ -7,8 +7,12 @@ func TestParseMembers(t *testing.T) {
 	if err != nil || len(m) != 3 || m[1] != (Member{ID: "n2", Client: "127.0.0.1:6382", Bus: "127.0.0.1:16382"}) {
 		t.Fatalf("%+v %v", m, err)
 	}
+	if m, err := ParseMembers("n1@10.0.0.1:6381@17000"); err != nil || m[0].Bus != "10.0.0.1:17000" {
+		t.Fatalf("named bus port: %+v %v", m, err)
+	}
 	for _, bad := range []string{"", "n1", "n1@", "@127.0.0.1:1", "n1@127.0.0.1", "n1@h:0", "n1@h:60000",
-		"n1@127.0.0.1:6381,n1@127.0.0.1:6382", "n1@127.0.0.1:6381,n2@127.0.0.1:6381"} {
+		"n1@h:1@0", "n1@h:1@x", "n1@h:1@2@3", "n1@127.0.0.1:6381,n1@127.0.0.1:6382",
+		"n1@127.0.0.1:6381,n2@127.0.0.1:6381", "n1@h:1@5,n2@h:2@5"} {
 		if _, err := ParseMembers(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

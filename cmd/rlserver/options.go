@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/server"
+)
+
+// options are rlserver's command-line settings.
+type options struct {
+	bind        string
+	port        int
+	inMemory    bool
+	dataDir     string
+	nodeID      string
+	cluster     string
+	shards      int
+	debug       bool
+	requirePass string
+	maxClients  int
+	limits      server.Limits
+	heartbeat   time.Duration
+	version     bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("rlserver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.bind, "bind", "127.0.0.1", "address to listen on for clients")
+	fs.IntVar(&o.port, "port", 6380, "TCP port for clients (0: any free port, logged at start)")
+	fs.BoolVar(&o.inMemory, "in-memory", false, "keep all state in memory only: no files, nothing survives a restart")
+	fs.StringVar(&o.dataDir, "data-dir", "rlserver-data", "directory for durable state (Raft logs and snapshots)")
+	fs.StringVar(&o.nodeID, "node-id", "n1", "this node's id; in a cluster, its name in --cluster")
+	fs.StringVar(&o.cluster, "cluster", "", "every node of the cluster: id@host:port[@busport],... (client addresses; the bus defaults to port+10000)")
+	fs.IntVar(&o.shards, "shards", 4, "number of shards (single-threaded partitions of the keyspace), 1 to 1024")
+	fs.BoolVar(&o.debug, "enable-debug-command", false, "allow DEBUG CLOCK and DEBUG DIGEST (for tests)")
+	fs.StringVar(&o.requirePass, "requirepass", "", "password clients must give with AUTH or HELLO AUTH")
+	fs.IntVar(&o.maxClients, "maxclients", 10000, "maximum number of client connections")
+	fs.Int64Var(&o.limits.MaxBulkLen, "max-bulk-len", 512*1024, "maximum bytes in one argument")
+	fs.Int64Var(&o.limits.MaxArgs, "max-args", 4096, "maximum arguments in one command")
+	fs.Int64Var(&o.limits.MaxRequestLen, "max-request-len", 4*1024*1024, "maximum bytes in one command")
+	fs.IntVar(&o.limits.MaxKeyLen, "max-key-len", 1024, "maximum bytes in one key")
+	fs.DurationVar(&o.heartbeat, "raft-heartbeat", 0, "Raft heartbeat and election timeout (default 1s in a cluster, 100ms for a single node)")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.inMemory && set["data-dir"] {
+		return o, errors.New("--in-memory and --data-dir exclude each other")
+	}
+	return o, o.validate()
+}
+
+// validate names the setting at fault.
+func (o options) validate() error {
+	switch {
+	case o.port < 0 || o.port > 65535:
+		return fmt.Errorf("--port %d: must be from 0 to 65535", o.port)
+	case o.shards < 1 || o.shards > 1024:
+		return fmt.Errorf("--shards %d: must be from 1 to 1024", o.shards)
+	case o.maxClients < 1:
+		return fmt.Errorf("--maxclients %d: must be at least 1", o.maxClients)
+	case o.limits.MaxBulkLen < 1:
+		return fmt.Errorf("--max-bulk-len %d: must be at least 1", o.limits.MaxBulkLen)
+	case o.limits.MaxArgs < 1:
+		return fmt.Errorf("--max-args %d: must be at least 1", o.limits.MaxArgs)
+	case o.limits.MaxRequestLen < 16:
+		return fmt.Errorf("--max-request-len %d: must be at least 16", o.limits.MaxRequestLen)
+	case o.limits.MaxKeyLen < 1:
+		return fmt.Errorf("--max-key-len %d: must be at least 1", o.limits.MaxKeyLen)
+	case o.heartbeat != 0 && (o.heartbeat < 10*time.Millisecond || o.heartbeat > time.Minute):
+		return fmt.Errorf("--raft-heartbeat %v: must be from 10ms to 1m", o.heartbeat)
+	case o.nodeID == "":
+		return errors.New("--node-id: must not be empty")
+	case o.inMemory && o.cluster != "":
+		return errors.New("--cluster needs durable state: drop --in-memory")
+	case o.dataDir == "" && !o.inMemory:
+		return errors.New("--data-dir: must not be empty")
+	}
+	return nil
+}
+
+// members returns the cluster's members and this node's entry: the parsed
+// --cluster, whose entry for --node-id must be where this node listens, or
+// this node alone.
+func (o options) members(clientAddr string) (self cluster.Member, all []cluster.Member, err error) {
+	if o.cluster == "" {
+		self = cluster.Member{ID: o.nodeID, Client: clientAddr, Bus: "local"}
+		return self, []cluster.Member{self}, nil
+	}
+	if all, err = cluster.ParseMembers(o.cluster); err != nil {
+		return self, nil, err
+	}
+	for _, m := range all {
+		if m.ID != o.nodeID {
+			continue
+		}
+		if _, port, _ := net.SplitHostPort(m.Client); port != strconv.Itoa(o.port) {
+			return self, nil, fmt.Errorf("--port %d differs from %s's address %s in --cluster", o.port, m.ID, m.Client)
+		}
+		return m, all, nil
+	}
+	return self, nil, fmt.Errorf("--node-id %q is not one of the --cluster members", o.nodeID)
+}
