@@ -129,3 +129,45 @@ func TestTransactionCrossSlotText(t *testing.T) {
 		}
 	}
 }
+
+// A pipeline that mixes decisions, refused commands and server commands is
+// answered in order, and a server command takes effect exactly where it
+// stands: decisions after DEBUG CLOCK SET see the new time, the ones before
+// it the old one.
+func TestPipelineMixedCommandsInOrder(t *testing.T) {
+	t.Parallel()
+	c := startServer(t).Client(t, 2)
+	pipe := c.Pipeline()
+	type expect struct {
+		cmd  *redis.Cmd
+		want string // fmt.Sprint of the value, or the error text
+	}
+	var checks []expect
+	add := func(want string, args ...any) {
+		checks = append(checks, expect{pipe.Do(ctx(t), args...), want})
+	}
+	add(itoa(t0), "DEBUG", "CLOCK", "SET", t0)
+	add("[1 3 2 0 1000]", "RL.FIXED", "mix", 3, 1000)
+	add("ERR limit must be an integer from 1 to 1000000000000000", "RL.FIXED", "mix", 0, 1000)
+	add("[1 3 1 0 1000]", "RL.FIXED", "mix", 3, 1000)
+	add(itoa(t0+400), "DEBUG", "CLOCK", "ADVANCE", 400)
+	add("[1 3 0 0 600]", "RL.FIXED", "mix", 3, 1000)
+	add("[0 3 0 600 600]", "RL.FIXED", "mix", 3, 1000)
+	add("PONG", "PING")
+	add("ERR unknown command 'NOPE', with args beginning with: ", "NOPE")
+	add(itoa(t0+1000), "DEBUG", "CLOCK", "SET", t0+1000)
+	add("[1 3 2 0 1000]", "RL.FIXED", "mix", 3, 1000)
+	add("1", "EXISTS", "mix")
+	add("1", "DEL", "mix")
+	add("[1 3 2 0 1000]", "RL.FIXED", "mix", 3, 1000)
+	pipe.Exec(ctx(t)) // the errors are checked one by one below
+	for i, ch := range checks {
+		got := fmt.Sprint(ch.cmd.Val())
+		if err := ch.cmd.Err(); err != nil {
+			got = err.Error()
+		}
+		if got != ch.want {
+			t.Errorf("reply %d to %v = %s, want %s", i, ch.cmd.Args(), got, ch.want)
+		}
+	}
+}
