@@ -6,8 +6,9 @@ import (
 )
 
 // redcon's reader accepts any bulk length and argument count a client
-// announces and grows its buffer to match, so one connection could make the
-// server allocate gigabytes. guardConn stands between the socket and redcon:
+// announces and grows its buffer to match, and splits an inline command at a
+// cost that grows with the square of its length, so one connection could make
+// the server allocate gigabytes. guardConn stands between the socket and redcon:
 // it follows the RESP framing of the bytes as they arrive (headers only; bulk
 // payloads are skipped, not inspected) and cuts the connection, with Redis's
 // error text, before a command can exceed the limits. Commands complete
@@ -17,7 +18,7 @@ import (
 type Limits struct {
 	MaxBulkLen    int64 // bytes in one argument
 	MaxArgs       int64 // arguments in one command, its name included
-	MaxRequestLen int64 // bytes in one command, framing included
+	MaxRequestLen int64 // bytes in one command, framing included (inline: what splitting it costs)
 	MaxKeyLen     int   // bytes in one key (checked per command, not here)
 }
 
@@ -52,6 +53,9 @@ type guardConn struct {
 	num      int64 // the number being read in a header
 	line     int   // bytes in the current header or inline line
 	cr       bool  // the header's CR has been read: only LF may follow
+	spaces   int64 // spaces in the current inline line
+	splits   int64 // spaces and quotes in it: where redcon splits the line
+	splitSum int64 // the sum of their offsets in the line
 	args     int64 // bulk arguments still expected in this command
 	skip     int64 // payload bytes (and CRLF) still to skip
 	cmdBytes int64 // bytes of the current command so far
@@ -124,7 +128,8 @@ func (g *guardConn) step(c byte) {
 		if c == '*' {
 			g.startHeader(inCount)
 		} else if c != '\n' {
-			g.state, g.line = inInline, 1
+			g.state, g.line, g.spaces, g.splits, g.splitSum = inInline, 0, 0, 0, 0
+			g.inline(c)
 		}
 	case inCount, inBulkLen:
 		g.header(c)
@@ -135,13 +140,47 @@ func (g *guardConn) step(c byte) {
 		}
 		g.startHeader(inBulkLen)
 	case inInline:
-		g.line++
-		if c == '\n' {
-			g.state = atCommand
-		} else if g.line > maxInline {
-			g.failed = errInlineTooLong
-		}
+		g.inline(c)
 	}
+}
+
+// inline advances an inline command by one byte. Besides Redis's bound on
+// the line, the command must respect the limits a multibulk one does, which
+// the line bounds from above: it may not be longer than MaxBulkLen, nor have
+// more than MaxArgs-1 spaces. And redcon, splitting the line, allocates for
+// each part a buffer as long as the rest of the line, so that 64KiB of
+// "a a a ..." would cost it a gigabyte: at the LF, that cost (counted at
+// every space and quote, quoted or not, to stay on the safe side) may not
+// pass MaxRequestLen. Every refusal is Redis's "too big inline request".
+func (g *guardConn) inline(c byte) {
+	if c == '\n' {
+		if g.splitCost() > g.limits.MaxRequestLen {
+			g.failed = errInlineTooLong
+			return
+		}
+		g.state = atCommand
+		return
+	}
+	switch c {
+	case ' ':
+		g.spaces++
+		fallthrough
+	case '"', '\'':
+		g.splits++
+		g.splitSum += int64(g.line)
+	}
+	g.line++
+	if g.line > maxInline || int64(g.line) > g.limits.MaxBulkLen || g.spaces >= g.limits.MaxArgs {
+		g.failed = errInlineTooLong
+	}
+}
+
+// splitCost is what redcon allocates to split the inline line read so far,
+// give or take the allocator's rounding: a buffer as long as the line, then
+// after each split at offset p one as long as the rest of the line, line-p-1.
+func (g *guardConn) splitCost() int64 {
+	n := int64(g.line)
+	return n + g.splits*(n-1) - g.splitSum
 }
 
 // startHeader begins a "*<n>" or "$<n>" line, its first byte read.
@@ -182,10 +221,16 @@ func (g *guardConn) header(c byte) {
 // past math.MaxInt64 makes it index out of range and panic.
 const maxBulkLimit = 1 << 62
 
+// maxArgsLimit caps MaxArgs, however large it is configured: redcon walks
+// all of a command's announced arguments on every read until the command is
+// complete, so a client announcing 10^18 of them would keep a goroutine
+// busy for ever. It is Redis 6's own bound.
+const maxArgsLimit = 1024 * 1024
+
 // headerLimit is the largest number the current header may carry.
 func (g *guardConn) headerLimit() int64 {
 	if g.state == inCount {
-		return g.limits.MaxArgs
+		return min(g.limits.MaxArgs, maxArgsLimit)
 	}
 	return min(g.limits.MaxBulkLen, maxBulkLimit)
 }

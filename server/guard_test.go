@@ -3,8 +3,11 @@ package server
 import (
 	"errors"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/redcon"
 )
 
 // Wire texts of the protocol errors the guard answers before closing.
@@ -74,9 +77,9 @@ func TestGuardErrorQuotesTheByteAsSent(t *testing.T) {
 
 // TestGuardAcceptsCommandsAtTheLimits checks that every limit is inclusive.
 func TestGuardAcceptsCommandsAtTheLimits(t *testing.T) {
-	s := startServer(t)
+	s := startServer(t, withConfig(func(c *Config) { c.Limits.MaxBulkLen = maxInline }))
 	c := s.dial(t)
-	big := strings.Repeat("b", int(testLimits.MaxBulkLen))
+	big := strings.Repeat("b", maxInline)
 	c.expect(bulkReply(big), "ECHO", big)
 	args := make([]string, testLimits.MaxArgs)
 	args[0] = "DEL"
@@ -89,9 +92,78 @@ func TestGuardAcceptsCommandsAtTheLimits(t *testing.T) {
 	if got, want := c.read(), "-ERR wrong number of arguments for 'ping' command\r\n"; got != want {
 		t.Fatalf("inline of %d bytes: %.80q, want %q", maxInline, got, want)
 	}
+	c.write("DEL" + strings.Repeat(" k", int(testLimits.MaxArgs-1)) + "\r\n")
+	if got := c.read(); got != ":0\r\n" {
+		t.Fatalf("inline DEL of %d arguments: %q", testLimits.MaxArgs, got)
+	}
 	c.write("*0\r\n")
 	if got := c.read(); got != wireTooManyArgs {
 		t.Fatalf("*0: %q", got) // redcon's own refusal: harmless
+	}
+}
+
+// TestGuardBoundsInlineCommands checks the limits an inline command must
+// respect: the line bounds its arguments' length and count, and the memory
+// redcon needs to split it.
+func TestGuardBoundsInlineCommands(t *testing.T) {
+	limits := Limits{MaxBulkLen: 10_000, MaxArgs: 4096, MaxRequestLen: 256 << 10, MaxKeyLen: 128}
+	s := startServer(t, withConfig(func(c *Config) { c.Limits = limits }))
+	tests := []struct {
+		name, line, want string
+	}{
+		{"short words", "DEL" + strings.Repeat(" k", 100), ":0\r\n"},
+		{"at MaxBulkLen", "ECHO " + strings.Repeat("x", 10_000-len("ECHO \r")), bulkReply(strings.Repeat("x", 10_000-len("ECHO \r")))},
+		{"above MaxBulkLen", "ECHO " + strings.Repeat("x", 10_000), wireInlineTooLong},
+		{"MaxArgs spaces", "PING" + strings.Repeat(" ", 4096), wireInlineTooLong},
+		// 1000 splits, each costing redcon about 1000 bytes: 1MB > 256KiB.
+		{"costly to split", "DEL" + strings.Repeat(" k", 1000), wireInlineTooLong},
+		{"costly quotes", "ECHO '" + strings.Repeat("\"", 1000) + "'", wireInlineTooLong},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := s.dial(t)
+			c.write(tt.line + "\r\n")
+			if got := c.read(); got != tt.want {
+				t.Fatalf("got %.80q, want %.80q", got, tt.want)
+			}
+			if tt.want == wireInlineTooLong {
+				c.expectClosed()
+			}
+		})
+	}
+}
+
+// TestGuardSplitCostBoundsRedcon checks the guard's estimate of what redcon
+// allocates to split an inline line against what it does allocate.
+func TestGuardSplitCostBoundsRedcon(t *testing.T) {
+	lines := []string{
+		"PING",
+		"RL.SLIDING user:ada 100 60000",
+		"DEL" + strings.Repeat(" k", 300),
+		`ECHO "a b c" 'd e'`,
+		strings.Repeat("a ", 16<<10),
+	}
+	huge := Limits{MaxBulkLen: 1 << 40, MaxArgs: 1 << 40, MaxRequestLen: 1 << 40}
+	for _, line := range lines {
+		g := &guardConn{limits: huge}
+		if ok, _ := g.scan([]byte(line + "\r")); !ok {
+			t.Fatalf("%.40q refused: %v", line, g.failed)
+		}
+		estimate := g.splitCost()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		cmds, err := redcon.NewReader(strings.NewReader(line + "\r\n")).ReadCommands()
+		runtime.ReadMemStats(&after)
+		if err != nil || len(cmds) != 1 {
+			t.Fatalf("%.40q: redcon read %d commands, %v", line, len(cmds), err)
+		}
+		// The allocator rounds sizes up by at most an eighth; besides the
+		// split buffers, redcon allocates its read buffers, the arguments'
+		// copies and slice, and their RESP encoding.
+		other := int64(16<<10 + 3*len(line) + 64*len(cmds[0].Args))
+		if allocated := int64(after.TotalAlloc - before.TotalAlloc); allocated > estimate*9/8+other {
+			t.Errorf("%.40q: redcon allocated %d bytes, the guard estimated %d (+%d)", line, allocated, estimate, other)
+		}
 	}
 }
 
@@ -167,7 +239,8 @@ func TestGuardScanCut(t *testing.T) {
 
 // TestGuardHugeLimits checks that limits near the top of int64 neither let a
 // longer number wrap around nor let through a payload length that makes
-// redcon's arithmetic overflow.
+// redcon's arithmetic overflow, or an argument count it would take for ever
+// to walk.
 func TestGuardHugeLimits(t *testing.T) {
 	limits := Limits{MaxBulkLen: math.MaxInt64, MaxArgs: math.MaxInt64, MaxRequestLen: math.MaxInt64}
 	tests := []struct {
@@ -177,6 +250,8 @@ func TestGuardHugeLimits(t *testing.T) {
 		{"*1\r\n$99999999999999999999\r\n", errBulkTooLong},       // 20 digits: above MaxInt64
 		{"*1\r\n$18446744073709551617\r\n", errBulkTooLong},       // 2^64+1 would wrap to 1
 		{"*99999999999999999999\r\n", errTooManyArgs},             // 20 digits
+		{"*1048577\r\n", errTooManyArgs},                          // redcon would walk them all on every read
+		{"*1048576\r\n$1\r\n", nil},                               // Redis 6's bound
 		{"*1\r\n$4611686018427387905\r\n", errBulkTooLong},        // 2^62+1: redcon's offset arithmetic could wrap
 		{"*1\r\n$4611686018427387904\r\nabcdefgh", nil},           // 2^62: the longest allowed
 		{"*2\r\n$4611686018427387904\r\nabcdefgh\r\n$2\r\n", nil}, // still inside the payload
