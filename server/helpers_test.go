@@ -326,3 +326,6 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// contains reports whether s contains sub.
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -68,7 +68,6 @@ type Server struct {
 	clock  Clock
 	debug  DebugClock // nil unless DEBUG is enabled
 
-	rs      *redcon.Server
 	ln      net.Listener
 	started time.Time
 	runID   string
@@ -99,16 +98,17 @@ func New(cfg Config, shards Shards, clock Clock, debug DebugClock) *Server {
 	return s
 }
 
-// Serve answers clients on ln until Close. It returns nil after Close.
+// Serve answers clients on ln until Close. It returns nil after Close, and
+// closes ln when it returns.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
+		ln.Close()
 		return errors.New("server closed")
 	}
 	s.ln = ln
-	s.rs = redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(), s.handle, s.accept, s.closed)
-	rs := s.rs
+	rs := redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(), s.handle, s.accept, s.closed)
 	s.mu.Unlock()
 	return rs.Serve(guardListener{Listener: ln, limits: s.cfg.Limits})
 }
@@ -137,12 +137,15 @@ func (s *Server) Close() error {
 	if len(s.clients) == 0 {
 		close(s.drained)
 	}
-	rs, drained := s.rs, s.drained
+	ln, drained := s.ln, s.drained
 	s.mu.Unlock()
-	if rs == nil {
+	if ln == nil {
 		return nil
 	}
-	err := rs.Close()
+	// Closing the listener ends redcon's accept loop, which then closes the
+	// connections. redcon's own Close would not do: called before Serve has
+	// reached redcon, it fails with "not serving" and the loop starts anyway.
+	err := ln.Close()
 	select {
 	case <-drained:
 	case <-time.After(s.cfg.Shutdown):
