@@ -188,7 +188,7 @@ func TestProtocolErrorsCloseOnlyTheirConnection(t *testing.T) {
 		{"huge argument count", defaults, "*99999999999\r\n", "-ERR Protocol error: invalid multibulk length"},
 		{"request over --max-request-len", limited, command("ECHO", strings.Repeat("a", 500), strings.Repeat("b", 500)),
 			"-ERR Protocol error: request too large"},
-		{"inline request over --max-request-len", limited, strings.Repeat("x", 2000), "-ERR Protocol error: request too large"},
+		{"inline request over --max-bulk-len", limited, strings.Repeat("x", 700) + "\r\n", "-ERR Protocol error: too big inline request"},
 		{"inline request without end", defaults, strings.Repeat("x", 70*1024), "-ERR Protocol error: too big inline request"},
 		{"not a bulk string", defaults, "*1\r\n+PING\r\n", "-ERR Protocol error: expected '$', got '+'"},
 	}

@@ -71,13 +71,24 @@ var baseArgs = []string{"--in-memory", "--enable-debug-command", "--port", "0", 
 // readyLine matches the log line rlserver writes once it accepts clients.
 var readyLine = regexp.MustCompile(`msg="rlserver ready".* addr=(\S+)`)
 
-// startServer runs rlserver with baseArgs plus args and waits for its ready
-// line. On cleanup it sends SIGTERM and fails the test unless the process
-// exits 0 in time (or if it had died on its own).
+// startServer runs rlserver with baseArgs plus args, in a fresh working
+// directory, and waits for its ready line. On cleanup it sends SIGTERM and
+// fails the test unless the process exits 0 in time (or if it had died on its
+// own).
 func startServer(t testing.TB, args ...string) *server {
 	t.Helper()
+	return launch(t, t.TempDir(), append(append([]string{}, baseArgs...), args...)...)
+}
+
+// launch runs rlserver with exactly args in the working directory dir, as
+// startServer does.
+func launch(t testing.TB, dir string, args ...string) *server {
+	t.Helper()
 	s := &server{stderr: newLogBuffer(readyLine), done: make(chan struct{})}
-	s.cmd = exec.Command(binPath, append(append([]string{}, baseArgs...), args...)...)
+	s.cmd = exec.Command(binPath, args...)
+	// A working directory of its own: a start without --in-memory writes its
+	// data directory there, never into the repository.
+	s.cmd.Dir = dir
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("start rlserver: %v", err)
@@ -170,14 +181,22 @@ func exitCode(err error) int {
 	return -1
 }
 
-// runBinary runs rlserver with exactly args (no baseArgs) and expects it to
-// exit on its own; it returns stdout, stderr and the exit code.
+// runBinary runs rlserver with exactly args (no baseArgs), in a fresh
+// working directory, and expects it to exit on its own; it returns stdout,
+// stderr and the exit code.
 func runBinary(t testing.TB, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return runBinaryIn(t, t.TempDir(), args...)
+}
+
+// runBinaryIn is runBinary in the working directory dir.
+func runBinaryIn(t testing.TB, dir string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	var out, errb bytes.Buffer
 	cmd := exec.CommandContext(ctx, binPath, args...)
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	if ctx.Err() != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,9 +31,6 @@ func TestVersionAndHelp(t *testing.T) {
 		t.Errorf("--in-memory --version: exit %d, stdout %q, stderr %q; want exit 0 and \"rlserver <version>\"", code, stdout, stderr)
 	}
 	stdout, stderr, code = runBinary(t, "--version")
-	if code == 2 && strings.Contains(stderr, "start it with --in-memory") {
-		knownBug(t, "`rlserver --version` exits 2 with %q: the flags are validated before --version is honoured", stderr)
-	}
 	if code != 0 || !isVersion(stdout) || stderr != "" {
 		t.Errorf("--version: exit %d, stdout %q, stderr %q; want exit 0 and \"rlserver <version>\"", code, stdout, stderr)
 	}
@@ -61,6 +59,8 @@ func TestInvalidFlagsExit2(t *testing.T) {
 		{[]string{"--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
 		{[]string{"serve"}, `unexpected argument "serve"`},
 		{[]string{"--data-dir", "/nonexistent/rl"}, "--in-memory and --data-dir exclude each other"},
+		{[]string{"--raft-heartbeat", "1ms"}, "--raft-heartbeat 1ms: must be from 10ms to 1m"},
+		{[]string{"--node-id", ""}, "--node-id: must not be empty"},
 	}
 	for _, tc := range cases {
 		args := append([]string{"--in-memory", "--port", "0"}, tc.args...)
@@ -74,23 +74,53 @@ func TestInvalidFlagsExit2(t *testing.T) {
 	}
 }
 
-// This build keeps state in memory only: started without --in-memory it
-// refuses, saying how to start it, and writes no files.
-func TestRefusesToStartWithoutInMemory(t *testing.T) {
+// Without --in-memory, rlserver keeps its state durably in --data-dir
+// (rlserver-data in the working directory by default): after a restart the
+// budget already spent is still spent, and the shard count the directory was
+// made with cannot change.
+func TestDurableStateSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"--port", "0"},
-		{"--port", "0", "--data-dir", dir + "/data"},
-	} {
-		_, stderr, code := runBinary(t, args...)
-		want := "this build keeps state in memory only: start it with --in-memory"
-		if code != 2 || !strings.Contains(stderr, want) {
-			t.Errorf("rlserver %v: exit %d, stderr %q; want exit 2 and %q", args, code, stderr, want)
-		}
+	args := []string{"--port", "0", "--bind", "127.0.0.1"}
+	first := launch(t, dir, args...)
+	if log := first.stderr.String(); !strings.Contains(log, `mode="durable single node (rlserver-data)"`) {
+		t.Errorf("the ready line does not name the durable mode:\n%s", log)
+	}
+	// One token an hour: nothing refills while the test runs.
+	const cmd = "RL.TOKEN durable 10 1 3600000"
+	expectDecision(t, first.Client(t, 3), cmd+" COST 3", allow(10, 7, 3*3600000))
+	if code := first.Stop(t); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, first.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rlserver-data")); err != nil {
+		t.Fatalf("no data directory in the working directory: %v", err)
+	}
+
+	second := launch(t, dir, args...)
+	if d := decide(t, second.Client(t, 3), cmd+" COST 0"); !d.Allowed || d.Remaining != 7 {
+		t.Errorf("after a restart %s COST 0 = %v, want the 7 tokens left", cmd, d)
+	}
+	if code := second.Stop(t); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, second.stderr)
+	}
+
+	_, stderr, code := runBinaryIn(t, dir, append(args, "--shards", "8")...)
+	if code != 1 || !strings.Contains(stderr, "not --shards 8") {
+		t.Errorf("--shards 8 on a 4-shard data directory: exit %d, stderr %q; want exit 1 naming --shards", code, stderr)
+	}
+}
+
+// --in-memory writes no files at all.
+func TestInMemoryWritesNoFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv := launch(t, dir, baseArgs...)
+	decide(t, srv.Client(t, 3), "RL.SLIDING nofiles 10 60000")
+	if code := srv.Stop(t); code != 0 {
+		t.Fatalf("exit %d", code)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-		t.Errorf("the refused start left files in its data dir: %v", entries)
+		t.Errorf("--in-memory left files in its working directory: %v", entries)
 	}
 }
 
