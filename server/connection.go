@@ -24,14 +24,12 @@ var (
 )
 
 // authenticate checks a user and password against --requirepass, in
-// constant time. The only user is "default".
+// constant time. The only user is "default"; without --requirepass it has
+// no password and accepts any, as Redis's "nopass" default user does.
 func (c *client) authenticate(user, pass []byte) error {
 	want := c.srv.cfg.RequirePass
-	if want == "" {
-		return errNoPassword
-	}
 	userOK := user == nil || string(user) == "default"
-	passOK := subtle.ConstantTimeCompare(pass, []byte(want)) == 1
+	passOK := want == "" || subtle.ConstantTimeCompare(pass, []byte(want)) == 1
 	if !userOK || !passOK {
 		return errWrongPass
 	}
@@ -44,6 +42,10 @@ func (c *client) auth(args [][]byte, out []byte) []byte {
 	var err error
 	switch len(args) {
 	case 2:
+		// Redis refuses only this form when there is no password to check.
+		if c.srv.cfg.RequirePass == "" {
+			return appendError(out, errNoPassword)
+		}
 		err = c.authenticate(nil, args[1])
 	case 3:
 		err = c.authenticate(args[1], args[2])
