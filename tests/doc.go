@@ -1,3 +1,12 @@
 // Package tests holds rlserver's end-to-end tests: they build the real
-// binary, start it on a free loopback port and drive it with real clients.
+// binary, start it on a free loopback port and drive it with real clients
+// (go-redis, raw sockets, redis-cli).
+//
+//	go test ./tests/
+//
+// Environment:
+//
+//	RLSERVER_E2E_DURABLE=1    run every server durable (Raft shards on disk), not --in-memory
+//	RLSERVER_REQUIRE_TOOLS=1  fail, rather than skip, when redis-cli is missing
+//	RLSERVER_STRICT=1         fail, rather than skip, on the known rlserver bugs the suite records
 package tests

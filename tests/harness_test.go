@@ -64,20 +64,44 @@ type server struct {
 	stopping bool // the test asked it to stop: exiting is expected
 }
 
-// baseArgs are the flags every test server runs with: memory only, the
-// debug clock, a free loopback port.
-var baseArgs = []string{"--in-memory", "--enable-debug-command", "--port", "0", "--bind", "127.0.0.1"}
+// baseArgs are the flags every test server runs with: the debug clock and a
+// free loopback port.
+var baseArgs = []string{"--enable-debug-command", "--port", "0", "--bind", "127.0.0.1"}
+
+// durableSuite, set by RLSERVER_E2E_DURABLE=1, runs every test's server in
+// the durable mode (each shard a Raft group on disk) instead of --in-memory,
+// to drive the replicated path with the whole suite.
+var durableSuite = os.Getenv("RLSERVER_E2E_DURABLE") == "1"
 
 // readyLine matches the log line rlserver writes once it accepts clients.
 var readyLine = regexp.MustCompile(`msg="rlserver ready".* addr=(\S+)`)
 
-// startServer runs rlserver with baseArgs plus args, in a fresh working
-// directory, and waits for its ready line. On cleanup it sends SIGTERM and
-// fails the test unless the process exits 0 in time (or if it had died on its
-// own).
+// startServer runs rlserver --in-memory with baseArgs plus args, in a fresh
+// working directory, and waits for its ready line. On cleanup it sends
+// SIGTERM and fails the test unless the process exits 0 in time (or if it
+// had died on its own).
 func startServer(t testing.TB, args ...string) *server {
 	t.Helper()
-	return launch(t, t.TempDir(), append(append([]string{}, baseArgs...), args...)...)
+	if durableSuite {
+		return startDurableServer(t, args...)
+	}
+	return launch(t, t.TempDir(), join([]string{"--in-memory"}, baseArgs, args)...)
+}
+
+// startDurableServer is startServer without --in-memory: the shards keep
+// their state in rlserver-data in the fresh working directory.
+func startDurableServer(t testing.TB, args ...string) *server {
+	t.Helper()
+	return launch(t, t.TempDir(), join(baseArgs, args)...)
+}
+
+// join concatenates argument lists into a new slice.
+func join(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
 }
 
 // launch runs rlserver with exactly args in the working directory dir, as

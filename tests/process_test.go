@@ -114,7 +114,7 @@ func TestDurableStateSurvivesRestart(t *testing.T) {
 func TestInMemoryWritesNoFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	srv := launch(t, dir, baseArgs...)
+	srv := launch(t, dir, join([]string{"--in-memory"}, baseArgs)...)
 	decide(t, srv.Client(t, 3), "RL.SLIDING nofiles 10 60000")
 	if code := srv.Stop(t); code != 0 {
 		t.Fatalf("exit %d", code)

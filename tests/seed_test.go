@@ -13,9 +13,30 @@ import (
 // Per-instance limiters let 300 through, GET-then-INCR lets about 415; an
 // atomic decision on the server lets exactly 100. Each instance is its own
 // go-redis client with its own connection pool, as three processes would be.
+//
+// It runs on both kinds of shards: in memory, and durable (Raft) where every
+// decision goes through a replicated log.
 func TestSeedSharedLimiterAdmitsExactlyTheLimit(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t)
+	forEachMode(t, testSharedLimiter)
+}
+
+// forEachMode runs test against an in-memory server and a durable one, in
+// parallel subtests.
+func forEachMode(t *testing.T, test func(t *testing.T, srv *server)) {
+	modes := []struct {
+		name  string
+		start func(testing.TB, ...string) *server
+	}{{"in-memory", startServer}, {"durable", startDurableServer}}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, m.start(t))
+		})
+	}
+}
+
+func testSharedLimiter(t *testing.T, srv *server) {
 	instances := make([]*redis.Client, 3)
 	for i := range instances {
 		instances[i] = srv.Client(t, 3, func(o *redis.Options) { o.PoolSize = 20 })
@@ -82,7 +103,11 @@ func TestSeedSharedLimiterAdmitsExactlyTheLimit(t *testing.T) {
 // multiples of 60000.
 func TestSeedWindowBoundary(t *testing.T) {
 	t.Parallel()
-	c := startServer(t).Client(t, 2)
+	forEachMode(t, testWindowBoundary)
+}
+
+func testWindowBoundary(t *testing.T, srv *server) {
+	c := srv.Client(t, 2)
 
 	// burst sends n copies of command at the current time and returns the
 	// decisions.
