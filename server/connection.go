@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/rlserver/rlserver/commands"
@@ -184,22 +183,24 @@ func (c *client) clientCommand(spec *commands.Spec, args [][]byte, out []byte) [
 	return appendError(out, commands.UnknownSubcommand(spec.Name, args[1]))
 }
 
-// setInfo is CLIENT SETINFO LIB-NAME|LIB-VER value.
+// setInfo is CLIENT SETINFO LIB-NAME|LIB-VER value. As in Redis, the
+// option is checked first, and the value obeys the rules of client names.
 func (c *client) setInfo(args [][]byte, out []byte) []byte {
-	value := string(args[3])
-	if strings.ContainsAny(value, " \r\n") {
-		return appendError(out, fmt.Errorf("ERR %s cannot contain spaces, newlines or special characters.", args[2]))
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	var field *string
 	switch {
 	case commands.EqualFold(args[2], "lib-name"):
-		c.libName = value
+		field = &c.libName
 	case commands.EqualFold(args[2], "lib-ver"):
-		c.libVer = value
+		field = &c.libVer
 	default:
 		return appendError(out, fmt.Errorf("ERR Unrecognized option '%s'", args[2]))
 	}
+	if !validName(args[3]) {
+		return appendError(out, fmt.Errorf("ERR %s cannot contain spaces, newlines or special characters.", args[2]))
+	}
+	c.mu.Lock()
+	*field = string(args[3])
+	c.mu.Unlock()
 	return appendOK(out)
 }
 

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"strings"
+
 	"github.com/rlserver/rlserver/commands"
 )
 
@@ -75,11 +77,12 @@ func subcommand(spec *commands.Spec, args [][]byte) (*commands.Spec, error) {
 	return sub, nil
 }
 
-// appendHelp answers a HELP subcommand with its lines, as Redis does.
+// appendHelp answers a HELP subcommand with its lines, as Redis does: the
+// command and its subcommands in upper case, each followed by its summary.
 func appendHelp(out []byte, spec *commands.Spec) []byte {
-	lines := []string{spec.Name + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"}
+	lines := []string{strings.ToUpper(spec.Name) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"}
 	for _, sub := range spec.Sub {
-		lines = append(lines, sub.Name[len(spec.Name)+1:], "    "+sub.Summary)
+		lines = append(lines, strings.ToUpper(sub.Name[len(spec.Name)+1:]), "    "+sub.Summary)
 	}
 	out = appendArray(out, len(lines))
 	for _, l := range lines {
