@@ -97,13 +97,14 @@ func (b Bucket) expiresAt(st bucketLevel) int64 {
 	return satAdd(st.Last, b.drainTo(st, 0))
 }
 
-// adopt converts state kept under old to b's. The level drains at the old
-// rate up to now, then carries over unchanged in units; a fraction is
-// rescaled to the new period rounding up, and a level above a lowered
-// capacity stays (the caller waits for it to drain), so switching parameters
-// never hands out a fresh budget.
+// adopt converts state kept under old to b's as of now. The level drains at
+// the old rate up to now and carries over in units; a fraction is rescaled
+// to the new period rounding up; a level above a lowered capacity is cut to
+// the capacity: the bucket stays full (nothing is free), and no wait can
+// exceed the new bucket's drain time. Switching parameters never hands out
+// budget the old state did not hold.
 func (b Bucket) adopt(old Bucket, st bucketLevel, now int64) bucketLevel {
-	if old.Rate == b.Rate && old.Period == b.Period {
+	if old == b {
 		return st
 	}
 	st = old.drain(st, now)
@@ -113,6 +114,9 @@ func (b Bucket) adopt(old Bucket, st bucketLevel, now int64) bucketLevel {
 			st.Whole++
 			st.Frac = 0
 		}
+	}
+	if st.Whole >= b.Capacity {
+		st.Whole, st.Frac = b.Capacity, 0
 	}
 	return st
 }

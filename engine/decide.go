@@ -1,8 +1,11 @@
 package engine
 
-// decide applies a decision op. State is written only when a non-zero cost is
-// granted: a refusal or a peek (cost 0) leaves the shard exactly as it was,
-// and a key is created only by its first granted cost.
+// decide applies a decision op. State is written when a non-zero cost is
+// granted, and when the call's parameters differ from the key's (the state
+// is converted to them, granted or not, so that later answers and waits
+// follow from one stored state). Otherwise a refusal or a peek (cost 0)
+// leaves the shard exactly as it was; a peek never writes, and a key is only
+// ever created by a granted cost.
 func (s *Shard) decide(now int64, c *Command, r *Result) {
 	i, e := s.lookup(c.Key, now)
 	kind := c.Op.kind()
@@ -11,31 +14,37 @@ func (s *Shard) decide(now int64, c *Command, r *Result) {
 		return
 	}
 	a, cost := c.Args, c.Args[3]
+	store := func(converted bool, allowed bool) bool {
+		return cost > 0 && (allowed || (converted && e != nil))
+	}
 	var d Decision
 	switch kind {
 	case KindSliding:
 		w := SlidingWindow{Limit: a[0], Window: a[1]}
 		var st windowCounts
+		converted := false
 		if e != nil {
 			old, ost := e.sliding()
-			st = w.adopt(old, ost, now)
+			st, converted = w.adopt(old, ost, now), old != w
 		}
 		st, d = w.Decide(st, now, cost)
-		if d.Allowed && cost > 0 {
+		if store(converted, d.Allowed) {
 			s.slotFor(i, c.Key).setSliding(w, st)
 		}
 	case KindFixed:
 		w := FixedWindow{Limit: a[0], Window: a[1]}
 		var st windowCount
+		converted := false
 		if e != nil {
 			old, ost := e.fixed()
-			st = w.adopt(old, ost, now)
+			st, converted = w.adopt(old, ost, now), old != w
 		}
 		st, d = w.Decide(st, now, cost)
-		if d.Allowed && cost > 0 {
+		if store(converted, d.Allowed) {
 			s.slotFor(i, c.Key).setFixed(w, st)
 		}
 	case KindLog:
+		// Timestamps are absolute: new parameters need no conversion.
 		l := SlidingLog{Limit: a[0], Window: a[1]}
 		var entries []logEntry
 		if e != nil {
@@ -54,12 +63,13 @@ func (s *Shard) decide(now int64, c *Command, r *Result) {
 			b.Capacity++ // RL.GCRA takes redis-cell's max_burst: the limit is burst+1
 		}
 		var st bucketLevel
+		converted := false
 		if e != nil {
 			old, ost := e.bucket()
-			st = b.adopt(old, ost, now)
+			st, converted = b.adopt(old, ost, now), old != b
 		}
 		st, d = b.Decide(st, now, cost)
-		if d.Allowed && cost > 0 {
+		if store(converted, d.Allowed) {
 			s.slotFor(i, c.Key).setBucket(kind, b, st)
 		}
 	case KindThrottle:

@@ -16,8 +16,11 @@ type windowCount struct {
 	Start, Count int64
 }
 
-// Decide grants or refuses cost in the window that contains now.
+// Decide grants or refuses cost in the window that contains now. A now before
+// the window the count was written in (the debug clock moved back) counts in
+// that window, so the count is kept, never forgotten.
 func (w FixedWindow) Decide(st windowCount, now, cost int64) (windowCount, Decision) {
+	now = max(now, st.Start)
 	start := now - now%w.Window
 	if st.Start != start {
 		st = windowCount{Start: start}
@@ -54,5 +57,6 @@ func (w FixedWindow) adopt(old FixedWindow, st windowCount, now int64) windowCou
 	if now >= st.Start+old.Window {
 		return windowCount{}
 	}
+	now = max(now, st.Start)
 	return windowCount{Start: now - now%w.Window, Count: st.Count}
 }

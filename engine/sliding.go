@@ -38,8 +38,11 @@ func (w SlidingWindow) roll(st windowCounts, now int64) windowCounts {
 }
 
 // Decide rolls st to now and grants or refuses cost. It returns the state to
-// store when the decision is an approval of a non-zero cost.
+// store when the decision is an approval of a non-zero cost. A now before the
+// window the state was written in (the debug clock moved back) is taken as
+// that window's start, so the counts are kept, never forgotten.
 func (w SlidingWindow) Decide(st windowCounts, now, cost int64) (windowCounts, Decision) {
+	now = max(now, st.Start)
 	st = w.roll(st, now)
 	left := st.Start + w.Window - now // ms until the current window ends, >= 1
 	// floor(Limit - estimate) without fractions: the previous window's share
@@ -108,6 +111,7 @@ func (w SlidingWindow) adopt(old SlidingWindow, st windowCounts, now int64) wind
 	if old.Window == w.Window {
 		return st
 	}
+	now = max(now, st.Start)
 	st = old.roll(st, now)
 	left := st.Start + old.Window - now
 	carried := st.Cur + mulDivCeil(st.Prev, left, old.Window)

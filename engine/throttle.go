@@ -60,8 +60,10 @@ func (t Throttle) Decide(tat, nowMs, quantity int64) (int64, ThrottleReply) {
 			tat = newTat
 		}
 	}
+	// redis-cell can count a negative remaining after max_burst was lowered;
+	// a budget below zero means nothing to a client, so it is 0 here.
 	if next := tau - ttl; next > -emission {
-		reply.Remaining = cellRemaining(next, emission)
+		reply.Remaining = max(cellRemaining(next, emission), 0)
 	}
 	reply.ResetAfter = cellSeconds(ttl)
 	return tat, reply
