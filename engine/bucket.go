@@ -98,11 +98,12 @@ func (b Bucket) expiresAt(st bucketLevel) int64 {
 }
 
 // adopt converts state kept under old to b's as of now. The level drains at
-// the old rate up to now and carries over in units; a fraction is rescaled
-// to the new period rounding up; a level above a lowered capacity is cut to
-// the capacity: the bucket stays full (nothing is free), and no wait can
-// exceed the new bucket's drain time. Switching parameters never hands out
-// budget the old state did not hold.
+// the old rate up to now and carries over in units, so switching parameters
+// (back and forth, as during a rolling deploy) never frees budget; a
+// fraction is rescaled to the new period rounding up. A level the new rate
+// could not drain within MaxDuration is cut to what it can, which only
+// matters for absurd changes (a huge bucket re-read at a trickle) and keeps
+// every wait within MaxDuration.
 func (b Bucket) adopt(old Bucket, st bucketLevel, now int64) bucketLevel {
 	if old == b {
 		return st
@@ -115,8 +116,8 @@ func (b Bucket) adopt(old Bucket, st bucketLevel, now int64) bucketLevel {
 			st.Frac = 0
 		}
 	}
-	if st.Whole >= b.Capacity {
-		st.Whole, st.Frac = b.Capacity, 0
+	if most := mulDivFloor(MaxDuration, b.Rate, b.Period); st.Whole >= most {
+		st.Whole, st.Frac = most, 0
 	}
 	return st
 }

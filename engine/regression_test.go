@@ -17,11 +17,11 @@ func TestRetryAfterIsExactAfterAParameterChange(t *testing.T) {
 		after      [4]int64
 		firstRetry int64
 	}{
-		{"token: smaller, faster", OpToken, [4]int64{10, 1, 1000, 10}, [4]int64{5, 10, 1000, 1}, 100},
-		{"token: slower", OpToken, [4]int64{10, 10, 1000, 10}, [4]int64{5, 1, 1000, 1}, 1000},
+		{"token: smaller, faster", OpToken, [4]int64{10, 1, 1000, 10}, [4]int64{5, 10, 1000, 1}, 600}, // level 10 drains to 4 at 10/s
+		{"token: slower", OpToken, [4]int64{10, 10, 1000, 10}, [4]int64{5, 1, 1000, 1}, 6000},         // level 10 drains to 4 at 1/s
 		{"sliding: shorter window", OpSliding, [4]int64{100, 60_000, 0, 100}, [4]int64{100, 10_000, 0, 1}, 10_100},
 		{"fixed: shorter window", OpFixed, [4]int64{10, 60_000, 0, 10}, [4]int64{10, 1000, 0, 1}, 1000},
-		{"gcra: lower burst", OpGCRA, [4]int64{9, 1, 1000, 10}, [4]int64{1, 1, 1000, 1}, 1000},
+		{"gcra: lower burst", OpGCRA, [4]int64{9, 1, 1000, 10}, [4]int64{1, 1, 1000, 1}, 9000}, // level 10 drains to 1 at 1/s
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -118,5 +118,39 @@ func TestThrottleRemainingNeverNegative(t *testing.T) {
 	r := apply(s, t0+2, OpThrottle, "q", 0, 666666, 1, 0)
 	if r.Throttle.Remaining < 0 {
 		t.Fatalf("remaining %d", r.Throttle.Remaining)
+	}
+}
+
+// Parameters flipping between two values (old and new instances during a
+// rolling deploy) never grant more than the larger policy allows.
+func TestParameterFlipFlopFreesNothing(t *testing.T) {
+	const t0 = 1_700_000_040_000
+	cases := []struct {
+		op   Op
+		a, b [3]int64
+		most int
+	}{
+		{OpToken, [3]int64{10, 1, 60_000}, [3]int64{5, 1, 60_000}, 10},
+		{OpToken, [3]int64{10, 1, 60_000}, [3]int64{10, 1, 30_000}, 10},
+		{OpSliding, [3]int64{10, 60_000}, [3]int64{5, 60_000}, 10},
+		{OpSliding, [3]int64{10, 60_000}, [3]int64{10, 30_000}, 10},
+		{OpFixed, [3]int64{10, 60_000}, [3]int64{10, 30_000}, 10},
+		{OpGCRA, [3]int64{9, 1, 60_000}, [3]int64{4, 1, 60_000}, 10},
+	}
+	for _, c := range cases {
+		s := NewShard()
+		granted := 0
+		for i := range 40 {
+			p := c.a
+			if i%2 == 1 {
+				p = c.b
+			}
+			if decision(t, s, t0+int64(i), c.op, "k", p[0], p[1], p[2], 1).Allowed {
+				granted++
+			}
+		}
+		if granted > c.most {
+			t.Errorf("%v %v<->%v: %d granted within a few ms, more than %d", c.op, c.a, c.b, granted, c.most)
+		}
 	}
 }
