@@ -45,7 +45,7 @@ func (c *client) commandCommand(spec *commands.Spec, args [][]byte, out []byte) 
 		out = appendArray(out, len(specs))
 		for _, s := range specs {
 			if s == nil {
-				out = appendNullArray(out, resp3)
+				out = appendNull(out, resp3) // Redis's addReplyNull: $-1 in RESP2
 				continue
 			}
 			out = appendCommandInfo(out, s, resp3)

@@ -86,14 +86,6 @@ func appendNull(b []byte, resp3 bool) []byte {
 	return append(b, "$-1\r\n"...)
 }
 
-// appendNullArray is the null reply of commands whose reply is an array.
-func appendNullArray(b []byte, resp3 bool) []byte {
-	if resp3 {
-		return append(b, "_\r\n"...)
-	}
-	return append(b, "*-1\r\n"...)
-}
-
 // appendDecision encodes the common RL.* reply: an array of five integers in
 // RESP2, a map with their names in RESP3.
 func appendDecision(b []byte, d engine.Decision, resp3 bool) []byte {
