@@ -128,6 +128,7 @@ func launch(t testing.TB, dir string, args ...string) *server {
 		s.Addr = m[1]
 		s.Port = s.Addr[strings.LastIndexByte(s.Addr, ':')+1:]
 	case <-s.done:
+		s.expectExit() // reported here; the cleanup need not repeat it
 		t.Fatalf("rlserver exited before it was ready (%v); stderr:\n%s", s.err, s.stderr)
 	case <-time.After(startTimeout):
 		t.Fatalf("rlserver not ready after %v; stderr:\n%s", startTimeout, s.stderr)
@@ -135,12 +136,18 @@ func launch(t testing.TB, dir string, args ...string) *server {
 	return s
 }
 
-// Stop sends SIGTERM and returns the exit code once the process has exited.
-func (s *server) Stop(t testing.TB) int {
-	t.Helper()
+// expectExit tells the cleanup that the process is meant to exit, so it does
+// not report the exit as a crash.
+func (s *server) expectExit() {
 	s.mu.Lock()
 	s.stopping = true
 	s.mu.Unlock()
+}
+
+// Stop sends SIGTERM and returns the exit code once the process has exited.
+func (s *server) Stop(t testing.TB) int {
+	t.Helper()
+	s.expectExit()
 	select {
 	case <-s.done:
 		return exitCode(s.err)

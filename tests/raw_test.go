@@ -16,9 +16,10 @@ import (
 // would never send (malformed or oversized frames) and for checking the exact
 // bytes of replies.
 type rawConn struct {
-	t    testing.TB
-	conn net.Conn
-	r    *bufio.Reader
+	t       testing.TB
+	conn    net.Conn
+	r       *bufio.Reader
+	partial bool // bytes of the reply being read have arrived
 }
 
 // dialRaw connects to addr; the connection is closed on cleanup.
@@ -84,10 +85,24 @@ func (c *rawConn) reply() string {
 	return s
 }
 
-// tryReply is reply returning the error, io.EOF when the server closed the
-// connection cleanly between replies.
+// tryReply is reply returning the error: io.EOF when the server closed the
+// connection between replies, io.ErrUnexpectedEOF when it closed it in the
+// middle of one.
 func (c *rawConn) tryReply() (string, error) {
+	s, err := c.readReply()
+	if errors.Is(err, io.EOF) && (s != "" || c.partial) {
+		err = io.ErrUnexpectedEOF
+	}
+	c.partial = false
+	return s, err
+}
+
+// readReply reads one reply; partial records that some of it was read.
+func (c *rawConn) readReply() (string, error) {
 	line, err := c.readLine()
+	if line != "" {
+		c.partial = true
+	}
 	if err != nil {
 		return line, err
 	}
@@ -108,7 +123,7 @@ func (c *rawConn) tryReply() (string, error) {
 		}
 		body, err := c.readExact(n + 2)
 		if err != nil {
-			return line, err
+			return line, io.ErrUnexpectedEOF
 		}
 		return "$" + body[:n], nil
 	case '*', '%', '~':
@@ -124,7 +139,7 @@ func (c *rawConn) tryReply() (string, error) {
 		}
 		parts := make([]string, n)
 		for i := range parts {
-			if parts[i], err = c.tryReply(); err != nil {
+			if parts[i], err = c.readReply(); err != nil {
 				return line, err
 			}
 		}
