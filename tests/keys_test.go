@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -262,5 +263,32 @@ func TestKeyspaceCommands(t *testing.T) {
 	}
 	if got := doErr(t, c, "FLUSHALL", "NOW"); !strings.HasPrefix(got, "ERR syntax error") {
 		t.Errorf("FLUSHALL NOW: %q", got)
+	}
+}
+
+// Expired keys do not linger: with no traffic at all, the server reclaims
+// them in the background, so the key count (which includes keys not yet
+// reclaimed) falls to zero soon after they expire. INFO reads the count
+// without sending the shards any command, so polling it is not traffic.
+func TestExpiredKeysAreReclaimed(t *testing.T) {
+	t.Parallel()
+	c := startServer(t).Client(t, 3)
+	setClock(t, c, t0)
+	pipe := c.Pipeline()
+	for i := range 500 {
+		pipe.Do(ctx(t), "RL.FIXED", fmt.Sprintf("reclaim:%d", i), 10, 1000)
+	}
+	if _, err := pipe.Exec(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if n := doInt(t, c, "DBSIZE"); n != 500 {
+		t.Fatalf("DBSIZE = %d, want 500", n)
+	}
+	advanceClock(t, c, 1000)
+	waitFor(t, 10*time.Second, "INFO rl_keys to fall to 0 after every key expired", func() bool {
+		return infoInt(t, c, "ratelimit", "rl_keys") == 0
+	})
+	if n := doInt(t, c, "DBSIZE"); n != 0 {
+		t.Errorf("DBSIZE = %d once rl_keys is 0", n)
 	}
 }
