@@ -202,3 +202,23 @@ func parseThrottle(v any) (throttleReply, error) {
 
 // itoa is strconv.FormatInt for building command lines.
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// infoInt reads one integer field from INFO section.
+func infoInt(t testing.TB, c doer, section, field string) int64 {
+	t.Helper()
+	text, ok := do(t, c, "INFO", section).(string)
+	if !ok {
+		t.Fatalf("INFO %s is not a string", section)
+	}
+	for _, line := range strings.Split(text, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("INFO %s: %q", field, line)
+			}
+			return n
+		}
+	}
+	t.Fatalf("INFO %s has no %s:\n%s", section, field, text)
+	return 0
+}
