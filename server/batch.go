@@ -24,6 +24,13 @@ type batch struct {
 	done    chan struct{}     // the shards signal here; room for one per shard
 }
 
+// maxSegment bounds the client commands a segment holds: a longer pipeline
+// is answered in segments, so that what a connection's batch holds, and
+// keeps for the next pipeline, does not grow with the pipeline. Only a
+// transaction, which must reach its shard as one request, makes a larger
+// segment, and MaxRequestLen bounds it.
+const maxSegment = 1024
+
 // pending is one client command's place in the reply order: either engine
 // commands [first, first+n) or bytes side[from:to] already encoded.
 type pending struct {

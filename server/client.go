@@ -33,7 +33,6 @@ type client struct {
 	quit   bool // QUIT: close once the replies are written
 	tx     transaction
 	batch  batch
-	input  []redcon.Command
 	out    []byte
 }
 
@@ -85,18 +84,18 @@ func (s *Server) handle(conn redcon.Conn, first redcon.Command) {
 		conn.Close()
 		return
 	}
-	c.input = append(append(c.input[:0], first), conn.ReadPipeline()...)
-	out := c.out[:0]
-	for _, cmd := range c.input {
-		out = c.exec(cmd.Args, out)
+	out := c.exec(first.Args, c.out[:0])
+	n := int64(1)
+	for _, cmd := range conn.ReadPipeline() {
 		if c.quit {
 			break
 		}
+		out = c.exec(cmd.Args, out)
+		n++
 	}
 	out = c.flush(out)
-	s.stats.commands.Add(int64(len(c.input)))
+	s.stats.commands.Add(n)
 	c.lastCmd.Store(time.Now().UnixMilli())
-	clear(c.input) // let the commands' buffers go
 	if c.quit {
 		conn.NetConn().Write(out) // redcon does not flush a closed connection
 		conn.Close()
@@ -112,6 +111,9 @@ func (s *Server) handle(conn redcon.Conn, first redcon.Command) {
 // exec runs or queues one command, appending to out any replies that are due
 // before it.
 func (c *client) exec(args [][]byte, out []byte) []byte {
+	if len(c.batch.replies) >= maxSegment {
+		out = c.flush(out)
+	}
 	// Checked in Redis's order; inside MULTI a refusal also dooms the EXEC.
 	spec := commands.Lookup(args[0])
 	var err error

@@ -119,3 +119,38 @@ func TestPipelineAcrossWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelineMemoryIsBounded sends a pipeline of a hundred thousand small
+// commands, which redcon hands over at once after a large command has grown
+// its buffer: the connection's batch may not grow with it, nor keep its
+// memory afterwards.
+func TestPipelineMemoryIsBounded(t *testing.T) {
+	s := startServer(t, withConfig(func(c *Config) {
+		c.Limits = Limits{MaxBulkLen: 1 << 20, MaxArgs: 64, MaxRequestLen: 4 << 20, MaxKeyLen: 128}
+	}))
+	conn := s.dial(t)
+	var req strings.Builder
+	req.WriteString(encode("ECHO", strings.Repeat("x", 1<<20)))
+	const n = 100_000
+	for range n {
+		req.WriteString("EXISTS k\r\n")
+	}
+	conn.write(req.String())
+	conn.read()
+	for i := range n {
+		if got := conn.read(); got != ":0\r\n" {
+			t.Fatalf("reply %d: %q", i, got)
+		}
+	}
+	s.eachClient(func(c *client) {
+		b := &c.batch
+		results, cmds := 0, 0
+		for i := range b.reqs {
+			results, cmds = results+cap(b.reqs[i].Results), cmds+cap(b.reqs[i].Cmds)
+		}
+		if max(cap(b.replies), cap(b.shardOf), cap(b.posOf), cmds, results) > 2*maxSegment {
+			t.Errorf("after %d commands the batch keeps room for %d replies, %d engine commands, %d results",
+				n, cap(b.replies), cmds, results)
+		}
+	})
+}
