@@ -2,13 +2,17 @@ package server
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
 )
 
 // A transaction's keyed commands must share one hash slot, so that EXEC is
-// one request to one shard, applied as one atomic step.
+// one request to one shard, applied as one atomic step. Being one request,
+// its commands together may not be longer than one command may
+// (MaxRequestLen); a doomed transaction keeps nothing it queues.
 
 var (
 	errNestedMulti   = errors.New("ERR MULTI calls can not be nested")
@@ -21,8 +25,9 @@ var (
 // transaction is the state between MULTI and EXEC.
 type transaction struct {
 	active bool
-	dirty  bool // a command was refused while queueing: EXEC aborts
-	slot   int  // the slot of the queued keys, -1 before the first
+	dirty  bool  // a command was refused while queueing: EXEC aborts
+	slot   int   // the slot of the queued keys, -1 before the first
+	bytes  int64 // the queued commands' length, as sent in RESP
 	queued []queuedCommand
 }
 
@@ -36,9 +41,13 @@ func (t *transaction) reset() {
 	*t = transaction{slot: -1, queued: t.queued[:0]}
 }
 
+// markDirty dooms an open transaction: EXEC will abort, so what it queued
+// can go.
 func (t *transaction) markDirty() {
 	if t.active {
 		t.dirty = true
+		clear(t.queued)
+		t.queued = t.queued[:0]
 	}
 }
 
@@ -62,13 +71,37 @@ func allowedInTransaction(id commands.ID) bool {
 // refuses it and dooms the transaction.
 func (c *client) queue(spec *commands.Spec, args [][]byte) {
 	err := c.checkQueueable(spec, args)
+	if err == nil && !c.tx.dirty {
+		err = c.checkTransactionSize(args)
+	}
 	if err != nil {
 		c.batch.addError(err)
-		c.tx.dirty = true
+		c.tx.markDirty()
 		return
 	}
-	c.tx.queued = append(c.tx.queued, queuedCommand{spec: spec, args: args})
+	if !c.tx.dirty {
+		c.tx.queued = append(c.tx.queued, queuedCommand{spec: spec, args: args})
+	}
 	c.batch.addLocal(func(b []byte) []byte { return appendSimple(b, "QUEUED") })
+}
+
+// checkTransactionSize counts args in the transaction's length and refuses
+// them if it would pass MaxRequestLen.
+func (c *client) checkTransactionSize(args [][]byte) error {
+	limit := c.srv.cfg.Limits.MaxRequestLen
+	if c.tx.bytes += requestLen(args); c.tx.bytes > limit {
+		return fmt.Errorf("ERR the transaction's commands are longer than the %d bytes allowed (--max-request-len)", limit)
+	}
+	return nil
+}
+
+// requestLen is the length of args encoded as a RESP command.
+func requestLen(args [][]byte) int64 {
+	n := int64(len("*\r\n") + len(strconv.Itoa(len(args))))
+	for _, a := range args {
+		n += int64(len("$\r\n\r\n") + len(strconv.Itoa(len(a))) + len(a))
+	}
+	return n
 }
 
 func (c *client) checkQueueable(spec *commands.Spec, args [][]byte) error {

@@ -205,3 +205,32 @@ func runTransactions(addr, tx string, n, perTx int) error {
 
 // perTxMax bounds the decisions per transaction runTransactions checks.
 const perTxMax = 8
+
+// TestMultiSizeIsBounded checks that a transaction, applied as one request,
+// may not queue more than MaxRequestLen bytes of commands: the command that
+// would pass it is refused and dooms the transaction, which then holds
+// nothing more.
+func TestMultiSizeIsBounded(t *testing.T) {
+	s := startServer(t, withConfig(func(c *Config) { c.Limits.MaxRequestLen = 1000 }))
+	c := s.dial(t)
+	decision := cmd("RL.SLIDING", "k", "1000", "60000")
+	size := len(encode(decision...)) // 46 bytes
+	fit := 1000 / size
+	c.expect("+OK\r\n", "MULTI")
+	for range fit {
+		c.expect(wireQueued, decision...)
+	}
+	c.expect("-ERR the transaction's commands are longer than the 1000 bytes allowed (--max-request-len)\r\n", decision...)
+	c.expect(wireQueued, "PING")
+	c.expect(wireExecAbort, "EXEC")
+	c.expect(":0\r\n", "EXISTS", "k")
+
+	c.expect("+OK\r\n", "MULTI")
+	for range fit {
+		c.expect(wireQueued, decision...)
+	}
+	exec, _ := parse(t, c.do("EXEC")).([]any)
+	if len(exec) != fit {
+		t.Fatalf("EXEC of %d commands: %d replies", fit, len(exec))
+	}
+}
