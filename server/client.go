@@ -16,6 +16,7 @@ import (
 type client struct {
 	srv     *Server
 	conn    redcon.Conn
+	tracked *trackedConn // nil when the connection did not come from Serve
 	id      int64
 	addr    string
 	laddr   string
@@ -47,6 +48,9 @@ func newClient(s *Server, conn redcon.Conn) *client {
 	}
 	if nc := conn.NetConn(); nc != nil {
 		c.laddr = nc.LocalAddr().String()
+		if g, ok := nc.(*guardConn); ok {
+			c.tracked, _ = g.Conn.(*trackedConn)
+		}
 	}
 	c.lastCmd.Store(c.created.UnixMilli())
 	c.batch.init(s.shards.Shards())

@@ -68,7 +68,8 @@ type Server struct {
 	clock  Clock
 	debug  DebugClock // nil unless DEBUG is enabled
 
-	ln      net.Listener
+	ln      net.Listener      // the socket, for Addr
+	dl      *drainingListener // what redcon accepts from
 	started time.Time
 	runID   string
 
@@ -108,9 +109,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		return errors.New("server closed")
 	}
 	s.ln = ln
+	s.dl = newDrainingListener(ln)
 	rs := redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(), s.handle, s.accept, s.closed)
+	dl := s.dl
 	s.mu.Unlock()
-	return rs.Serve(guardListener{Listener: ln, limits: s.cfg.Limits})
+	return rs.Serve(guardListener{Listener: dl, limits: s.cfg.Limits})
 }
 
 // Addr is the address the server listens on (nil before Serve).
@@ -123,9 +126,10 @@ func (s *Server) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-// Close stops accepting connections, closes the open ones and waits, up to
-// Config.Shutdown, for their pipelines in progress to be answered, so that no
-// decision is left half-delivered when the shards stop after it.
+// Close stops accepting connections and closes the open ones, each after
+// the pipeline it is answering: it waits, up to Config.Shutdown, until every
+// decision already taken has its reply written, so none is lost when the
+// shards stop after it. Commands that arrive meanwhile are not run.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closing {
@@ -137,20 +141,27 @@ func (s *Server) Close() error {
 	if len(s.clients) == 0 {
 		close(s.drained)
 	}
-	ln, drained := s.ln, s.drained
+	dl, drained := s.dl, s.drained
+	var conns []*trackedConn
+	for _, c := range s.clients {
+		if c.tracked != nil {
+			conns = append(conns, c.tracked)
+		}
+	}
 	s.mu.Unlock()
-	if ln == nil {
+	if dl == nil {
 		return nil
 	}
-	// Closing the listener ends redcon's accept loop, which then closes the
-	// connections. redcon's own Close would not do: called before Serve has
-	// reached redcon, it fails with "not serving" and the loop starts anyway.
-	err := ln.Close()
+	dl.drain()
+	for _, c := range conns {
+		c.shutdown()
+	}
 	select {
 	case <-drained:
 	case <-time.After(s.cfg.Shutdown):
 	}
-	return err
+	// Ending the accept loop makes redcon close what is left.
+	return dl.Close()
 }
 
 // accept admits a connection unless the server is full or closing.

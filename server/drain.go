@@ -1,0 +1,128 @@
+package server
+
+import (
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// An orderly shutdown must deliver the reply of every decision already taken.
+// redcon reads a client's bytes, runs the commands they complete, flushes the
+// replies, and only then reads again: a connection is between pipelines
+// exactly when redcon is in Read. trackedConn records that, so Close can shut
+// an idle connection at once and let a busy one finish its pipeline, its
+// replies written, and close at its next Read. redcon alone would close every
+// connection the moment its listener closes, replies in flight or not.
+//
+// Closing itself needs care: a socket closed while the client's bytes wait
+// unread in it (a pipeline the server will not run) sends a reset, and the
+// client's kernel then drops the replies it has not read yet. A busy
+// connection is therefore closed lingering: write side first, so the replies
+// end with a FIN, then the client's bytes are read and discarded until it
+// closes too or lingerTimeout passes.
+
+// The states of a trackedConn.
+const (
+	connIdle       int32 = iota // redcon is waiting in Read
+	connBusy                    // commands read are being run and answered
+	connClosed                  // shut while idle
+	connCloseAfter              // shut while busy: close at the next Read
+)
+
+// lingerTimeout bounds the lingering close of a busy connection.
+const lingerTimeout = 2 * time.Second
+
+// trackedConn is a client connection whose pipeline boundaries Close can see.
+// It wraps the socket itself, below the protocol guard.
+type trackedConn struct {
+	net.Conn
+	state atomic.Int32
+}
+
+// Read marks the connection idle while it waits and busy once bytes arrive.
+// Bytes that arrive after a shutdown began are not handed on: their commands
+// are never run, so no decision goes unanswered.
+func (c *trackedConn) Read(p []byte) (int, error) {
+	if !c.state.CompareAndSwap(connBusy, connIdle) && c.state.Load() != connIdle {
+		c.closeLingering()
+		return 0, net.ErrClosed
+	}
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.state.CompareAndSwap(connIdle, connBusy) {
+		return 0, net.ErrClosed
+	}
+	return n, err
+}
+
+// closeLingering closes the write side, discards what the client still sends
+// until it closes or lingerTimeout passes, and then closes the socket.
+func (c *trackedConn) closeLingering() {
+	if hc, ok := c.Conn.(interface{ CloseWrite() error }); ok && hc.CloseWrite() == nil {
+		c.Conn.SetReadDeadline(time.Now().Add(lingerTimeout))
+		io.Copy(io.Discard, c.Conn)
+	}
+	c.Conn.Close()
+}
+
+// shutdown closes the connection now if it is idle, or after the pipeline it
+// is answering.
+func (c *trackedConn) shutdown() {
+	for {
+		switch c.state.Load() {
+		case connIdle:
+			if c.state.CompareAndSwap(connIdle, connClosed) {
+				c.Conn.Close()
+				return
+			}
+		case connBusy:
+			if c.state.CompareAndSwap(connBusy, connCloseAfter) {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// drainingListener stops taking connections without ending redcon's accept
+// loop (whose end closes every connection): while draining, Accept waits
+// until Close.
+type drainingListener struct {
+	net.Listener
+	draining atomic.Bool
+	stop     chan struct{}
+	once     sync.Once
+}
+
+func newDrainingListener(ln net.Listener) *drainingListener {
+	return &drainingListener{Listener: ln, stop: make(chan struct{})}
+}
+
+// Accept returns the next connection, tracked.
+func (l *drainingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		if l.draining.Load() {
+			<-l.stop
+			return nil, net.ErrClosed
+		}
+		return nil, err
+	}
+	return &trackedConn{Conn: c}, nil
+}
+
+// drain closes the socket, so no connection is accepted any more, and keeps
+// the accept loop waiting.
+func (l *drainingListener) drain() {
+	l.draining.Store(true)
+	l.Listener.Close()
+}
+
+// Close ends the accept loop.
+func (l *drainingListener) Close() error {
+	l.drain()
+	l.once.Do(func() { close(l.stop) })
+	return nil
+}
