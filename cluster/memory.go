@@ -152,3 +152,13 @@ func (s *memoryShard) publish() {
 	s.stats = st
 	s.mu.Unlock()
 }
+
+// Read answers a read-only shard-wide command (DBSIZE, SCAN, DEBUG DIGEST) on
+// shard, in turn with its other requests.
+func (m *MemoryShards) Read(shard int, cmd engine.Command) (engine.Result, error) {
+	done := make(chan struct{}, 1)
+	r := &Request{Cmds: []engine.Command{cmd}, Results: make([]engine.Result, 1), Done: done}
+	m.Submit(shard, r)
+	<-done
+	return r.Results[0], r.Err
+}

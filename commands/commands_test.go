@@ -122,6 +122,9 @@ func TestParseScan(t *testing.T) {
 	if err != nil || a.Cursor != 42 || string(a.Match) != "user:*" || a.Count != 100 || a.Kind != engine.KindSliding {
 		t.Fatalf("%+v %v", a, err)
 	}
+	if a, _ := ParseScan(words("SCAN 0 TYPE RL.Sliding")); a.Kind != engine.KindSliding {
+		t.Fatal("TYPE is compared ignoring case, as Redis does")
+	}
 	if a, _ := ParseScan(words("SCAN 0 TYPE string")); !a.UnknownType {
 		t.Fatal("unknown TYPE not flagged")
 	}

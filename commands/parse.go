@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/rlserver/rlserver/engine"
 )
@@ -155,7 +156,7 @@ func ParseScan(args [][]byte) (ScanArgs, error) {
 			}
 			a.Count = min(n, 1<<20)
 		case EqualFold(opt, "type"):
-			k, ok := engine.KindByName(string(val))
+			k, ok := engine.KindByName(strings.ToLower(string(val))) // Redis ignores case here
 			a.Kind, a.UnknownType = k, !ok
 		default:
 			return a, ErrSyntax

@@ -171,18 +171,22 @@ func (c *client) flush(out []byte) []byte {
 	return out
 }
 
-// everyShard runs one engine command on every shard and returns the results
-// in shard order, or the first request error.
-func (c *client) everyShard(cmd engine.Command) ([]engine.Result, error) {
+// everyShard runs one engine command on every shard (each one for which
+// include says so, when given) through its leader, and returns the results in
+// shard order (zero for those left out), or the first request error.
+func (c *client) everyShard(cmd engine.Command, include ...func(shard int) bool) ([]engine.Result, error) {
 	b := &c.batch
 	for shard := range b.reqs {
+		if len(include) > 0 && !include[0](shard) {
+			continue
+		}
 		b.reqs[shard].Cmds = append(b.reqs[shard].Cmds[:0], cmd)
 		b.used = append(b.used, shard)
 	}
 	b.submit(c.srv.shards)
 	results := make([]engine.Result, len(b.reqs))
 	var err error
-	for shard := range b.reqs {
+	for _, shard := range b.used {
 		if e := b.reqs[shard].Err; e != nil && err == nil {
 			err = e
 		}

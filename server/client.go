@@ -32,9 +32,12 @@ type client struct {
 
 	authed bool
 	quit   bool // QUIT: close once the replies are written
-	tx     transaction
-	batch  batch
-	out    []byte
+	// clusterAware: the connection asked for the topology, so it is a
+	// cluster client that follows MOVED.
+	clusterAware bool
+	tx           transaction
+	batch        batch
+	out          []byte
 }
 
 func newClient(s *Server, conn redcon.Conn) *client {
@@ -77,6 +80,7 @@ func (c *client) resetState() {
 	c.resp3.Store(false)
 	c.setName("")
 	c.authed = c.srv.cfg.RequirePass == ""
+	c.clusterAware = false
 	c.tx.reset()
 }
 
@@ -140,6 +144,10 @@ func (c *client) exec(args [][]byte, out []byte) []byte {
 		return out
 	}
 	if spec.Route == commands.RouteKey {
+		if err := c.checkRoute(spec, args); err != nil {
+			c.batch.addError(err)
+			return out
+		}
 		c.batch.addKeyCommand(c.srv, spec, args)
 		return out
 	}

@@ -26,7 +26,7 @@ func (c *client) commandCommand(spec *commands.Spec, args [][]byte, out []byte) 
 		}
 		return out
 	}
-	sub, err := subcommand(spec, args)
+	sub, err := c.subcommand(spec, args)
 	if err != nil {
 		return appendError(out, err)
 	}

@@ -111,7 +111,7 @@ func (c *client) hello(args [][]byte, out []byte) []byte {
 	out = appendBulkString(out, "id")
 	out = appendInt(out, c.id)
 	out = appendBulkString(out, "mode")
-	out = appendBulkString(out, "standalone")
+	out = appendBulkString(out, c.srv.mode())
 	out = appendBulkString(out, "role")
 	out = appendBulkString(out, "master")
 	out = appendBulkString(out, "modules")
@@ -143,7 +143,7 @@ func validName(name []byte) bool {
 
 // clientCommand is CLIENT and its subcommands.
 func (c *client) clientCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	sub, err := subcommand(spec, args)
+	sub, err := c.subcommand(spec, args)
 	if err != nil {
 		return appendError(out, err)
 	}

@@ -43,6 +43,8 @@ func (c *client) serverCommand(spec *commands.Spec, args [][]byte, out []byte) [
 	case commands.IDTime:
 		return c.time(out)
 	case commands.IDReadOnly, commands.IDReadWrite:
+		// Only cluster clients send these: they follow MOVED.
+		c.clusterAware = c.srv.cfg.Cluster != nil
 		return appendOK(out)
 	case commands.IDCluster:
 		return c.clusterCommand(spec, args, out)
@@ -65,8 +67,8 @@ func (c *client) serverCommand(spec *commands.Spec, args [][]byte, out []byte) [
 }
 
 // subcommand finds the subcommand args[1] of spec and checks its arity; on
-// failure it returns the error to answer.
-func subcommand(spec *commands.Spec, args [][]byte) (*commands.Spec, error) {
+// failure it returns the error to answer. CLIENT LIST then names it (cmd=).
+func (c *client) subcommand(spec *commands.Spec, args [][]byte) (*commands.Spec, error) {
 	sub := spec.Subcommand(args)
 	if sub == nil {
 		return nil, commands.UnknownSubcommand(spec.Name, args[1])
@@ -74,6 +76,7 @@ func subcommand(spec *commands.Spec, args [][]byte) (*commands.Spec, error) {
 	if err := sub.CheckArity(args); err != nil {
 		return nil, err
 	}
+	c.lastSpec.Store(sub)
 	return sub, nil
 }
 

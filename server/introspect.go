@@ -15,7 +15,7 @@ import (
 
 // infoSections are INFO's sections in Redis's order; "default" and "all"
 // name them all.
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "ratelimit", "cluster", "keyspace"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "ratelimit", "raft", "cluster", "keyspace"}
 
 // info is INFO [section ...].
 func (c *client) info(args [][]byte, out []byte) []byte {
@@ -46,7 +46,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		uptime := time.Since(s.started)
 		line("redis_version", RedisVersion)
 		line("rlserver_version", s.cfg.Version)
-		line("redis_mode", "standalone")
+		line("redis_mode", s.mode())
 		line("os", runtime.GOOS+" "+runtime.GOARCH)
 		line("arch_bits", strconv.IntSize)
 		line("go_version", runtime.Version())
@@ -80,15 +80,25 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("rdb_changes_since_last_save", 0)
 		line("rdb_bgsave_in_progress", 0)
 		line("aof_enabled", 0)
-		line("rl_durability", "none (--in-memory)")
+		if s.cfg.Raft != nil {
+			line("rl_durability", "raft")
+			line("rl_data_dir", s.cfg.DataDir)
+		} else {
+			line("rl_durability", "none (--in-memory)")
+		}
 	case "stats":
 		line("total_connections_received", s.stats.connections.Load())
 		line("total_commands_processed", s.stats.commands.Load())
 		line("rejected_connections", s.stats.rejected.Load())
 		line("expired_keys", 0)
 	case "replication":
+		// Every node answers every command (leading, or forwarding to the
+		// leader), so to a client each is a master; the raft section says
+		// which shards it leads.
 		line("role", "master")
 		line("connected_slaves", 0)
+	case "raft":
+		s.writeRaftInfo(line)
 	case "cpu":
 		user, sys := cpuTimes()
 		line("used_cpu_sys", fmt.Sprintf("%.6f", sys))
@@ -101,7 +111,11 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("rl_keys", t.Keys)
 		line("rl_clock_ms", s.clock.Now())
 	case "cluster":
-		line("cluster_enabled", 0)
+		if s.cfg.Cluster != nil {
+			line("cluster_enabled", 1)
+		} else {
+			line("cluster_enabled", 0)
+		}
 	case "keyspace":
 		if t := s.total(); t.Keys > 0 {
 			fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", t.Keys, t.Keys)
@@ -136,7 +150,7 @@ func (s *Server) configParams() [][2]string {
 
 // config is CONFIG GET, SET, RESETSTAT and HELP.
 func (c *client) config(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	sub, err := subcommand(spec, args)
+	sub, err := c.subcommand(spec, args)
 	if err != nil {
 		return appendError(out, err)
 	}
@@ -167,6 +181,41 @@ func (c *client) config(spec *commands.Spec, args [][]byte, out []byte) []byte {
 		return appendOK(out)
 	}
 	return appendHelp(out, spec)
+}
+
+// mode is "cluster" for a cluster node, "standalone" otherwise.
+func (s *Server) mode() string {
+	if s.cfg.Cluster != nil {
+		return "cluster"
+	}
+	return "standalone"
+}
+
+// writeRaftInfo writes one line per shard replica: its Raft state, term,
+// commit and applied index, last contact with its leader, and the leader.
+func (s *Server) writeRaftInfo(line func(string, any)) {
+	if s.cfg.Raft == nil {
+		line("raft_enabled", 0)
+		return
+	}
+	line("raft_enabled", 1)
+	leading := 0
+	states := s.cfg.Raft.RaftStates()
+	for _, st := range states {
+		if st.State == "Leader" {
+			leading++
+		}
+	}
+	line("raft_shards_held", len(states))
+	line("raft_shards_leading", leading)
+	for _, st := range states {
+		leader := st.Leader
+		if leader == "" {
+			leader = "-"
+		}
+		line(fmt.Sprintf("shard_%d", st.Shard), fmt.Sprintf("state=%s,term=%d,commit_index=%d,applied_index=%d,last_contact=%s,leader=%s",
+			strings.ToLower(st.State), st.Term, st.CommitIndex, st.AppliedIndex, st.LastContact, leader))
+	}
 }
 
 // port is the TCP port the server listens on, "" before Serve.

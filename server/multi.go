@@ -127,10 +127,11 @@ func (c *client) checkQueueable(spec *commands.Spec, args [][]byte) error {
 			err = commands.ErrCrossSlot
 		}
 	})
-	if err == nil {
-		c.tx.slot = slot
+	if err != nil {
+		return err
 	}
-	return err
+	c.tx.slot = slot
+	return c.checkRoute(spec, args)
 }
 
 // multi is MULTI.

@@ -25,6 +25,27 @@ type Shards interface {
 	Submit(shard int, r *cluster.Request)
 	// Stats are a shard's counters.
 	Stats(shard int) engine.Stats
+	// Read answers a read-only shard-wide command (DBSIZE, SCAN, DEBUG
+	// DIGEST) from this node's replica of a shard, without going through the
+	// log; cluster.ErrNoReplica when this node holds none.
+	Read(shard int, cmd engine.Command) (engine.Result, error)
+}
+
+// Cluster is what the server needs to answer as a node of a cluster.
+type Cluster interface {
+	// Self is this node, Members every node.
+	Self() cluster.Member
+	Members() []cluster.Member
+	// Topology describes every shard: its slots, leader and replicas.
+	Topology() []cluster.ShardView
+	// Leader is a shard's leader as this node knows it: local when it is
+	// this node, known false during an election.
+	Leader(shard int) (leader cluster.Member, local, known bool)
+}
+
+// RaftInfo describes the shards' Raft groups, for INFO.
+type RaftInfo interface {
+	RaftStates() []cluster.RaftState
 }
 
 // Clock is the time decisions use, in Unix ms (for TIME).
@@ -55,6 +76,16 @@ type Config struct {
 	// Shutdown bounds how long Close waits for connections to finish their
 	// current pipeline.
 	Shutdown time.Duration
+	// Cluster, when set, makes the server answer as a cluster node: CLUSTER
+	// SLOTS, SHARDS and NODES describe the cluster, clients that asked for
+	// them get MOVED for slots led elsewhere (others are served by
+	// forwarding), and multi-key commands must stay within one slot. Nil: a
+	// standalone server.
+	Cluster Cluster
+	// Raft, when set, adds the shards' Raft state to INFO. Nil in memory.
+	Raft RaftInfo
+	// DataDir is the data directory, for INFO (empty in memory).
+	DataDir string
 }
 
 // RedisVersion is the Redis version rlserver reports: clients pick their

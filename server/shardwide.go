@@ -11,14 +11,34 @@ import (
 	"github.com/rlserver/rlserver/engine"
 )
 
-// dbsize is DBSIZE: the keys of every shard.
-func (c *client) dbsize(out []byte) []byte {
-	results, err := c.everyShard(engine.Command{Op: engine.OpDBSize})
-	if err != nil {
-		return appendError(out, err)
+// covers reports whether DBSIZE, SCAN and FLUSHALL on this connection cover
+// shard. A cluster client sends them to every master and adds up the
+// answers, as Redis Cluster's tools do, so for it a node covers the shards it
+// leads; any other connection sees every shard (this node's replicas: up to
+// three nodes, every node holds every shard).
+func (c *client) covers(shard int) bool {
+	if cl := c.srv.cfg.Cluster; cl != nil && c.clusterAware {
+		_, local, _ := cl.Leader(shard)
+		return local
 	}
+	return true
+}
+
+// dbsize is DBSIZE: the keys of the shards this connection covers, counted
+// on this node's replicas.
+func (c *client) dbsize(out []byte) []byte {
 	var n int64
-	for _, r := range results {
+	for shard := range c.srv.shards.Shards() {
+		if !c.covers(shard) {
+			continue
+		}
+		r, err := c.srv.shards.Read(shard, engine.Command{Op: engine.OpDBSize})
+		if errors.Is(err, cluster.ErrNoReplica) {
+			continue
+		}
+		if err != nil {
+			return appendError(out, err)
+		}
 		n += r.Int
 	}
 	return appendInt(out, n)
@@ -29,7 +49,7 @@ func (c *client) flushAll(args [][]byte, out []byte) []byte {
 	if err := commands.ParseFlush(args); err != nil {
 		return appendError(out, err)
 	}
-	if _, err := c.everyShard(engine.Command{Op: engine.OpFlush}); err != nil {
+	if _, err := c.everyShard(engine.Command{Op: engine.OpFlush}, c.covers); err != nil {
 		return appendError(out, err)
 	}
 	return appendOK(out)
@@ -55,14 +75,23 @@ func (c *client) scan(args [][]byte, out []byte) []byte {
 	if a.UnknownType {
 		kind = engine.Kind(255) // matches no key
 	}
-	b := &c.batch
-	b.reqs[shard].Cmds = append(b.reqs[shard].Cmds[:0], engine.Command{Op: engine.OpScan, Args: [4]int64{pos, a.Count, int64(kind)}})
-	b.used = append(b.used, shard)
-	b.submit(c.srv.shards)
-	r, reqErr := b.reqs[shard].Results[0], b.reqs[shard].Err
-	b.reset()
-	if reqErr != nil {
-		return appendError(out, reqErr)
+	cmd := engine.Command{Op: engine.OpScan, Args: [4]int64{pos, a.Count, int64(kind)}}
+	// Skip the shards this connection does not cover, and those this node
+	// holds no replica of.
+	var r engine.Result
+	err = cluster.ErrNoReplica
+	for ; shard < shards; shard, cmd.Args[0] = shard+1, 0 {
+		if c.covers(shard) {
+			if r, err = c.srv.shards.Read(shard, cmd); !errors.Is(err, cluster.ErrNoReplica) {
+				break
+			}
+		}
+	}
+	if shard == shards {
+		shard, r, err = shards-1, engine.Result{}, nil
+	}
+	if err != nil {
+		return appendError(out, err)
 	}
 	next := uint64(0)
 	switch {
@@ -93,7 +122,7 @@ func (c *client) debugCommand(spec *commands.Spec, args [][]byte, out []byte) []
 	if c.srv.debug == nil {
 		return appendError(out, errDebugDisabled)
 	}
-	sub, err := subcommand(spec, args)
+	sub, err := c.subcommand(spec, args)
 	if err != nil {
 		return appendError(out, err)
 	}
@@ -101,24 +130,31 @@ func (c *client) debugCommand(spec *commands.Spec, args [][]byte, out []byte) []
 	case "debug|clock":
 		return c.debugClock(args, out)
 	case "debug|digest":
-		results, err := c.everyShard(engine.Command{Op: engine.OpDigest})
-		if err != nil {
-			return appendError(out, err)
-		}
-		h := sha256.New()
-		for _, r := range results {
-			h.Write([]byte(r.Text))
-		}
-		return appendBulkString(out, hex.EncodeToString(h.Sum(nil)))
+		return c.digest(out)
 	}
 	return appendHelp(out, spec)
 }
 
-var errClockUsage = errors.New("ERR DEBUG CLOCK SET <unix_ms> | ADVANCE <ms> | GET | REAL")
+// digest is DEBUG DIGEST: a SHA-256 over the digests of this node's
+// replicas, each taken between two batches. Replicas that applied the same
+// log agree; compare nodes once writes have stopped and every replica has
+// caught up.
+func (c *client) digest(out []byte) []byte {
+	h := sha256.New()
+	for shard := range c.srv.shards.Shards() {
+		r, err := c.srv.shards.Read(shard, engine.Command{Op: engine.OpDigest})
+		if errors.Is(err, cluster.ErrNoReplica) {
+			continue
+		}
+		if err != nil {
+			return appendError(out, err)
+		}
+		fmt.Fprintf(h, "%d:%s;", shard, r.Text)
+	}
+	return appendBulkString(out, hex.EncodeToString(h.Sum(nil)))
+}
 
-// maxClock is the latest instant DEBUG CLOCK accepts (2100-01-01): CL.THROTTLE
-// counts in nanoseconds, which must fit in 64 bits with a bucket's depth.
-const maxClock = 4_102_444_800_000
+var errClockUsage = errors.New("ERR DEBUG CLOCK SET <unix_ms> | ADVANCE <ms> | GET | REAL")
 
 // debugClock is DEBUG CLOCK SET|ADVANCE|GET|REAL. Every shard adopts the new
 // time at once, even an earlier one, so a test can replay a scenario.
@@ -140,8 +176,8 @@ func (c *client) debugClock(args [][]byte, out []byte) []byte {
 		if advance {
 			target = clock.Now() + ms
 		}
-		if target < 0 || target > maxClock {
-			return appendError(out, fmt.Errorf("ERR the clock must stay between 0 and %d (2100-01-01)", int64(maxClock)))
+		if target < 0 || target > engine.MaxTime {
+			return appendError(out, fmt.Errorf("ERR the clock must stay between 0 and %d (2100-01-01)", int64(engine.MaxTime)))
 		}
 		if advance {
 			clock.Advance(ms) // a running clock keeps running
@@ -156,22 +192,4 @@ func (c *client) debugClock(args [][]byte, out []byte) []byte {
 		return appendError(out, err)
 	}
 	return appendInt(out, now)
-}
-
-var errClusterDisabled = errors.New("ERR This instance has cluster support disabled")
-
-// clusterCommand is CLUSTER on a node without cluster support: KEYSLOT and
-// HELP work, the rest answer as Redis does with cluster support disabled.
-func (c *client) clusterCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	sub, err := subcommand(spec, args)
-	if err != nil {
-		return appendError(out, err)
-	}
-	switch sub.Name {
-	case "cluster|keyslot":
-		return appendInt(out, int64(cluster.Slot(args[2])))
-	case "cluster|help":
-		return appendHelp(out, spec)
-	}
-	return appendError(out, errClusterDisabled)
 }

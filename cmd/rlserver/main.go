@@ -80,18 +80,25 @@ func serve(o options, log *slog.Logger, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	shards, mode, err := openShards(o, ln.Addr().String(), clock, log, stderr)
+	shards, raft, mode, err := openShards(o, ln.Addr().String(), clock, log, stderr)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	srv := server.New(server.Config{
+	cfg := server.Config{
 		Limits:      o.limits,
 		MaxClients:  o.maxClients,
 		RequirePass: o.requirePass,
 		Version:     version,
 		Shutdown:    5 * time.Second,
-	}, shards, clock, debug)
+	}
+	if raft != nil {
+		cfg.Raft, cfg.DataDir = raft, o.dataDir
+		if o.cluster != "" {
+			cfg.Cluster = raft
+		}
+	}
+	srv := server.New(cfg, shards, clock, debug)
 	log.Info("rlserver ready", "version", version, "addr", ln.Addr().String(), "shards", o.shards, "mode", mode, "debug", o.debug)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -114,36 +121,36 @@ func serve(o options, log *slog.Logger, stderr io.Writer) error {
 }
 
 // openShards starts the shard layer --in-memory, --data-dir and --cluster ask
-// for, and names the mode for the log.
-func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Logger, stderr io.Writer) (backend, string, error) {
+// for, and names the mode for the log. raft is nil in memory.
+func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Logger, stderr io.Writer) (shards backend, raft *cluster.RaftShards, mode string, err error) {
 	if o.inMemory {
-		return cluster.NewMemoryShards(o.shards, clock), "in-memory", nil
+		return cluster.NewMemoryShards(o.shards, clock), nil, "in-memory", nil
 	}
 	self, members, err := o.members(clientAddr)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	layout, err := persistence.Open(o.dataDir, persistence.Identity{NodeID: self.ID, Shards: o.shards})
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	cfg := cluster.RaftConfig{
 		Self: self, Members: members, Shards: o.shards, Layout: layout, Clock: clock,
 		Log: log, RaftLog: stderr, HeartbeatTimeout: o.heartbeat,
 	}
-	mode := "durable single node (" + o.dataDir + ")"
+	mode = "durable single node (" + o.dataDir + ")"
 	if len(members) > 1 {
 		if cfg.Bus, err = net.Listen("tcp", self.Bus); err != nil {
-			return nil, "", fmt.Errorf("bus port: %w", err)
+			return nil, nil, "", fmt.Errorf("bus port: %w", err)
 		}
 		mode = fmt.Sprintf("cluster node %s of %d (%s), bus %s", self.ID, len(members), o.dataDir, self.Bus)
 	}
-	shards, err := cluster.StartRaft(cfg)
+	raft, err = cluster.StartRaft(cfg)
 	if err != nil {
 		if cfg.Bus != nil {
 			cfg.Bus.Close()
 		}
-		return nil, "", err
+		return nil, nil, "", err
 	}
-	return shards, mode, nil
+	return raft, raft, mode, nil
 }

@@ -73,14 +73,14 @@ func (o options) validate() error {
 		return fmt.Errorf("--shards %d: must be from 1 to 1024", o.shards)
 	case o.maxClients < 1:
 		return fmt.Errorf("--maxclients %d: must be at least 1", o.maxClients)
-	case o.limits.MaxBulkLen < 1:
-		return fmt.Errorf("--max-bulk-len %d: must be at least 1", o.limits.MaxBulkLen)
-	case o.limits.MaxArgs < 1:
-		return fmt.Errorf("--max-args %d: must be at least 1", o.limits.MaxArgs)
-	case o.limits.MaxRequestLen < 16:
-		return fmt.Errorf("--max-request-len %d: must be at least 16", o.limits.MaxRequestLen)
-	case o.limits.MaxKeyLen < 1:
-		return fmt.Errorf("--max-key-len %d: must be at least 1", o.limits.MaxKeyLen)
+	case o.limits.MaxBulkLen < 1 || o.limits.MaxBulkLen > 1<<30:
+		return fmt.Errorf("--max-bulk-len %d: must be from 1 to %d (1 GiB)", o.limits.MaxBulkLen, 1<<30)
+	case o.limits.MaxArgs < 1 || o.limits.MaxArgs > 1<<20:
+		return fmt.Errorf("--max-args %d: must be from 1 to %d", o.limits.MaxArgs, 1<<20)
+	case o.limits.MaxRequestLen < 16 || o.limits.MaxRequestLen > 1<<32:
+		return fmt.Errorf("--max-request-len %d: must be from 16 to %d (4 GiB)", o.limits.MaxRequestLen, int64(1)<<32)
+	case o.limits.MaxKeyLen < 1 || o.limits.MaxKeyLen > 1<<20:
+		return fmt.Errorf("--max-key-len %d: must be from 1 to %d", o.limits.MaxKeyLen, 1<<20)
 	case o.heartbeat != 0 && (o.heartbeat < 10*time.Millisecond || o.heartbeat > time.Minute):
 		return fmt.Errorf("--raft-heartbeat %v: must be from 10ms to 1m", o.heartbeat)
 	case o.nodeID == "":

@@ -1,0 +1,220 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/commands"
+)
+
+// As a cluster node the server shows shard leaders as masters and their
+// followers as replicas, with client addresses. Connections that asked for
+// the topology (CLUSTER SLOTS, SHARDS or NODES, or READONLY/READWRITE) are
+// cluster clients: they get MOVED for a slot another node leads, and go
+// there. Every other connection is served whatever the slot, by forwarding,
+// so a plain redis-cli works against any node.
+
+var errClusterDisabled = errors.New("ERR This instance has cluster support disabled")
+
+// clusterCommand is CLUSTER and its subcommands.
+func (c *client) clusterCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+	sub, err := c.subcommand(spec, args)
+	if err != nil {
+		return appendError(out, err)
+	}
+	if sub.Name == "cluster|keyslot" {
+		return appendInt(out, int64(cluster.Slot(args[2])))
+	}
+	if sub.Name == "cluster|help" {
+		return appendHelp(out, spec)
+	}
+	cl := c.srv.cfg.Cluster
+	if cl == nil {
+		return appendError(out, errClusterDisabled)
+	}
+	resp3 := c.resp3.Load()
+	switch sub.Name {
+	case "cluster|slots":
+		c.clusterAware = true
+		return appendClusterSlots(out, cl.Topology(), resp3)
+	case "cluster|shards":
+		c.clusterAware = true
+		return appendClusterShards(out, cl.Topology(), resp3)
+	case "cluster|nodes":
+		c.clusterAware = true
+		return appendBulkString(out, clusterNodes(cl))
+	case "cluster|info":
+		return appendBulkString(out, c.srv.clusterInfo())
+	case "cluster|myid":
+		return appendBulkString(out, cl.Self().RedisID())
+	}
+	return appendError(out, commands.UnknownSubcommand(spec.Name, args[1]))
+}
+
+// checkRoute applies the cluster's rules to a keyed command: its keys must
+// share a slot, and a cluster client is sent to the slot's leader with MOVED.
+// A standalone server has no rules.
+func (c *client) checkRoute(spec *commands.Spec, args [][]byte) error {
+	cl := c.srv.cfg.Cluster
+	if cl == nil {
+		return nil
+	}
+	slot := -1
+	var err error
+	spec.Keys(args, func(k []byte) {
+		s := int(cluster.Slot(k))
+		if slot >= 0 && s != slot {
+			err = commands.ErrCrossSlot
+		}
+		slot = s
+	})
+	if err != nil || slot < 0 || !c.clusterAware {
+		return err
+	}
+	leader, local, known := cl.Leader(c.srv.shards.ShardOf(uint16(slot)))
+	if known && !local {
+		return fmt.Errorf("MOVED %d %s", slot, leader.Client)
+	}
+	return nil
+}
+
+// hostPort splits a member's client address for the topology replies.
+func hostPort(addr string) (string, int64) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, 0
+	}
+	p, _ := strconv.ParseInt(port, 10, 64)
+	return host, p
+}
+
+// appendClusterSlots is CLUSTER SLOTS: for each shard, its slot range, its
+// leader and its followers, each [ip, port, id, metadata].
+func appendClusterSlots(out []byte, views []cluster.ShardView, resp3 bool) []byte {
+	out = appendArray(out, len(views))
+	for _, v := range views {
+		out = appendArray(out, 2+len(v.Replicas))
+		out = appendInt(out, int64(v.First))
+		out = appendInt(out, int64(v.Last))
+		for _, m := range v.Replicas {
+			host, port := hostPort(m.Client)
+			out = appendArray(out, 4)
+			out = appendBulkString(out, host)
+			out = appendInt(out, port)
+			out = appendBulkString(out, m.RedisID())
+			out = appendMap(out, 0, resp3)
+		}
+	}
+	return out
+}
+
+// appendClusterShards is CLUSTER SHARDS: for each shard, its slots and its
+// nodes with their roles.
+func appendClusterShards(out []byte, views []cluster.ShardView, resp3 bool) []byte {
+	out = appendArray(out, len(views))
+	for _, v := range views {
+		out = appendMap(out, 2, resp3)
+		out = appendBulkString(out, "slots")
+		out = appendArray(out, 2)
+		out = appendInt(out, int64(v.First))
+		out = appendInt(out, int64(v.Last))
+		out = appendBulkString(out, "nodes")
+		out = appendArray(out, len(v.Replicas))
+		for i, m := range v.Replicas {
+			host, port := hostPort(m.Client)
+			role, health := "replica", "online"
+			if i == 0 {
+				role = "master"
+				if !v.LeaderKnown {
+					health = "failed"
+				}
+			}
+			out = appendMap(out, 7, resp3)
+			for _, kv := range [][2]string{{"id", m.RedisID()}, {"ip", host}, {"endpoint", host}, {"role", role}, {"health", health}} {
+				out = appendBulkString(out, kv[0])
+				out = appendBulkString(out, kv[1])
+			}
+			out = appendBulkString(out, "port")
+			out = appendInt(out, port)
+			out = appendBulkString(out, "replication-offset")
+			out = appendInt(out, 0)
+		}
+	}
+	return out
+}
+
+// clusterNodes is CLUSTER NODES. Its format gives each node one role, but an
+// rlserver node leads some shards and follows others; every node is shown as
+// a master with the slots it leads, which is what redis-cli --cluster and
+// redis-benchmark --cluster route by.
+func clusterNodes(cl Cluster) string {
+	led := map[string][]string{}
+	for _, v := range cl.Topology() {
+		if v.LeaderKnown {
+			led[v.Leader.ID] = append(led[v.Leader.ID], fmt.Sprintf("%d-%d", v.First, v.Last))
+		}
+	}
+	var b strings.Builder
+	self := cl.Self()
+	for _, m := range cl.Members() {
+		host, port := hostPort(m.Client)
+		_, bus := hostPort(m.Bus)
+		flags := "master"
+		if m.ID == self.ID {
+			flags = "myself,master"
+		}
+		fmt.Fprintf(&b, "%s %s:%d@%d %s - 0 0 0 connected", m.RedisID(), host, port, bus, flags)
+		for _, r := range led[m.ID] {
+			b.WriteString(" " + r)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// clusterInfo is CLUSTER INFO.
+func (s *Server) clusterInfo() string {
+	cl := s.cfg.Cluster
+	slotsOK, leaders := 0, map[string]bool{}
+	for _, v := range cl.Topology() {
+		if v.LeaderKnown {
+			slotsOK += v.Last - v.First + 1
+			leaders[v.Leader.ID] = true
+		}
+	}
+	state := "ok"
+	if slotsOK < cluster.SlotCount {
+		state = "fail"
+	}
+	var epoch uint64
+	if s.cfg.Raft != nil {
+		for _, st := range s.cfg.Raft.RaftStates() {
+			epoch = max(epoch, st.Term)
+		}
+	}
+	var b strings.Builder
+	for _, kv := range []struct {
+		k string
+		v any
+	}{
+		{"cluster_state", state},
+		{"cluster_slots_assigned", cluster.SlotCount},
+		{"cluster_slots_ok", slotsOK},
+		{"cluster_slots_pfail", 0},
+		{"cluster_slots_fail", cluster.SlotCount - slotsOK},
+		{"cluster_known_nodes", len(cl.Members())},
+		{"cluster_size", len(leaders)},
+		{"cluster_current_epoch", epoch},
+		{"cluster_my_epoch", epoch},
+		{"cluster_stats_messages_sent", 0},
+		{"cluster_stats_messages_received", 0},
+		{"total_cluster_links_buffer_limit_exceeded", 0},
+	} {
+		fmt.Fprintf(&b, "%s:%v\r\n", kv.k, kv.v)
+	}
+	return b.String()
+}
