@@ -51,11 +51,20 @@ func (n *RaftShards) handBack(g *group) bool {
 	if err != nil || g.shard >= len(applied) || applied[g.shard]+caughtUp < g.raft.AppliedIndex() {
 		return false
 	}
-	f := g.raft.LeadershipTransferToServer(raft.ServerID(preferred.ID), raft.ServerAddress(preferred.Bus))
-	go func() {
+	// Transfer with nothing in flight, and propose again only once this node
+	// no longer leads: Raft ends the transfer when it has asked the other
+	// node to run, and an entry appended before this node hears of the new
+	// term would end uncertain ("may have been counted") though it can never
+	// commit. Requests that wait meanwhile are re-routed to the new leader.
+	return g.prop.quiesce(func() {
+		f := g.raft.LeadershipTransferToServer(raft.ServerID(preferred.ID), raft.ServerAddress(preferred.Bus))
 		if err := f.Error(); err != nil {
 			n.cfg.Log.Info("leadership hand-back failed", "shard", g.shard, "to", preferred.ID, "err", err)
+			return
 		}
-	}()
-	return true
+		deadline := time.Now().Add(2 * n.cfg.ElectionTimeout)
+		for g.raft.State() == raft.Leader && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
 }

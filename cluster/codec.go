@@ -147,11 +147,14 @@ func (d *wire) result() engine.Result {
 	return r
 }
 
-// wireError is an error received from a peer: its text is the reply.
-// WRONGTYPE keeps its identity so callers can still compare it.
+// wireError is an error received from a peer: its text is the reply. The
+// errors callers compare keep their identity: WRONGTYPE, and those that say
+// whether the request was applied.
 func wireError(text []byte) error {
-	if string(text) == engine.ErrWrongType.Error() {
-		return engine.ErrWrongType
+	for _, known := range []error{engine.ErrWrongType, ErrNotApplied, ErrShuttingDown, ErrMayHaveBeenCounted} {
+		if string(text) == known.Error() {
+			return known
+		}
 	}
 	return errors.New(string(text))
 }

@@ -86,7 +86,7 @@ func answerCommands(out, frame []byte, h forwardHandler, done chan struct{}) []b
 		return append(append(out, 1), err.Error()...)
 	}
 	r := &Request{Cmds: cmds, Results: make([]engine.Result, len(cmds)), Done: done}
-	h.submitLocal(shard, r)
+	h.submitLocal(shard, r) // no re-route here: the node that forwarded it re-routes
 	<-done
 	if r.Err != nil {
 		return append(append(out, 1), r.Err.Error()...)
@@ -180,16 +180,26 @@ func (f *forwarder) call(addr string, frame []byte) (reply []byte, sent bool, er
 	return reply, true, nil
 }
 
+// get returns an idle connection to addr that is still open, or a new one.
+// An idle connection the peer closed (it restarted, say) must not be used: a
+// frame written into it is lost, yet its loss would look like a request
+// that may have been counted.
 func (f *forwarder) get(addr string) (net.Conn, error) {
-	f.mu.Lock()
-	if conns := f.idle[addr]; len(conns) > 0 {
+	for {
+		f.mu.Lock()
+		conns := f.idle[addr]
+		if len(conns) == 0 {
+			f.mu.Unlock()
+			return dialBus(f.dial, addr, streamForward, 0, 2*time.Second)
+		}
 		conn := conns[len(conns)-1]
 		f.idle[addr] = conns[:len(conns)-1]
 		f.mu.Unlock()
-		return conn, nil
+		if stillOpen(conn) {
+			return conn, nil
+		}
+		conn.Close()
 	}
-	f.mu.Unlock()
-	return dialBus(f.dial, addr, streamForward, 0, 2*time.Second)
 }
 
 func (f *forwarder) put(addr string, conn net.Conn) {

@@ -89,7 +89,10 @@ func raftConfig(cfg *RaftConfig, shard int) *raft.Config {
 	c.LocalID = raft.ServerID(cfg.Self.ID)
 	c.HeartbeatTimeout = cfg.HeartbeatTimeout
 	c.ElectionTimeout = cfg.ElectionTimeout
-	c.LeaderLeaseTimeout = cfg.HeartbeatTimeout / 2
+	// The longest lease Raft allows: a leader that cannot reach a quorum for
+	// a whole heartbeat timeout steps down, but a busy machine's scheduling
+	// delays do not make it churn.
+	c.LeaderLeaseTimeout = cfg.HeartbeatTimeout
 	c.CommitTimeout = 20 * time.Millisecond
 	c.MaxAppendEntries = 512
 	c.BatchApplyCh = true

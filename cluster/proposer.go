@@ -22,13 +22,17 @@ type proposer struct {
 	clock    Clock
 	in       chan *Request
 	inflight chan inflightEntry
+	hold     chan func() // run with nothing in flight (see quiesce)
 	quit     chan struct{}
 	done     chan struct{}
 }
 
+// inflightEntry is an entry waiting to commit, or a marker (drained closes
+// when every entry before it has completed).
 type inflightEntry struct {
-	future raft.ApplyFuture
-	reqs   []*Request
+	future  raft.ApplyFuture
+	reqs    []*Request
+	drained chan struct{}
 }
 
 const (
@@ -59,6 +63,7 @@ func newProposer(shard int, r *raft.Raft, fsm *shardFSM, clock Clock) *proposer 
 		shard: shard, raft: r, fsm: fsm, clock: clock,
 		in:       make(chan *Request, 1024),
 		inflight: make(chan inflightEntry, maxInflight),
+		hold:     make(chan func(), 1),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -95,18 +100,43 @@ func (p *proposer) propose() {
 				p.sweep()
 			}
 			busy = false
+		case fn := <-p.hold:
+			p.drain()
+			fn()
 		case <-p.quit:
+			p.drain()
 			for {
 				select {
 				case r := <-p.in:
 					r.Err = ErrNotApplied
-					r.Done <- struct{}{}
+					finish(r)
 				default:
 					return
 				}
 			}
 		}
 	}
+}
+
+// quiesce runs fn on the proposer's loop once every entry in flight has
+// completed, and proposes nothing until fn returns: a leadership transfer run
+// this way strands no entry, so no request ends "may have been counted".
+// Requests arriving meanwhile wait, then meet the new leader (through
+// re-routing). It reports false when another quiesce is already pending.
+func (p *proposer) quiesce(fn func()) bool {
+	select {
+	case p.hold <- fn:
+		return true
+	default:
+		return false
+	}
+}
+
+// drain waits until every entry proposed so far has completed.
+func (p *proposer) drain() {
+	marker := make(chan struct{})
+	p.inflight <- inflightEntry{drained: marker}
+	<-marker
 }
 
 // gather takes first and every request already waiting, up to maxEntrySize.
@@ -153,6 +183,10 @@ func (p *proposer) sweep() {
 // complete waits for each entry in order and answers its requests.
 func (p *proposer) complete() {
 	for e := range p.inflight {
+		if e.drained != nil {
+			close(e.drained)
+			continue
+		}
 		err := e.future.Error()
 		var results []engine.Result
 		if err == nil {
@@ -174,7 +208,7 @@ func (p *proposer) complete() {
 				copy(r.Results, results[off:off+len(r.Cmds)])
 				off += len(r.Cmds)
 			}
-			r.Done <- struct{}{}
+			finish(r)
 		}
 	}
 }

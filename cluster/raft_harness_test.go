@@ -134,7 +134,7 @@ func (tc *testCluster) start(i int, ln net.Listener) {
 	}
 	n, err := StartRaft(RaftConfig{
 		Self: m, Members: members, Shards: tc.shards, Layout: layout, Clock: tc.clock, Bus: ln,
-		Dial: tc.net.dialer(m.ID), HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond,
+		Dial: tc.net.dialer(m.ID), HeartbeatTimeout: 250 * time.Millisecond, ElectionTimeout: 250 * time.Millisecond,
 		LeaderWait: 3 * time.Second, RaftLog: os.Stderr,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})

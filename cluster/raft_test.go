@@ -106,14 +106,19 @@ func TestRaftIsolatedLeaderMakesNoDecisions(t *testing.T) {
 	leader := tc.leaderOf(0)
 	tc.net.isolate(tc.members[leader].ID)
 	defer tc.net.heal(tc.members[leader].ID)
-	// Whatever the isolated node is asked, it cannot commit: it must refuse,
-	// never answer with a decision of its own.
+	// Whatever the isolated node is asked, it cannot commit: after waiting
+	// for a leader it must refuse, never answer with a decision of its own.
+	var wg sync.WaitGroup
 	for range 5 {
-		r, err := tc.call(leader, 0, sliding("k", 100, 60_000))
-		if err == nil {
-			t.Fatalf("isolated node answered a decision: %+v", r.Results[0])
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r, err := tc.call(leader, 0, sliding("k", 100, 60_000)); err == nil {
+				t.Errorf("isolated node answered a decision: %+v", r.Results[0])
+			}
+		}()
 	}
+	wg.Wait()
 	// The majority elects a new leader and serves.
 	other := (leader + 1) % 3
 	deadline := time.Now().Add(10 * time.Second)

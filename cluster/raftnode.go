@@ -159,33 +159,74 @@ func (n *RaftShards) Shards() int { return n.cfg.Shards }
 func (n *RaftShards) ShardOf(slot uint16) int { return ShardOfSlot(slot, n.cfg.Shards) }
 
 // Submit applies r on shard's leader: through this node's proposer when it
-// leads the shard, over the bus otherwise. Done is signalled either way.
+// leads the shard, over the bus otherwise. A request that reaches no leader
+// (an election, a hand-over, a node going away) is routed again until
+// LeaderWait has passed; Done is signalled once, either way.
 func (n *RaftShards) Submit(shard int, r *Request) {
-	leader, ok := n.leaderOf(shard)
+	r.shard, r.reroute, r.deadline = shard, n.reroute, time.Now().Add(n.cfg.LeaderWait)
+	n.route(r)
+}
+
+// route sends r to its shard's leader as this node knows it.
+func (n *RaftShards) route(r *Request) {
+	leader, ok := n.leaderOf(r.shard, time.Until(r.deadline))
 	switch {
 	case !ok:
 		r.Err = ErrNotApplied
-		r.Done <- struct{}{}
+		finish(r)
 	case leader.ID == n.cfg.Self.ID:
-		n.submitLocal(shard, r)
+		n.submitLocal(r.shard, r)
 	default:
 		go func() {
-			n.fwd.forward(leader.Bus, shard, r)
-			r.Done <- struct{}{}
+			n.fwd.forward(leader.Bus, r.shard, r)
+			finish(r)
 		}()
 	}
 }
 
-// leaderOf returns the shard's leader, waiting for an election to end. For a
-// shard this node holds no replica of, it names the preferred leader: that
-// node knows the real one.
-func (n *RaftShards) leaderOf(shard int) (*Member, bool) {
+// reroute takes back a request that was not applied and routes it again
+// once the shard's leadership has moved or a moment has passed; it declines
+// once the request's deadline has passed or the node is closing.
+func (n *RaftShards) reroute(r *Request) bool {
+	if time.Now().After(r.deadline) || n.isClosed() {
+		return false
+	}
+	r.Err = nil
+	go func() {
+		pause := time.NewTimer(min(50*time.Millisecond, time.Until(r.deadline)))
+		defer pause.Stop()
+		var change chan struct{}
+		if g := n.groups[r.shard]; g != nil {
+			g.mu.Lock()
+			change = g.change
+			g.mu.Unlock()
+		}
+		select {
+		case <-change:
+		case <-pause.C:
+		case <-n.stop:
+		}
+		n.route(r)
+	}()
+	return true
+}
+
+func (n *RaftShards) isClosed() bool {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.closed
+}
+
+// leaderOf returns the shard's leader, waiting up to wait for an election to
+// end. For a shard this node holds no replica of, it names the preferred
+// leader: that node knows the real one.
+func (n *RaftShards) leaderOf(shard int, wait time.Duration) (*Member, bool) {
 	g := n.groups[shard]
 	if g == nil {
 		m := Replicas(n.cfg.Members, shard)[0]
 		return &m, true
 	}
-	return g.awaitLeader(n.cfg.LeaderWait, n.stop)
+	return g.awaitLeader(max(wait, 0), n.stop)
 }
 
 // submitLocal queues r on this node's proposer for shard, failing it with
@@ -206,7 +247,7 @@ func (n *RaftShards) submitLocal(shard int, r *Request) {
 		g.prop.in <- r
 		return
 	}
-	r.Done <- struct{}{}
+	go finish(r) // not under mu: a re-route may wait
 }
 
 // appliedIndexes are this node's applied Raft index per shard.

@@ -1,0 +1,33 @@
+//go:build unix
+
+package cluster
+
+import (
+	"errors"
+	"net"
+	"syscall"
+)
+
+// stillOpen reports whether an idle connection can still carry a request: a
+// peek that must not wait finds nothing to read on a live connection, and
+// end-of-file (or stray bytes) on one the peer closed. A plain read with an
+// expired deadline cannot tell: Go returns the timeout without asking the
+// socket.
+func stillOpen(conn net.Conn) bool {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	open := false
+	err = raw.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, rerr := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		open = n < 0 && (errors.Is(rerr, syscall.EAGAIN) || errors.Is(rerr, syscall.EWOULDBLOCK))
+		return true // never wait
+	})
+	return err == nil && open
+}
