@@ -33,8 +33,8 @@ type RaftConfig struct {
 
 	HeartbeatTimeout  time.Duration // default 1 s (100 ms for a single node)
 	ElectionTimeout   time.Duration // default 1 s (100 ms for a single node)
-	SnapshotThreshold uint64        // entries between snapshots, default 2048
-	SnapshotInterval  time.Duration // how often to check, default 30 s
+	SnapshotThreshold uint64        // entries between snapshots, default 4096
+	SnapshotInterval  time.Duration // how often to check, default 5 s
 	TrailingLogs      uint64        // entries kept after a snapshot, default 1024
 	// LeaderWait bounds how long a request waits for an election to end
 	// before it fails with ErrNotApplied; default 5 s.
@@ -52,11 +52,14 @@ func (c *RaftConfig) setDefaults() {
 	if c.ElectionTimeout == 0 {
 		c.ElectionTimeout = c.HeartbeatTimeout
 	}
+	// Frequent, small snapshots keep the log, and so the disk, small under
+	// constant load: a shard's snapshot is its live keys, written in
+	// milliseconds, while its log grows with every decision.
 	if c.SnapshotThreshold == 0 {
-		c.SnapshotThreshold = 2048
+		c.SnapshotThreshold = 4096
 	}
 	if c.SnapshotInterval == 0 {
-		c.SnapshotInterval = 30 * time.Second
+		c.SnapshotInterval = 5 * time.Second
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 1024
