@@ -12,9 +12,11 @@ import (
 
 // proposer packs every request waiting for its shard into one Raft entry,
 // stamped once with the leader's clock, and hands each request its results
-// once the entry is committed and applied. Up to maxInflight entries are in
-// flight at once, so Raft can write several with one fsync while the next
-// batch gathers.
+// once the entry is committed and applied. While an entry commits, requests
+// pile up, and the next entry takes them all: measured on a durable node
+// with 50 callers, one entry in flight carries 26 requests and serves 34k
+// requests/s, sixteen carry 2.4 each and serve 30k (Raft's cost per entry
+// outweighs the overlap).
 type proposer struct {
 	shard    int
 	raft     *raft.Raft
@@ -22,7 +24,8 @@ type proposer struct {
 	clock    Clock
 	in       chan *Request
 	inflight chan inflightEntry
-	hold     chan func() // run with nothing in flight (see quiesce)
+	slots    chan struct{} // one per entry in flight: gathering waits for one
+	hold     chan func()   // run with nothing in flight (see quiesce)
 	quit     chan struct{}
 	done     chan struct{}
 }
@@ -36,7 +39,7 @@ type inflightEntry struct {
 }
 
 const (
-	maxInflight  = 16
+	maxInflight  = 1
 	maxEntrySize = 256 << 10 // soft: one request is never split
 	// enqueueTimeout bounds how long Apply may wait for room in Raft's queue.
 	enqueueTimeout = 2 * time.Second
@@ -62,7 +65,8 @@ func newProposer(shard int, r *raft.Raft, fsm *shardFSM, clock Clock) *proposer 
 	return &proposer{
 		shard: shard, raft: r, fsm: fsm, clock: clock,
 		in:       make(chan *Request, 1024),
-		inflight: make(chan inflightEntry, maxInflight),
+		inflight: make(chan inflightEntry, maxInflight+1),
+		slots:    make(chan struct{}, maxInflight),
 		hold:     make(chan func(), 1),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -94,6 +98,9 @@ func (p *proposer) propose() {
 		select {
 		case r := <-p.in:
 			busy = true
+			// Wait for room before gathering: while the entries in flight
+			// commit, requests pile up, and the next entry takes them all.
+			p.slots <- struct{}{}
 			p.apply(p.gather(r))
 		case <-tick.C:
 			if !busy && p.raft.State() == raft.Leader && p.fsm.stats().Keys > 0 {
@@ -171,6 +178,7 @@ func (p *proposer) apply(batch []*Request) {
 
 // sweep proposes an entry that reclaims expired keys on every replica alike.
 func (p *proposer) sweep() {
+	p.slots <- struct{}{}
 	done := make(chan struct{}, 1)
 	r := &Request{
 		Cmds:    []engine.Command{{Op: engine.OpSweep, Args: [4]int64{raftSweepBudget}}},
@@ -188,6 +196,7 @@ func (p *proposer) complete() {
 			continue
 		}
 		err := e.future.Error()
+		<-p.slots
 		var results []engine.Result
 		if err == nil {
 			switch v := e.future.Response().(type) {

@@ -63,6 +63,23 @@ func Open(dir string, id Identity) (Layout, error) {
 	return l, nil
 }
 
+// ReadIdentity returns the identity dir was created with, and false when it
+// holds none yet.
+func ReadIdentity(dir string) (Identity, bool, error) {
+	data, err := os.ReadFile(filepath.Join(dir, identityFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return Identity{}, false, nil
+	}
+	if err != nil {
+		return Identity{}, false, fmt.Errorf("data directory: %w", err)
+	}
+	var id Identity
+	if err := json.Unmarshal(data, &id); err != nil {
+		return Identity{}, false, fmt.Errorf("data directory: %s: %w", filepath.Join(dir, identityFile), err)
+	}
+	return id, true, nil
+}
+
 // ShardDir is the directory of one shard's files, created on demand.
 func (l Layout) ShardDir(shard int) (string, error) {
 	dir := filepath.Join(l.Dir, "shards", fmt.Sprintf("%03d", shard))

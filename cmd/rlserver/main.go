@@ -59,6 +59,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if o.pprof != "" {
+		if err := servePprof(o.pprof, log); err != nil {
+			fmt.Fprintln(stderr, "rlserver: --pprof:", err)
+			return 1
+		}
+	}
 	if err := serve(o, log, stderr); err != nil {
 		fmt.Fprintln(stderr, "rlserver:", err)
 		return 1
