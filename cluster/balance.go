@@ -31,7 +31,8 @@ func (n *RaftShards) balance() {
 		case <-n.stop:
 			return
 		case now := <-tick.C:
-			for _, g := range n.groups {
+			for i := range n.groups {
+				g := n.groups[i].Load()
 				if g != nil && now.Sub(last[g.shard]) >= balanceBackoff && n.handBack(g) {
 					last[g.shard] = now
 				}
@@ -47,8 +48,8 @@ func (n *RaftShards) handBack(g *group) bool {
 	if preferred.ID == n.cfg.Self.ID || g.raft.State() != raft.Leader {
 		return false
 	}
-	applied, err := n.fwd.status(preferred.Bus)
-	if err != nil || g.shard >= len(applied) || applied[g.shard]+caughtUp < g.raft.AppliedIndex() {
+	status, err := n.fwd.status(preferred.Bus)
+	if err != nil || g.shard >= len(status) || status[g.shard].applied+caughtUp < g.raft.AppliedIndex() {
 		return false
 	}
 	// Transfer with nothing in flight, and propose again only once this node

@@ -19,10 +19,12 @@ import (
 // forwarding connection carries one frame at a time each way:
 //
 //	request   uvarint length, then 'C' uvarint shard, batch (appendBatch)
-//	          or 'S' (status: this node's applied index per shard)
+//	          or 'S' (status: this node's replicas)
 //	response  uvarint length, then 0 and the results (appendResult each,
-//	          or for 'S' uvarint count and uvarint applied indexes),
-//	          or 1 and an error text
+//	          or for 'S' uvarint count, then per shard the applied index
+//	          and the leader's id, "" where unknown or not held),
+//	          or 1 and an error text, or 2 and the id of the node that leads
+//	          the shard (the request was not applied: ask that node)
 
 const (
 	frameCommands  byte = 'C'
@@ -37,9 +39,17 @@ type forwardHandler interface {
 	// submitLocal applies r on this node's replica if it leads the shard, and
 	// fails it with ErrNotApplied otherwise (it never forwards again).
 	submitLocal(shard int, r *Request)
-	// appliedIndexes are this node's applied Raft index per shard (0 where
-	// it holds no replica).
-	appliedIndexes() []uint64
+	// status describes this node's replica of each shard.
+	status() []shardStatus
+	// leaderHint names the shard's leader when this node knows it is
+	// another node ("" otherwise).
+	leaderHint(shard int) string
+}
+
+// shardStatus is what a node says of its replica of one shard.
+type shardStatus struct {
+	applied uint64 // Raft index applied; 0 where it holds no replica
+	leader  string // the leader's node id; "" when unknown or not held
 }
 
 // serveForward answers frames on one forwarding connection until it closes.
@@ -59,10 +69,11 @@ func serveForward(conn net.Conn, h forwardHandler) {
 			out = answerCommands(out, frame[1:], h, done)
 		case len(frame) > 0 && frame[0] == frameStatus:
 			out = append(out, 0)
-			applied := h.appliedIndexes()
-			out = binary.AppendUvarint(out, uint64(len(applied)))
-			for _, a := range applied {
-				out = binary.AppendUvarint(out, a)
+			status := h.status()
+			out = binary.AppendUvarint(out, uint64(len(status)))
+			for _, st := range status {
+				out = binary.AppendUvarint(out, st.applied)
+				out = appendString(out, st.leader)
 			}
 		default:
 			return
@@ -88,6 +99,11 @@ func answerCommands(out, frame []byte, h forwardHandler, done chan struct{}) []b
 	r := &Request{Cmds: cmds, Results: make([]engine.Result, len(cmds)), Done: done}
 	h.submitLocal(shard, r) // no re-route here: the node that forwarded it re-routes
 	<-done
+	if errors.Is(r.Err, ErrNotApplied) {
+		if hint := h.leaderHint(shard); hint != "" {
+			return append(append(out, 2), hint...)
+		}
+	}
 	if r.Err != nil {
 		return append(append(out, 1), r.Err.Error()...)
 	}
@@ -101,18 +117,21 @@ func answerCommands(out, frame []byte, h forwardHandler, done chan struct{}) []b
 // forwarder sends requests to peers, keeping a few idle connections to each.
 type forwarder struct {
 	dial Dialer
+	fp   [8]byte
 	mu   sync.Mutex
 	idle map[string][]net.Conn
 }
 
-func newForwarder(dial Dialer) *forwarder {
-	return &forwarder{dial: dial, idle: make(map[string][]net.Conn)}
+func newForwarder(dial Dialer, fp [8]byte) *forwarder {
+	return &forwarder{dial: dial, fp: fp, idle: make(map[string][]net.Conn)}
 }
 
 // forward applies r's commands on shard at the peer whose bus is addr, and
 // fills r.Results or r.Err. A request whose fate is unknown (the connection
-// broke after it was sent) fails with ErrMayHaveBeenCounted.
-func (f *forwarder) forward(addr string, shard int, r *Request) {
+// broke after it was sent) fails with ErrMayHaveBeenCounted. When the peer
+// does not lead the shard but knows who does, r fails with ErrNotApplied
+// and the leader's id is returned.
+func (f *forwarder) forward(addr string, shard int, r *Request) (leaderHint string) {
 	frame := []byte{frameCommands}
 	frame = binary.AppendUvarint(frame, uint64(shard))
 	frame = appendBatch(frame, 0, []*Request{r})
@@ -123,12 +142,17 @@ func (f *forwarder) forward(addr string, shard int, r *Request) {
 		} else {
 			r.Err = ErrNotApplied
 		}
-		return
+		return ""
 	}
 	d := wire{b: reply}
-	if d.byte() != 0 {
+	switch d.byte() {
+	case 0:
+	case 2:
+		r.Err = ErrNotApplied
+		return string(d.b)
+	default:
 		r.Err = wireError(d.b)
-		return
+		return ""
 	}
 	for i := range r.Results {
 		r.Results[i] = d.result()
@@ -136,10 +160,11 @@ func (f *forwarder) forward(addr string, shard int, r *Request) {
 	if d.err != nil {
 		r.Err = fmt.Errorf("ERR bad reply from %s: %v", addr, d.err)
 	}
+	return ""
 }
 
-// status asks the peer at addr for its applied index per shard.
-func (f *forwarder) status(addr string) ([]uint64, error) {
+// status asks the peer at addr about its replicas.
+func (f *forwarder) status(addr string) ([]shardStatus, error) {
 	reply, _, err := f.call(addr, []byte{frameStatus})
 	if err != nil {
 		return nil, err
@@ -152,9 +177,9 @@ func (f *forwarder) status(addr string) ([]uint64, error) {
 	if n > 1<<16 {
 		return nil, errBadEntry
 	}
-	out := make([]uint64, n)
+	out := make([]shardStatus, n)
 	for i := range out {
-		out[i] = d.uvarint()
+		out[i] = shardStatus{applied: d.uvarint(), leader: string(d.bytes(256))}
 	}
 	return out, d.err
 }
@@ -190,7 +215,7 @@ func (f *forwarder) get(addr string) (net.Conn, error) {
 		conns := f.idle[addr]
 		if len(conns) == 0 {
 			f.mu.Unlock()
-			return dialBus(f.dial, addr, streamForward, 0, 2*time.Second)
+			return dialBus(f.dial, f.fp, addr, streamForward, 0, 2*time.Second)
 		}
 		conn := conns[len(conns)-1]
 		f.idle[addr] = conns[:len(conns)-1]

@@ -17,7 +17,7 @@ import (
 func BenchmarkRaftSingleNode(b *testing.B) {
 	for _, callers := range []int{1, 50} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			layout, err := persistence.Open(b.TempDir(), persistence.Identity{NodeID: "n1", Shards: 1})
+			layout, err := persistence.Open(b.TempDir(), persistence.Identity{NodeID: "n1", Shards: 1, Members: []string{"n1"}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -31,7 +31,7 @@ func BenchmarkRaftSingleNode(b *testing.B) {
 			var wg sync.WaitGroup
 			b.ResetTimer()
 			start := time.Now()
-			before := n.groups[0].raft.AppliedIndex()
+			before := n.groups[0].Load().raft.AppliedIndex()
 			for c := range callers {
 				wg.Add(1)
 				go func() {
@@ -51,7 +51,7 @@ func BenchmarkRaftSingleNode(b *testing.B) {
 				}()
 			}
 			wg.Wait()
-			entries := n.groups[0].raft.AppliedIndex() - before
+			entries := n.groups[0].Load().raft.AppliedIndex() - before
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
 			b.ReportMetric(float64(b.N)/float64(max(entries, 1)), "req/entry")
 		})

@@ -123,7 +123,7 @@ func (tc *testCluster) start(i int, ln net.Listener) {
 			tc.t.Fatal(err)
 		}
 	}
-	layout, err := persistence.Open(tc.dirs[i], persistence.Identity{NodeID: m.ID, Shards: tc.shards})
+	layout, err := persistence.Open(tc.dirs[i], persistence.Identity{NodeID: m.ID, Shards: tc.shards, Members: MemberList(tc.members)})
 	if err != nil {
 		tc.t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func (tc *testCluster) leaderOf(shard int) int {
 	for time.Now().Before(deadline) {
 		agreed, idx := true, -1
 		for _, n := range tc.nodes {
-			if n == nil || n.groups[shard] == nil {
+			if n == nil || n.groups[shard].Load() == nil {
 				continue
 			}
 			m, _, ok := n.Leader(shard)
@@ -204,7 +204,7 @@ func (tc *testCluster) converge(shard int) string {
 	for time.Now().Before(deadline) {
 		last = last[:0]
 		for _, n := range tc.nodes {
-			if n == nil || n.groups[shard] == nil {
+			if n == nil || n.groups[shard].Load() == nil {
 				continue
 			}
 			r, err := n.Read(shard, engine.Command{Op: engine.OpDigest})

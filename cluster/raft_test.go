@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bufio"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -178,6 +179,65 @@ func TestRaftReadsAndStatsComeFromTheLocalReplica(t *testing.T) {
 		r, err := n.Read(0, engine.Command{Op: engine.OpDBSize})
 		if err != nil || r.Int != 10 || n.Stats(0).Keys != 10 {
 			t.Errorf("node %d: DBSIZE %d %v, stats %+v", i, r.Int, err, n.Stats(0))
+		}
+	}
+}
+
+// With more than three nodes a node holds no replica of some shards: it
+// learns their leaders from their replicas, routes to them, and reports a
+// complete topology.
+func TestRaftFourNodesRouteShardsTheyDoNotHold(t *testing.T) {
+	tc := startTestCluster(t, 4, 4)
+	for shard := range tc.shards {
+		tc.leaderOf(shard)
+	}
+	// n1 holds shards 0, 2, 3 (replicas of shard s start at member s).
+	if tc.nodes[0].groups[1].Load() != nil {
+		t.Fatal("n1 holds a replica of shard 1")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, _, known := tc.nodes[0].Leader(1)
+		if known {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("n1 never learned shard 1's leader")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, v := range tc.nodes[0].Topology() {
+		if !v.LeaderKnown {
+			t.Fatalf("shard %d's leader unknown to n1", v.Shard)
+		}
+	}
+	// Kill shard 1's leader: n1 follows the new one.
+	leader := tc.leaderOf(1)
+	tc.crash(leader)
+	if _, err := tc.call(0, 1, sliding("k", 10, 60_000)); err != nil {
+		t.Fatalf("through n1 after shard 1's leader died: %v", err)
+	}
+	if r, err := tc.nodes[0].Read(1, engine.Command{Op: engine.OpDBSize}); err != nil || r.Int != 1 {
+		t.Fatalf("DBSIZE of shard 1 through n1: %d %v", r.Int, err)
+	}
+}
+
+// A node started with another shard count (or other members) cannot join:
+// the others refuse its bus connections, so it never takes part in their
+// groups.
+func TestRaftRefusesANodeConfiguredDifferently(t *testing.T) {
+	tc := startTestCluster(t, 3, 2)
+	tc.leaderOf(0)
+	other := fingerprint(tc.members, 3)
+	conn, err := dialBus(tcpDial, other, tc.members[0].Bus, streamForward, 0, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := writeFrame(conn, []byte{frameStatus}); err == nil {
+		if _, err := readFrame(bufio.NewReader(conn)); err == nil {
+			t.Fatal("a node with another --shards was answered")
 		}
 	}
 }

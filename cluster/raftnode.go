@@ -1,12 +1,14 @@
 package cluster
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -83,11 +85,14 @@ func (c *RaftConfig) setDefaults() {
 // node over the bus.
 type RaftShards struct {
 	cfg    RaftConfig
-	groups []*group // by shard; nil where this node holds no replica
-	bus    *bus
-	fwd    *forwarder
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	groups []atomic.Pointer[group] // by shard; nil where this node holds no replica
+	// foreign are the leaders, learned from their replicas, of the shards
+	// this node holds no replica of (clusters of more than three nodes).
+	foreign []atomic.Pointer[Member]
+	bus     *bus
+	fwd     *forwarder
+	stop    chan struct{}
+	wg      sync.WaitGroup
 
 	mu     sync.RWMutex // held for reading while submitting, for writing to close
 	closed bool
@@ -96,13 +101,17 @@ type RaftShards struct {
 // StartRaft opens this node's shard replicas and starts their groups.
 func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 	cfg.setDefaults()
-	n := &RaftShards{cfg: cfg, groups: make([]*group, cfg.Shards), fwd: newForwarder(cfg.Dial), stop: make(chan struct{})}
+	fp := fingerprint(cfg.Members, cfg.Shards)
+	n := &RaftShards{
+		cfg: cfg, groups: make([]atomic.Pointer[group], cfg.Shards), foreign: make([]atomic.Pointer[Member], cfg.Shards),
+		fwd: newForwarder(cfg.Dial, fp), stop: make(chan struct{}),
+	}
 	if len(cfg.Members) > 1 && cfg.Bus == nil {
 		return nil, errors.New("a cluster needs a bus listener")
 	}
 	transports := make([]raft.Transport, cfg.Shards)
 	if cfg.Bus != nil {
-		n.bus = newBus(cfg.Bus, cfg.Dial, func(c net.Conn) { serveForward(c, n) })
+		n.bus = newBus(cfg.Bus, cfg.Dial, fp, cfg.Log, func(c net.Conn) { serveForward(c, n) })
 	}
 	for shard := range cfg.Shards {
 		if !holds(Replicas(cfg.Members, shard), cfg.Self.ID) {
@@ -113,7 +122,7 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 		} else {
 			transports[shard] = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 				Stream: n.bus.stream(shard), MaxPool: 3, Timeout: 10 * time.Second,
-				Logger: hclog.New(&hclog.LoggerOptions{Name: "raft.net", Level: hclog.Warn, Output: cfg.RaftLog}),
+				Logger: hclog.New(&hclog.LoggerOptions{Name: "raft.net", Level: hclog.Warn, Output: quietShutdown{cfg.RaftLog}}),
 			})
 		}
 	}
@@ -129,7 +138,7 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 			n.shutdown(false)
 			return nil, err
 		}
-		n.groups[shard] = g
+		n.groups[shard].Store(g)
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
@@ -143,7 +152,25 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 			n.balance()
 		}()
 	}
+	if len(cfg.Members) > MaxReplicas {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.learnForeignLeaders()
+		}()
+	}
 	return n, nil
+}
+
+// quietShutdown drops the errors hashicorp/raft's transport logs for every
+// connection it closes while shutting down: an orderly stop is not an error.
+type quietShutdown struct{ w io.Writer }
+
+func (q quietShutdown) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("transport shutdown")) {
+		return len(p), nil
+	}
+	return q.w.Write(p)
 }
 
 func holds(replicas []Member, id string) bool {
@@ -181,10 +208,44 @@ func (n *RaftShards) route(r *Request) {
 		n.submitLocal(r.shard, r)
 	default:
 		go func() {
-			n.fwd.forward(leader.Bus, r.shard, r)
+			hint := n.fwd.forward(leader.Bus, r.shard, r)
+			if n.groups[r.shard].Load() == nil && notApplied(r.Err) {
+				n.relearn(r.shard, leader, hint)
+			}
 			finish(r)
 		}()
 	}
+}
+
+// relearn corrects what this node believes leads a shard it holds no
+// replica of, after asking (whom) failed: the leader that node named, or
+// else the shard's next replica, which will name it.
+func (n *RaftShards) relearn(shard int, whom *Member, hint string) {
+	if m := n.member(hint); m != nil {
+		n.foreign[shard].Store(m)
+		return
+	}
+	replicas := Replicas(n.cfg.Members, shard)
+	for i, m := range replicas {
+		if m.ID == whom.ID {
+			next := replicas[(i+1)%len(replicas)]
+			n.foreign[shard].Store(&next)
+			return
+		}
+	}
+}
+
+// leaderHint names shard's leader when it is another node this node knows.
+func (n *RaftShards) leaderHint(shard int) string {
+	if shard < 0 || shard >= len(n.groups) {
+		return ""
+	}
+	if g := n.groups[shard].Load(); g != nil {
+		if m := g.leader.Load(); m != nil && m.ID != n.cfg.Self.ID {
+			return m.ID
+		}
+	}
+	return ""
 }
 
 // reroute takes back a request that was not applied and routes it again
@@ -199,7 +260,7 @@ func (n *RaftShards) reroute(r *Request) bool {
 		pause := time.NewTimer(min(50*time.Millisecond, time.Until(r.deadline)))
 		defer pause.Stop()
 		var change chan struct{}
-		if g := n.groups[r.shard]; g != nil {
+		if g := n.groups[r.shard].Load(); g != nil {
 			g.mu.Lock()
 			change = g.change
 			g.mu.Unlock()
@@ -221,15 +282,62 @@ func (n *RaftShards) isClosed() bool {
 }
 
 // leaderOf returns the shard's leader, waiting up to wait for an election to
-// end. For a shard this node holds no replica of, it names the preferred
-// leader: that node knows the real one.
+// end. For a shard this node holds no replica of, it is the leader its
+// replicas last named, or the preferred leader until they have.
 func (n *RaftShards) leaderOf(shard int, wait time.Duration) (*Member, bool) {
-	g := n.groups[shard]
+	g := n.groups[shard].Load()
 	if g == nil {
+		if m := n.foreign[shard].Load(); m != nil {
+			return m, true
+		}
 		m := Replicas(n.cfg.Members, shard)[0]
 		return &m, true
 	}
 	return g.awaitLeader(max(wait, 0), n.stop)
+}
+
+// learnForeignLeaders keeps n.foreign current by asking the replicas of each
+// shard this node holds none of who leads it.
+func (n *RaftShards) learnForeignLeaders() {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		asked := map[string][]shardStatus{} // one status call per node per round
+		for shard := range n.groups {
+			g := n.groups[shard].Load()
+			if g != nil {
+				continue
+			}
+			var learned *Member
+			for _, r := range Replicas(n.cfg.Members, shard) {
+				st, ok := asked[r.ID]
+				if !ok {
+					st, _ = n.fwd.status(r.Bus)
+					asked[r.ID] = st
+				}
+				if shard < len(st) && st[shard].leader != "" {
+					learned = n.member(st[shard].leader)
+					break
+				}
+			}
+			n.foreign[shard].Store(learned)
+		}
+		select {
+		case <-tick.C:
+		case <-n.stop:
+			return
+		}
+	}
+}
+
+// member returns the member with id, or nil.
+func (n *RaftShards) member(id string) *Member {
+	for i := range n.cfg.Members {
+		if n.cfg.Members[i].ID == id {
+			return &n.cfg.Members[i]
+		}
+	}
+	return nil
 }
 
 // submitLocal queues r on this node's proposer for shard, failing it with
@@ -239,7 +347,7 @@ func (n *RaftShards) submitLocal(shard int, r *Request) {
 	defer n.mu.RUnlock()
 	var g *group
 	if shard >= 0 && shard < len(n.groups) {
-		g = n.groups[shard]
+		g = n.groups[shard].Load()
 	}
 	switch {
 	case n.closed:
@@ -253,12 +361,17 @@ func (n *RaftShards) submitLocal(shard int, r *Request) {
 	go finish(r) // not under mu: a re-route may wait
 }
 
-// appliedIndexes are this node's applied Raft index per shard.
-func (n *RaftShards) appliedIndexes() []uint64 {
-	out := make([]uint64, len(n.groups))
-	for i, g := range n.groups {
-		if g != nil {
-			out[i] = g.raft.AppliedIndex()
+// status describes this node's replicas, for peers.
+func (n *RaftShards) status() []shardStatus {
+	out := make([]shardStatus, len(n.groups))
+	for i := range n.groups {
+		g := n.groups[i].Load()
+		if g == nil {
+			continue
+		}
+		out[i].applied = g.raft.AppliedIndex()
+		if m := g.leader.Load(); m != nil {
+			out[i].leader = m.ID
 		}
 	}
 	return out
@@ -267,24 +380,24 @@ func (n *RaftShards) appliedIndexes() []uint64 {
 // Stats returns the counters of this node's replica of shard (zero when it
 // holds none).
 func (n *RaftShards) Stats(shard int) engine.Stats {
-	if g := n.groups[shard]; g != nil {
+	if g := n.groups[shard].Load(); g != nil {
 		return g.fsm.stats()
 	}
 	return engine.Stats{}
 }
 
-// ErrNoReplica answers a read of a shard this node holds no replica of.
-var ErrNoReplica = errors.New("ERR this node holds no replica of that shard")
-
 // Read answers a read-only shard-wide command (DBSIZE, SCAN, DEBUG DIGEST)
 // from this node's replica, which may trail the leader by the entries in
-// flight.
+// flight; for a shard it holds no replica of, through the shard's leader.
 func (n *RaftShards) Read(shard int, cmd engine.Command) (engine.Result, error) {
-	g := n.groups[shard]
-	if g == nil {
-		return engine.Result{}, ErrNoReplica
+	if g := n.groups[shard].Load(); g != nil {
+		return g.fsm.inspect(cmd), nil
 	}
-	return g.fsm.inspect(cmd), nil
+	done := make(chan struct{}, 1)
+	r := &Request{Cmds: []engine.Command{cmd}, Results: make([]engine.Result, 1), Done: done}
+	n.Submit(shard, r)
+	<-done
+	return r.Results[0], r.Err
 }
 
 // Close stops the node in order: no new requests, leadership handed over,
@@ -304,7 +417,8 @@ func (n *RaftShards) shutdown(handOver bool) error {
 	close(n.stop)
 	n.wg.Wait()
 	var errs []error
-	for _, g := range n.groups {
+	for i := range n.groups {
+		g := n.groups[i].Load()
 		if g != nil {
 			if err := g.close(handOver, n.cfg.Log); err != nil {
 				errs = append(errs, fmt.Errorf("shard %d: %w", g.shard, err))

@@ -75,6 +75,34 @@ func splitPort(addr string) (string, int, error) {
 	return host, port, nil
 }
 
+// MemberList is the membership as the data directory records it:
+// "id@bus" for each member of a cluster, just the id for a single node.
+func MemberList(members []Member) []string {
+	if len(members) == 1 {
+		return []string{members[0].ID}
+	}
+	out := make([]string, len(members))
+	for i, m := range members {
+		out[i] = m.ID + "@" + m.Bus
+	}
+	return out
+}
+
+// fingerprint identifies a cluster's configuration: its members and shard
+// count. Nodes refuse bus connections from a node with another one, so a
+// node started with a different --cluster or --shards cannot join Raft
+// groups it does not agree with.
+func fingerprint(members []Member, shards int) [8]byte {
+	h := sha1.New()
+	fmt.Fprintf(h, "%d", shards)
+	for _, m := range MemberList(members) {
+		fmt.Fprintf(h, ",%s", m)
+	}
+	var fp [8]byte
+	copy(fp[:], h.Sum(nil))
+	return fp
+}
+
 // MaxReplicas is how many nodes hold each shard.
 const MaxReplicas = 3
 

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -16,12 +18,14 @@ import (
 // one listener, the node's bus port. Each connection opens with a header that
 // says what it carries:
 //
-//	magic  2 bytes  "rl"
-//	kind   1 byte   streamRaft or streamForward
-//	shard  uint16   big endian (streamRaft only; 0 otherwise)
+//	magic        2 bytes  "rl"
+//	kind         1 byte   streamRaft or streamForward
+//	shard        uint16   big endian (streamRaft only; 0 otherwise)
+//	fingerprint  8 bytes  the cluster's members and shard count
 //
 // The header must arrive within headerTimeout, so an idle or foreign
-// connection cannot hold a slot.
+// connection cannot hold a slot; a connection from a node configured with
+// other members or another shard count is refused.
 
 const (
 	streamRaft    byte = 'R'
@@ -34,6 +38,9 @@ const (
 type bus struct {
 	ln      net.Listener
 	dial    Dialer
+	fp      [8]byte // this cluster's fingerprint
+	log     *slog.Logger
+	warned  atomic.Int64 // unix seconds of the last refusal logged
 	groups  map[int]*groupStream
 	forward func(net.Conn) // serves one forwarding connection
 
@@ -41,13 +48,13 @@ type bus struct {
 	closed bool
 }
 
-func newBus(ln net.Listener, dial Dialer, forward func(net.Conn)) *bus {
-	return &bus{ln: ln, dial: dial, groups: make(map[int]*groupStream), forward: forward}
+func newBus(ln net.Listener, dial Dialer, fp [8]byte, log *slog.Logger, forward func(net.Conn)) *bus {
+	return &bus{ln: ln, dial: dial, fp: fp, log: log, groups: make(map[int]*groupStream), forward: forward}
 }
 
 // stream returns the Raft stream layer of shard, to be set up before serve.
 func (b *bus) stream(shard int) *groupStream {
-	s := &groupStream{shard: shard, addr: b.ln.Addr(), dial: b.dial, accept: make(chan net.Conn, 16), closed: make(chan struct{})}
+	s := &groupStream{shard: shard, addr: b.ln.Addr(), dial: b.dial, fp: b.fp, accept: make(chan net.Conn, 16), closed: make(chan struct{})}
 	b.groups[shard] = s
 	return s
 }
@@ -69,8 +76,16 @@ func (b *bus) serve() {
 // route reads a connection's header and hands it over.
 func (b *bus) route(conn net.Conn) {
 	conn.SetReadDeadline(time.Now().Add(headerTimeout))
-	var h [5]byte
+	var h [headerSize]byte
 	if _, err := io.ReadFull(conn, h[:]); err != nil || string(h[:2]) != "rl" {
+		conn.Close()
+		return
+	}
+	if [8]byte(h[5:]) != b.fp {
+		// Rate-limited: a misconfigured peer retries all the time.
+		if now := time.Now().Unix(); b.warned.Swap(now) != now {
+			b.log.Error("refused a node configured with other members or another --shards", "from", conn.RemoteAddr().String())
+		}
 		conn.Close()
 		return
 	}
@@ -111,14 +126,19 @@ func tcpDial(addr string, timeout time.Duration) (net.Conn, error) {
 	return net.DialTimeout("tcp", addr, timeout)
 }
 
-// dialBus opens a connection to a peer's bus for kind (and shard).
-func dialBus(dial Dialer, addr string, kind byte, shard int, timeout time.Duration) (net.Conn, error) {
+const headerSize = 13
+
+// dialBus opens a connection to a peer's bus for kind (and shard), in the
+// cluster fp identifies.
+func dialBus(dial Dialer, fp [8]byte, addr string, kind byte, shard int, timeout time.Duration) (net.Conn, error) {
 	conn, err := dial(addr, timeout)
 	if err != nil {
 		return nil, err
 	}
-	h := []byte{'r', 'l', kind, 0, 0}
+	h := make([]byte, headerSize)
+	h[0], h[1], h[2] = 'r', 'l', kind
 	binary.BigEndian.PutUint16(h[3:], uint16(shard))
+	copy(h[5:], fp[:])
 	conn.SetWriteDeadline(time.Now().Add(timeout))
 	if _, err := conn.Write(h); err != nil {
 		conn.Close()
@@ -134,6 +154,7 @@ type groupStream struct {
 	shard     int
 	addr      net.Addr
 	dial      Dialer
+	fp        [8]byte
 	accept    chan net.Conn
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -160,5 +181,5 @@ func (s *groupStream) Addr() net.Addr { return s.addr }
 
 // Dial opens a connection to this group on the peer at address.
 func (s *groupStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialBus(s.dial, string(address), streamRaft, s.shard, timeout)
+	return dialBus(s.dial, s.fp, string(address), streamRaft, s.shard, timeout)
 }

@@ -29,10 +29,12 @@ func (n *RaftShards) Topology() []ShardView {
 		replicas := Replicas(n.cfg.Members, shard)
 		v := ShardView{Shard: shard, Leader: replicas[0]}
 		v.First, v.Last = SlotRange(shard, n.cfg.Shards)
-		if g := n.groups[shard]; g != nil {
-			if m := g.leader.Load(); m != nil {
-				v.Leader, v.LeaderKnown = *m, true
-			}
+		known := n.foreign[shard].Load()
+		if g := n.groups[shard].Load(); g != nil {
+			known = g.leader.Load()
+		}
+		if known != nil {
+			v.Leader, v.LeaderKnown = *known, true
 		}
 		v.Replicas = append(v.Replicas, v.Leader)
 		for _, m := range replicas {
@@ -48,9 +50,12 @@ func (n *RaftShards) Topology() []ShardView {
 // Leader returns shard's leader as this node knows it, without waiting:
 // ok is false during an election.
 func (n *RaftShards) Leader(shard int) (leader Member, local, ok bool) {
-	g := n.groups[shard]
+	g := n.groups[shard].Load()
 	if g == nil {
-		return Replicas(n.cfg.Members, shard)[0], false, true
+		if m := n.foreign[shard].Load(); m != nil {
+			return *m, false, true
+		}
+		return Member{}, false, false
 	}
 	m := g.leader.Load()
 	if m == nil {
@@ -73,7 +78,8 @@ type RaftState struct {
 // RaftStates describes this node's replicas.
 func (n *RaftShards) RaftStates() []RaftState {
 	var out []RaftState
-	for _, g := range n.groups {
+	for i := range n.groups {
+		g := n.groups[i].Load()
 		if g == nil {
 			continue
 		}
@@ -98,7 +104,7 @@ func (n *RaftShards) RaftStates() []RaftState {
 // LastContact is how long ago this node's replica of shard heard from its
 // leader (0 on the leader itself), and false when it holds none.
 func (n *RaftShards) LastContact(shard int) (time.Duration, bool) {
-	g := n.groups[shard]
+	g := n.groups[shard].Load()
 	if g == nil {
 		return 0, false
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // FormatVersion is the data directory's format. A directory written by a
@@ -19,6 +20,10 @@ type Identity struct {
 	Format int    `json:"format"`
 	NodeID string `json:"node_id"`
 	Shards int    `json:"shards"`
+	// Members are the Raft members, "id@bus-address" (just this node's id
+	// for a single node). A node restarted with others would keep its old
+	// Raft configuration and lead a second copy of its shards.
+	Members []string `json:"members"`
 }
 
 // Layout names the files of one data directory.
@@ -59,6 +64,9 @@ func Open(dir string, id Identity) (Layout, error) {
 		return Layout{}, fmt.Errorf("%w: %s belongs to node %q, not --node-id %q", ErrIdentityMismatch, dir, have.NodeID, id.NodeID)
 	case have.Shards != id.Shards:
 		return Layout{}, fmt.Errorf("%w: %s holds %d shards, not --shards %d (the shard count cannot change)", ErrIdentityMismatch, dir, have.Shards, id.Shards)
+	case !slices.Equal(have.Members, id.Members):
+		return Layout{}, fmt.Errorf("%w: %s belongs to a cluster of %v, not %v (the membership cannot change: use the original --cluster, or a new data directory)",
+			ErrIdentityMismatch, dir, have.Members, id.Members)
 	}
 	return l, nil
 }

@@ -8,14 +8,19 @@ import (
 
 func TestOpenChecksIdentity(t *testing.T) {
 	dir := t.TempDir()
-	id := Identity{NodeID: "n1", Shards: 8}
+	id := Identity{NodeID: "n1", Shards: 8, Members: []string{"n1@h:1", "n2@h:2", "n3@h:3"}}
 	if _, err := Open(dir, id); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(dir, id); err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
-	for _, other := range []Identity{{NodeID: "n2", Shards: 8}, {NodeID: "n1", Shards: 4}} {
+	for _, other := range []Identity{
+		{NodeID: "n2", Shards: 8, Members: id.Members},
+		{NodeID: "n1", Shards: 4, Members: id.Members},
+		{NodeID: "n1", Shards: 8, Members: []string{"n1"}}, // a single node's dir joining a cluster
+		{NodeID: "n1", Shards: 8, Members: []string{"n1@h:1", "n2@h:2", "n4@h:4"}},
+	} {
 		if _, err := Open(dir, other); !errors.Is(err, ErrIdentityMismatch) {
 			t.Errorf("%+v: %v, want ErrIdentityMismatch", other, err)
 		}

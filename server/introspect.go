@@ -136,7 +136,7 @@ func (s *Server) configParams() [][2]string {
 	l := s.cfg.Limits
 	return [][2]string{
 		{"appendonly", "no"},
-		{"cluster-enabled", "no"},
+		{"cluster-enabled", map[bool]string{true: "yes", false: "no"}[s.cfg.Cluster != nil]},
 		{"databases", "1"},
 		{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
 		{"maxmemory", "0"},

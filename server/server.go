@@ -26,8 +26,8 @@ type Shards interface {
 	// Stats are a shard's counters.
 	Stats(shard int) engine.Stats
 	// Read answers a read-only shard-wide command (DBSIZE, SCAN, DEBUG
-	// DIGEST) from this node's replica of a shard, without going through the
-	// log; cluster.ErrNoReplica when this node holds none.
+	// DIGEST) from this node's replica of a shard without going through the
+	// log (through the shard's leader where the node holds no replica).
 	Read(shard int, cmd engine.Command) (engine.Result, error)
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
 )
@@ -33,9 +32,6 @@ func (c *client) dbsize(out []byte) []byte {
 			continue
 		}
 		r, err := c.srv.shards.Read(shard, engine.Command{Op: engine.OpDBSize})
-		if errors.Is(err, cluster.ErrNoReplica) {
-			continue
-		}
 		if err != nil {
 			return appendError(out, err)
 		}
@@ -76,19 +72,15 @@ func (c *client) scan(args [][]byte, out []byte) []byte {
 		kind = engine.Kind(255) // matches no key
 	}
 	cmd := engine.Command{Op: engine.OpScan, Args: [4]int64{pos, a.Count, int64(kind)}}
-	// Skip the shards this connection does not cover, and those this node
-	// holds no replica of.
-	var r engine.Result
-	err = cluster.ErrNoReplica
-	for ; shard < shards; shard, cmd.Args[0] = shard+1, 0 {
-		if c.covers(shard) {
-			if r, err = c.srv.shards.Read(shard, cmd); !errors.Is(err, cluster.ErrNoReplica) {
-				break
-			}
-		}
+	// Skip the shards this connection does not cover.
+	for shard < shards && !c.covers(shard) {
+		shard, cmd.Args[0] = shard+1, 0
 	}
-	if shard == shards {
-		shard, r, err = shards-1, engine.Result{}, nil
+	var r engine.Result
+	if shard < shards {
+		r, err = c.srv.shards.Read(shard, cmd)
+	} else {
+		shard = shards - 1 // nothing left: answer an empty last page
 	}
 	if err != nil {
 		return appendError(out, err)
@@ -136,16 +128,14 @@ func (c *client) debugCommand(spec *commands.Spec, args [][]byte, out []byte) []
 }
 
 // digest is DEBUG DIGEST: a SHA-256 over the digests of this node's
-// replicas, each taken between two batches. Replicas that applied the same
+// replicas, each taken between two batches (a shard the node holds no
+// replica of counts as its leader holds it). Replicas that applied the same
 // log agree; compare nodes once writes have stopped and every replica has
 // caught up.
 func (c *client) digest(out []byte) []byte {
 	h := sha256.New()
 	for shard := range c.srv.shards.Shards() {
 		r, err := c.srv.shards.Read(shard, engine.Command{Op: engine.OpDigest})
-		if errors.Is(err, cluster.ErrNoReplica) {
-			continue
-		}
 		if err != nil {
 			return appendError(out, err)
 		}

@@ -214,3 +214,23 @@ func slotOf(t testing.TB, c *redis.Client, key string) int64 {
 	}
 	return slot
 }
+
+// Found while writing docs/cluster.md: a node's data directory created for
+// a single node was accepted with --cluster, kept its one-member Raft
+// configuration and led a second copy of its shards, handing out the budget
+// twice. The data directory records the membership and refuses another.
+func TestClusterRefusesADataDirOfAnotherMembership(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ports := freePorts(t, 2)
+	single := launch(t, dir, "--node-id", "n1", "--bind", "127.0.0.1", "--port", fmt.Sprint(ports[0]), "--shards", "2")
+	if code := single.Stop(t); code != 0 {
+		t.Fatalf("single node exited %d", code)
+	}
+	members := fmt.Sprintf("n1@127.0.0.1:%d,n2@127.0.0.1:%d", ports[0], ports[1])
+	_, stderr, code := runBinaryIn(t, dir, "--node-id", "n1", "--bind", "127.0.0.1", "--port", fmt.Sprint(ports[0]),
+		"--shards", "2", "--cluster", members)
+	if code != 1 || !strings.Contains(stderr, "the membership cannot change") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 refusing the membership", code, stderr)
+	}
+}

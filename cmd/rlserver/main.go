@@ -105,10 +105,11 @@ func serve(o options, log *slog.Logger, stderr io.Writer) error {
 		}
 	}
 	srv := server.New(cfg, shards, clock, debug)
-	log.Info("rlserver ready", "version", version, "addr", ln.Addr().String(), "shards", o.shards, "mode", mode, "debug", o.debug)
-
+	// Catch the signals before saying ready: a SIGTERM right after the ready
+	// line must stop the server in order, not kill it.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	log.Info("rlserver ready", "version", version, "addr", ln.Addr().String(), "shards", o.shards, "mode", mode, "debug", o.debug)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -136,7 +137,7 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 	if err != nil {
 		return nil, nil, "", err
 	}
-	layout, err := persistence.Open(o.dataDir, persistence.Identity{NodeID: self.ID, Shards: o.shards})
+	layout, err := persistence.Open(o.dataDir, persistence.Identity{NodeID: self.ID, Shards: o.shards, Members: cluster.MemberList(members)})
 	if err != nil {
 		return nil, nil, "", err
 	}
