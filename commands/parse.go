@@ -120,6 +120,21 @@ func keyParser(op engine.Op) func([][]byte, []engine.Command) ([]engine.Command,
 	}
 }
 
+// parseMemoryUsage parses "MEMORY USAGE key [SAMPLES count]" (the sample
+// count is accepted and needs nothing: rlserver knows a key's size).
+func parseMemoryUsage(args [][]byte, dst []engine.Command) ([]engine.Command, error) {
+	switch {
+	case len(args) == 3:
+	case len(args) == 5 && EqualFold(args[3], "samples"):
+		if _, ok := ParseInt(args[4]); !ok {
+			return dst, ErrNotInteger
+		}
+	default:
+		return dst, ErrSyntax
+	}
+	return append(dst, engine.Command{Op: engine.OpUsage, Key: args[2]}), nil
+}
+
 // ScanArgs are SCAN's arguments.
 type ScanArgs struct {
 	Cursor uint64

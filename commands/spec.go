@@ -65,6 +65,7 @@ const (
 	IDExec
 	IDDiscard
 	IDDebug
+	IDMemory
 )
 
 // Arg documents one argument for COMMAND DOCS and the reference docs.

@@ -238,6 +238,22 @@ var table = []*Spec{
 	serverCommand(IDDiscard, "discard", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"},
 		"transactions", "Drops the queued commands."),
 	{
+		ID: IDMemory, Name: "memory", Arity: -2, Categories: []string{"@slow"}, Group: "server", Since: "1.0.0",
+		Complexity: "O(1)", Summary: "Memory introspection, as Redis's MEMORY.", Route: RouteServer,
+		Sub: []*Spec{
+			{
+				Name: "memory|usage", Arity: -3, Flags: []string{"readonly"}, FirstKey: 2, LastKey: 2, KeyStep: 1,
+				Group: "server", Since: "1.0.0", Complexity: "O(1)",
+				Summary: "The bytes a key holds, as rlserver estimates them (its slot, index entry, key and log); nil if absent.",
+				Args:    []Arg{argKey, {Name: "count", Type: "integer", Token: "SAMPLES", Optional: true}},
+				Route:   RouteKey, parse: parseMemoryUsage,
+			},
+			sub("memory", "stats", 2, []string{"readonly"}, "Memory figures: the Go heap, the keys and their estimated bytes."),
+			sub("memory", "purge", 2, []string{}, "Runs the garbage collector and returns free memory to the system; INFO's used_memory is then what is live."),
+			sub("memory", "help", 2, []string{"loading", "stale"}, "Lists the MEMORY subcommands."),
+		},
+	},
+	{
 		ID: IDDebug, Name: "debug", Arity: -2, Flags: []string{"admin", "noscript", "loading", "stale"},
 		Categories: adminCats, Group: "server", Since: "1.0.0", Complexity: "O(1)",
 		Summary: "Testing aids, refused unless rlserver runs with --enable-debug-command.", Route: RouteServer,

@@ -51,7 +51,7 @@ func FuzzShardApply(f *testing.F) {
 	f.Add(uint8(OpThrottle), int64(4), int64(1), int64(1), int64(6), int64(1_700_000_000_000), uint16(7))
 	f.Add(uint8(OpToken), int64(10), int64(3), int64(1000), int64(11), int64(0), uint16(9))
 	f.Fuzz(func(t *testing.T, op uint8, a0, a1, a2, cost, now int64, gap uint16) {
-		c := Command{Op: Op(op % uint8(OpSweep+1)), Key: []byte("k"), Args: [4]int64{a0, a1, a2, cost}}
+		c := Command{Op: Op(op % uint8(OpUsage+1)), Key: []byte("k"), Args: [4]int64{a0, a1, a2, cost}}
 		if c.Op == OpScan || c.Op == OpSweep || c.Op == OpSetClock {
 			c.Args = [4]int64{abs(a0) % 1000, abs(a1)%1000 + 1}
 		}

@@ -6,7 +6,8 @@ import "errors"
 type Op uint8
 
 // The operations. The decision ops take their algorithm's parameters in
-// Args[0..2] (see the Command doc) and the cost in Args[3].
+// Args[0..2] (see the Command doc) and the cost in Args[3]. The values are
+// written into Raft logs: add new ops at the end, never reorder.
 const (
 	opNone Op = iota
 
@@ -31,6 +32,7 @@ const (
 	OpDigest   // Text: hex SHA-256 of the live state
 	OpSetClock // Args[0]: the shard's time from now on, even if earlier
 	OpSweep    // Args[0]: how many slots the expiry sweep examines
+	OpUsage    // Int: estimated bytes Key holds, nil result if absent
 )
 
 // kind is the algorithm a decision op uses, or kindNone.

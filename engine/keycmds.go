@@ -44,6 +44,12 @@ func (s *Shard) keyCommand(now int64, c *Command, r *Result) {
 		if e != nil {
 			r.Type, r.Fields = ResFields, describe(e, now)
 		}
+	case OpUsage:
+		_, e := s.lookup(c.Key, now)
+		r.Type = ResNil
+		if e != nil {
+			r.Type, r.Int = ResInt, s.keys.usage(e)
+		}
 	case OpDBSize:
 		r.Type, r.Int = ResInt, int64(s.keys.len())
 	case OpScan:

@@ -67,6 +67,11 @@ func (ks *keyspace) setLog(i int32, l SlidingLog, entries []logEntry) {
 	e.setSlidingLog(l, entries)
 }
 
+// usage estimates the bytes e holds, as the keyspace counts them.
+func (ks *keyspace) usage(e *entry) int64 {
+	return perKeyOverhead + int64(len(e.key)) + logEntrySize*int64(cap(e.log))
+}
+
 // len is the number of keys held, including expired ones not yet reclaimed.
 func (ks *keyspace) len() int {
 	return len(ks.index)

@@ -11,7 +11,7 @@ func (c *Command) Valid() bool {
 		return a[3] >= 0 && a[3] <= MaxCount && validParams(k, [3]int64{a[0], a[1], a[2]}, k == KindGCRA)
 	}
 	switch c.Op {
-	case OpDel, OpExists, OpType, OpPTTL, OpTTL, OpInfo, OpDBSize, OpFlush, OpDigest:
+	case OpDel, OpExists, OpType, OpPTTL, OpTTL, OpInfo, OpUsage, OpDBSize, OpFlush, OpDigest:
 		return true
 	case OpScan:
 		return a[0] >= 0 && a[1] >= 1 && a[2] >= 0 && a[2] <= 255

@@ -56,6 +56,8 @@ func (c *client) serverCommand(spec *commands.Spec, args [][]byte, out []byte) [
 		return c.discard(out)
 	case commands.IDDebug:
 		return c.debugCommand(spec, args, out)
+	case commands.IDMemory:
+		return c.memoryCommand(spec, args, out)
 	case commands.IDDBSize:
 		return c.dbsize(out)
 	case commands.IDFlushAll, commands.IDFlushDB:
