@@ -6,23 +6,25 @@ import (
 	"fmt"
 )
 
-// appendEntry appends the canonical encoding of e as of now: its kind, key,
-// parameters and state as varints, then the entries of its log still inside
-// the window. Snapshots and the digest use it, so replicas that applied the
-// same commands encode every key alike.
-func appendEntry(b []byte, e *entry, now int64) []byte {
-	b = append(b, byte(e.kind))
-	b = binary.AppendUvarint(b, uint64(len(e.key)))
-	b = append(b, e.key...)
-	for _, v := range e.params {
+// appendEntry appends the canonical encoding of record i as of now: its
+// kind, key, parameters and state as varints, then the entries of its log
+// still inside the window. Snapshots and the digest use it, so replicas that
+// applied the same commands encode every key alike.
+func appendEntry(b []byte, ks *keyspace, i int32, now int64) []byte {
+	kind := ks.kind(i)
+	key := ks.key(i)
+	b = append(b, byte(kind))
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	for _, v := range ks.paramsOf(i) {
 		b = binary.AppendVarint(b, v)
 	}
-	for _, v := range e.state {
+	for _, v := range ks.records[i].state {
 		b = binary.AppendVarint(b, v)
 	}
 	var log []logEntry
-	if e.kind == KindLog {
-		l, entries := e.slidingLog()
+	if kind == KindLog {
+		l, entries := ks.slidingLog(i)
 		log = l.live(entries, now)
 	}
 	b = binary.AppendUvarint(b, uint64(len(log)))
@@ -34,20 +36,13 @@ func appendEntry(b []byte, e *entry, now int64) []byte {
 }
 
 // AppendSnapshot appends the shard's state to b: its clock, then every live
-// key with its state, in slot order. RestoreShard reads it back.
+// key with its state, in record order. RestoreShard reads it back.
 func (s *Shard) AppendSnapshot(b []byte) []byte {
+	live := s.liveRecords()
 	b = binary.AppendVarint(b, s.now)
-	n := 0
-	for i := range s.keys.slots {
-		if e := &s.keys.slots[i]; e.kind != kindNone && e.expiresAt() > s.now {
-			n++
-		}
-	}
-	b = binary.AppendUvarint(b, uint64(n))
-	for i := range s.keys.slots {
-		if e := &s.keys.slots[i]; e.kind != kindNone && e.expiresAt() > s.now {
-			b = appendEntry(b, e, s.now)
-		}
+	b = binary.AppendUvarint(b, uint64(len(live)))
+	for _, i := range live {
+		b = appendEntry(b, &s.keys, i, s.now)
 	}
 	return b
 }
@@ -129,28 +124,28 @@ func (d *decoder) entry(s *Shard) {
 	}
 	key := d.b[:klen]
 	d.b = d.b[klen:]
-	var e entry
-	e.kind = kind
-	for i := range e.params {
-		e.params[i] = d.varint()
+	var params, state [3]int64
+	for i := range params {
+		params[i] = d.varint()
 	}
-	for i := range e.state {
-		e.state[i] = d.varint()
+	for i := range state {
+		state[i] = d.varint()
 	}
 	nlog := d.uvarint()
 	if d.err == nil && (nlog > MaxLogLimit || (nlog > 0 && kind != KindLog)) {
 		d.fail("bad log length")
 	}
+	var log []logEntry
 	if nlog > 0 && d.err == nil {
-		e.log = make([]logEntry, nlog)
-		for i := range e.log {
-			e.log[i] = logEntry{At: d.varint(), N: d.varint()}
+		log = make([]logEntry, nlog)
+		for i := range log {
+			log[i] = logEntry{At: d.varint(), N: d.varint()}
 		}
 	}
 	if d.err != nil {
 		return
 	}
-	if !validParams(kind, e.params, false) || !validState(&e) {
+	if !validParams(kind, params, false) || !validState(kind, params, state, log) {
 		d.fail("key %q: invalid parameters or state", key)
 		return
 	}
@@ -158,27 +153,27 @@ func (d *decoder) entry(s *Shard) {
 		d.fail("key %q twice", key)
 		return
 	}
-	i := s.keys.add(key)
-	e.key = s.keys.slots[i].key
-	s.keys.slots[i] = e
-	s.keys.bytes += logEntrySize * int64(cap(e.log))
+	i := s.keys.add(key, kind, params)
+	s.keys.records[i].state = state
+	if log != nil {
+		s.keys.setLog(i, log)
+	}
 }
 
 // validState checks that a decoded state is one the algorithms can produce:
 // times within [0, MaxTime], counts within [0, MaxCount], fractions below
 // their period, logs sorted with positive counts.
-func validState(e *entry) bool {
+func validState(kind Kind, params, st [3]int64, log []logEntry) bool {
 	time := func(v int64) bool { return v >= 0 && v <= MaxTime }
 	count := func(v int64) bool { return v >= 0 && v <= MaxCount }
-	st := e.state
-	switch e.kind {
+	switch kind {
 	case KindSliding:
 		return time(st[0]) && count(st[1]) && count(st[2])
 	case KindFixed:
 		return time(st[0]) && count(st[1]) && st[2] == 0
 	case KindLog:
 		prev := int64(-1)
-		for _, le := range e.log {
+		for _, le := range log {
 			if le.At <= prev || !time(le.At) || le.N < 1 || !count(le.N) {
 				return false
 			}
@@ -186,7 +181,7 @@ func validState(e *entry) bool {
 		}
 		return st == [3]int64{}
 	case KindToken, KindLeaky, KindGCRA:
-		return count(st[0]) && st[1] >= 0 && st[1] < e.params[2] && time(st[2])
+		return count(st[0]) && st[1] >= 0 && st[1] < params[2] && time(st[2])
 	case KindThrottle:
 		// A TAT lies at most one bucket depth past the latest instant.
 		return st[0] >= 0 && st[0] <= (MaxTime+MaxDuration)*nsPerMs && st[1] == 0 && st[2] == 0

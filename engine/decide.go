@@ -7,15 +7,18 @@ package engine
 // leaves the shard exactly as it was; a peek never writes, and a key is only
 // ever created by a granted cost.
 func (s *Shard) decide(now int64, c *Command, r *Result) {
-	i, e := s.lookup(c.Key, now)
+	ks := &s.keys
+	i := s.lookup(c.Key, now)
 	kind := c.Op.kind()
-	if e != nil && e.kind != kind {
+	if i >= 0 && ks.kind(i) != kind {
 		r.Type, r.Err = ResError, ErrWrongType
 		return
 	}
 	a, cost := c.Args, c.Args[3]
-	store := func(converted bool, allowed bool) bool {
-		return cost > 0 && (allowed || (converted && e != nil))
+	// store reports whether to write: a granted cost, or a conversion to new
+	// parameters of a key that exists (never for a peek).
+	store := func(converted, allowed bool) bool {
+		return cost > 0 && (allowed || (converted && i >= 0))
 	}
 	var d Decision
 	switch kind {
@@ -23,39 +26,36 @@ func (s *Shard) decide(now int64, c *Command, r *Result) {
 		w := SlidingWindow{Limit: a[0], Window: a[1]}
 		var st windowCounts
 		converted := false
-		if e != nil {
-			old, ost := e.sliding()
+		if i >= 0 {
+			old, ost := ks.sliding(i)
 			st, converted = w.adopt(old, ost, now), old != w
 		}
 		st, d = w.Decide(st, now, cost)
 		if store(converted, d.Allowed) {
-			s.slotFor(i, c.Key).setSliding(w, st)
+			ks.setSliding(s.slot(i, c.Key, kind, a), w, st)
 		}
 	case KindFixed:
 		w := FixedWindow{Limit: a[0], Window: a[1]}
 		var st windowCount
 		converted := false
-		if e != nil {
-			old, ost := e.fixed()
+		if i >= 0 {
+			old, ost := ks.fixed(i)
 			st, converted = w.adopt(old, ost, now), old != w
 		}
 		st, d = w.Decide(st, now, cost)
 		if store(converted, d.Allowed) {
-			s.slotFor(i, c.Key).setFixed(w, st)
+			ks.setFixed(s.slot(i, c.Key, kind, a), w, st)
 		}
 	case KindLog:
 		// Timestamps are absolute: new parameters need no conversion.
 		l := SlidingLog{Limit: a[0], Window: a[1]}
 		var entries []logEntry
-		if e != nil {
-			entries = e.log
+		if i >= 0 {
+			entries = ks.log(i)
 		}
 		entries, d = l.Decide(entries, now, cost)
 		if d.Allowed && cost > 0 {
-			if i < 0 {
-				i = s.keys.add(c.Key)
-			}
-			s.keys.setLog(i, l, entries)
+			ks.setSlidingLog(s.slot(i, c.Key, kind, a), l, entries)
 		}
 	case KindToken, KindLeaky, KindGCRA:
 		b := Bucket{Capacity: a[0], Rate: a[1], Period: a[2]}
@@ -64,23 +64,23 @@ func (s *Shard) decide(now int64, c *Command, r *Result) {
 		}
 		var st bucketLevel
 		converted := false
-		if e != nil {
-			old, ost := e.bucket()
+		if i >= 0 {
+			old, ost := ks.bucket(i)
 			st, converted = b.adopt(old, ost, now), old != b
 		}
 		st, d = b.Decide(st, now, cost)
 		if store(converted, d.Allowed) {
-			s.slotFor(i, c.Key).setBucket(kind, b, st)
+			ks.setBucket(s.slot(i, c.Key, kind, [4]int64{b.Capacity, b.Rate, b.Period}), kind, b, st)
 		}
 	case KindThrottle:
 		t := Throttle{MaxBurst: a[0], Count: a[1], Period: a[2]}
 		var tat int64
-		if e != nil {
-			_, tat = e.throttle()
+		if i >= 0 {
+			_, tat = ks.throttle(i)
 		}
 		tat, reply := t.Decide(tat, now, cost)
 		if !reply.Limited && cost > 0 {
-			s.slotFor(i, c.Key).setThrottle(t, tat)
+			ks.setThrottle(s.slot(i, c.Key, kind, a), t, tat)
 		}
 		s.count(!reply.Limited)
 		r.Type, r.Throttle = ResThrottle, reply
@@ -88,6 +88,15 @@ func (s *Shard) decide(now int64, c *Command, r *Result) {
 	}
 	s.count(d.Allowed)
 	r.Type, r.Decision = ResDecision, d
+}
+
+// slot returns record i, or a new record for key when i is -1, created with
+// the parameters it is about to be given (so they are interned once).
+func (s *Shard) slot(i int32, key []byte, kind Kind, p [4]int64) int32 {
+	if i < 0 {
+		i = s.keys.add(key, kind, [3]int64{p[0], p[1], p[2]})
+	}
+	return i
 }
 
 func (s *Shard) count(allowed bool) {

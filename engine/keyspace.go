@@ -1,94 +1,245 @@
 package engine
 
-import "unsafe"
+import (
+	"hash/maphash"
+	"unsafe"
+)
 
-// keyspace maps keys to entries kept in one slice. Freed slots are reused
-// last-freed first, and expired entries are reclaimed by a cursor that walks
-// the slice, so the layout is a deterministic function of the commands
-// applied: replicas that apply the same log hold the same slots.
+// keyspace holds a shard's keys compactly: every key's limiter is one
+// fixed-size record in a slice, with no pointers for the garbage collector
+// to chase; keys of up to inlineKey bytes live inside their record; the
+// parameters, which most keys share, are interned; and an open-addressing
+// index maps keys to records. At a million sliding-window keys that is about
+// 70 bytes a key, where a Go map of strings and a slot slice took 175.
+//
+// Records are numbered in the order they are created, reusing the number of
+// the latest removed key first, and expired records are reclaimed by a cursor
+// walking the slice, so the layout is a deterministic function of the
+// commands applied: replicas that apply the same log hold the same records.
+// The index's layout depends on the hash seed, which differs between
+// processes; nothing reads it but lookups.
 type keyspace struct {
-	index map[string]int32
-	slots []entry
-	free  []int32
-	sweep int   // next slot the expiry sweep examines
-	bytes int64 // estimated memory held by keys and entries
+	records []record
+	free    []int32 // removed records, reused last first
+	live    int     // records in use
+	sweep   int     // next record the expiry sweep examines
+
+	index   keyIndex
+	long    map[int32]string     // keys longer than inlineKey, by record
+	logs    map[int32][]logEntry // sliding logs, by record
+	params  paramTable
+	longLen int64 // bytes of the long keys
+	logCap  int64 // entries the logs have room for
 }
 
-// perKeyOverhead estimates a key's fixed cost: its slot, its map entry and
-// its string header. The figure is an estimate for INFO and --maxmemory, not
-// an allocator measurement.
-const perKeyOverhead = int64(unsafe.Sizeof(entry{})) + 48
+// inlineKey is the longest key kept inside its record.
+const inlineKey = 27
 
-const logEntrySize = int64(unsafe.Sizeof(logEntry{}))
+// longKey marks a record whose key is in keyspace.long.
+const longKey = 0xff
+
+// record is one key: its state, its interned kind and parameters, and its
+// key. A free record has params 0.
+type record struct {
+	state  [3]int64
+	params uint32
+	klen   uint8
+	key    [inlineKey]byte
+}
+
+const recordSize = int64(unsafe.Sizeof(record{}))
 
 func newKeyspace() keyspace {
-	return keyspace{index: make(map[string]int32)}
-}
-
-// find returns the slot of key, or -1.
-func (ks *keyspace) find(key []byte) int32 {
-	if i, ok := ks.index[string(key)]; ok {
-		return i
+	return keyspace{
+		index:  newKeyIndex(minIndexSize),
+		long:   make(map[int32]string),
+		logs:   make(map[int32][]logEntry),
+		params: newParamTable(),
 	}
-	return -1
 }
 
-// add creates an empty entry for key (which must be absent) and returns its
-// slot.
-func (ks *keyspace) add(key []byte) int32 {
-	k := string(key)
+// find returns the record of key, or -1.
+func (ks *keyspace) find(key []byte) int32 {
+	x := &ks.index
+	h := ks.hash(key)
+	mask := uint64(len(x.ctrl) - 1)
+	fp := fingerprint7(h)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch x.ctrl[i] {
+		case ctrlEmpty:
+			return -1
+		case fp:
+			if r := x.slots[i]; ks.keyIs(r, key) {
+				return r
+			}
+		}
+	}
+}
+
+// indexRecord adds record i, holding key, to the index, first rebuilding
+// the index when it is crowded: doubled when more than half full of keys,
+// otherwise at its size, to drop deleted slots.
+func (ks *keyspace) indexRecord(key []byte, i int32) {
+	if ks.index.crowded() {
+		size := len(ks.index.ctrl)
+		if (ks.index.used+1)*2 > size {
+			size *= 2
+		}
+		held := ks.index.records()
+		seed := ks.index.seed
+		ks.index = newKeyIndex(size)
+		ks.index.seed = seed
+		for _, r := range held {
+			ks.index.place(ks.hashOf(r), r)
+		}
+	}
+	ks.index.place(ks.hash(key), i)
+}
+
+// hash is the index's hash of key.
+func (ks *keyspace) hash(key []byte) uint64 {
+	return maphash.Bytes(ks.index.seed, key)
+}
+
+// hashOf is the index's hash of record i's key.
+func (ks *keyspace) hashOf(i int32) uint64 {
+	r := &ks.records[i]
+	if r.klen == longKey {
+		return maphash.String(ks.index.seed, ks.long[i])
+	}
+	return maphash.Bytes(ks.index.seed, r.key[:r.klen])
+}
+
+// keyIs reports whether record i holds key.
+func (ks *keyspace) keyIs(i int32, key []byte) bool {
+	r := &ks.records[i]
+	if r.klen == longKey {
+		return ks.long[i] == string(key)
+	}
+	return int(r.klen) == len(key) && string(r.key[:r.klen]) == string(key)
+}
+
+// key returns record i's key, aliasing the record when it is inline: use it
+// before the keyspace changes.
+func (ks *keyspace) key(i int32) []byte {
+	r := &ks.records[i]
+	if r.klen == longKey {
+		return []byte(ks.long[i])
+	}
+	return r.key[:r.klen]
+}
+
+// add creates an empty record for key (which must be absent) holding kind
+// and params, and returns its number.
+func (ks *keyspace) add(key []byte, kind Kind, params [3]int64) int32 {
 	var i int32
 	if n := len(ks.free); n > 0 {
 		i = ks.free[n-1]
 		ks.free = ks.free[:n-1]
 	} else {
-		ks.slots = append(ks.slots, entry{})
-		i = int32(len(ks.slots) - 1)
+		ks.records = append(ks.records, record{})
+		i = int32(len(ks.records) - 1)
 	}
-	ks.slots[i] = entry{key: k}
-	ks.index[k] = i
-	ks.bytes += perKeyOverhead + int64(len(k))
+	r := &ks.records[i]
+	*r = record{params: ks.params.acquire(kind, params)}
+	if len(key) <= inlineKey {
+		r.klen = uint8(len(key))
+		copy(r.key[:], key)
+	} else {
+		r.klen = longKey
+		ks.long[i] = string(key)
+		ks.longLen += int64(len(key))
+	}
+	ks.indexRecord(key, i)
+	ks.live++
 	return i
 }
 
-// remove deletes the entry in slot i.
+// remove deletes record i.
 func (ks *keyspace) remove(i int32) {
-	e := &ks.slots[i]
-	delete(ks.index, e.key)
-	ks.bytes -= perKeyOverhead + int64(len(e.key)) + logEntrySize*int64(cap(e.log))
-	*e = entry{}
+	r := &ks.records[i]
+	ks.index.drop(ks.hashOf(i), i)
+	if r.klen == longKey {
+		ks.longLen -= int64(len(ks.long[i]))
+		delete(ks.long, i)
+	}
+	if log, ok := ks.logs[i]; ok {
+		ks.logCap -= int64(cap(log))
+		delete(ks.logs, i)
+	}
+	ks.params.release(r.params)
+	*r = record{}
 	ks.free = append(ks.free, i)
+	ks.live--
 }
 
-// setLog replaces the sliding log of slot i, keeping the memory estimate.
-func (ks *keyspace) setLog(i int32, l SlidingLog, entries []logEntry) {
-	e := &ks.slots[i]
-	ks.bytes += logEntrySize * int64(cap(entries)-cap(e.log))
-	e.setSlidingLog(l, entries)
+// kind is record i's algorithm (kindNone for a free record).
+func (ks *keyspace) kind(i int32) Kind {
+	return ks.params.sets[ks.records[i].params].kind
 }
 
-// usage estimates the bytes e holds, as the keyspace counts them.
-func (ks *keyspace) usage(e *entry) int64 {
-	return perKeyOverhead + int64(len(e.key)) + logEntrySize*int64(cap(e.log))
+// paramsOf are record i's parameters.
+func (ks *keyspace) paramsOf(i int32) [3]int64 {
+	return ks.params.sets[ks.records[i].params].p
+}
+
+// set stores record i's kind, parameters and state.
+func (ks *keyspace) set(i int32, kind Kind, params [3]int64, state [3]int64) {
+	r := &ks.records[i]
+	if set := ks.params.sets[r.params]; set.kind != kind || set.p != params {
+		ks.params.release(r.params)
+		r.params = ks.params.acquire(kind, params)
+	}
+	r.state = state
+}
+
+// log is record i's sliding log.
+func (ks *keyspace) log(i int32) []logEntry { return ks.logs[i] }
+
+// setLog replaces record i's sliding log.
+func (ks *keyspace) setLog(i int32, entries []logEntry) {
+	ks.logCap += int64(cap(entries) - cap(ks.logs[i]))
+	ks.logs[i] = entries
 }
 
 // len is the number of keys held, including expired ones not yet reclaimed.
-func (ks *keyspace) len() int {
-	return len(ks.index)
+func (ks *keyspace) len() int { return ks.live }
+
+// bytes estimates the memory the keyspace holds: records, index, long keys,
+// logs and parameter sets. It is an estimate for INFO and --maxmemory, not
+// an allocator measurement.
+func (ks *keyspace) bytes() int64 {
+	return int64(cap(ks.records))*recordSize + ks.index.bytes() + ks.longLen + 48*int64(len(ks.long)) +
+		logEntrySize*ks.logCap + 48*int64(len(ks.logs)) + ks.params.bytes()
 }
 
-// reclaim examines up to budget slots from the sweep cursor and removes the
-// entries that have expired by now.
+// usage estimates the bytes record i holds.
+func (ks *keyspace) usage(i int32) int64 {
+	n := recordSize + indexSlotSize
+	if ks.records[i].klen == longKey {
+		n += 48 + int64(len(ks.long[i]))
+	}
+	if log, ok := ks.logs[i]; ok {
+		n += 48 + logEntrySize*int64(cap(log))
+	}
+	return n
+}
+
+const logEntrySize = int64(unsafe.Sizeof(logEntry{}))
+
+// reclaim examines up to budget records from the sweep cursor and removes
+// those that have expired by now.
 func (ks *keyspace) reclaim(now int64, budget int) {
-	if len(ks.index) == 0 {
+	if ks.live == 0 {
 		return
 	}
+	budget = min(budget, len(ks.records))
 	for ; budget > 0; budget-- {
-		if ks.sweep >= len(ks.slots) {
+		if ks.sweep >= len(ks.records) {
 			ks.sweep = 0
 		}
-		if e := &ks.slots[ks.sweep]; e.kind != kindNone && e.expiresAt() <= now {
-			ks.remove(int32(ks.sweep))
+		if i := int32(ks.sweep); ks.records[i].params != 0 && ks.expiresAt(i) <= now {
+			ks.remove(i)
 		}
 		ks.sweep++
 	}

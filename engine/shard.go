@@ -31,7 +31,7 @@ func NewShard() *Shard {
 func (s *Shard) Stats() Stats {
 	st := s.stat
 	st.Keys = s.keys.len()
-	st.Bytes = s.keys.bytes
+	st.Bytes = s.keys.bytes()
 	st.Now = s.now
 	return st
 }
@@ -61,25 +61,13 @@ func (s *Shard) Apply(now int64, cmds []Command, out []Result) {
 	s.keys.reclaim(now, sweepPerCommand*len(cmds))
 }
 
-// lookup returns the live entry for key and its slot, or (-1, nil). An
-// expired entry found on the way is reclaimed.
-func (s *Shard) lookup(key []byte, now int64) (int32, *entry) {
+// lookup returns the record of key while it is live, or -1. An expired
+// record found on the way is reclaimed.
+func (s *Shard) lookup(key []byte, now int64) int32 {
 	i := s.keys.find(key)
-	if i < 0 {
-		return -1, nil
-	}
-	e := &s.keys.slots[i]
-	if e.expiresAt() <= now {
+	if i >= 0 && s.keys.expiresAt(i) <= now {
 		s.keys.remove(i)
-		return -1, nil
+		return -1
 	}
-	return i, e
-}
-
-// slotFor returns the slot that holds key, creating it when absent.
-func (s *Shard) slotFor(i int32, key []byte) *entry {
-	if i < 0 {
-		i = s.keys.add(key)
-	}
-	return &s.keys.slots[i]
+	return i
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 )
@@ -69,8 +70,8 @@ func FuzzRestoreShard(f *testing.F) {
 		}
 		// Whatever decodes must behave: every command on every key is safe.
 		out := make([]Result, 1)
-		for i := range r.keys.slots {
-			key := []byte(r.keys.slots[i].key)
+		for _, i := range r.liveRecords() {
+			key := bytes.Clone(r.keys.key(i))
 			for op := OpSliding; op <= OpInfo; op++ {
 				c := Command{Op: op, Key: key, Args: [4]int64{3, 1, 1000, 1}}
 				if !c.Valid() {
