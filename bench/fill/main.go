@@ -1,0 +1,101 @@
+// Command fill loads N distinct limiter keys into a server, pipelined, for
+// the memory measurement of bench/run: RL.SLIDING key 100 60000 on rlserver,
+// or the seed article's script through EVALSHA on Redis.
+//
+//	fill -addr 127.0.0.1:6380 -n 1000000
+//	fill -addr 127.0.0.1:6379 -n 1000000 -evalsha <sha>
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:6380", "server address")
+	n := flag.Int("n", 1_000_000, "distinct keys to create")
+	sha := flag.String("evalsha", "", "run the seed script with this SHA instead of RL.SLIDING")
+	flag.Parse()
+	if err := fill(*addr, *n, *sha); err != nil {
+		fmt.Fprintln(os.Stderr, "fill:", err)
+		os.Exit(1)
+	}
+}
+
+// fill sends the commands in pipelines of 1000 and checks every reply is a
+// decision (an array), not an error.
+func fill(addr string, n int, sha string) error {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	w := bufio.NewWriterSize(conn, 1<<16)
+	r := bufio.NewReaderSize(conn, 1<<16)
+	const batch = 1000
+	for start := 0; start < n; start += batch {
+		end := min(start+batch, n)
+		for i := start; i < end; i++ {
+			key := "user:" + strconv.Itoa(i)
+			if sha != "" {
+				writeCommand(w, "EVALSHA", sha, "1", key, "100", "60000", "-1")
+			} else {
+				writeCommand(w, "RL.SLIDING", key, "100", "60000")
+			}
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		for i := start; i < end; i++ {
+			if err := readReply(r); err != nil {
+				return fmt.Errorf("key %d: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
+
+func writeCommand(w *bufio.Writer, args ...string) {
+	fmt.Fprintf(w, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(w, "$%d\r\n%s\r\n", len(a), a)
+	}
+}
+
+// readReply reads one reply: an array of integers, or an error.
+func readReply(r *bufio.Reader) error {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return err
+	}
+	switch line[0] {
+	case '-':
+		return fmt.Errorf("server error: %s", line[1:len(line)-2])
+	case '*':
+		count, err := strconv.Atoi(line[1 : len(line)-2])
+		if err != nil {
+			return err
+		}
+		for range count {
+			if err := readReply(r); err != nil {
+				return err
+			}
+		}
+	case ':', '+', '$':
+		if line[0] == '$' {
+			size, _ := strconv.Atoi(line[1 : len(line)-2])
+			if size >= 0 {
+				if _, err := r.Discard(size + 2); err != nil {
+					return err
+				}
+			}
+		}
+	default:
+		return fmt.Errorf("unexpected reply %q", line)
+	}
+	return nil
+}
