@@ -1,12 +1,11 @@
 package server
 
 import (
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tidwall/redcon"
 
 	"github.com/rlserver/rlserver/commands"
 )
@@ -15,7 +14,7 @@ import (
 // fields CLIENT LIST reads from other goroutines are atomic or under mu.
 type client struct {
 	srv     *Server
-	conn    redcon.Conn
+	nc      net.Conn
 	tracked *trackedConn // nil when the connection did not come from Serve
 	id      int64
 	addr    string
@@ -37,23 +36,24 @@ type client struct {
 	clusterAware bool
 	tx           transaction
 	batch        batch
-	out          []byte
+	in           []byte   // bytes read, the kept incomplete command first
+	args         [][]byte // the parsed command, aliasing in
+	out          []byte   // the replies of the pipeline being answered
 }
 
-func newClient(s *Server, conn redcon.Conn) *client {
+func newClient(s *Server, nc net.Conn) *client {
 	c := &client{
 		srv:     s,
-		conn:    conn,
+		nc:      nc,
 		id:      s.nextID.Add(1),
-		addr:    conn.RemoteAddr(),
+		addr:    nc.RemoteAddr().String(),
+		laddr:   nc.LocalAddr().String(),
 		created: time.Now(),
 		authed:  s.cfg.RequirePass == "",
+		in:      make([]byte, readSize),
 	}
-	if nc := conn.NetConn(); nc != nil {
-		c.laddr = nc.LocalAddr().String()
-		if g, ok := nc.(*guardConn); ok {
-			c.tracked, _ = g.Conn.(*trackedConn)
-		}
+	if g, ok := nc.(*guardConn); ok {
+		c.tracked, _ = g.Conn.(*trackedConn)
 	}
 	c.lastCmd.Store(c.created.UnixMilli())
 	c.batch.init(s.shards.Shards())
@@ -82,38 +82,6 @@ func (c *client) resetState() {
 	c.authed = c.srv.cfg.RequirePass == ""
 	c.clusterAware = false
 	c.tx.reset()
-}
-
-// handle answers a pipeline: the command redcon hands over and every other
-// complete command already read from the connection.
-func (s *Server) handle(conn redcon.Conn, first redcon.Command) {
-	c, ok := conn.Context().(*client)
-	if !ok {
-		conn.Close()
-		return
-	}
-	out := c.exec(first.Args, c.out[:0])
-	n := int64(1)
-	for _, cmd := range conn.ReadPipeline() {
-		if c.quit {
-			break
-		}
-		out = c.exec(cmd.Args, out)
-		n++
-	}
-	out = c.flush(out)
-	s.stats.commands.Add(n)
-	c.lastCmd.Store(time.Now().UnixMilli())
-	if c.quit {
-		conn.NetConn().Write(out) // redcon does not flush a closed connection
-		conn.Close()
-		return
-	}
-	conn.WriteRaw(out)
-	if cap(out) > 1<<20 {
-		out = nil // do not pin a huge reply buffer to an idle connection
-	}
-	c.out = out[:0]
 }
 
 // exec runs or queues one command, appending to out any replies that are due

@@ -9,12 +9,11 @@ import (
 )
 
 // An orderly shutdown must deliver the reply of every decision already taken.
-// redcon reads a client's bytes, runs the commands they complete, flushes the
-// replies, and only then reads again: a connection is between pipelines
-// exactly when redcon is in Read. trackedConn records that, so Close can shut
-// an idle connection at once and let a busy one finish its pipeline, its
-// replies written, and close at its next Read. redcon alone would close every
-// connection the moment its listener closes, replies in flight or not.
+// A connection's loop reads a client's bytes, runs the commands they
+// complete, writes the replies, and only then reads again: a connection is
+// between pipelines exactly when it is in Read. trackedConn records that, so
+// Close can shut an idle connection at once and let a busy one finish its
+// pipeline, its replies written, and close at its next Read.
 //
 // Closing itself needs care: a socket closed while the client's bytes wait
 // unread in it (a pipeline the server will not run) sends a reset, and the
@@ -25,7 +24,7 @@ import (
 
 // The states of a trackedConn.
 const (
-	connIdle       int32 = iota // redcon is waiting in Read
+	connIdle       int32 = iota // the connection's loop is waiting in Read
 	connBusy                    // commands read are being run and answered
 	connClosed                  // shut while idle
 	connCloseAfter              // shut while busy: close at the next Read
@@ -86,9 +85,8 @@ func (c *trackedConn) shutdown() {
 	}
 }
 
-// drainingListener stops taking connections without ending redcon's accept
-// loop (whose end closes every connection): while draining, Accept waits
-// until Close.
+// drainingListener stops taking connections without ending the accept loop:
+// while draining, the socket is closed but Accept waits until Close.
 type drainingListener struct {
 	net.Listener
 	draining atomic.Bool

@@ -5,10 +5,11 @@ import (
 	"net"
 )
 
-// redcon's reader accepts any bulk length and argument count a client
-// announces and grows its buffer to match, and splits an inline command at a
-// cost that grows with the square of its length, so one connection could make
-// the server allocate gigabytes. guardConn stands between the socket and redcon:
+// A connection keeps the bytes of an incomplete command until it is whole,
+// whatever bulk length or argument count it announces, and redcon's parser
+// splits an inline command at a cost that grows with the square of its
+// length, so one connection could make the server allocate gigabytes.
+// guardConn stands between the socket and the connection's read loop:
 // it follows the RESP framing of the bytes as they arrive (headers only; bulk
 // payloads are skipped, not inspected) and cuts the connection, with Redis's
 // error text, before a command can exceed the limits. Commands complete

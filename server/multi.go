@@ -80,7 +80,9 @@ func (c *client) queue(spec *commands.Spec, args [][]byte) {
 		return
 	}
 	if !c.tx.dirty {
-		c.tx.queued = append(c.tx.queued, queuedCommand{spec: spec, args: args})
+		// The arguments alias the connection's read buffer, reused by the next
+	// read: the queue keeps a copy.
+	c.tx.queued = append(c.tx.queued, queuedCommand{spec: spec, args: copyArgs(args)})
 	}
 	c.batch.addLocal(func(b []byte) []byte { return appendSimple(b, "QUEUED") })
 }
@@ -132,6 +134,21 @@ func (c *client) checkQueueable(spec *commands.Spec, args [][]byte) error {
 	}
 	c.tx.slot = slot
 	return c.checkRoute(spec, args)
+}
+
+// copyArgs copies a command's arguments into one new allocation.
+func copyArgs(args [][]byte) [][]byte {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		out[i] = buf[len(buf)-len(a):]
+	}
+	return out
 }
 
 // multi is MULTI.

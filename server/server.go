@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tidwall/redcon"
-
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
 )
@@ -100,7 +98,7 @@ type Server struct {
 	debug  DebugClock // nil unless DEBUG is enabled
 
 	ln      net.Listener      // the socket, for Addr
-	dl      *drainingListener // what redcon accepts from
+	dl      *drainingListener // what the accept loop takes connections from
 	started time.Time
 	runID   string
 
@@ -141,10 +139,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.ln = ln
 	s.dl = newDrainingListener(ln)
-	rs := redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(), s.handle, s.accept, s.closed)
 	dl := s.dl
 	s.mu.Unlock()
-	return rs.Serve(guardListener{Listener: dl, limits: s.cfg.Limits})
+	return s.accept(guardListener{Listener: dl, limits: s.cfg.Limits})
 }
 
 // Addr is the address the server listens on (nil before Serve).
@@ -191,42 +188,44 @@ func (s *Server) Close() error {
 	case <-drained:
 	case <-time.After(s.cfg.Shutdown):
 	}
-	// Ending the accept loop makes redcon close what is left.
-	return dl.Close()
+	err := dl.Close() // ends the accept loop
+	s.mu.Lock()
+	for _, c := range s.clients {
+		c.nc.Close() // what did not finish in time
+	}
+	s.mu.Unlock()
+	return err
 }
 
-// accept admits a connection unless the server is full or closing.
-func (s *Server) accept(conn redcon.Conn) bool {
+// admit registers a connection, or refuses it when the server is full or
+// closing.
+func (s *Server) admit(nc net.Conn) *client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return false
+		nc.Close()
+		return nil
 	}
 	if s.cfg.MaxClients > 0 && len(s.clients) >= s.cfg.MaxClients {
 		s.stats.rejected.Add(1)
-		// redcon closes the connection without flushing: write directly.
-		conn.NetConn().Write([]byte("-ERR max number of clients reached\r\n"))
-		return false
+		nc.Write([]byte("-ERR max number of clients reached\r\n"))
+		nc.Close()
+		return nil
 	}
-	c := newClient(s, conn)
+	c := newClient(s, nc)
 	s.clients[c.id] = c
 	s.stats.connections.Add(1)
-	conn.SetContext(c)
-	return true
+	return c
 }
 
-// closed forgets a connection once its handler has returned.
-func (s *Server) closed(conn redcon.Conn, _ error) {
-	c, ok := conn.Context().(*client)
-	if !ok {
-		return
-	}
+// forget drops a connection from the registry once it has closed.
+func (s *Server) forget(c *client) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	delete(s.clients, c.id)
 	if s.closing && len(s.clients) == 0 {
 		close(s.drained)
 	}
-	s.mu.Unlock()
 }
 
 // eachClient calls fn for every connection, in id order, under the registry
