@@ -81,8 +81,8 @@ func (c *client) queue(spec *commands.Spec, args [][]byte) {
 	}
 	if !c.tx.dirty {
 		// The arguments alias the connection's read buffer, reused by the next
-	// read: the queue keeps a copy.
-	c.tx.queued = append(c.tx.queued, queuedCommand{spec: spec, args: copyArgs(args)})
+		// read: the queue keeps a copy.
+		c.tx.queued = append(c.tx.queued, queuedCommand{spec: spec, args: copyArgs(args)})
 	}
 	c.batch.addLocal(func(b []byte) []byte { return appendSimple(b, "QUEUED") })
 }
