@@ -1,0 +1,43 @@
+package client
+
+import (
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors returned (wrapped) by this package; compare with errors.Is.
+var (
+	// ErrUnexpectedReply: rlserver answered with a reply of the wrong shape,
+	// e.g. the address is another kind of Redis server.
+	ErrUnexpectedReply = errors.New("rlserver: unexpected reply")
+	// ErrNoSuchKey: RL.INFO found no limiter under the key (it is at its
+	// full budget).
+	ErrNoSuchKey = errors.New("rlserver: no such key")
+	// ErrNoRule: a decision was asked for without a Rule.
+	ErrNoRule = errors.New("rlserver: no rule")
+	// ErrCircuitOpen: the Breaker is open, so rlserver was not asked.
+	ErrCircuitOpen = errors.New("rlserver: circuit open")
+	// ErrUnknownAPIKey: the request carried no API key, or one the lookup
+	// does not know. The default key-error response answers it with 401.
+	ErrUnknownAPIKey = errors.New("unknown API key")
+)
+
+// isOutage reports whether err means rlserver could not give an answer
+// (unreachable, too slow, or saying itself that it cannot answer now), as
+// opposed to a reply that answers, such as a syntax error. Only outages
+// count against the Breaker: an error reply proves the server is up.
+func isOutage(err error) bool {
+	if err == nil {
+		return false
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		// The server answered, but said it cannot decide now: these prefixes
+		// are rlserver's (and Redis Cluster's) words for a temporary outage.
+		return redis.IsTryAgainError(err) || redis.IsClusterDownError(err) ||
+			redis.IsLoadingError(err) || redis.IsMasterDownError(err) ||
+			redis.IsMaxClientsError(err)
+	}
+	return true
+}
