@@ -37,7 +37,7 @@ func TestRulePolicies(t *testing.T) {
 		{SlidingWindow{5, time.Minute}, 5, time.Minute},
 		{FixedWindow{200, time.Minute}, 200, time.Minute},
 		{SlidingLog{3, 10 * time.Second}, 3, 10 * time.Second},
-		{TokenBucket{10, 1, time.Second}, 10, 10 * time.Second},       // empty to full in 10 s
+		{TokenBucket{10, 1, time.Second}, 10, 10 * time.Second},      // empty to full in 10 s
 		{LeakyBucket{5, 2, time.Second}, 5, 2500 * time.Millisecond}, // full to empty in 2.5 s
 		{GCRA{4, 1, time.Second}, 5, 5 * time.Second},
 		{Throttle{15, 30, time.Minute}, 16, 32 * time.Second},
