@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -27,7 +28,12 @@ func NewHTTPLimiter(cfg HTTPConfig) (*HTTPLimiter, error) {
 	if l.breaker == nil {
 		logger := cfg.Logger
 		l.breaker = NewBreaker(BreakerConfig{OnStateChange: func(from, to BreakerState) {
-			logger.Warn("rlserver circuit breaker", "policy", cfg.Policy, "from", from.String(), "to", to.String())
+			level := slog.LevelInfo
+			if to == BreakerOpen {
+				level = slog.LevelWarn // from now on the route runs on its fail mode
+			}
+			logger.Log(context.Background(), level, "rlserver circuit breaker",
+				"policy", cfg.Policy, "from", from.String(), "to", to.String())
 		}})
 	}
 	if cfg.Unavailable == FailLocal {
