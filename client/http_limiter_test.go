@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -123,7 +124,7 @@ func TestMiddlewareAllowsThenRefuses(t *testing.T) {
 		next := &accepted{}
 		l := newTestLimiter(t, HTTPConfig{
 			Client: testRedis(t, s.Addr, protocol, nil), Unavailable: FailClosed,
-			KeyPrefix: "rl:orders:resp" + string(rune('0'+protocol)) + ":",
+			KeyPrefix: "rl:orders:resp" + strconv.Itoa(protocol) + ":",
 		})
 		h := l.Wrap(next)
 		for i := range 5 {
@@ -134,7 +135,7 @@ func TestMiddlewareAllowsThenRefuses(t *testing.T) {
 			if got, want := rec.Header().Get("RateLimit-Policy"), `"orders";q=5;w=60`; got != want {
 				t.Fatalf("RateLimit-Policy %q, want %q", got, want)
 			}
-			if got, want := rec.Header().Get("RateLimit"), `"orders";r=`+string(rune('4'-i)); got != want {
+			if got, want := rec.Header().Get("RateLimit"), `"orders";r=`+strconv.Itoa(4-i); got != want {
 				t.Fatalf("order %d: RateLimit %q, want %q", i+1, got, want)
 			}
 		}
@@ -242,7 +243,7 @@ func TestMiddlewareFailModesWhenServerIsDown(t *testing.T) {
 	local.local.now = newFakeClock().Now
 	h := local.Wrap(next)
 	for i := range 5 {
-		if rec := postOrder(h, "key-ada-123"); rec.Code != http.StatusAccepted || rec.Header().Get("RateLimit") != `"orders";r=`+string(rune('4'-i)) {
+		if rec := postOrder(h, "key-ada-123"); rec.Code != http.StatusAccepted || rec.Header().Get("RateLimit") != `"orders";r=`+strconv.Itoa(4-i) {
 			t.Fatalf("fallback order %d: %d %v", i+1, rec.Code, rec.Header())
 		}
 	}
