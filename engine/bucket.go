@@ -121,3 +121,13 @@ func (b Bucket) adopt(old Bucket, st bucketLevel, now int64) bucketLevel {
 	}
 	return st
 }
+
+// refund lowers the level by up to n units, as of now.
+func (b Bucket) refund(st bucketLevel, now, n int64) bucketLevel {
+	st = b.drain(st, now)
+	if st.Whole < n || (st.Whole == n && st.Frac == 0) {
+		return bucketLevel{Last: max(st.Last, now)}
+	}
+	st.Whole -= n
+	return st
+}

@@ -4,12 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // appendEntry appends the canonical encoding of record i as of now: its
 // kind, key, parameters and state as varints, then the entries of its log
 // still inside the window. Snapshots and the digest use it, so replicas that
-// applied the same commands encode every key alike.
+// applied the same commands encode every key alike. A string that is not an
+// integer is followed by its value.
 func appendEntry(b []byte, ks *keyspace, i int32, now int64) []byte {
 	kind := ks.kind(i)
 	key := ks.key(i)
@@ -23,26 +25,61 @@ func appendEntry(b []byte, ks *keyspace, i int32, now int64) []byte {
 		b = binary.AppendVarint(b, v)
 	}
 	var log []logEntry
-	if kind == KindLog {
+	switch kind {
+	case KindLog:
 		l, entries := ks.slidingLog(i)
 		log = l.live(entries, now)
+	case KindLease:
+		log = liveLeases(ks.log(i), now)
 	}
 	b = binary.AppendUvarint(b, uint64(len(log)))
 	for _, le := range log {
 		b = binary.AppendVarint(b, le.At)
 		b = binary.AppendVarint(b, le.N)
 	}
+	if kind == KindString && ks.records[i].state[2] == 1 {
+		v := ks.value(i)
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
+	return b
+}
+
+// appendPolicies appends the shard's policies, in name order: their count,
+// then each one's name, op, parameters and shadow mode.
+func (s *Shard) appendPolicies(b []byte) []byte {
+	names := s.policyNames()
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	for _, n := range names {
+		p := s.policies[n]
+		b = binary.AppendUvarint(b, uint64(len(n)))
+		b = append(b, n...)
+		b = append(b, byte(p.Op))
+		for _, v := range p.Params {
+			b = binary.AppendVarint(b, v)
+		}
+		shadow := byte(0)
+		if p.Shadow {
+			shadow = 1
+		}
+		b = append(b, shadow)
+	}
 	return b
 }
 
 // AppendSnapshot appends the shard's state to b: its clock, then every live
-// key with its state, in record order. RestoreShard reads it back.
+// key with its state, in record order, then its policies when it has any
+// (snapshots made before policies existed end after the keys). RestoreShard
+// reads it back.
 func (s *Shard) AppendSnapshot(b []byte) []byte {
 	live := s.liveRecords()
 	b = binary.AppendVarint(b, s.now)
 	b = binary.AppendUvarint(b, uint64(len(live)))
 	for _, i := range live {
 		b = appendEntry(b, &s.keys, i, s.now)
+	}
+	if len(s.policies) > 0 {
+		b = s.appendPolicies(b)
 	}
 	return b
 }
@@ -67,6 +104,9 @@ func RestoreShard(b []byte) (*Shard, error) {
 	}
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		d.entry(s)
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.policies(s)
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d trailing bytes", len(d.b))
@@ -132,7 +172,7 @@ func (d *decoder) entry(s *Shard) {
 		state[i] = d.varint()
 	}
 	nlog := d.uvarint()
-	if d.err == nil && (nlog > MaxLogLimit || (nlog > 0 && kind != KindLog)) {
+	if d.err == nil && (nlog > MaxLogLimit || (nlog > 0 && kind != KindLog && kind != KindLease)) {
 		d.fail("bad log length")
 	}
 	var log []logEntry
@@ -141,6 +181,10 @@ func (d *decoder) entry(s *Shard) {
 		for i := range log {
 			log[i] = logEntry{At: d.varint(), N: d.varint()}
 		}
+	}
+	var value []byte
+	if kind == KindString && state[2] == 1 {
+		value = d.bytes(MaxValue)
 	}
 	if d.err != nil {
 		return
@@ -157,6 +201,55 @@ func (d *decoder) entry(s *Shard) {
 	s.keys.records[i].state = state
 	if log != nil {
 		s.keys.setLog(i, log)
+	}
+	if kind == KindString && state[2] == 1 {
+		s.keys.setValue(i, string(value), true)
+	}
+}
+
+// bytes reads a length, at most limit, and that many bytes.
+func (d *decoder) bytes(limit uint64) []byte {
+	n := d.uvarint()
+	if d.err != nil || n > limit || n > uint64(len(d.b)) {
+		d.fail("bad length")
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+// policies decodes the policies section into s.
+func (d *decoder) policies(s *Shard) {
+	n := d.uvarint()
+	if d.err == nil && (n == 0 || n > uint64(len(d.b))) { // written only when there are some
+		d.fail("bad policy count")
+	}
+	for j := uint64(0); j < n && d.err == nil; j++ {
+		name := d.bytes(MaxPolicyName)
+		if d.err != nil || len(d.b) == 0 {
+			d.fail("truncated policy")
+			return
+		}
+		op := Op(d.b[0])
+		d.b = d.b[1:]
+		var p Policy
+		p.Op = op
+		for k := range p.Params {
+			p.Params[k] = d.varint()
+		}
+		if d.err != nil || len(d.b) == 0 || d.b[0] > 1 {
+			d.fail("bad policy")
+			return
+		}
+		p.Shadow = d.b[0] == 1
+		d.b = d.b[1:]
+		set := Command{Op: OpPolicySet, Value: name, Args: [4]int64{p.Params[0], p.Params[1], p.Params[2], int64(op)}}
+		if _, dup := s.policies[string(name)]; dup || !set.Valid() {
+			d.fail("policy %q: invalid or twice", name)
+			return
+		}
+		s.policies[string(name)] = &policy{Policy: p}
 	}
 }
 
@@ -180,8 +273,22 @@ func validState(kind Kind, params, st [3]int64, log []logEntry) bool {
 			prev = le.At
 		}
 		return st == [3]int64{}
-	case KindToken, KindLeaky, KindGCRA:
+	case KindToken, KindLeaky, KindGCRA, KindShape:
 		return count(st[0]) && st[1] >= 0 && st[1] < params[2] && time(st[2])
+	case KindQuota:
+		// A period starts before its first instant by up to a year and an offset.
+		return st[0] >= -(366*24*3600*1000+MaxQuotaOffset) && st[0] <= MaxTime && count(st[1]) && st[2] == 0
+	case KindLease:
+		prev := int64(math.MinInt64)
+		for _, le := range log {
+			if le.At < prev || le.At < 0 || le.At > MaxTime+MaxDuration || le.N < 1 || le.N > st[0] {
+				return false
+			}
+			prev = le.At
+		}
+		return len(log) <= int(params[0]) && st[0] >= 0 && st[1] == 0 && st[2] == 0
+	case KindString:
+		return st[1] >= 0 && st[1] <= MaxExpiry && (st[2] == 0 || (st[2] == 1 && st[0] == 0))
 	case KindThrottle:
 		// A TAT lies at most one bucket depth past the latest instant.
 		return st[0] >= 0 && st[0] <= (MaxTime+MaxDuration)*nsPerMs && st[1] == 0 && st[2] == 0

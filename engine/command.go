@@ -33,23 +33,66 @@ const (
 	OpSetClock // Args[0]: the shard's time from now on, even if earlier
 	OpSweep    // Args[0]: how many slots the expiry sweep examines
 	OpUsage    // Int: estimated bytes Key holds, nil result if absent
+
+	OpShape   // Args: capacity, leak_tokens, leak_ms, cost; Extra: delay_ms
+	OpQuota   // Args: limit, period (Period*), offset_ms, cost
+	OpAcquire // Args: limit, lease_ms; Extra: lease_id
+	OpRelease // Args[0]: lease id; Int 1 if released
+	OpCheck   // Value: policy; Args[3]: cost; Extra: shadow_denied
+	OpAll     // Args[0]: n; the next n commands are its limits, all or none
+
+	OpPolicySet  // Value: name; Args: params, Args[3]: kind; FlagShadow
+	OpPolicyDel  // Value: name; Int 1 if it existed
+	OpPolicyList // Fields: one per policy (name, then its definition)
+
+	OpGet    // Text (bulk) or nil
+	OpSet    // Value; Args[0]: expiry (see SET), Args[1]: expiry mode; Flags
+	OpIncrBy // Args[0]: the increment; Int: the new value
+	OpExpire // Args[0]: ms, Args[1]: 1 when absolute; Flags NX XX GT LT
 )
+
+// kinds maps the decision ops to the algorithm they use.
+var kinds = map[Op]Kind{
+	OpSliding: KindSliding, OpFixed: KindFixed, OpLog: KindLog, OpToken: KindToken,
+	OpLeaky: KindLeaky, OpGCRA: KindGCRA, OpThrottle: KindThrottle, OpShape: KindShape,
+	OpQuota: KindQuota, OpAcquire: KindLease,
+}
 
 // kind is the algorithm a decision op uses, or kindNone.
 func (op Op) kind() Kind {
 	if op >= OpSliding && op <= OpThrottle {
-		return Kind(op-OpSliding) + KindSliding
+		return Kind(op-OpSliding) + KindSliding // the hot path: no map
 	}
-	return kindNone
+	return kinds[op]
 }
 
-// Command is one request to a shard. Key aliases the caller's memory for the
-// duration of Apply only; the shard copies it when it stores a new key.
+// Command is one request to a shard. Key and Value alias the caller's
+// memory for the duration of Apply only; the shard copies what it keeps.
 type Command struct {
-	Op   Op
-	Key  []byte
-	Args [4]int64
+	Op    Op
+	Flags Flags
+	Key   []byte
+	Value []byte // SET's value; the policy's name for RL.CHECK and RL.POLICY
+	Args  [4]int64
 }
+
+// Flags are a command's options.
+type Flags uint16
+
+// The flags.
+const (
+	// FlagPartial grants as much of the cost as is available (PARTIAL).
+	FlagPartial Flags = 1 << iota
+	// FlagShadow makes a policy report what it would deny without denying.
+	FlagShadow
+	FlagNX      // SET, EXPIRE: only if absent (no expiry)
+	FlagXX      // SET, EXPIRE: only if present (an expiry)
+	FlagGT      // EXPIRE: only if later than the current expiry
+	FlagLT      // EXPIRE: only if earlier than the current expiry
+	FlagKeepTTL // SET: keep the key's expiry
+	FlagGet     // SET: reply the old value
+	flagsAll    = FlagGet<<1 - 1
+)
 
 // ResultType says which fields of a Result carry the answer.
 type ResultType uint8
@@ -67,6 +110,7 @@ const (
 	ResFields              // Fields
 	ResScan                // Cursor and Keys
 	ResError               // Err
+	ResIntBulk             // Int, as a bulk string (GET of an integer)
 )
 
 // Field is one line of RL.INFO: an integer, or Text when it is not empty.
@@ -76,10 +120,23 @@ type Field struct {
 	Int  int64
 }
 
+// Extra is one field of a decision's reply beyond the common five.
+type Extra struct {
+	Name  string
+	Value int64
+}
+
 // Result is a shard's answer to one Command.
 type Result struct {
 	Type     ResultType
 	Decision Decision
+	// Extras are the fields a decision's reply has beyond the five common
+	// ones (granted, delay_ms, lease_id, shadow_denied): Extras[:NExtras].
+	Extras  [2]Extra
+	NExtras uint8
+	// Members is, for RL.ALL, how many results after this one are the
+	// replies of its limits; this one is the overall decision.
+	Members  int
 	Throttle ThrottleReply
 	Int      int64
 	Text     string

@@ -1,26 +1,130 @@
 package engine
 
-// decide applies a decision op. State is written when a non-zero cost is
-// granted, and when the call's parameters differ from the key's (the state
-// is converted to them, granted or not, so that later answers and waits
-// follow from one stored state). Otherwise a refusal or a peek (cost 0)
-// leaves the shard exactly as it was; a peek never writes, and a key is only
-// ever created by a granted cost.
+// A decision op is evaluated, then committed. evaluate computes the verdict
+// (the reply, and the state to write) without changing the shard; commit
+// writes it. RL.ALL evaluates every limit first and commits all or none.
+//
+// State is written when a non-zero cost is granted or refunded, and when the
+// call's parameters differ from the key's (the state is converted to them,
+// granted or not, so that later answers and waits follow from one stored
+// state). A refusal with the key's own parameters, or a peek (cost 0),
+// leaves the shard exactly as it was, and a key is only ever created by a
+// granted cost.
+
+// verdict is what evaluating a decision op concludes.
+type verdict struct {
+	d         Decision
+	throttle  ThrottleReply // CL.THROTTLE's reply, instead of d
+	extra     int64         // the value of the reply's extra field, if any
+	shadow    bool          // a shadow policy's check: always allowed
+	wouldDeny bool          // a shadow policy's check its policy would deny
+	policy    *policy       // RL.CHECK's policy
+	write     bool
+	kind      Kind
+	params    [3]int64
+	state     [3]int64
+	log       []logEntry // RL.LOG, RL.ACQUIRE: the entries to store (before recording)
+	logCost   int64      // RL.LOG: units to record at now on commit
+}
+
+// decide evaluates and commits a decision op.
 func (s *Shard) decide(now int64, c *Command, r *Result) {
-	ks := &s.keys
 	i := s.lookup(c.Key, now)
-	kind := c.Op.kind()
-	if i >= 0 && ks.kind(i) != kind {
-		r.Type, r.Err = ResError, ErrWrongType
+	var v verdict
+	if err := s.evaluate(now, c, i, &v); err != nil {
+		r.Type, r.Err = ResError, err
 		return
 	}
-	a, cost := c.Args, c.Args[3]
-	// store reports whether to write: a granted cost, or a conversion to new
-	// parameters of a key that exists (never for a peek).
-	store := func(converted, allowed bool) bool {
-		return cost > 0 && (allowed || (converted && i >= 0))
+	s.commit(now, c.Key, i, &v)
+	s.reply(c, &v, r)
+}
+
+// reply fills r from a verdict and counts the decision.
+func (s *Shard) reply(c *Command, v *verdict, r *Result) {
+	if c.Op == OpThrottle {
+		s.count(!v.throttle.Limited)
+		r.Type, r.Throttle = ResThrottle, v.throttle
+		return
 	}
-	var d Decision
+	s.count(v.d.Allowed)
+	if v.policy != nil {
+		v.policy.countCheck(v)
+	}
+	r.Type, r.Decision = ResDecision, v.d
+	if name := extraField(c, v.kind); name != "" {
+		r.addExtra(name, v.extra)
+	}
+	if v.shadow {
+		denied := int64(0)
+		if v.wouldDeny {
+			denied = 1
+			s.stat.ShadowDenied++
+		}
+		r.addExtra("shadow_denied", denied)
+	}
+}
+
+// extraField names the field a decision's reply has beyond the common five
+// for its options and algorithm, if any.
+func extraField(c *Command, kind Kind) string {
+	switch {
+	case c.Flags&FlagPartial != 0:
+		return "granted"
+	case kind == KindShape:
+		return "delay_ms"
+	case kind == KindLease:
+		return "lease_id"
+	}
+	return ""
+}
+
+func (r *Result) addExtra(name string, v int64) {
+	r.Extras[r.NExtras] = Extra{Name: name, Value: v}
+	r.NExtras++
+}
+
+// evaluate computes into v the verdict of decision op c on record i (-1: the
+// key is absent). It changes nothing. (The verdict is written in place: it
+// is large, and this is the path every decision takes.)
+func (s *Shard) evaluate(now int64, c *Command, i int32, v *verdict) error {
+	if c.Op == OpCheck {
+		return s.evaluateCheck(now, c, i, v)
+	}
+	kind := c.Op.kind()
+	if i >= 0 && s.keys.kind(i) != kind {
+		return ErrWrongType
+	}
+	cost := c.Args[3]
+	if c.Flags&FlagPartial == 0 || cost <= 0 {
+		s.evaluateCost(now, c, i, kind, cost, v)
+		return nil
+	}
+	// PARTIAL: grant what is available, up to the cost; when nothing is,
+	// the refusal says when one unit will be.
+	available := int64(0)
+	if s.evaluateCost(now, c, i, kind, 0, v); v.d.Allowed {
+		available = v.d.Remaining
+	}
+	s.evaluateCost(now, c, i, kind, max(min(cost, available), 1), v)
+	if v.d.Allowed {
+		v.extra = min(cost, available)
+	}
+	return nil
+}
+
+// keepState reports whether a state computed for cost is to be written: a
+// granted or refunded cost, or a conversion to new parameters of a key that
+// exists (never for a peek).
+func keepState(exists bool, cost int64, converted, allowed bool) bool {
+	return exists && cost < 0 || cost > 0 && (allowed || (converted && exists))
+}
+
+// evaluateCost is evaluate for one cost (negative: a refund).
+func (s *Shard) evaluateCost(now int64, c *Command, i int32, kind Kind, cost int64, v *verdict) {
+	ks := &s.keys
+	a := c.Args
+	*v = verdict{kind: kind}
+	keep := func(converted, allowed bool) bool { return keepState(i >= 0, cost, converted, allowed) }
 	switch kind {
 	case KindSliding:
 		w := SlidingWindow{Limit: a[0], Window: a[1]}
@@ -30,10 +134,11 @@ func (s *Shard) decide(now int64, c *Command, r *Result) {
 			old, ost := ks.sliding(i)
 			st, converted = w.adopt(old, ost, now), old != w
 		}
-		st, d = w.Decide(st, now, cost)
-		if store(converted, d.Allowed) {
-			ks.setSliding(s.slot(i, c.Key, kind, a), w, st)
+		if cost < 0 {
+			st = w.refund(st, now, -cost)
 		}
+		st, v.d = w.Decide(st, now, max(cost, 0))
+		v.write, v.params, v.state = keep(converted, v.d.Allowed), [3]int64{w.Limit, w.Window}, [3]int64{st.Start, st.Prev, st.Cur}
 	case KindFixed:
 		w := FixedWindow{Limit: a[0], Window: a[1]}
 		var st windowCount
@@ -42,10 +147,11 @@ func (s *Shard) decide(now int64, c *Command, r *Result) {
 			old, ost := ks.fixed(i)
 			st, converted = w.adopt(old, ost, now), old != w
 		}
-		st, d = w.Decide(st, now, cost)
-		if store(converted, d.Allowed) {
-			ks.setFixed(s.slot(i, c.Key, kind, a), w, st)
+		if cost < 0 {
+			st = w.refund(st, now, -cost)
 		}
+		st, v.d = w.Decide(st, now, max(cost, 0))
+		v.write, v.params, v.state = keep(converted, v.d.Allowed), [3]int64{w.Limit, w.Window}, [3]int64{st.Start, st.Count}
 	case KindLog:
 		// Timestamps are absolute: new parameters need no conversion.
 		l := SlidingLog{Limit: a[0], Window: a[1]}
@@ -53,50 +159,77 @@ func (s *Shard) decide(now int64, c *Command, r *Result) {
 		if i >= 0 {
 			entries = ks.log(i)
 		}
-		entries, d = l.Decide(entries, now, cost)
-		if d.Allowed && cost > 0 {
-			ks.setSlidingLog(s.slot(i, c.Key, kind, a), l, entries)
+		if cost < 0 {
+			entries = l.refund(l.live(entries, now), -cost)
 		}
-	case KindToken, KindLeaky, KindGCRA:
-		b := Bucket{Capacity: a[0], Rate: a[1], Period: a[2]}
-		if kind == KindGCRA {
-			b.Capacity++ // RL.GCRA takes redis-cell's max_burst: the limit is burst+1
+		v.log, v.d = l.Decide(entries, now, max(cost, 0))
+		v.write, v.params = keep(false, v.d.Allowed), [3]int64{l.Limit, l.Window}
+		if v.d.Allowed && cost > 0 {
+			v.logCost = cost
 		}
-		var st bucketLevel
-		converted := false
-		if i >= 0 {
-			old, ost := ks.bucket(i)
-			st, converted = b.adopt(old, ost, now), old != b
-		}
-		st, d = b.Decide(st, now, cost)
-		if store(converted, d.Allowed) {
-			ks.setBucket(s.slot(i, c.Key, kind, [4]int64{b.Capacity, b.Rate, b.Period}), kind, b, st)
-		}
+	case KindToken, KindLeaky, KindGCRA, KindShape:
+		s.evaluateBucket(now, c, i, kind, cost, v)
+	case KindQuota:
+		s.evaluateQuota(now, c, i, cost, v)
+	case KindLease:
+		s.evaluateLease(now, c, i, v)
 	case KindThrottle:
 		t := Throttle{MaxBurst: a[0], Count: a[1], Period: a[2]}
 		var tat int64
 		if i >= 0 {
 			_, tat = ks.throttle(i)
 		}
-		tat, reply := t.Decide(tat, now, cost)
-		if !reply.Limited && cost > 0 {
-			ks.setThrottle(s.slot(i, c.Key, kind, a), t, tat)
-		}
-		s.count(!reply.Limited)
-		r.Type, r.Throttle = ResThrottle, reply
-		return
+		tat, v.throttle = t.Decide(tat, now, cost)
+		v.write = !v.throttle.Limited && cost > 0
+		v.params, v.state = [3]int64{t.MaxBurst, t.Count, t.Period}, [3]int64{tat}
 	}
-	s.count(d.Allowed)
-	r.Type, r.Decision = ResDecision, d
 }
 
-// slot returns record i, or a new record for key when i is -1, created with
-// the parameters it is about to be given (so they are interned once).
-func (s *Shard) slot(i int32, key []byte, kind Kind, p [4]int64) int32 {
-	if i < 0 {
-		i = s.keys.add(key, kind, [3]int64{p[0], p[1], p[2]})
+// evaluateBucket evaluates the bucket algorithms: RL.TOKEN, RL.LEAKY,
+// RL.GCRA and RL.SHAPE, whose verdict also says how long a granted request
+// waits for the queue ahead of it.
+func (s *Shard) evaluateBucket(now int64, c *Command, i int32, kind Kind, cost int64, v *verdict) {
+	a := c.Args
+	b := Bucket{Capacity: a[0], Rate: a[1], Period: a[2]}
+	if kind == KindGCRA {
+		b.Capacity++ // RL.GCRA takes redis-cell's max_burst: the limit is burst+1
 	}
-	return i
+	var st bucketLevel
+	converted := false
+	if i >= 0 {
+		old, ost := s.keys.bucket(i)
+		st, converted = b.adopt(old, ost, now), old != b
+	}
+	if cost < 0 {
+		st = b.refund(st, now, -cost)
+	}
+	queued := b.drainTo(b.drain(st, now), 0) // the queue ahead, for RL.SHAPE
+	v.params = [3]int64{b.Capacity, b.Rate, b.Period}
+	st, v.d = b.Decide(st, now, max(cost, 0))
+	v.write, v.state = keepState(i >= 0, cost, converted, v.d.Allowed), [3]int64{st.Whole, st.Frac, st.Last}
+	if kind == KindShape && v.d.Allowed {
+		v.extra = queued
+	}
+}
+
+// commit writes a verdict for key, in record i or a new one.
+func (s *Shard) commit(now int64, key []byte, i int32, v *verdict) {
+	if !v.write {
+		return
+	}
+	ks := &s.keys
+	if i < 0 {
+		i = ks.add(key, v.kind, v.params)
+	} else if ks.kind(i) != v.kind {
+		ks.dropExtras(i) // RL.CHECK replacing a key of its policy's former algorithm
+	}
+	ks.set(i, v.kind, v.params, v.state)
+	switch v.kind {
+	case KindLog:
+		ks.setLog(i, recordLog(v.log, now, v.logCost))
+	case KindLease:
+		ks.setLog(i, v.log)
+	}
 }
 
 func (s *Shard) count(allowed bool) {

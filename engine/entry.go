@@ -63,12 +63,21 @@ func (ks *keyspace) expiresAt(i int32) int64 {
 	case KindLog:
 		l, entries := ks.slidingLog(i)
 		return l.expiresAt(entries)
-	case KindToken, KindLeaky, KindGCRA:
+	case KindToken, KindLeaky, KindGCRA, KindShape:
 		b, st := ks.bucket(i)
 		return b.expiresAt(st)
 	case KindThrottle:
 		_, tat := ks.throttle(i)
 		return throttleExpiresAt(tat)
+	case KindQuota:
+		q, st := ks.quota(i)
+		return q.expiresAt(st)
+	case KindLease:
+		if leases := ks.log(i); len(leases) > 0 {
+			return leases[len(leases)-1].At
+		}
+	case KindString:
+		return stringExpiresAt(ks.records[i].state)
 	}
 	return 0
 }

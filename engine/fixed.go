@@ -60,3 +60,12 @@ func (w FixedWindow) adopt(old FixedWindow, st windowCount, now int64) windowCou
 	now = max(now, st.Start)
 	return windowCount{Start: now - now%w.Window, Count: st.Count}
 }
+
+// refund takes up to n units back from the window in progress.
+func (w FixedWindow) refund(st windowCount, now, n int64) windowCount {
+	if now = max(now, st.Start); now >= st.Start+w.Window {
+		return windowCount{}
+	}
+	st.Count = max(st.Count-n, 0)
+	return st
+}

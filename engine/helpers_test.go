@@ -37,3 +37,30 @@ func burst(t *testing.T, s *Shard, now int64, n int, op Op, key string, params .
 	}
 	return allowed, firstRetry
 }
+
+// run applies commands as one batch at now and returns their results.
+func run(s *Shard, now int64, cmds ...Command) []Result {
+	out := make([]Result, len(cmds))
+	s.Apply(now, cmds, out)
+	return out
+}
+
+// cmd builds a command; args fill Args from the start.
+func cmd(op Op, key string, args ...int64) Command {
+	c := Command{Op: op, Key: []byte(key)}
+	copy(c.Args[:], args)
+	return c
+}
+
+// extra returns the value of a decision's extra field name, failing the
+// test when it has none.
+func extra(t *testing.T, r Result, name string) int64 {
+	t.Helper()
+	for _, e := range r.Extras[:r.NExtras] {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	t.Fatalf("result %+v has no %s", r, name)
+	return 0
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"slices"
 )
 
@@ -31,8 +32,12 @@ func (s *Shard) keyCommand(now int64, c *Command, r *Result) {
 	case OpPTTL, OpTTL:
 		i := s.lookup(c.Key, now)
 		r.Type, r.Int = ResInt, -2
-		if i >= 0 {
-			r.Int = s.keys.expiresAt(i) - now
+		if at := int64(0); i >= 0 {
+			if at = s.keys.expiresAt(i); at == math.MaxInt64 {
+				r.Int = -1 // a string without an expiry
+				break
+			}
+			r.Int = at - now
 			if c.Op == OpTTL {
 				r.Int = (r.Int + 500) / 1000 // Redis rounds TTL to the nearest second
 			}
@@ -110,6 +115,9 @@ func (s *Shard) digest() string {
 		buf = appendEntry(buf[:0], &s.keys, i, s.now)
 		h.Write(buf)
 	}
+	if len(s.policies) > 0 {
+		h.Write(s.appendPolicies(buf[:0]))
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -151,6 +159,32 @@ func (ks *keyspace) describe(i int32, now int64) []Field {
 		_, d = b.Decide(st, now, 0)
 		f = append(f, Field{Name: "burst", Int: b.Capacity - 1}, Field{Name: "count", Int: b.Rate},
 			Field{Name: "period_ms", Int: b.Period}, Field{Name: "tat_ms", Int: now + d.ResetAfter})
+	case KindShape:
+		b, st := ks.bucket(i)
+		_, d = b.Decide(st, now, 0)
+		f = append(f, Field{Name: "capacity", Int: b.Capacity}, Field{Name: "leak_tokens", Int: b.Rate},
+			Field{Name: "leak_ms", Int: b.Period}, Field{Name: "queued", Int: b.Capacity - d.Remaining},
+			Field{Name: "delay_ms", Int: b.drainTo(b.drain(st, now), 0)})
+	case KindQuota:
+		q, st := ks.quota(i)
+		_, d = q.Decide(st, now, 0)
+		f = append(f, Field{Name: "limit", Int: q.Limit}, Field{Name: "period", Text: PeriodNames[q.Period]},
+			Field{Name: "offset_minutes", Int: q.Offset / 60_000}, Field{Name: "count", Int: q.Limit - d.Remaining})
+	case KindLease:
+		p, leases := ks.paramsOf(i), liveLeases(ks.log(i), now)
+		d = Decision{Limit: p[0], Remaining: max(p[0]-int64(len(leases)), 0)}
+		if n := len(leases); n > 0 {
+			d.ResetAfter = leases[n-1].At - now
+		}
+		f = append(f, Field{Name: "limit", Int: p[0]}, Field{Name: "lease_ms", Int: p[1]},
+			Field{Name: "held", Int: int64(len(leases))})
+	case KindString:
+		st := ks.records[i].state
+		ttl := int64(-1)
+		if st[1] != 0 {
+			ttl = st[1] - now
+		}
+		return append(f, Field{Name: "ttl_ms", Int: ttl})
 	case KindThrottle:
 		t, tat := ks.throttle(i)
 		_, reply := t.Decide(tat, now, 0)
@@ -164,7 +198,7 @@ func (ks *keyspace) describe(i int32, now int64) []Field {
 }
 
 // Inspect answers a read-only, shard-wide command (OpDBSize, OpScan,
-// OpDigest) at the shard's own time and changes nothing, not even the clock
+// OpDigest, OpPolicyList) at the shard's own time and changes nothing, not even the clock
 // or the expiry sweep: a replica may answer it between batches and still
 // agree with every other replica about its state.
 func (s *Shard) Inspect(c *Command) Result {
@@ -176,6 +210,8 @@ func (s *Shard) Inspect(c *Command) Result {
 		s.scan(s.now, c, &r)
 	case OpDigest:
 		r.Type, r.Text = ResBulk, s.digest()
+	case OpPolicyList:
+		r = s.listPolicies(string(c.Value))
 	default:
 		r.Type, r.Err = ResError, ErrUnknownOp
 	}

@@ -26,10 +26,12 @@ type keyspace struct {
 
 	index   keyIndex
 	long    map[int32]string     // keys longer than inlineKey, by record
-	logs    map[int32][]logEntry // sliding logs, by record
+	logs    map[int32][]logEntry // sliding logs and leases, by record
+	vals    map[int32]string     // strings that are not integers, by record
 	params  paramTable
 	longLen int64 // bytes of the long keys
 	logCap  int64 // entries the logs have room for
+	valLen  int64 // bytes of the string values
 }
 
 // inlineKey is the longest key kept inside its record.
@@ -54,6 +56,7 @@ func newKeyspace() keyspace {
 		index:  newKeyIndex(minIndexSize),
 		long:   make(map[int32]string),
 		logs:   make(map[int32][]logEntry),
+		vals:   make(map[int32]string),
 		params: newParamTable(),
 	}
 }
@@ -163,10 +166,7 @@ func (ks *keyspace) remove(i int32) {
 		ks.longLen -= int64(len(ks.long[i]))
 		delete(ks.long, i)
 	}
-	if log, ok := ks.logs[i]; ok {
-		ks.logCap -= int64(cap(log))
-		delete(ks.logs, i)
-	}
+	ks.dropExtras(i)
 	ks.params.release(r.params)
 	*r = record{}
 	ks.free = append(ks.free, i)
@@ -193,7 +193,34 @@ func (ks *keyspace) set(i int32, kind Kind, params [3]int64, state [3]int64) {
 	r.state = state
 }
 
-// log is record i's sliding log.
+// dropExtras removes what record i holds outside its record: a log, a
+// lease list or a string value.
+func (ks *keyspace) dropExtras(i int32) {
+	if log, ok := ks.logs[i]; ok {
+		ks.logCap -= int64(cap(log))
+		delete(ks.logs, i)
+	}
+	if v, ok := ks.vals[i]; ok {
+		ks.valLen -= int64(len(v))
+		delete(ks.vals, i)
+	}
+}
+
+// value is record i's string value when it is not an integer.
+func (ks *keyspace) value(i int32) string { return ks.vals[i] }
+
+// setValue replaces record i's string value ("" with ok false: none).
+func (ks *keyspace) setValue(i int32, v string, ok bool) {
+	ks.valLen -= int64(len(ks.vals[i]))
+	if !ok {
+		delete(ks.vals, i)
+		return
+	}
+	ks.vals[i] = v
+	ks.valLen += int64(len(v))
+}
+
+// log is record i's sliding log or lease list.
 func (ks *keyspace) log(i int32) []logEntry { return ks.logs[i] }
 
 // setLog replaces record i's sliding log.
@@ -210,7 +237,7 @@ func (ks *keyspace) len() int { return ks.live }
 // an allocator measurement.
 func (ks *keyspace) bytes() int64 {
 	return int64(cap(ks.records))*recordSize + ks.index.bytes() + ks.longLen + 48*int64(len(ks.long)) +
-		logEntrySize*ks.logCap + 48*int64(len(ks.logs)) + ks.params.bytes()
+		logEntrySize*ks.logCap + 48*int64(len(ks.logs)) + ks.valLen + 48*int64(len(ks.vals)) + ks.params.bytes()
 }
 
 // usage estimates the bytes record i holds.
@@ -221,6 +248,9 @@ func (ks *keyspace) usage(i int32) int64 {
 	}
 	if log, ok := ks.logs[i]; ok {
 		n += 48 + logEntrySize*int64(cap(log))
+	}
+	if v, ok := ks.vals[i]; ok {
+		n += 48 + int64(len(v))
 	}
 	return n
 }

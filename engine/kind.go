@@ -4,7 +4,8 @@ package engine
 // expires or is deleted; using it with another algorithm is a WRONGTYPE error.
 type Kind uint8
 
-// The kinds, one per decision command.
+// The kinds, one per decision command, and Redis's string. Their values are
+// written into snapshots: add new kinds at the end, never reorder.
 const (
 	kindNone Kind = iota // a free slot
 	KindSliding
@@ -14,6 +15,10 @@ const (
 	KindLeaky
 	KindGCRA
 	KindThrottle
+	KindShape  // RL.SHAPE
+	KindQuota  // RL.QUOTA
+	KindLease  // RL.ACQUIRE
+	KindString // INCR, SET ...: a Redis string
 	kindCount
 )
 
@@ -26,6 +31,10 @@ var kindNames = [kindCount]string{
 	KindLeaky:    "rl.leaky",
 	KindGCRA:     "rl.gcra",
 	KindThrottle: "cl.throttle",
+	KindShape:    "rl.shape",
+	KindQuota:    "rl.quota",
+	KindLease:    "rl.lease",
+	KindString:   "string",
 }
 
 // String is the name TYPE reports: the command that owns the key, in lower

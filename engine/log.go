@@ -34,8 +34,8 @@ func (l SlidingLog) used(entries []logEntry) int64 {
 }
 
 // Decide grants or refuses cost against the units spent in the last Window
-// ms. On approval of a non-zero cost it returns the entries to store, which
-// may share memory with the ones given; otherwise it leaves them untouched.
+// ms. It changes nothing: it returns the live entries, and a granted cost is
+// recorded by record, when the decision is committed.
 func (l SlidingLog) Decide(entries []logEntry, now, cost int64) ([]logEntry, Decision) {
 	entries = l.live(entries, now)
 	used := l.used(entries)
@@ -46,16 +46,36 @@ func (l SlidingLog) Decide(entries []logEntry, now, cost int64) ([]logEntry, Dec
 		d = denied(l.Limit, available, RetryNever)
 	case cost <= available:
 		d = granted(l.Limit, available, cost)
-		if cost > 0 {
-			entries = l.record(entries, now, cost)
-		}
 	default:
 		d = denied(l.Limit, available, l.retryAfter(entries, now, used-(l.Limit-cost)))
 	}
+	last := int64(-1) // the newest entry once a granted cost is recorded
 	if n := len(entries); n > 0 {
-		d.ResetAfter = entries[n-1].At + l.Window - now
+		last = entries[n-1].At
+	}
+	if d.Allowed && cost > 0 {
+		last = max(last, now)
+	}
+	if last >= 0 {
+		d.ResetAfter = last + l.Window - now
 	}
 	return entries, d
+}
+
+// refund takes up to n units back, newest first, and returns the entries
+// left (in a new array: the old one may be shared with a decision pending).
+func (l SlidingLog) refund(entries []logEntry, n int64) []logEntry {
+	out := append([]logEntry(nil), entries...)
+	for len(out) > 0 && n > 0 {
+		last := &out[len(out)-1]
+		take := min(last.N, n)
+		last.N -= take
+		n -= take
+		if last.N == 0 {
+			out = out[:len(out)-1]
+		}
+	}
+	return out
 }
 
 // retryAfter is the time until the oldest entries holding at least excess
@@ -70,10 +90,14 @@ func (l SlidingLog) retryAfter(entries []logEntry, now, excess int64) int64 {
 	return 1 // unreachable: the entries hold every used unit
 }
 
-// record adds cost units at now, merging with an entry at the same instant.
-// Entries made before a backwards DEBUG CLOCK SET stay ahead of now; the new
-// units then join the last entry, which keeps At sorted.
-func (l SlidingLog) record(entries []logEntry, now, cost int64) []logEntry {
+// recordLog adds cost units at now, merging with an entry at the same
+// instant (or a later one: entries made before a backwards DEBUG CLOCK SET
+// stay ahead of now, and the new units join the last, which keeps At
+// sorted). It changes entries' array: call it only to commit.
+func recordLog(entries []logEntry, now, cost int64) []logEntry {
+	if cost == 0 {
+		return entries
+	}
 	if n := len(entries); n > 0 && entries[n-1].At >= now {
 		entries[n-1].N += cost
 		return entries

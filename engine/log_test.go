@@ -8,7 +8,7 @@ func TestSlidingLogDecide(t *testing.T) {
 	step := func(now, cost int64) Decision {
 		next, d := l.Decide(entries, now, cost)
 		if d.Allowed && cost > 0 {
-			entries = next
+			entries = recordLog(next, now, cost)
 		}
 		return d
 	}
@@ -42,7 +42,7 @@ func TestSlidingLogIsExactOverEverySpan(t *testing.T) {
 	for now := int64(0); now < 2000; now += 7 {
 		for range 3 {
 			if next, d := l.Decide(entries, now, 1); d.Allowed {
-				entries = next
+				entries = recordLog(next, now, 1)
 				grants = append(grants, now)
 			}
 		}

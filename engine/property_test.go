@@ -188,7 +188,8 @@ func TestPropertySlidingWindowMatchesTheSeedScriptExactly(t *testing.T) {
 }
 
 // randomCommands is a mixed workload over a few keys: every algorithm, peeks,
-// impossible costs, deletes, parameter changes and clock jumps.
+// refunds, impossible costs, leases, strings, policies, deletes, parameter
+// changes and clock jumps. Every command is one commands could build.
 func randomCommands(seed uint64, n int) ([]int64, []Command) {
 	rng := rand.New(rand.NewPCG(seed, 4))
 	keys := []string{"a", "b", "c", "d", "{x}1", "{x}2"}
@@ -199,20 +200,61 @@ func randomCommands(seed uint64, n int) ([]int64, []Command) {
 		now += rng.Int64N(300)
 		times[i] = now
 		c := Command{Key: []byte(keys[rng.IntN(len(keys))])}
-		switch k := rng.IntN(12); {
+		switch k := rng.IntN(20); {
 		case k < 7:
 			c.Op = OpSliding + Op(rng.IntN(7))
-			c.Args = [4]int64{1 + rng.Int64N(10), 1 + rng.Int64N(5), 100 + rng.Int64N(2000), rng.Int64N(4)}
+			c.Args = [4]int64{1 + rng.Int64N(10), 1 + rng.Int64N(5), 100 + rng.Int64N(2000), rng.Int64N(6) - 1}
 			if c.Op == OpThrottle {
-				c.Args[2] = 1 + rng.Int64N(3)
+				c.Args[2], c.Args[3] = 1+rng.Int64N(3), rng.Int64N(4)
+			}
+			if c.Op != OpThrottle && rng.IntN(4) == 0 {
+				c.Flags = FlagPartial
 			}
 		case k < 9:
 			c.Op = OpExists + Op(rng.IntN(int(OpInfo-OpExists)+1))
 		case k < 10:
 			c.Op = OpDel
-		default:
+		case k < 11:
 			c.Op = OpSweep
 			c.Args[0] = rng.Int64N(8)
+		case k < 12:
+			c.Op = OpShape
+			c.Args = [4]int64{1 + rng.Int64N(10), 1 + rng.Int64N(5), 100 + rng.Int64N(2000), rng.Int64N(4)}
+		case k < 13:
+			c.Op = OpQuota
+			c.Args = [4]int64{1 + rng.Int64N(10), 1 + rng.Int64N(4), (rng.Int64N(7) - 3) * 3_600_000, rng.Int64N(4) - 1}
+		case k < 14:
+			c.Op = OpAcquire
+			c.Args = [4]int64{1 + rng.Int64N(3), 100 + rng.Int64N(2000), 0, 1}
+		case k < 15:
+			c.Op = OpRelease
+			c.Args[0] = now<<leaseIDShift - rng.Int64N(3_000<<leaseIDShift)
+		case k < 16:
+			c.Op = OpIncrBy
+			c.Args[0] = rng.Int64N(7) - 3
+		case k < 17:
+			c.Op = OpSet
+			c.Value = []byte([]string{"7", "x", "", "-3"}[rng.IntN(4)])
+			if rng.IntN(2) == 0 {
+				c.Args = [4]int64{100 + rng.Int64N(2000), ExpiryRelative}
+			}
+			c.Flags = []Flags{0, FlagNX, FlagXX, FlagKeepTTL, FlagGet}[rng.IntN(5)]
+		case k < 18:
+			c.Op = OpExpire
+			c.Args = [4]int64{rng.Int64N(3000) - 100, ExpiryRelative}
+			c.Flags = []Flags{0, FlagNX, FlagXX, FlagGT, FlagLT}[rng.IntN(5)]
+		case k < 19:
+			c.Op = OpCheck
+			c.Value = []byte([]string{"p", "q"}[rng.IntN(2)])
+			c.Args[3] = rng.Int64N(4)
+		default:
+			c.Op = OpPolicySet
+			c.Value = []byte([]string{"p", "q"}[rng.IntN(2)])
+			op := []Op{OpSliding, OpFixed, OpLog, OpToken, OpLeaky, OpGCRA, OpShape}[rng.IntN(7)]
+			c.Args = [4]int64{1 + rng.Int64N(10), 1 + rng.Int64N(5), 100 + rng.Int64N(2000), int64(op)}
+			if rng.IntN(3) == 0 {
+				c.Flags = FlagShadow
+			}
 		}
 		cmds[i] = c
 	}
@@ -225,6 +267,9 @@ func TestPropertyReplayGivesTheSameStateAndAnswers(t *testing.T) {
 		a, b := NewShard(), NewShard()
 		ra, rb := make([]Result, 1), make([]Result, 1)
 		for i := range cmds {
+			if !cmds[i].Valid() {
+				t.Fatalf("seed %d step %d: %+v is not Valid", seed, i, cmds[i])
+			}
 			a.Apply(times[i], cmds[i:i+1], ra)
 			b.Apply(times[i], cmds[i:i+1], rb)
 			if !sameResult(ra[0], rb[0]) {
@@ -276,8 +321,8 @@ func TestPropertyPeeksNeverChangeState(t *testing.T) {
 }
 
 func sameResult(a, b Result) bool {
-	if a.Type != b.Type || a.Decision != b.Decision || a.Throttle != b.Throttle ||
-		a.Int != b.Int || a.Text != b.Text || a.Err != b.Err || len(a.Fields) != len(b.Fields) {
+	if a.Type != b.Type || a.Decision != b.Decision || a.Throttle != b.Throttle || a.Extras != b.Extras ||
+		a.Int != b.Int || a.Text != b.Text || !sameError(a.Err, b.Err) || len(a.Fields) != len(b.Fields) {
 		return false
 	}
 	for i := range a.Fields {
@@ -286,4 +331,10 @@ func sameResult(a, b Result) bool {
 		}
 	}
 	return true
+}
+
+// sameError reports whether two results' errors would reach the client
+// alike (the errors are built per call, so they are not the same value).
+func sameError(a, b error) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.Error() == b.Error())
 }

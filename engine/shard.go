@@ -4,9 +4,10 @@ package engine
 // safe for concurrent use; it belongs to one goroutine (the shard's runner or
 // its Raft FSM), which is what makes every command on it atomic.
 type Shard struct {
-	keys keyspace
-	now  int64 // the latest time applied; decisions never go back in time
-	stat Stats
+	keys     keyspace
+	now      int64 // the latest time applied; decisions never go back in time
+	stat     Stats
+	policies map[string]*policy // RL.POLICY's named limits
 }
 
 // Stats are a shard's counters, for INFO and metrics.
@@ -15,7 +16,11 @@ type Stats struct {
 	Bytes   int64 // estimated memory held by keys and their state
 	Allowed int64 // decisions granted
 	Denied  int64 // decisions refused
-	Now     int64 // the shard's clock: the latest time applied
+	// ShadowDenied counts the checks of shadow policies that were allowed
+	// only because the policy is in shadow mode.
+	ShadowDenied int64
+	Policies     int   // policies defined
+	Now          int64 // the shard's clock: the latest time applied
 }
 
 // sweepPerCommand is how many slots the expiry sweep examines per command
@@ -24,7 +29,7 @@ const sweepPerCommand = 2
 
 // NewShard returns an empty shard.
 func NewShard() *Shard {
-	return &Shard{keys: newKeyspace()}
+	return &Shard{keys: newKeyspace(), policies: make(map[string]*policy)}
 }
 
 // Stats returns the shard's counters.
@@ -33,6 +38,7 @@ func (s *Shard) Stats() Stats {
 	st.Keys = s.keys.len()
 	st.Bytes = s.keys.bytes()
 	st.Now = s.now
+	st.Policies = len(s.policies)
 	return st
 }
 
@@ -44,12 +50,27 @@ func (s *Shard) Stats() Stats {
 func (s *Shard) Apply(now int64, cmds []Command, out []Result) {
 	now = max(now, s.now)
 	s.now = now
-	for i := range cmds {
+	for i := 0; i < len(cmds); i++ {
 		c, r := &cmds[i], &out[i]
 		*r = Result{}
 		switch c.Op {
-		case OpSliding, OpFixed, OpLog, OpToken, OpLeaky, OpGCRA, OpThrottle:
+		case OpSliding, OpFixed, OpLog, OpToken, OpLeaky, OpGCRA, OpThrottle,
+			OpShape, OpQuota, OpAcquire, OpCheck:
 			s.decide(now, c, r)
+		case OpAll:
+			// The group is the head and the limits that follow it; a
+			// truncated one (never built by commands) takes what is there.
+			end := i + 1 + int(min(max(c.Args[0], 0), int64(len(cmds)-i-1)))
+			s.all(now, cmds[i:end], out[i:end])
+			i = end - 1
+		case OpRelease:
+			s.release(now, c, r)
+		case OpGet, OpSet, OpIncrBy, OpExpire:
+			s.stringCommand(now, c, r)
+		case OpPolicySet, OpPolicyDel, OpPolicyList:
+			// RL.POLICY reads go through Inspect; OpPolicyList is here
+			// for a shard that is read through its log (another node's).
+			s.policyCommand(c, r)
 		case OpSetClock:
 			now = c.Args[0]
 			s.now = now

@@ -117,3 +117,13 @@ func (w SlidingWindow) adopt(old SlidingWindow, st windowCounts, now int64) wind
 	carried := st.Cur + mulDivCeil(st.Prev, left, old.Window)
 	return windowCounts{Start: now - now%w.Window, Cur: carried}
 }
+
+// refund takes up to n units back: from the current window, then from the
+// previous one. It never gives back more than was spent.
+func (w SlidingWindow) refund(st windowCounts, now, n int64) windowCounts {
+	st = w.roll(st, max(now, st.Start))
+	take := min(st.Cur, n)
+	st.Cur -= take
+	st.Prev = max(st.Prev-(n-take), 0)
+	return st
+}

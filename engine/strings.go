@@ -1,0 +1,210 @@
+package engine
+
+import (
+	"errors"
+	"math"
+)
+
+// Redis strings, for the limiters written against Redis: INCR/INCRBY with
+// EXPIRE (envoyproxy/ratelimit's fixed window), SET NX PX, GET. A string's
+// record holds its value in state[0] when it is an integer Redis would
+// accept (strings that are not live in keyspace.vals, with state[2] 1), and
+// its expiry, an absolute time in ms, in state[1] (0: none).
+
+// The ways OpSet and OpExpire give an expiry (Args[1]).
+const (
+	ExpiryNone     = 0 // SET: no expiry
+	ExpiryRelative = 1 // Args[0] ms from now
+	ExpiryAbsolute = 2 // Args[0] is a Unix time in ms
+	ExpiryPersist  = 3 // EXPIRE: remove the expiry (PERSIST)
+)
+
+// MaxValue bounds a string's value.
+const MaxValue = 1 << 20
+
+// MaxExpiry bounds an absolute expiry: no later than MaxDuration after the
+// latest clock a shard may have.
+const MaxExpiry = MaxTime + MaxDuration
+
+// The errors of the string commands, in Redis's words.
+var (
+	ErrNotInteger = errors.New("ERR value is not an integer or out of range")
+	ErrOverflow   = errors.New("ERR increment or decrement would overflow")
+)
+
+// stringCommand applies GET, SET, INCRBY and EXPIRE.
+func (s *Shard) stringCommand(now int64, c *Command, r *Result) {
+	i := s.lookup(c.Key, now)
+	if i >= 0 && s.keys.kind(i) != KindString && c.Op != OpSet && c.Op != OpExpire {
+		r.Type, r.Err = ResError, ErrWrongType
+		return
+	}
+	switch c.Op {
+	case OpGet:
+		s.keys.getString(i, r)
+	case OpSet:
+		s.set(now, c, i, r)
+	case OpIncrBy:
+		s.incrBy(c, i, r)
+	case OpExpire:
+		s.expire(now, c, i, r)
+	}
+}
+
+// getString replies record i's value, or nil when i is -1.
+func (ks *keyspace) getString(i int32, r *Result) {
+	switch {
+	case i < 0:
+		r.Type = ResNil
+	case ks.records[i].state[2] == 1:
+		r.Type, r.Text = ResBulk, ks.value(i)
+	default:
+		r.Type, r.Int = ResIntBulk, ks.records[i].state[0]
+	}
+}
+
+// set applies SET: Flags NX, XX, KEEPTTL and GET; the expiry as Args[0] and
+// Args[1] say. Like Redis's, it replaces a key of any type, except with GET,
+// which needs the old value to be a string.
+func (s *Shard) set(now int64, c *Command, i int32, r *Result) {
+	ks := &s.keys
+	if c.Flags&FlagGet != 0 {
+		if i >= 0 && ks.kind(i) != KindString {
+			r.Type, r.Err = ResError, ErrWrongType
+			return
+		}
+		ks.getString(i, r)
+	} else {
+		r.Type = ResOK
+	}
+	if (c.Flags&FlagNX != 0 && i >= 0) || (c.Flags&FlagXX != 0 && i < 0) {
+		if c.Flags&FlagGet == 0 {
+			r.Type = ResNil
+		}
+		return
+	}
+	expiry := int64(0)
+	switch {
+	case c.Args[1] == ExpiryRelative:
+		expiry = now + c.Args[0]
+	case c.Args[1] == ExpiryAbsolute:
+		expiry = c.Args[0]
+	case c.Flags&FlagKeepTTL != 0 && i >= 0 && ks.kind(i) == KindString:
+		expiry = ks.records[i].state[1]
+	}
+	if c.Args[1] != ExpiryNone && expiry <= now {
+		if i >= 0 { // set and expired at once: Redis deletes the key
+			ks.remove(i)
+		}
+		return
+	}
+	if i < 0 {
+		i = ks.add(c.Key, KindString, [3]int64{})
+	} else {
+		ks.dropExtras(i)
+	}
+	n, isInt := parseInteger(c.Value)
+	state := [3]int64{n, expiry, 0}
+	if !isInt {
+		state = [3]int64{0, expiry, 1}
+		ks.setValue(i, string(c.Value), true)
+	}
+	ks.set(i, KindString, [3]int64{}, state)
+}
+
+// incrBy applies INCRBY (and INCR, DECR, DECRBY): Args[0] is added to the
+// integer held, 0 for a new key; the expiry is kept.
+func (s *Shard) incrBy(c *Command, i int32, r *Result) {
+	ks := &s.keys
+	var v int64
+	if i >= 0 {
+		if ks.records[i].state[2] == 1 {
+			r.Type, r.Err = ResError, ErrNotInteger
+			return
+		}
+		v = ks.records[i].state[0]
+	}
+	by := c.Args[0]
+	if (by > 0 && v > math.MaxInt64-by) || (by < 0 && v < math.MinInt64-by) {
+		r.Type, r.Err = ResError, ErrOverflow
+		return
+	}
+	v += by
+	if i < 0 {
+		i = ks.add(c.Key, KindString, [3]int64{})
+	}
+	ks.records[i].state[0] = v
+	r.Type, r.Int = ResInt, v
+}
+
+// expire applies EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT (Args[0] and Args[1]
+// give the time; Flags NX, XX, GT, LT the condition) and PERSIST: 1 when
+// the expiry changed. A limiter's expiry follows from its state, so it
+// cannot be set: 0 for a limiter key.
+func (s *Shard) expire(now int64, c *Command, i int32, r *Result) {
+	ks := &s.keys
+	r.Type = ResInt
+	if i < 0 || ks.kind(i) != KindString {
+		return
+	}
+	cur := ks.records[i].state[1] // 0: none, which compares as infinite
+	if c.Args[1] == ExpiryPersist {
+		if cur != 0 {
+			ks.records[i].state[1] = 0
+			r.Int = 1
+		}
+		return
+	}
+	at := c.Args[0]
+	if c.Args[1] == ExpiryRelative {
+		at = now + c.Args[0]
+	}
+	f := c.Flags
+	if (f&FlagNX != 0 && cur != 0) || (f&FlagXX != 0 && cur == 0) ||
+		(f&FlagGT != 0 && (cur == 0 || at <= cur)) || (f&FlagLT != 0 && cur != 0 && at >= cur) {
+		return
+	}
+	r.Int = 1
+	if at <= now {
+		ks.remove(i)
+		return
+	}
+	ks.records[i].state[1] = at
+}
+
+// parseInteger parses v as Redis does for INCR: decimal, an optional minus,
+// no leading zeros, no plus, within int64.
+func parseInteger(v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 20 || (v[0] == '0' && len(v) > 1) || v[0] == '+' ||
+		(v[0] == '-' && (len(v) == 1 || v[1] == '0')) {
+		return 0, false
+	}
+	neg := v[0] == '-'
+	if neg {
+		v = v[1:]
+	}
+	var n uint64
+	for _, ch := range v {
+		if ch < '0' || ch > '9' || n > (math.MaxInt64+1)/10 {
+			return 0, false
+		}
+		if n = n*10 + uint64(ch-'0'); n > math.MaxInt64+1 {
+			return 0, false
+		}
+	}
+	switch {
+	case neg:
+		return int64(-n), true // -(MaxInt64+1) wraps to MinInt64
+	case n > math.MaxInt64:
+		return 0, false
+	}
+	return int64(n), true
+}
+
+// stringExpiresAt is when a string's record expires: never without one.
+func stringExpiresAt(st [3]int64) int64 {
+	if st[1] == 0 {
+		return math.MaxInt64
+	}
+	return st[1]
+}
