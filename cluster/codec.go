@@ -11,15 +11,23 @@ import (
 // A Raft entry carries one batch: every command of every request the
 // proposer packed, after the time the leader stamped on it.
 //
-//	version  byte     entryVersion
+//	version  byte     1 or 2
 //	now      varint   the leader's clock, Unix ms
 //	count    uvarint  commands
-//	commands          op byte, key (uvarint length, bytes), four varint args
+//	commands          version 1: op byte, key (uvarint length, bytes), four varint args
+//	                  version 2: op byte, flags uvarint, key, value (as the key), four varint args
+//
+// A batch whose commands have no flags and no value is written as version 1,
+// which nodes that predate version 2 can still apply: a cluster upgraded
+// node by node keeps working until the new commands are used.
 //
 // Forwarding between nodes sends commands in the same form, and results in
 // the form of appendResult.
 
-const entryVersion = 1
+const (
+	entryVersion1 = 1
+	entryVersion2 = 2
+)
 
 // maxWireKey bounds a key decoded from an entry or a peer.
 const maxWireKey = 1 << 20
@@ -33,21 +41,36 @@ func appendBatch(b []byte, now int64, reqs []*Request) []byte {
 	for _, r := range reqs {
 		n += len(r.Cmds)
 	}
-	b = append(b, entryVersion)
+	version := byte(entryVersion1)
+	for _, r := range reqs {
+		for i := range r.Cmds {
+			if r.Cmds[i].Flags != 0 || len(r.Cmds[i].Value) > 0 {
+				version = entryVersion2
+			}
+		}
+	}
+	b = append(b, version)
 	b = binary.AppendVarint(b, now)
 	b = binary.AppendUvarint(b, uint64(n))
 	for _, r := range reqs {
 		for i := range r.Cmds {
-			b = appendCommand(b, &r.Cmds[i])
+			b = appendCommand(b, &r.Cmds[i], version)
 		}
 	}
 	return b
 }
 
-func appendCommand(b []byte, c *engine.Command) []byte {
+func appendCommand(b []byte, c *engine.Command, version byte) []byte {
 	b = append(b, byte(c.Op))
+	if version == entryVersion2 {
+		b = binary.AppendUvarint(b, uint64(c.Flags))
+	}
 	b = binary.AppendUvarint(b, uint64(len(c.Key)))
 	b = append(b, c.Key...)
+	if version == entryVersion2 {
+		b = binary.AppendUvarint(b, uint64(len(c.Value)))
+		b = append(b, c.Value...)
+	}
 	for _, a := range c.Args {
 		b = binary.AppendVarint(b, a)
 	}
@@ -58,7 +81,8 @@ func appendCommand(b []byte, c *engine.Command) []byte {
 // data. Every command is checked with engine.Command.Valid.
 func decodeBatch(data []byte, cmds []engine.Command) (int64, []engine.Command, error) {
 	d := wire{b: data}
-	if d.byte() != entryVersion {
+	version := d.byte()
+	if version != entryVersion1 && version != entryVersion2 {
 		return 0, cmds, fmt.Errorf("%w: unknown version", errBadEntry)
 	}
 	now := d.varint()
@@ -67,7 +91,20 @@ func decodeBatch(data []byte, cmds []engine.Command) (int64, []engine.Command, e
 		return 0, cmds, fmt.Errorf("%w: %d commands", errBadEntry, n)
 	}
 	for i := uint64(0); i < n && d.err == nil; i++ {
-		c := engine.Command{Op: engine.Op(d.byte()), Key: d.bytes(maxWireKey)}
+		c := engine.Command{Op: engine.Op(d.byte())}
+		if version == entryVersion2 {
+			flags := d.uvarint()
+			c.Flags = engine.Flags(flags)
+			if uint64(c.Flags) != flags {
+				d.fail("bad flags")
+			}
+		}
+		c.Key = d.bytes(maxWireKey)
+		if version == entryVersion2 {
+			if c.Value = d.bytes(engine.MaxValue); len(c.Value) == 0 {
+				c.Value = nil
+			}
+		}
 		for j := range c.Args {
 			c.Args[j] = d.varint()
 		}
@@ -93,11 +130,17 @@ func appendResult(b []byte, r *engine.Result) []byte {
 		d := r.Decision
 		b = appendBool(b, d.Allowed)
 		b = appendVarints(b, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter)
+		b = append(b, r.NExtras)
+		for _, e := range r.Extras[:r.NExtras] {
+			b = appendString(b, e.Name)
+			b = binary.AppendVarint(b, e.Value)
+		}
+		b = binary.AppendUvarint(b, uint64(r.Members))
 	case engine.ResThrottle:
 		t := r.Throttle
 		b = appendBool(b, t.Limited)
 		b = appendVarints(b, t.Limit, t.Remaining, t.RetryAfter, t.ResetAfter)
-	case engine.ResInt:
+	case engine.ResInt, engine.ResIntBulk:
 		b = binary.AppendVarint(b, r.Int)
 	case engine.ResText, engine.ResBulk:
 		b = appendString(b, r.Text)
@@ -110,6 +153,7 @@ func appendResult(b []byte, r *engine.Result) []byte {
 		}
 	case engine.ResError:
 		b = appendString(b, r.Err.Error())
+		b = binary.AppendUvarint(b, uint64(r.Members))
 	}
 	return b
 }
@@ -121,13 +165,21 @@ func (d *wire) result() engine.Result {
 	case engine.ResDecision:
 		r.Decision.Allowed = d.byte() == 1
 		r.Decision.Limit, r.Decision.Remaining, r.Decision.RetryAfter, r.Decision.ResetAfter = d.varint(), d.varint(), d.varint(), d.varint()
+		if r.NExtras = d.byte(); int(r.NExtras) > len(r.Extras) {
+			d.fail("too many extras")
+			return r
+		}
+		for i := range r.Extras[:r.NExtras] {
+			r.Extras[i] = engine.Extra{Name: extraName(d.bytes(64)), Value: d.varint()}
+		}
+		r.Members = d.members()
 	case engine.ResThrottle:
 		r.Throttle.Limited = d.byte() == 1
 		r.Throttle.Limit, r.Throttle.Remaining, r.Throttle.RetryAfter, r.Throttle.ResetAfter = d.varint(), d.varint(), d.varint(), d.varint()
-	case engine.ResInt:
+	case engine.ResInt, engine.ResIntBulk:
 		r.Int = d.varint()
 	case engine.ResText, engine.ResBulk:
-		r.Text = string(d.bytes(maxWireKey))
+		r.Text = string(d.bytes(engine.MaxValue))
 	case engine.ResFields:
 		n := d.uvarint()
 		if n > 64 {
@@ -140,11 +192,35 @@ func (d *wire) result() engine.Result {
 		}
 	case engine.ResError:
 		r.Err = wireError(d.bytes(4096))
+		r.Members = d.members()
 	case engine.ResOK, engine.ResNil:
 	default:
 		d.fail("unknown result type")
 	}
 	return r
+}
+
+// members reads an RL.ALL head's count of limits.
+func (d *wire) members() int {
+	n := d.uvarint()
+	if n > engine.MaxAllLimits {
+		d.fail("too many members")
+		return 0
+	}
+	return int(n)
+}
+
+// extraNames are the names of the extra fields of a decision, so that a
+// forwarded result does not allocate them.
+var extraNames = []string{"granted", "delay_ms", "lease_id", "shadow_denied"}
+
+func extraName(b []byte) string {
+	for _, n := range extraNames {
+		if string(b) == n {
+			return n
+		}
+	}
+	return string(b)
 }
 
 // wireError is an error received from a peer: its text is the reply. The

@@ -165,7 +165,7 @@ func (p *proposer) gather(first *Request) []*Request {
 func requestSize(r *Request) int {
 	n := 0
 	for i := range r.Cmds {
-		n += len(r.Cmds[i].Key) + 24
+		n += len(r.Cmds[i].Key) + len(r.Cmds[i].Value) + 24
 	}
 	return n
 }

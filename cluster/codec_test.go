@@ -1,0 +1,77 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/rlserver/rlserver/engine"
+)
+
+func TestBatchRoundTripKeepsFlagsAndValues(t *testing.T) {
+	cmds := []engine.Command{
+		{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{100, 60_000, 0, -3}, Flags: engine.FlagPartial},
+		{Op: engine.OpSet, Key: []byte("s"), Value: []byte("hello"), Flags: engine.FlagNX | engine.FlagGet, Args: [4]int64{5000, engine.ExpiryRelative}},
+		{Op: engine.OpCheck, Key: []byte("user:ada"), Value: []byte("orders"), Args: [4]int64{3: 1}},
+	}
+	data := appendBatch(nil, 1_700_000_000_000, []*Request{{Cmds: cmds}})
+	if data[0] != entryVersion2 {
+		t.Fatalf("version %d, want 2 for commands with flags or values", data[0])
+	}
+	now, got, err := decodeBatch(data, nil)
+	if err != nil || now != 1_700_000_000_000 || len(got) != len(cmds) {
+		t.Fatalf("decode: %v, %d, %d commands", err, now, len(got))
+	}
+	for i := range cmds {
+		a, b := cmds[i], got[i]
+		if a.Op != b.Op || a.Flags != b.Flags || a.Args != b.Args || !bytes.Equal(a.Key, b.Key) || !bytes.Equal(a.Value, b.Value) {
+			t.Fatalf("command %d: %+v, want %+v", i, b, a)
+		}
+	}
+}
+
+// Batches of the commands version 1 knows stay in version 1, byte for byte,
+// so nodes not yet upgraded apply what upgraded leaders propose.
+func TestPlainBatchesStayVersionOne(t *testing.T) {
+	cmds := []engine.Command{{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{100, 60_000, 0, 1}}}
+	data := appendBatch(nil, 5, []*Request{{Cmds: cmds}})
+	want := []byte{1, 10, 1, byte(engine.OpSliding), 1, 'k', 200, 1, 192, 169, 7, 0, 2}
+	if !bytes.Equal(data, want) {
+		t.Fatalf("encoding % x, want % x", data, want)
+	}
+	if _, _, err := decodeBatch(data, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDecodeRefusesInvalidCommands(t *testing.T) {
+	for _, c := range []engine.Command{
+		{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{0, 60_000, 0, 1}},                          // zero limit
+		{Op: engine.OpThrottle, Key: []byte("k"), Args: [4]int64{1, 1, 1, -1}},                             // refund on CL.THROTTLE
+		{Op: engine.OpSet, Key: []byte("k"), Flags: engine.FlagPartial},                                    // a flag SET has not
+		{Op: engine.OpPolicySet, Value: []byte("p"), Args: [4]int64{1, 1000, 0, int64(engine.OpThrottle)}}, // not a policy algorithm
+		{Op: engine.OpCheck, Key: []byte("k"), Args: [4]int64{3: 1}},                                       // no policy name
+	} {
+		data := appendBatch(nil, 5, []*Request{{Cmds: []engine.Command{c}}})
+		if _, _, err := decodeBatch(data, nil); !errors.Is(err, errBadEntry) {
+			t.Errorf("%+v decoded: %v", c, err)
+		}
+	}
+}
+
+func TestResultRoundTripKeepsExtrasAndMembers(t *testing.T) {
+	r := engine.Result{Type: engine.ResDecision, Decision: engine.Decision{Allowed: true, Limit: 5, Remaining: 2, ResetAfter: 900}, Members: 3}
+	r.Extras[0], r.NExtras = engine.Extra{Name: "lease_id", Value: 1 << 40}, 1
+	d := wire{b: appendResult(nil, &r)}
+	got := d.result()
+	if d.err != nil || got.Decision != r.Decision || got.Extras != r.Extras || got.NExtras != 1 || got.Members != 3 {
+		t.Fatalf("result %+v (%v), want %+v", got, d.err, r)
+	}
+	for _, res := range []engine.Result{{Type: engine.ResIntBulk, Int: -42}, {Type: engine.ResError, Err: engine.ErrAllMember, Members: 2}} {
+		d := wire{b: appendResult(nil, &res)}
+		got := d.result()
+		if d.err != nil || got.Int != res.Int || got.Members != res.Members || (res.Err != nil && got.Err.Error() != res.Err.Error()) {
+			t.Fatalf("result %+v (%v), want %+v", got, d.err, res)
+		}
+	}
+}
