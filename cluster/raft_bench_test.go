@@ -57,3 +57,33 @@ func BenchmarkRaftSingleNode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRaftThreeNodes drives one shard of an in-process three-node
+// cluster through its leader with 50 concurrent callers.
+func BenchmarkRaftThreeNodes(b *testing.B) {
+	tc := startTestClusterB(b, 3, 1)
+	leader := tc.leaderOfB(0)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	before := tc.nodes[leader].groups[0].Load().raft.AppliedIndex()
+	for c := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done := make(chan struct{}, 1)
+			r := &Request{Results: make([]engine.Result, 1), Done: done}
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				r.Cmds = []engine.Command{sliding(fmt.Sprintf("user:%d:%d", c, i%1000), 100, 60_000)}
+				r.Err = nil
+				tc.nodes[leader].Submit(0, r)
+				<-done
+			}
+		}()
+	}
+	wg.Wait()
+	entries := tc.nodes[leader].groups[0].Load().raft.AppliedIndex() - before
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+	b.ReportMetric(float64(b.N)/float64(max(entries, 1)), "req/entry")
+}

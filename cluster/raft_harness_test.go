@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -71,7 +72,7 @@ func (tn *testNet) heal(id string) {
 
 // testCluster is n in-process nodes on loopback.
 type testCluster struct {
-	t       *testing.T
+	t       testing.TB
 	net     *testNet
 	members []Member
 	dirs    []string
@@ -81,6 +82,11 @@ type testCluster struct {
 }
 
 func startTestCluster(t *testing.T, size, shards int) *testCluster {
+	return startTestClusterB(t, size, shards)
+}
+
+// startTestClusterB is startTestCluster for benchmarks too.
+func startTestClusterB(t testing.TB, size, shards int) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t, net: newTestNet(), shards: shards, clock: SystemClock{}}
 	lns := make([]net.Listener, size)
@@ -135,7 +141,7 @@ func (tc *testCluster) start(i int, ln net.Listener) {
 	n, err := StartRaft(RaftConfig{
 		Self: m, Members: members, Shards: tc.shards, Layout: layout, Clock: tc.clock, Bus: ln,
 		Dial: tc.net.dialer(m.ID), HeartbeatTimeout: 250 * time.Millisecond, ElectionTimeout: 250 * time.Millisecond,
-		LeaderWait: 3 * time.Second, RaftLog: os.Stderr,
+		LeaderWait: 3 * time.Second, RaftLog: io.Discard,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -163,6 +169,9 @@ func (tc *testCluster) call(i, shard int, cmds ...engine.Command) (*Request, err
 		return nil, nil
 	}
 }
+
+// leaderOfB is leaderOf for benchmarks.
+func (tc *testCluster) leaderOfB(shard int) int { return tc.leaderOf(shard) }
 
 // leaderOf waits until every running node agrees on shard's leader and
 // returns its index.
