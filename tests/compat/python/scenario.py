@@ -1,0 +1,262 @@
+#!/usr/bin/python3
+"""rlserver's compatibility scenario through redis-py (Debian's python3-redis).
+
+One of the scenario programs tests/compat/run starts: the driver gives the
+servers in COMPAT_* variables and reads the RESULT lines this prints (see
+tests/compat/README.md). Standalone: redis.Redis; cluster: RedisCluster.
+"""
+import os
+import sys
+import time
+import traceback
+
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+
+MODE = os.environ["COMPAT_MODE"]
+ADDRS = os.environ["COMPAT_ADDRS"].split(",")
+AUTH_ADDRS = os.environ["COMPAT_AUTH_ADDRS"].split(",")
+PASSWORD = os.environ["COMPAT_PASSWORD"]
+PREFIX = os.environ["COMPAT_PREFIX"]
+SHARD_KEYS = [k for k in os.environ.get("COMPAT_SHARD_KEYS", "").split(",") if k]
+SHARD_LEADERS = [k for k in os.environ.get("COMPAT_SHARD_LEADERS", "").split(",") if k]
+CLIENT, VERSION = "redis-py", redis.__version__
+# An hour: no run crosses a window boundary, where sliding weights shift.
+WINDOW = 3600000
+FIELDS = ("allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms")
+TIMEOUT = 10  # seconds, for every socket operation
+
+
+def host_port(addr):
+    host, port = addr.rsplit(":", 1)
+    return host, int(port)
+
+
+def result(case, status, detail=""):
+    detail = " ".join(str(detail).split())
+    print("RESULT\t%s\t%s\t%s\t%s\t%s\t%s" % (CLIENT, VERSION, MODE, case, status, detail), flush=True)
+
+
+def run(case, fn):
+    try:
+        result(case, "PASS", fn() or "")
+    except Exception as e:  # a failure of this case, reported, not a crash
+        tb = traceback.extract_tb(e.__traceback__)[-1]
+        result(case, "FAIL", "%s: %s (%s:%d)" % (type(e).__name__, e, os.path.basename(tb.filename), tb.lineno))
+
+
+def control(*args):
+    print("CONTROL\t" + "\t".join(args), flush=True)
+    line = sys.stdin.readline().rstrip("\n")
+    if not line.startswith("OK\t"):
+        raise RuntimeError("control %s: %s" % (args, line))
+    return line[3:]
+
+
+def decision(reply):
+    """An RL.* or CL.THROTTLE reply as five integers and its shape."""
+    if isinstance(reply, dict):
+        return [reply[f] for f in FIELDS], "map"
+    if isinstance(reply, list) and len(reply) == 5 and all(isinstance(x, int) for x in reply):
+        return list(reply), "array"
+    raise AssertionError("reply %r: want 5 integers" % (reply,))
+
+
+def want(reply, allowed, limit, remaining, retry, reset=None, shape=None):
+    v, got_shape = decision(reply)
+    if shape and got_shape != shape:
+        raise AssertionError("reply %r came as %s, want %s" % (reply, got_shape, shape))
+    ok = v[:4] == [allowed, limit, remaining, retry] and (v[4] > 0 if reset is None else v[4] == reset)
+    if not ok:
+        raise AssertionError("reply %r, want %r (reset: any positive)" % (v, [allowed, limit, remaining, retry, reset]))
+
+
+def check_sequence(keys, replies, limit):
+    """Replies to RL.SLIDING key limit on fresh keys, in order: on each key
+    the first `limit` allowed counting down, the rest refused."""
+    if len(replies) != len(keys):
+        raise AssertionError("%d replies to %d decisions" % (len(replies), len(keys)))
+    seen = {}
+    for i, (k, r) in enumerate(zip(keys, replies)):
+        n = seen.get(k, 0)
+        seen[k] = n + 1
+        if isinstance(r, Exception):
+            raise AssertionError("decision %d (%s): %r" % (i + 1, k, r))
+        v, _ = decision(r)
+        if n < limit:
+            want(r, 1, limit, limit - 1 - n, 0)
+        elif v[0] != 0 or v[2] != 0 or v[3] <= 0:
+            raise AssertionError("decision %d (%s): %r, want refused with a wait" % (i + 1, k, v))
+
+
+def pipeline_keys(name, n):
+    if MODE == "single":
+        return [PREFIX + name] * n, n // 2
+    return [SHARD_KEYS[i % len(SHARD_KEYS)] + ":" + name for i in range(n)], 10
+
+
+def common(r, key):
+    """The cases run alike on a node and a cluster."""
+    def ping():
+        assert r.ping() is True
+
+    def sliding():
+        want(r.execute_command("RL.SLIDING", key, 10, WINDOW), 1, 10, 9, 0, shape="array")
+        want(r.execute_command("RL.SLIDING", key, 10, WINDOW), 1, 10, 8, 0, shape="array")
+        return "execute_command(); RESP2: an array"
+
+    def throttle():
+        want(r.execute_command("CL.THROTTLE", key + ":cell", 15, 30, 60), 0, 16, 15, -1, 2, shape="array")
+        return "execute_command()"
+
+    def pipeline100():
+        keys, limit = pipeline_keys("pipe", 100)
+        p = r.pipeline()  # on a node: a transaction (MULTI/EXEC) by default
+        for k in keys:
+            p.execute_command("RL.SLIDING", k, limit, WINDOW)
+        check_sequence(keys, p.execute(), limit)
+        return "pipeline() (%s)" % ("MULTI/EXEC by default" if MODE == "single" else "ClusterPipeline")
+
+    run("ping", ping)
+    run("rl.sliding", sliding)
+    run("cl.throttle", throttle)
+    run("pipeline-100", pipeline100)
+
+
+def single():
+    host, port = host_port(ADDRS[0])
+    r = redis.Redis(host=host, port=port, socket_timeout=TIMEOUT)
+
+    def connect():
+        assert r.ping() is True
+        return "default options"
+
+    def connect_auth():
+        ahost, aport = host_port(AUTH_ADDRS[0])
+        name = "compat-redis-py"
+        a = redis.Redis(host=ahost, port=aport, password=PASSWORD, client_name=name, db=0, socket_timeout=TIMEOUT)
+        assert a.ping() is True
+        got = a.client_getname()
+        assert got in (name, name.encode()), "CLIENT GETNAME = %r" % (got,)
+        want(a.execute_command("RL.SLIDING", PREFIX + "auth", 10, WINDOW), 1, 10, 9, 0)
+        return "password, client_name, db=0"
+
+    def transaction():
+        k = PREFIX + "tx"
+        p = r.pipeline()  # transaction=True is the default
+        for _ in range(3):
+            p.execute_command("RL.SLIDING", k, 10, WINDOW)
+        check_sequence([k] * 3, p.execute(), 10)
+        return "pipeline(): MULTI, 3 decisions, EXEC"
+
+    def no_tx_pipeline():
+        keys, limit = pipeline_keys("pipe-notx", 100)
+        p = r.pipeline(transaction=False)
+        for k in keys:
+            p.execute_command("RL.SLIDING", k, limit, WINDOW)
+        check_sequence(keys, p.execute(), limit)
+        return "pipeline(transaction=False)"
+
+    def error():
+        try:
+            r.execute_command("RL.SLIDING", PREFIX + "err", 0, 1000)
+        except redis.ResponseError as e:
+            assert str(e).startswith("limit must be"), "error %r" % (str(e),)
+            return "ResponseError: %s" % e
+        raise AssertionError("RL.SLIDING with limit 0 raised nothing")
+
+    run("connect", connect)
+    run("connect-auth", connect_auth)
+    common(r, PREFIX + "sliding")
+    run("pipeline-100-notx", no_tx_pipeline)
+    run("transaction", transaction)
+    run("error", error)
+    result("resp3", "N/A", "redis-py 4.3 speaks RESP2 only")
+
+
+def cluster():
+    host, port = host_port(ADDRS[0])
+    # Seeded with one node: the others are discovered.
+    rc = RedisCluster(host=host, port=port, socket_timeout=TIMEOUT)
+
+    def discovery():
+        nodes = sorted(n.name for n in rc.get_nodes())
+        assert nodes == sorted(ADDRS), "nodes %r, want %r" % (nodes, ADDRS)
+        for k, leader in zip(SHARD_KEYS, SHARD_LEADERS):
+            got = rc.get_node_from_key(k).name
+            assert got == leader, "get_node_from_key(%s) = %s, want the shard's leader %s" % (k, got, leader)
+        # redis-py gives each node one role, the first CLUSTER SLOTS shows it
+        # in; an rlserver node leads some shards and follows others.
+        return ("seeded with 1 node, found %d nodes; each shard's key maps to its leader; get_primaries() lists %d"
+                % (len(nodes), len(rc.get_primaries())))
+
+    def connect_auth():
+        ahost, aport = host_port(AUTH_ADDRS[0])
+        name = "compat-redis-py"
+        a = RedisCluster(host=ahost, port=aport, password=PASSWORD, client_name=name, socket_timeout=TIMEOUT)
+        assert a.ping() is True
+        for k in SHARD_KEYS:
+            want(a.execute_command("RL.SLIDING", k + ":auth", 10, WINDOW), 1, 10, 9, 0)
+        names = a.client_getname(target_nodes=RedisCluster.ALL_NODES)
+        assert all(n in (name, name.encode()) for n in names.values()), "CLIENT GETNAME %r" % (names,)
+        return "password, client_name (RedisCluster takes no db); a decision on every shard"
+
+    def spread():
+        for rnd in (1, 2):
+            for k in SHARD_KEYS:
+                want(rc.execute_command("RL.SLIDING", k + ":spread", 10, WINDOW), 1, 10, 10 - rnd, 0)
+        return "%d shards, 2 decisions each" % len(SHARD_KEYS)
+
+    def failover(shard):
+        nodes = [ClusterNode(*host_port(a)) for a in ADDRS]
+        f = RedisCluster(startup_nodes=nodes, socket_timeout=TIMEOUT)
+        key = SHARD_KEYS[shard] + ":fo"
+
+        def decide(k):
+            f.execute_command("RL.SLIDING", k, 1000, WINDOW)
+
+        decide(key)
+        killed = control("kill-leader", key)
+        start, errors = time.monotonic(), []
+        while True:
+            try:
+                decide(key)
+                break
+            except Exception as e:
+                errors.append("%s: %s" % (type(e).__name__, e))
+                if time.monotonic() - start > 20:
+                    raise AssertionError("no decision within 20 s of killing %s; %d errors: %s"
+                                         % (killed, len(errors), summarize(errors)))
+                time.sleep(0.1)  # a retry's back-off
+        took = time.monotonic() - start
+        for _ in range(20):
+            decide(key)
+        for k in SHARD_KEYS:
+            decide(k + ":after")
+        detail = "killed %s; answering again after %.1fs" % (killed, took)
+        if errors:
+            detail += ", %d errors meanwhile: %s" % (len(errors), summarize(errors))
+        return detail
+
+    run("discovery", discovery)
+    run("connect-auth", connect_auth)
+    common(rc, SHARD_KEYS[0])
+    run("spread", spread)
+    # The leader of a shard other than the first, then the leader of the
+    # first shard: the node CLUSTER SLOTS lists first.
+    run("failover", lambda: failover(1))
+    control("restart")
+    run("failover-first-node", lambda: failover(0))
+    result("transaction", "N/A", "RedisCluster's pipeline() is never a transaction")
+    result("resp3", "N/A", "redis-py 4.3 speaks RESP2 only")
+
+
+def summarize(errors):
+    counts = {}
+    for e in errors:
+        counts[e[:120]] = counts.get(e[:120], 0) + 1
+    return "; ".join("%dx %r" % (n, e) for e, n in sorted(counts.items()))
+
+
+if __name__ == "__main__":
+    single() if MODE == "single" else cluster()
