@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// scenarioProgram is one client library's scenario: a program that prints
+// RESULT lines and may ask the driver to act with CONTROL lines.
+type scenarioProgram struct {
+	client string   // as it names itself in its RESULT lines
+	argv   []string // the command that runs it
+}
+
+// target is what a scenario runs against.
+type target struct {
+	mode      string // "single" or "cluster"
+	addrs     []string
+	authAddrs []string
+	cluster   *cluster // the open cluster, for CONTROL; nil on a single node
+	auth      *cluster // the cluster with a password; nil on a single node
+	timeout   time.Duration
+}
+
+// runScenario runs p against t and returns its results. A program that
+// fails, hangs or prints no result gives a FAIL row of its own.
+func runScenario(p scenarioProgram, t target, prefix string) []result {
+	ctx, cancel := context.WithTimeout(context.Background(), t.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.argv[0], p.argv[1:]...)
+	cmd.Dir = *compatDir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Env = append(os.Environ(),
+		"COMPAT_MODE="+t.mode,
+		"COMPAT_ADDRS="+strings.Join(t.addrs, ","),
+		"COMPAT_AUTH_ADDRS="+strings.Join(t.authAddrs, ","),
+		"COMPAT_PASSWORD="+password,
+		"COMPAT_PREFIX="+prefix,
+	)
+	if t.cluster != nil {
+		keys, err := t.cluster.shardKeys(ctx, prefix)
+		var ranges []slotRange
+		if err == nil {
+			ranges, err = t.cluster.slotRanges(ctx)
+		}
+		if err != nil {
+			return []result{{client: p.client, mode: t.mode, name: "(run)", status: statusFail, detail: err.Error()}}
+		}
+		var leaders []string
+		for _, r := range ranges {
+			leaders = append(leaders, r.leader)
+		}
+		cmd.Env = append(cmd.Env, "COMPAT_SHARD_KEYS="+strings.Join(keys, ","), "COMPAT_SHARD_LEADERS="+strings.Join(leaders, ","))
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		panic(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		panic(err)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return []result{{client: p.client, mode: t.mode, name: "(run)", status: statusFail, detail: err.Error()}}
+	}
+	var results []result
+	var other []string // lines that are neither RESULT nor CONTROL
+	version := ""
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "RESULT\t"):
+			f := strings.SplitN(line, "\t", 7)
+			if len(f) != 7 {
+				other = append(other, line)
+				continue
+			}
+			r := result{client: f[1], version: f[2], mode: f[3], name: f[4], status: f[5], detail: f[6]}
+			version = r.version
+			logf("  %-9s %-8s %-10s %-8s %-18s %s", r.status, r.client, r.version, r.mode, r.name, r.detail)
+			results = append(results, r)
+		case strings.HasPrefix(line, "CONTROL\t"):
+			answer := control(t, strings.Split(line, "\t")[1:])
+			logf("  control %s -> %s", strings.Join(strings.Split(line, "\t")[1:], " "), answer)
+			io.WriteString(stdin, answer+"\n")
+		default:
+			other = append(other, line)
+		}
+	}
+	err = cmd.Wait()
+	stdin.Close()
+	logf("  (%s %s: %.1fs)", p.client, t.mode, time.Since(start).Seconds())
+	if err != nil || len(results) == 0 {
+		why := fmt.Sprint(err)
+		if ctx.Err() != nil {
+			why = fmt.Sprintf("killed after %v", t.timeout)
+		}
+		tail := strings.TrimSpace(stderr.String() + "\n" + strings.Join(other, "\n"))
+		if len(tail) > 1500 {
+			tail = "..." + tail[len(tail)-1500:]
+		}
+		results = append(results, result{client: p.client, version: version, mode: t.mode, name: "(run)",
+			status: statusFail, detail: fmt.Sprintf("scenario program: %s; output: %s", why, tail)})
+	} else if *verbose && stderr.Len() > 0 {
+		logf("  stderr: %s", stderr.String())
+	}
+	return results
+}
+
+// control carries out a scenario's CONTROL request and returns the answer
+// line: "OK\t<detail>" or "ERR\t<why>".
+func control(t target, args []string) string {
+	if t.cluster == nil {
+		return "ERR\tno cluster to control"
+	}
+	switch {
+	case len(args) == 2 && args[0] == "kill-leader":
+		killed, err := t.cluster.killLeaderOf(args[1])
+		if err != nil {
+			return "ERR\t" + err.Error()
+		}
+		return "OK\t" + killed
+	case len(args) == 1 && args[0] == "restart":
+		if err := t.cluster.waitHealthy(); err != nil {
+			return "ERR\t" + err.Error()
+		}
+		return "OK\trestarted"
+	}
+	return fmt.Sprintf("ERR\tunknown control %q", args)
+}
