@@ -17,6 +17,8 @@ type shardFSM struct {
 	mu    sync.Mutex
 	shard *engine.Shard
 	cmds  []engine.Command // decoding scratch, Raft's goroutine only
+	// decisions break the engine's decision counters down by command.
+	decisions DecisionCounts
 }
 
 func newShardFSM() *shardFSM {
@@ -48,6 +50,7 @@ func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 		}
 		results := make([]engine.Result, len(cmds))
 		f.shard.Apply(now, cmds, results)
+		f.decisions.count(cmds, results)
 		out[i] = results
 	}
 	clear(f.cmds[:cap(f.cmds)]) // do not keep entries' memory alive through the keys
@@ -75,6 +78,7 @@ func (f *shardFSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.shard = shard
+	f.decisions = DecisionCounts{} // the engine's counters start again too
 	f.mu.Unlock()
 	return nil
 }

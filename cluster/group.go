@@ -28,6 +28,7 @@ type group struct {
 	prop     *proposer
 
 	leader atomic.Pointer[Member] // nil while unknown
+	load   loadLatch              // whether the replica has loaded its state
 	mu     sync.Mutex
 	change chan struct{} // closed and replaced when the leader changes
 }

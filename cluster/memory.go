@@ -23,8 +23,9 @@ type memoryShard struct {
 	quit   chan struct{}
 	engine *engine.Shard
 
-	mu    sync.Mutex
-	stats engine.Stats // published after every batch
+	mu        sync.Mutex
+	stats     engine.Stats   // published after every batch
+	decisions DecisionCounts // counted under mu, once per batch
 }
 
 const (
@@ -140,7 +141,13 @@ func (s *memoryShard) apply(now int64, batch []*Request) {
 	for _, r := range batch {
 		s.engine.Apply(now, r.Cmds, r.Results)
 	}
-	s.publish()
+	st := s.engine.Stats()
+	s.mu.Lock()
+	for _, r := range batch {
+		s.decisions.count(r.Cmds, r.Results)
+	}
+	s.stats = st
+	s.mu.Unlock()
 	for _, r := range batch {
 		r.Done <- struct{}{}
 	}

@@ -1,0 +1,55 @@
+package cluster
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A node is ready once every shard has a known leader and its replicas have
+// loaded their state; it stops being ready while it cannot see a leader,
+// and after Close.
+func TestRaftReadyFollowsLeadership(t *testing.T) {
+	tc := startTestCluster(t, 3, 3)
+	for _, n := range tc.nodes {
+		waitReady(t, n)
+	}
+	tc.net.isolate("n3")
+	waitNotReady(t, tc.nodes[2], "has no known leader")
+	tc.net.heal("n3")
+	waitReady(t, tc.nodes[2])
+
+	tc.nodes[0].Close()
+	if err := tc.nodes[0].Ready(); !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "shutting down") {
+		t.Errorf("Ready after Close: %v", err)
+	}
+	tc.nodes[0] = nil
+}
+
+func TestMemoryShardsReadyUntilClosed(t *testing.T) {
+	m := NewMemoryShards(2, SystemClock{})
+	if err := m.Ready(); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	m.Close()
+	if err := m.Ready(); !errors.Is(err, ErrNotReady) {
+		t.Fatalf("Ready after Close: %v, want ErrNotReady", err)
+	}
+}
+
+// waitNotReady polls n.Ready until it fails with an error that says want.
+func waitNotReady(t *testing.T, n *RaftShards, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := n.Ready()
+		if errors.Is(err, ErrNotReady) && strings.Contains(err.Error(), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Ready still %v after 10s, want an error saying %q", err, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
