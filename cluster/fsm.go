@@ -68,11 +68,11 @@ func (f *shardFSM) Snapshot() (raft.FSMSnapshot, error) {
 // Restore replaces the whole state with a snapshot's.
 func (f *shardFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	payload, err := persistence.ReadSnapshot(rc)
+	payload, format, err := persistence.ReadSnapshot(rc)
 	if err != nil {
 		return err
 	}
-	shard, err := engine.RestoreShard(payload)
+	shard, err := engine.RestoreShard(payload, int(format))
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ type fsmSnapshot struct {
 
 // Persist writes the snapshot frame to the sink.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := persistence.WriteSnapshot(sink, s.state); err != nil {
+	if err := persistence.WriteSnapshot(sink, engine.SnapshotFormat, s.state); err != nil {
 		sink.Cancel()
 		return err
 	}

@@ -22,6 +22,7 @@ func AllMember(op Op) bool {
 // limits' own replies.
 func (s *Shard) all(now int64, cmds []Command, out []Result) {
 	head, members := &out[0], cmds[1:]
+	clear(out[1:]) // Apply cleared the head only
 	head.Members = len(members)
 	if err := checkGroup(cmds); err != nil {
 		head.Type, head.Err = ResError, err
@@ -40,6 +41,12 @@ func (s *Shard) all(now int64, cmds []Command, out []Result) {
 		}
 		allowed = allowed && verdicts[j].d.Allowed
 	}
+	if allowed {
+		if err := s.admitGroup(now, recs[:len(members)], verdicts[:len(members)]); err != nil {
+			head.Type, head.Err = ResError, err
+			return
+		}
+	}
 	for j := range members {
 		v := &verdicts[j]
 		if allowed {
@@ -57,6 +64,24 @@ func (s *Shard) all(now int64, cmds []Command, out []Result) {
 		s.reply(&members[j], v, &out[1+j])
 	}
 	head.Type, head.Decision = ResDecision, overall(verdicts[:len(members)], allowed)
+}
+
+// admitGroup makes room for the keys a group creates, keeping the records
+// it writes.
+func (s *Shard) admitGroup(now int64, recs []int32, verdicts []verdict) error {
+	created := 0
+	var keep [MaxAllLimits]int32
+	kept := 0
+	for j, i := range recs {
+		switch {
+		case i >= 0:
+			keep[kept] = i
+			kept++
+		case verdicts[j].write:
+			created++
+		}
+	}
+	return s.admit(now, created, keep[:kept])
 }
 
 // checkGroup verifies an RL.ALL group's shape.

@@ -45,43 +45,25 @@ func appendEntry(b []byte, ks *keyspace, i int32, now int64) []byte {
 	return b
 }
 
-// appendPolicies appends the shard's policies, in name order: their count,
-// then each one's name, op, parameters and shadow mode.
-func (s *Shard) appendPolicies(b []byte) []byte {
-	names := s.policyNames()
-	b = binary.AppendUvarint(b, uint64(len(names)))
-	for _, n := range names {
-		p := s.policies[n]
-		b = binary.AppendUvarint(b, uint64(len(n)))
-		b = append(b, n...)
-		b = append(b, byte(p.Op))
-		for _, v := range p.Params {
-			b = binary.AppendVarint(b, v)
-		}
-		shadow := byte(0)
-		if p.Shadow {
-			shadow = 1
-		}
-		b = append(b, shadow)
-	}
-	return b
-}
-
-// AppendSnapshot appends the shard's state to b: its clock, then every live
-// key with its state, in record order, then its policies when it has any
-// (snapshots made before policies existed end after the keys). RestoreShard
-// reads it back.
+// AppendSnapshot appends the shard's state to b: its clock, then every
+// record in order (a free one as a 0 byte, a key, even one expired but not
+// yet reclaimed, as its entry), then the sections of sections.go. A restored
+// shard is the same record for record, free list and cursors included, so
+// that what depends on the layout (which keys an eviction examines) stays
+// the same on every replica. RestoreShard reads it back.
 func (s *Shard) AppendSnapshot(b []byte) []byte {
-	live := s.liveRecords()
+	ks := &s.keys
 	b = binary.AppendVarint(b, s.now)
-	b = binary.AppendUvarint(b, uint64(len(live)))
-	for _, i := range live {
-		b = appendEntry(b, &s.keys, i, s.now)
+	b = binary.AppendUvarint(b, uint64(len(ks.records)))
+	for i := range ks.records {
+		if ks.records[i].params == 0 {
+			b = append(b, 0)
+			continue
+		}
+		b = appendEntry(b, ks, int32(i), s.now)
 	}
-	if len(s.policies) > 0 {
-		b = s.appendPolicies(b)
-	}
-	return b
+	b = s.appendLayout(b)
+	return s.appendSettings(b)
 }
 
 // maxSnapshotKey bounds a key read from a snapshot.
@@ -91,10 +73,19 @@ const maxSnapshotKey = 1 << 20
 // shard state.
 var ErrCorruptSnapshot = errors.New("corrupt shard snapshot")
 
-// RestoreShard rebuilds a shard from AppendSnapshot's bytes. Every value is
-// checked against the bounds the algorithms rely on, so damaged bytes give an
-// error, never a shard that could misbehave.
-func RestoreShard(b []byte) (*Shard, error) {
+// SnapshotFormat is the format AppendSnapshot writes: 2 has the sections of
+// sections.go after the keys; 1, the format before them, had the live keys
+// only.
+const SnapshotFormat = 2
+
+// RestoreShard rebuilds a shard from AppendSnapshot's bytes, written in
+// format (1 or SnapshotFormat). Every value is checked against the bounds
+// the algorithms rely on, so damaged bytes give an error, never a shard that
+// could misbehave.
+func RestoreShard(b []byte, format int) (*Shard, error) {
+	if format < 1 || format > SnapshotFormat {
+		return nil, fmt.Errorf("%w: format %d", ErrCorruptSnapshot, format)
+	}
 	d := decoder{b: b}
 	s := NewShard()
 	s.now = d.varint()
@@ -102,11 +93,21 @@ func RestoreShard(b []byte) (*Shard, error) {
 	if d.err == nil && (s.now < 0 || s.now > MaxTime || n > uint64(len(b))) {
 		d.fail("clock or key count out of range")
 	}
+	var free []int32 // the free records, in record order
 	for i := uint64(0); i < n && d.err == nil; i++ {
+		if len(d.b) > 0 && d.b[0] == 0 {
+			d.b = d.b[1:]
+			free = append(free, int32(len(s.keys.records)))
+			s.keys.records = append(s.keys.records, record{})
+			continue
+		}
 		d.entry(s)
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.policies(s)
+	switch {
+	case format >= 2:
+		d.sections(s, free)
+	case len(free) > 0:
+		d.fail("a free record in a format 1 snapshot")
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d trailing bytes", len(d.b))
@@ -197,8 +198,11 @@ func (d *decoder) entry(s *Shard) {
 		d.fail("key %q twice", key)
 		return
 	}
-	i := s.keys.add(key, kind, params)
+	i := s.keys.add(key, kind, params) // the next record: the free list is empty until the layout section
 	s.keys.records[i].state = state
+	if s.keys.persists(i) {
+		s.keys.persistent++
+	}
 	if log != nil {
 		s.keys.setLog(i, log)
 	}
@@ -217,40 +221,6 @@ func (d *decoder) bytes(limit uint64) []byte {
 	v := d.b[:n:n]
 	d.b = d.b[n:]
 	return v
-}
-
-// policies decodes the policies section into s.
-func (d *decoder) policies(s *Shard) {
-	n := d.uvarint()
-	if d.err == nil && (n == 0 || n > uint64(len(d.b))) { // written only when there are some
-		d.fail("bad policy count")
-	}
-	for j := uint64(0); j < n && d.err == nil; j++ {
-		name := d.bytes(MaxPolicyName)
-		if d.err != nil || len(d.b) == 0 {
-			d.fail("truncated policy")
-			return
-		}
-		op := Op(d.b[0])
-		d.b = d.b[1:]
-		var p Policy
-		p.Op = op
-		for k := range p.Params {
-			p.Params[k] = d.varint()
-		}
-		if d.err != nil || len(d.b) == 0 || d.b[0] > 1 {
-			d.fail("bad policy")
-			return
-		}
-		p.Shadow = d.b[0] == 1
-		d.b = d.b[1:]
-		set := Command{Op: OpPolicySet, Value: name, Args: [4]int64{p.Params[0], p.Params[1], p.Params[2], int64(op)}}
-		if _, dup := s.policies[string(name)]; dup || !set.Valid() {
-			d.fail("policy %q: invalid or twice", name)
-			return
-		}
-		s.policies[string(name)] = &policy{Policy: p}
-	}
 }
 
 // validState checks that a decoded state is one the algorithms can produce:

@@ -49,6 +49,8 @@ const (
 	OpSet    // Value; Args[0]: expiry (see SET), Args[1]: expiry mode; Flags
 	OpIncrBy // Args[0]: the increment; Int: the new value
 	OpExpire // Args[0]: ms, Args[1]: 1 when absolute; Flags NX XX GT LT
+
+	OpMemoryLimit // Args[0]: bytes (0: no limit), Args[1]: MemoryPolicy
 )
 
 // kinds maps the decision ops to the algorithm they use.
@@ -131,8 +133,10 @@ type Result struct {
 	Type     ResultType
 	Decision Decision
 	// Extras are the fields a decision's reply has beyond the five common
-	// ones (granted, delay_ms, lease_id, shadow_denied): Extras[:NExtras].
-	Extras  [2]Extra
+	// ones, in this order: granted (PARTIAL), delay_ms (RL.SHAPE) or
+	// lease_id (RL.ACQUIRE), shadow_denied (a shadow policy).
+	// Extras[:NExtras].
+	Extras  [3]Extra
 	NExtras uint8
 	// Members is, for RL.ALL, how many results after this one are the
 	// replies of its limits; this one is the overall decision.

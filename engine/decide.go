@@ -15,7 +15,8 @@ package engine
 type verdict struct {
 	d         Decision
 	throttle  ThrottleReply // CL.THROTTLE's reply, instead of d
-	extra     int64         // the value of the reply's extra field, if any
+	extra     int64         // RL.SHAPE's delay_ms or RL.ACQUIRE's lease_id
+	granted   int64         // PARTIAL's granted
 	shadow    bool          // a shadow policy's check: always allowed
 	wouldDeny bool          // a shadow policy's check its policy would deny
 	policy    *policy       // RL.CHECK's policy
@@ -31,7 +32,11 @@ type verdict struct {
 func (s *Shard) decide(now int64, c *Command, r *Result) {
 	i := s.lookup(c.Key, now)
 	var v verdict
-	if err := s.evaluate(now, c, i, &v); err != nil {
+	err := s.evaluate(now, c, i, &v)
+	if err == nil && v.write && i < 0 {
+		err = s.admit(now, 1, nil)
+	}
+	if err != nil {
 		r.Type, r.Err = ResError, err
 		return
 	}
@@ -51,8 +56,14 @@ func (s *Shard) reply(c *Command, v *verdict, r *Result) {
 		v.policy.countCheck(v)
 	}
 	r.Type, r.Decision = ResDecision, v.d
-	if name := extraField(c, v.kind); name != "" {
-		r.addExtra(name, v.extra)
+	if c.Flags&FlagPartial != 0 {
+		r.addExtra("granted", v.granted)
+	}
+	switch v.kind {
+	case KindShape:
+		r.addExtra("delay_ms", v.extra)
+	case KindLease:
+		r.addExtra("lease_id", v.extra)
 	}
 	if v.shadow {
 		denied := int64(0)
@@ -62,20 +73,6 @@ func (s *Shard) reply(c *Command, v *verdict, r *Result) {
 		}
 		r.addExtra("shadow_denied", denied)
 	}
-}
-
-// extraField names the field a decision's reply has beyond the common five
-// for its options and algorithm, if any.
-func extraField(c *Command, kind Kind) string {
-	switch {
-	case c.Flags&FlagPartial != 0:
-		return "granted"
-	case kind == KindShape:
-		return "delay_ms"
-	case kind == KindLease:
-		return "lease_id"
-	}
-	return ""
 }
 
 func (r *Result) addExtra(name string, v int64) {
@@ -97,6 +94,11 @@ func (s *Shard) evaluate(now int64, c *Command, i int32, v *verdict) error {
 	cost := c.Args[3]
 	if c.Flags&FlagPartial == 0 || cost <= 0 {
 		s.evaluateCost(now, c, i, kind, cost, v)
+		if cost < 0 {
+			// A refund is always granted, even on a key still over a
+			// limit lowered since it was spent.
+			v.d.Allowed, v.d.RetryAfter = true, 0
+		}
 		return nil
 	}
 	// PARTIAL: grant what is available, up to the cost; when nothing is,
@@ -107,7 +109,7 @@ func (s *Shard) evaluate(now int64, c *Command, i int32, v *verdict) error {
 	}
 	s.evaluateCost(now, c, i, kind, max(min(cost, available), 1), v)
 	if v.d.Allowed {
-		v.extra = min(cost, available)
+		v.granted = min(cost, available)
 	}
 	return nil
 }

@@ -73,9 +73,7 @@ func (ks *keyspace) expiresAt(i int32) int64 {
 		q, st := ks.quota(i)
 		return q.expiresAt(st)
 	case KindLease:
-		if leases := ks.log(i); len(leases) > 0 {
-			return leases[len(leases)-1].At
-		}
+		return leasesExpireAt(ks.log(i), ks.records[i].state[0])
 	case KindString:
 		return stringExpiresAt(ks.records[i].state)
 	}

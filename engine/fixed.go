@@ -43,8 +43,12 @@ func (w FixedWindow) Decide(st windowCount, now, cost int64) (windowCount, Decis
 	return st, d
 }
 
-// expiresAt is when st's window ends.
+// expiresAt is when st is back to "never seen": when its window ends, or at
+// once when nothing is counted.
 func (w FixedWindow) expiresAt(st windowCount) int64 {
+	if st.Count == 0 { // a refund gave everything back
+		return st.Start
+	}
 	return st.Start + w.Window
 }
 

@@ -64,3 +64,27 @@ func extra(t *testing.T, r Result, name string) int64 {
 	t.Fatalf("result %+v has no %s", r, name)
 	return 0
 }
+
+// checkCounters recounts what the keyspace keeps running counts of and
+// fails the test when they disagree.
+func checkCounters(t *testing.T, s *Shard) {
+	t.Helper()
+	ks := &s.keys
+	live, persistent, logLen := 0, 0, int64(0)
+	for i := range ks.records {
+		if ks.records[i].params == 0 {
+			continue
+		}
+		live++
+		if ks.persists(int32(i)) {
+			persistent++
+		}
+	}
+	for _, l := range ks.logs {
+		logLen += int64(len(l))
+	}
+	if live != ks.live || persistent != ks.persistent || logLen != ks.logLen {
+		t.Fatalf("counters: live %d (counted %d), persistent %d (%d), log entries %d (%d)",
+			ks.live, live, ks.persistent, persistent, ks.logLen, logLen)
+	}
+}

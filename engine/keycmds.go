@@ -115,9 +115,7 @@ func (s *Shard) digest() string {
 		buf = appendEntry(buf[:0], &s.keys, i, s.now)
 		h.Write(buf)
 	}
-	if len(s.policies) > 0 {
-		h.Write(s.appendPolicies(buf[:0]))
-	}
+	h.Write(s.appendSettings(buf[:0]))
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -31,7 +31,11 @@ type keyspace struct {
 	params  paramTable
 	longLen int64 // bytes of the long keys
 	logCap  int64 // entries the logs have room for
+	logLen  int64 // entries the logs hold
 	valLen  int64 // bytes of the string values
+	// persistent counts the strings without an expiry, which INFO's
+	// keyspace line does not count among the keys that expire.
+	persistent int
 }
 
 // inlineKey is the longest key kept inside its record.
@@ -166,6 +170,9 @@ func (ks *keyspace) remove(i int32) {
 		ks.longLen -= int64(len(ks.long[i]))
 		delete(ks.long, i)
 	}
+	if ks.persists(i) {
+		ks.persistent--
+	}
 	ks.dropExtras(i)
 	ks.params.release(r.params)
 	*r = record{}
@@ -198,6 +205,7 @@ func (ks *keyspace) set(i int32, kind Kind, params [3]int64, state [3]int64) {
 func (ks *keyspace) dropExtras(i int32) {
 	if log, ok := ks.logs[i]; ok {
 		ks.logCap -= int64(cap(log))
+		ks.logLen -= int64(len(log))
 		delete(ks.logs, i)
 	}
 	if v, ok := ks.vals[i]; ok {
@@ -226,6 +234,7 @@ func (ks *keyspace) log(i int32) []logEntry { return ks.logs[i] }
 // setLog replaces record i's sliding log.
 func (ks *keyspace) setLog(i int32, entries []logEntry) {
 	ks.logCap += int64(cap(entries) - cap(ks.logs[i]))
+	ks.logLen += int64(len(entries) - len(ks.logs[i]))
 	ks.logs[i] = entries
 }
 

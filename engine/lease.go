@@ -55,6 +55,18 @@ const leaseIDShift = 20
 // leaseID is the id of a lease granted at now after the id last.
 func leaseID(last, now int64) int64 { return max(last+1, now<<leaseIDShift) }
 
+// leasesExpireAt is when a lease key is gone: when its last lease expires,
+// but not before the millisecond after its last id's, so that a key whose
+// leases were all released at once does not come back within the same
+// millisecond and hand out that id again.
+func leasesExpireAt(leases []logEntry, last int64) int64 {
+	at := last>>leaseIDShift + 1
+	if n := len(leases); n > 0 {
+		at = max(at, leases[n-1].At)
+	}
+	return at
+}
+
 // evaluateLease evaluates RL.ACQUIRE. The key's state holds the last id.
 func (s *Shard) evaluateLease(now int64, c *Command, i int32, v *verdict) {
 	l := Leases{Limit: c.Args[0], TTL: c.Args[1]}

@@ -110,7 +110,7 @@ func TestPoliciesSurviveSnapshots(t *testing.T) {
 	s := NewShard()
 	setPolicy(t, s, "orders", OpSliding, true, 100, 60_000)
 	before := s.digest()
-	r, err := RestoreShard(s.AppendSnapshot(nil))
+	r, err := RestoreShard(s.AppendSnapshot(nil), SnapshotFormat)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -279,6 +279,7 @@ func TestPropertyReplayGivesTheSameStateAndAnswers(t *testing.T) {
 		if da, db := a.digest(), b.digest(); da != db {
 			t.Fatalf("seed %d: digests differ: %s %s", seed, da, db)
 		}
+		checkCounters(t, a)
 		// Batching does not change the outcome: the same commands applied in
 		// one batch per distinct time give the same state.
 		c := NewShard()

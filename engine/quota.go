@@ -79,10 +79,19 @@ func (q Quota) Decide(st windowCount, now, cost int64) (windowCount, Decision) {
 	return st, d
 }
 
-// expiresAt is when st's period ends.
-func (q Quota) expiresAt(st windowCount) int64 {
+// periodEnd is when st's period ends.
+func (q Quota) periodEnd(st windowCount) int64 {
 	_, end := q.bounds(st.Start)
 	return end
+}
+
+// expiresAt is when st is back to "never seen": at once when nothing is
+// counted (a refund gave everything back), else when its period ends.
+func (q Quota) expiresAt(st windowCount) int64 {
+	if st.Count == 0 {
+		return st.Start
+	}
+	return q.periodEnd(st)
 }
 
 // adopt converts state kept under old to q's: a new limit needs nothing; a
@@ -93,7 +102,7 @@ func (q Quota) adopt(old Quota, st windowCount, now int64) windowCount {
 		return st
 	}
 	now = max(now, st.Start)
-	if now >= old.expiresAt(st) {
+	if now >= old.periodEnd(st) {
 		return windowCount{}
 	}
 	start, _ := q.bounds(now)
@@ -102,7 +111,7 @@ func (q Quota) adopt(old Quota, st windowCount, now int64) windowCount {
 
 // refund takes up to n units back from the period in progress.
 func (q Quota) refund(st windowCount, now, n int64) windowCount {
-	if max(now, st.Start) >= q.expiresAt(st) {
+	if max(now, st.Start) >= q.periodEnd(st) {
 		return windowCount{}
 	}
 	st.Count = max(st.Count-n, 0)

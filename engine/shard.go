@@ -8,19 +8,32 @@ type Shard struct {
 	now      int64 // the latest time applied; decisions never go back in time
 	stat     Stats
 	policies map[string]*policy // RL.POLICY's named limits
+
+	memLimit    int64 // bytes the keys may be charged, 0: no limit (see memory.go)
+	memPolicy   MemoryPolicy
+	evictCursor int // next record an eviction examines
 }
 
 // Stats are a shard's counters, for INFO and metrics.
 type Stats struct {
-	Keys    int   // keys held, including expired ones not yet reclaimed
-	Bytes   int64 // estimated memory held by keys and their state
-	Allowed int64 // decisions granted
-	Denied  int64 // decisions refused
+	Keys int // keys held, including expired ones not yet reclaimed
+	// Persistent counts the keys that never expire: strings without one.
+	Persistent int
+	Bytes      int64 // estimated memory held by keys and their state
+	Allowed    int64 // decisions granted
+	Denied     int64 // decisions refused
 	// ShadowDenied counts the checks of shadow policies that were allowed
 	// only because the policy is in shadow mode.
 	ShadowDenied int64
 	Policies     int   // policies defined
 	Now          int64 // the shard's clock: the latest time applied
+	// Evicted counts keys evicted to make room; RejectedOOM, commands
+	// refused with -OOM.
+	Evicted, RejectedOOM int64
+	// Charged is the memory the limit counts; MemoryLimit is the limit (0:
+	// none) and MemoryPolicy what happens at it.
+	Charged, MemoryLimit int64
+	MemoryPolicy         MemoryPolicy
 }
 
 // sweepPerCommand is how many slots the expiry sweep examines per command
@@ -36,9 +49,11 @@ func NewShard() *Shard {
 func (s *Shard) Stats() Stats {
 	st := s.stat
 	st.Keys = s.keys.len()
+	st.Persistent = s.keys.persistent
 	st.Bytes = s.keys.bytes()
 	st.Now = s.now
 	st.Policies = len(s.policies)
+	st.Charged, st.MemoryLimit, st.MemoryPolicy = s.keys.charged(), s.memLimit, s.memPolicy
 	return st
 }
 
@@ -71,6 +86,8 @@ func (s *Shard) Apply(now int64, cmds []Command, out []Result) {
 			// RL.POLICY reads go through Inspect; OpPolicyList is here
 			// for a shard that is read through its log (another node's).
 			s.policyCommand(c, r)
+		case OpMemoryLimit:
+			s.setMemoryLimit(c, r)
 		case OpSetClock:
 			now = c.Args[0]
 			s.now = now

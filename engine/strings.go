@@ -45,7 +45,7 @@ func (s *Shard) stringCommand(now int64, c *Command, r *Result) {
 	case OpSet:
 		s.set(now, c, i, r)
 	case OpIncrBy:
-		s.incrBy(c, i, r)
+		s.incrBy(now, c, i, r)
 	case OpExpire:
 		s.expire(now, c, i, r)
 	}
@@ -99,8 +99,15 @@ func (s *Shard) set(now int64, c *Command, i int32, r *Result) {
 		return
 	}
 	if i < 0 {
+		if err := s.admit(now, 1, nil); err != nil {
+			r.Type, r.Text, r.Err = ResError, "", err
+			return
+		}
 		i = ks.add(c.Key, KindString, [3]int64{})
 	} else {
+		if ks.persists(i) {
+			ks.persistent--
+		}
 		ks.dropExtras(i)
 	}
 	n, isInt := parseInteger(c.Value)
@@ -110,11 +117,20 @@ func (s *Shard) set(now int64, c *Command, i int32, r *Result) {
 		ks.setValue(i, string(c.Value), true)
 	}
 	ks.set(i, KindString, [3]int64{}, state)
+	if expiry == 0 {
+		ks.persistent++
+	}
+}
+
+// persists reports whether record i is a string without an expiry: the
+// keys INFO does not count among those that expire.
+func (ks *keyspace) persists(i int32) bool {
+	return ks.kind(i) == KindString && ks.records[i].state[1] == 0
 }
 
 // incrBy applies INCRBY (and INCR, DECR, DECRBY): Args[0] is added to the
 // integer held, 0 for a new key; the expiry is kept.
-func (s *Shard) incrBy(c *Command, i int32, r *Result) {
+func (s *Shard) incrBy(now int64, c *Command, i int32, r *Result) {
 	ks := &s.keys
 	var v int64
 	if i >= 0 {
@@ -131,7 +147,12 @@ func (s *Shard) incrBy(c *Command, i int32, r *Result) {
 	}
 	v += by
 	if i < 0 {
+		if err := s.admit(now, 1, nil); err != nil {
+			r.Type, r.Err = ResError, err
+			return
+		}
 		i = ks.add(c.Key, KindString, [3]int64{})
+		ks.persistent++
 	}
 	ks.records[i].state[0] = v
 	r.Type, r.Int = ResInt, v
@@ -151,6 +172,7 @@ func (s *Shard) expire(now int64, c *Command, i int32, r *Result) {
 	if c.Args[1] == ExpiryPersist {
 		if cur != 0 {
 			ks.records[i].state[1] = 0
+			ks.persistent++
 			r.Int = 1
 		}
 		return
@@ -168,6 +190,9 @@ func (s *Shard) expire(now int64, c *Command, i int32, r *Result) {
 	if at <= now {
 		ks.remove(i)
 		return
+	}
+	if cur == 0 {
+		ks.persistent--
 	}
 	ks.records[i].state[1] = at
 }

@@ -202,7 +202,7 @@ func TestStringsSurviveSnapshots(t *testing.T) {
 	apply(s, now, OpAcquire, "lease", 3, 1000, 0, 1)
 	apply(s, now, OpQuota, "quota", 3, int64(PeriodWeek), -60_000, 1)
 	apply(s, now, OpShape, "shape", 3, 1, 1000, 1)
-	r, err := RestoreShard(s.AppendSnapshot(nil))
+	r, err := RestoreShard(s.AppendSnapshot(nil), SnapshotFormat)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,20 +17,22 @@ func (c *Command) Valid() bool {
 	case OpDel, OpExists, OpType, OpPTTL, OpTTL, OpInfo, OpUsage, OpDBSize, OpFlush, OpDigest, OpGet, OpIncrBy:
 		return true
 	case OpCheck:
-		return validPolicyName(c.Value) && validCost(c.Op, a[3])
+		return ValidPolicyName(c.Value) && validCost(c.Op, a[3])
 	case OpAll:
 		return a[0] >= 1 && a[0] <= MaxAllLimits
 	case OpRelease:
 		return a[0] >= 1
 	case OpPolicySet:
 		op := Op(a[3])
-		return validPolicyName(c.Value) && PolicyOp(op) && validParams(op.kind(), [3]int64{a[0], a[1], a[2]}, op == OpGCRA)
+		return ValidPolicyName(c.Value) && PolicyOp(op) && validParams(op.kind(), [3]int64{a[0], a[1], a[2]}, op == OpGCRA)
 	case OpPolicyDel:
-		return validPolicyName(c.Value)
+		return ValidPolicyName(c.Value)
 	case OpPolicyList:
-		return len(c.Value) == 0 || validPolicyName(c.Value)
+		return len(c.Value) == 0 || ValidPolicyName(c.Value)
 	case OpSet:
 		return len(c.Value) <= MaxValue && validExpiry(a[0], a[1], ExpiryAbsolute)
+	case OpMemoryLimit:
+		return a[0] >= 0 && a[1] >= 0 && a[1] < int64(memoryPolicies)
 	case OpExpire:
 		return validExpiry(a[0], a[1], ExpiryPersist) && a[1] != ExpiryNone
 	case OpScan:
@@ -68,7 +70,20 @@ func validCost(op Op, cost int64) bool {
 	return cost >= -MaxCount && cost <= MaxCount
 }
 
-func validPolicyName(name []byte) bool { return len(name) >= 1 && len(name) <= MaxPolicyName }
+// ValidPolicyName reports whether name may name a policy: 1 to
+// MaxPolicyName letters, digits and "_-./", so that it reads unambiguously
+// in INFO's "policy_<name>:..." lines and in RL.POLICY LIST.
+func ValidPolicyName(name []byte) bool {
+	if len(name) < 1 || len(name) > MaxPolicyName {
+		return false
+	}
+	for _, c := range name {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
 
 // validExpiry checks an expiry given as value v in mode (up to maxMode):
 // relative, at most MaxDuration; absolute, within [0, MaxExpiry].

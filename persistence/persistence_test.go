@@ -49,21 +49,31 @@ func TestLogStoreRefusesASecondOpener(t *testing.T) {
 func TestSnapshotFrame(t *testing.T) {
 	payload := []byte("shard state \x00\x01\x02")
 	var buf bytes.Buffer
-	if err := WriteSnapshot(&buf, payload); err != nil {
+	if err := WriteSnapshot(&buf, SnapshotVersion, payload); err != nil {
 		t.Fatal(err)
 	}
 	good := buf.Bytes()
-	got, err := ReadSnapshot(bytes.NewReader(good))
-	if err != nil || !bytes.Equal(got, payload) {
-		t.Fatalf("round trip: %q %v", got, err)
+	got, version, err := ReadSnapshot(bytes.NewReader(good))
+	if err != nil || !bytes.Equal(got, payload) || version != SnapshotVersion {
+		t.Fatalf("round trip: %q %d %v", got, version, err)
+	}
+	var old bytes.Buffer
+	WriteSnapshot(&old, 1, payload)
+	if _, version, err := ReadSnapshot(&old); err != nil || version != 1 {
+		t.Fatalf("version 1: %d %v", version, err)
+	}
+	var later bytes.Buffer
+	WriteSnapshot(&later, SnapshotVersion+1, payload)
+	if _, _, err := ReadSnapshot(&later); !errors.Is(err, ErrBadSnapshot) {
+		t.Fatalf("a later version: %v", err)
 	}
 	for i := range good {
 		damaged := bytes.Clone(good)
 		damaged[i] ^= 0x40
-		if _, err := ReadSnapshot(bytes.NewReader(damaged)); !errors.Is(err, ErrBadSnapshot) {
+		if _, _, err := ReadSnapshot(bytes.NewReader(damaged)); !errors.Is(err, ErrBadSnapshot) {
 			t.Fatalf("byte %d flipped: %v", i, err)
 		}
-		if _, err := ReadSnapshot(bytes.NewReader(good[:i])); !errors.Is(err, ErrBadSnapshot) {
+		if _, _, err := ReadSnapshot(bytes.NewReader(good[:i])); !errors.Is(err, ErrBadSnapshot) {
 			t.Fatalf("truncated at %d: %v", i, err)
 		}
 	}
@@ -71,15 +81,15 @@ func TestSnapshotFrame(t *testing.T) {
 
 func FuzzReadSnapshot(f *testing.F) {
 	var buf bytes.Buffer
-	WriteSnapshot(&buf, []byte("payload"))
+	WriteSnapshot(&buf, SnapshotVersion, []byte("payload"))
 	f.Add(buf.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		payload, err := ReadSnapshot(bytes.NewReader(b))
+		payload, version, err := ReadSnapshot(bytes.NewReader(b))
 		if err != nil {
 			return
 		}
 		var again bytes.Buffer
-		WriteSnapshot(&again, payload)
+		WriteSnapshot(&again, version, payload)
 		if !bytes.Equal(again.Bytes(), b[:again.Len()]) {
 			t.Fatal("accepted a frame it would not write")
 		}

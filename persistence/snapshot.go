@@ -12,13 +12,17 @@ import (
 // tell damage from data:
 //
 //	magic    "RLSNAP"            6 bytes
-//	version  uint16, big endian  SnapshotVersion
+//	version  uint16, big endian  the payload's format
 //	length   uint64, big endian  payload bytes
 //	payload                      the shard's state (engine.AppendSnapshot)
 //	checksum uint32, big endian  CRC-32C of the payload
+//
+// The version is the engine's snapshot format (engine.SnapshotFormat), so a
+// reader knows how to decode the payload; versions from 1 to
+// SnapshotVersion are read, a later one is refused.
 
-// SnapshotVersion is the frame's version; a later one is refused.
-const SnapshotVersion = 1
+// SnapshotVersion is the latest version this rlserver reads.
+const SnapshotVersion = 2
 
 const snapshotMagic = "RLSNAP"
 
@@ -32,11 +36,11 @@ var ErrBadSnapshot = errors.New("bad snapshot")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// WriteSnapshot writes payload in a snapshot frame.
-func WriteSnapshot(w io.Writer, payload []byte) error {
+// WriteSnapshot writes payload, of format version, in a snapshot frame.
+func WriteSnapshot(w io.Writer, version uint16, payload []byte) error {
 	head := make([]byte, 0, 16)
 	head = append(head, snapshotMagic...)
-	head = binary.BigEndian.AppendUint16(head, SnapshotVersion)
+	head = binary.BigEndian.AppendUint16(head, version)
 	head = binary.BigEndian.AppendUint64(head, uint64(len(payload)))
 	if _, err := w.Write(head); err != nil {
 		return err
@@ -48,35 +52,37 @@ func WriteSnapshot(w io.Writer, payload []byte) error {
 	return err
 }
 
-// ReadSnapshot reads a snapshot frame and returns its checked payload.
-func ReadSnapshot(r io.Reader) ([]byte, error) {
+// ReadSnapshot reads a snapshot frame and returns its checked payload and
+// its format version.
+func ReadSnapshot(r io.Reader) ([]byte, uint16, error) {
 	head := make([]byte, 16)
 	if _, err := io.ReadFull(r, head); err != nil {
-		return nil, fmt.Errorf("%w: header: %v", ErrBadSnapshot, err)
+		return nil, 0, fmt.Errorf("%w: header: %v", ErrBadSnapshot, err)
 	}
 	if string(head[:6]) != snapshotMagic {
-		return nil, fmt.Errorf("%w: not an rlserver snapshot", ErrBadSnapshot)
+		return nil, 0, fmt.Errorf("%w: not an rlserver snapshot", ErrBadSnapshot)
 	}
-	if v := binary.BigEndian.Uint16(head[6:]); v != SnapshotVersion {
-		return nil, fmt.Errorf("%w: version %d, this rlserver reads version %d", ErrBadSnapshot, v, SnapshotVersion)
+	version := binary.BigEndian.Uint16(head[6:])
+	if version < 1 || version > SnapshotVersion {
+		return nil, 0, fmt.Errorf("%w: version %d, this rlserver reads versions 1 to %d", ErrBadSnapshot, version, SnapshotVersion)
 	}
 	n := binary.BigEndian.Uint64(head[8:])
 	if n > MaxSnapshotSize {
-		return nil, fmt.Errorf("%w: payload of %d bytes", ErrBadSnapshot, n)
+		return nil, 0, fmt.Errorf("%w: payload of %d bytes", ErrBadSnapshot, n)
 	}
 	// Read through a limit rather than allocating n up front: a damaged
 	// length must not cost memory the file does not hold.
 	payload, err := io.ReadAll(io.LimitReader(r, int64(n)+4))
 	if err != nil {
-		return nil, fmt.Errorf("%w: payload: %v", ErrBadSnapshot, err)
+		return nil, 0, fmt.Errorf("%w: payload: %v", ErrBadSnapshot, err)
 	}
 	if uint64(len(payload)) != n+4 {
-		return nil, fmt.Errorf("%w: truncated payload", ErrBadSnapshot)
+		return nil, 0, fmt.Errorf("%w: truncated payload", ErrBadSnapshot)
 	}
 	sum := binary.BigEndian.Uint32(payload[n:])
 	payload = payload[:n]
 	if crc32.Checksum(payload, castagnoli) != sum {
-		return nil, fmt.Errorf("%w: checksum mismatch", ErrBadSnapshot)
+		return nil, 0, fmt.Errorf("%w: checksum mismatch", ErrBadSnapshot)
 	}
-	return payload, nil
+	return payload, version, nil
 }
