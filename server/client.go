@@ -36,6 +36,7 @@ type client struct {
 	clusterAware bool
 	tx           transaction
 	batch        batch
+	keyed        int64    // commands of the pipeline being answered sent to the shards
 	in           []byte   // bytes read, the kept incomplete command first
 	args         [][]byte // the parsed command, aliasing in
 	out          []byte   // the replies of the pipeline being answered
@@ -117,6 +118,7 @@ func (c *client) exec(args [][]byte, out []byte) []byte {
 			return out
 		}
 		c.batch.addKeyCommand(c.srv, spec, args)
+		c.keyed++
 		return out
 	}
 	// Everything else depends on, or changes, the state of the connection or of

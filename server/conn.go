@@ -65,7 +65,13 @@ func (c *client) read(kept int) (int, error) {
 // It returns the bytes of an incomplete last command, and false when the
 // connection must close (a protocol error, whose reply is in out, or QUIT).
 func (c *client) answer(in, out []byte) (rest, reply []byte, ok bool) {
+	var start time.Time
+	obs := c.srv.cfg.Observer
+	if obs != nil {
+		start = time.Now()
+	}
 	commands := int64(0)
+	c.keyed = 0
 	for !c.quit {
 		complete, args, _, leftover, err := redcon.ReadNextCommand(in, c.args[:0])
 		if err != nil {
@@ -86,7 +92,11 @@ func (c *client) answer(in, out []byte) (rest, reply []byte, ok bool) {
 	out = c.flush(out)
 	if commands > 0 {
 		c.srv.stats.commands.Add(commands)
-		c.lastCmd.Store(time.Now().UnixMilli())
+		now := time.Now()
+		c.lastCmd.Store(now.UnixMilli())
+		if obs != nil {
+			observe(obs, commands, c.keyed, now.Sub(start))
+		}
 	}
 	return in, out, !c.quit
 }

@@ -84,6 +84,9 @@ type Config struct {
 	Raft RaftInfo
 	// DataDir is the data directory, for INFO (empty in memory).
 	DataDir string
+	// Observer, when set, is told how long commands took to answer (for
+	// latency metrics). Nil: nothing is timed.
+	Observer Observer
 }
 
 // RedisVersion is the Redis version rlserver reports: clients pick their
