@@ -28,41 +28,62 @@ var (
 	pPeriodMs = param{"period_ms", 1, engine.MaxDuration}
 	pMaxBurst = param{"max_burst", 0, engine.MaxCount - 1}
 	pPeriodS  = param{"period", 1, engine.MaxDuration / 1000}
-	pCost     = param{"cost", 0, engine.MaxCount}
+	pCost     = param{"cost", -engine.MaxCount, engine.MaxCount}
 	pQuantity = param{"quantity", 0, engine.MaxCount}
 )
 
-// decisionParser parses "NAME key p1 p2 [p3] [COST n]" into op.
+// decisionParser parses "NAME key p1 p2 [p3] [COST n] [PARTIAL]" into op.
 func decisionParser(op engine.Op, params ...param) func([][]byte, []engine.Command) ([]engine.Command, error) {
 	return func(args [][]byte, dst []engine.Command) ([]engine.Command, error) {
-		c := engine.Command{Op: op, Key: args[1]}
 		if len(args) < 2+len(params) {
 			return dst, WrongArity(string(args[0]))
 		}
-		for i, p := range params {
-			v, err := intArg(args[2+i], p.name, p.lo, p.hi)
-			if err != nil {
-				return dst, err
-			}
-			c.Args[i] = v
+		c, err := parseLimit(op, args[1], args[2:2+len(params)], params)
+		if err != nil {
+			return dst, err
 		}
-		c.Args[3] = 1
-		switch rest := args[2+len(params):]; {
-		case len(rest) == 0:
-		case len(rest) == 2 && EqualFold(rest[0], "cost"):
-			v, err := intArg(rest[1], pCost.name, pCost.lo, pCost.hi)
-			if err != nil {
-				return dst, err
-			}
-			c.Args[3] = v
-		default:
-			return dst, ErrSyntax
-		}
-		if err := checkDrainTime(op, c.Args); err != nil {
+		if err := parseOptions(args[2+len(params):], &c, true); err != nil {
 			return dst, err
 		}
 		return append(dst, c), nil
 	}
+}
+
+// parseLimit builds the decision op on key from its parameters, with a cost
+// of 1.
+func parseLimit(op engine.Op, key []byte, args [][]byte, params []param) (engine.Command, error) {
+	c := engine.Command{Op: op, Key: key}
+	for i, p := range params {
+		v, err := intArg(args[i], p.name, p.lo, p.hi)
+		if err != nil {
+			return c, err
+		}
+		c.Args[i] = v
+	}
+	c.Args[3] = 1
+	return c, checkDrainTime(op, c.Args)
+}
+
+// parseOptions parses a decision's options: COST n (negative: a refund) and,
+// when partial is allowed, PARTIAL.
+func parseOptions(rest [][]byte, c *engine.Command, partial bool) error {
+	costGiven := false
+	for len(rest) > 0 {
+		switch {
+		case EqualFold(rest[0], "cost") && len(rest) >= 2 && !costGiven:
+			costGiven = true
+			v, err := intArg(rest[1], pCost.name, pCost.lo, pCost.hi)
+			if err != nil {
+				return err
+			}
+			c.Args[3], rest = v, rest[2:]
+		case EqualFold(rest[0], "partial") && partial && c.Flags&engine.FlagPartial == 0:
+			c.Flags, rest = c.Flags|engine.FlagPartial, rest[1:]
+		default:
+			return ErrSyntax
+		}
+	}
+	return nil
 }
 
 // checkDrainTime refuses buckets that would take longer than MaxDuration to
@@ -73,7 +94,7 @@ func checkDrainTime(op engine.Op, a [4]int64) error {
 	switch op {
 	case engine.OpToken:
 		b, what = engine.Bucket{Capacity: a[0], Rate: a[1], Period: a[2]}, "capacity * refill_ms / refill_tokens"
-	case engine.OpLeaky:
+	case engine.OpLeaky, engine.OpShape:
 		b, what = engine.Bucket{Capacity: a[0], Rate: a[1], Period: a[2]}, "capacity * leak_ms / leak_tokens"
 	case engine.OpGCRA:
 		b, what = engine.Bucket{Capacity: a[0] + 1, Rate: a[1], Period: a[2]}, "(burst + 1) * period_ms / count"

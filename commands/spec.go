@@ -31,6 +31,29 @@ const (
 	IDLeaky
 	IDGCRA
 	IDThrottle
+	IDShape
+	IDQuota
+	IDAcquire
+	IDRelease
+	IDCheck
+	IDAll
+	IDPolicy
+	// strings
+	IDGet
+	IDSet
+	IDSetNX
+	IDSetEX
+	IDPSetEX
+	IDGetSet
+	IDIncr
+	IDIncrBy
+	IDDecr
+	IDDecrBy
+	IDExpire
+	IDPExpire
+	IDExpireAt
+	IDPExpireAt
+	IDPersist
 	// keys
 	IDInfoKey
 	IDReset
@@ -95,6 +118,9 @@ type Spec struct {
 	Args       []Arg
 	Sub        []*Spec
 	Route      Route
+	// SameSlot: the keys must share a hash slot even on a standalone server,
+	// because the command runs as one step on one shard (RL.ALL).
+	SameSlot bool
 	// parse appends the engine commands for args to dst (RouteKey only).
 	parse func(args [][]byte, dst []engine.Command) ([]engine.Command, error)
 }
@@ -105,6 +131,10 @@ func (s *Spec) HasKeys() bool { return s.FirstKey > 0 }
 // Keys calls fn with each key named in args (the whole command, name first).
 func (s *Spec) Keys(args [][]byte, fn func(key []byte)) {
 	if s.FirstKey == 0 {
+		return
+	}
+	if s.ID == IDAll { // keys that move with the arguments: FirstKey is the first's place
+		allKeys(args, fn)
 		return
 	}
 	last := s.LastKey

@@ -4,9 +4,14 @@ import "github.com/rlserver/rlserver/engine"
 
 // Argument documentation shared by the decision commands.
 var (
-	argKey  = Arg{Name: "key", Type: "key"}
-	argKeys = Arg{Name: "key", Type: "key", Multiple: true}
-	argCost = Arg{Name: "cost", Type: "integer", Token: "COST", Optional: true}
+	argKey     = Arg{Name: "key", Type: "key"}
+	argKeys    = Arg{Name: "key", Type: "key", Multiple: true}
+	argCost    = Arg{Name: "cost", Type: "integer", Token: "COST", Optional: true}
+	argPartial = Arg{Name: "partial", Type: "pure-token", Token: "PARTIAL", Optional: true}
+	argPeriod  = Arg{Name: "period", Type: "oneof", Args: []Arg{
+		{Name: "day", Type: "pure-token", Token: "DAY"}, {Name: "week", Type: "pure-token", Token: "WEEK"},
+		{Name: "month", Type: "pure-token", Token: "MONTH"}, {Name: "year", Type: "pure-token", Token: "YEAR"}}}
+	argOffset = Arg{Name: "offset", Type: "integer", Token: "OFFSET", Optional: true}
 )
 
 func intArgs(names ...string) []Arg {
@@ -31,7 +36,7 @@ func decision(id ID, name string, op engine.Op, fast bool, summary string, param
 		ID: id, Name: name, Arity: -(2 + len(params)), Flags: flags,
 		FirstKey: 1, LastKey: 1, KeyStep: 1, Categories: cats,
 		Group: "ratelimit", Since: "1.0.0", Complexity: complexity, Summary: summary,
-		Args: append(intArgs(names...), argCost), Route: RouteKey,
+		Args: append(intArgs(names...), argCost, argPartial), Route: RouteKey,
 		parse: decisionParser(op, params...),
 	}
 }
@@ -52,6 +57,57 @@ func keyCommand(id ID, name string, arity int, op engine.Op, write bool, group, 
 		Summary: summary, Args: args, Route: RouteKey, parse: keyParser(op),
 	}
 }
+
+// limitCommand builds the spec of a ratelimit command on one key, first.
+func limitCommand(id ID, name string, arity int, write bool, summary string,
+	parse func([][]byte, []engine.Command) ([]engine.Command, error), args ...Arg) *Spec {
+	flags, cats := []string{"readonly", "fast"}, []string{"@read", "@ratelimit", "@fast"}
+	if write {
+		flags, cats = []string{"write", "denyoom", "fast"}, []string{"@write", "@ratelimit", "@fast"}
+	}
+	return &Spec{
+		ID: id, Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, KeyStep: 1,
+		Categories: cats, Group: "ratelimit", Since: "1.1.0", Complexity: "O(1)",
+		Summary: summary, Args: append([]Arg{argKey}, args...), Route: RouteKey, parse: parse,
+	}
+}
+
+// stringCommand builds the spec of one of Redis's string commands.
+func stringCommand(id ID, name string, arity int, flags []string, group, summary string,
+	parse func([][]byte, []engine.Command) ([]engine.Command, error), args ...Arg) *Spec {
+	cats := []string{"@" + group, "@write", "@fast"}
+	if flags[0] == "readonly" {
+		cats[1] = "@read"
+	}
+	return &Spec{
+		ID: id, Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, KeyStep: 1,
+		Categories: cats, Group: group, Since: "1.1.0", Complexity: "O(1)",
+		Summary: summary, Args: append([]Arg{argKey}, args...), Route: RouteKey, parse: parse,
+	}
+}
+
+var (
+	writeFast   = []string{"write", "denyoom", "fast"}
+	writeNoOOM  = []string{"write", "fast"}
+	argValue    = Arg{Name: "value", Type: "string"}
+	argSeconds  = Arg{Name: "seconds", Type: "integer"}
+	argMillis   = Arg{Name: "milliseconds", Type: "integer"}
+	argIncr     = Arg{Name: "increment", Type: "integer"}
+	argDecr     = Arg{Name: "decrement", Type: "integer"}
+	argExpireIf = Arg{Name: "condition", Type: "oneof", Optional: true, Args: []Arg{
+		{Name: "nx", Type: "pure-token", Token: "NX"}, {Name: "xx", Type: "pure-token", Token: "XX"},
+		{Name: "gt", Type: "pure-token", Token: "GT"}, {Name: "lt", Type: "pure-token", Token: "LT"}}}
+	argSetOptions = []Arg{
+		{Name: "condition", Type: "oneof", Optional: true, Args: []Arg{
+			{Name: "nx", Type: "pure-token", Token: "NX"}, {Name: "xx", Type: "pure-token", Token: "XX"}}},
+		{Name: "get", Type: "pure-token", Token: "GET", Optional: true},
+		{Name: "expiration", Type: "oneof", Optional: true, Args: []Arg{
+			{Name: "seconds", Type: "integer", Token: "EX"}, {Name: "milliseconds", Type: "integer", Token: "PX"},
+			{Name: "unix-time-seconds", Type: "unix-time", Token: "EXAT"},
+			{Name: "unix-time-milliseconds", Type: "unix-time", Token: "PXAT"},
+			{Name: "keepttl", Type: "pure-token", Token: "KEEPTTL"}}},
+	}
+)
 
 // serverCommand builds the spec of a command the server answers itself.
 func serverCommand(id ID, name string, arity int, flags, cats []string, group, summary string, args ...Arg) *Spec {
@@ -105,6 +161,51 @@ var table = []*Spec{
 		Args:    append(intArgs("max_burst", "count", "period"), Arg{Name: "quantity", Type: "integer", Optional: true}),
 		Route:   RouteKey, parse: parseThrottle,
 	},
+	decision(IDShape, "rl.shape", engine.OpShape, true,
+		"Throttling: a leaky-bucket queue that admits while it has room and says how long to wait first (delay_ms); refuses only when full.",
+		pCapacity, pLeak, pLeakMs),
+	limitCommand(IDQuota, "rl.quota", -4, true,
+		"Calendar quota: units per day, ISO week, month or year, reset when the period turns (UTC, or OFFSET minutes east of it).",
+		parseQuota, Arg{Name: "limit", Type: "integer"}, argPeriod, argOffset, argCost, argPartial),
+	limitCommand(IDAcquire, "rl.acquire", 4, true,
+		"Concurrency limit: takes a lease if fewer than limit are held; the reply's lease_id releases it, lease_ms expires it.",
+		parseAcquire, Arg{Name: "limit", Type: "integer"}, Arg{Name: "lease_ms", Type: "integer"}),
+	limitCommand(IDRelease, "rl.release", 3, true,
+		"Releases a lease RL.ACQUIRE granted. Replies 1 if it was held, 0 if it had expired or was released.",
+		parseRelease, Arg{Name: "lease_id", Type: "integer"}),
+	limitCommand(IDCheck, "rl.check", -3, true,
+		"Applies a policy defined with RL.POLICY SET to a key: the policy's algorithm and limits, the common reply.",
+		parseCheck, Arg{Name: "policy", Type: "string"}, argCost, argPartial),
+	{
+		ID: IDAll, Name: "rl.all", Arity: -4, Flags: []string{"write", "denyoom", "movablekeys"},
+		FirstKey: 2, LastKey: 2, KeyStep: 1, Categories: []string{"@write", "@ratelimit", "@fast"},
+		Group: "ratelimit", Since: "1.1.0", Complexity: "O(N) where N is the number of limits",
+		Summary: "Checks several limits as one, all or nothing: when one denies, nothing is consumed. Keys must share a hash slot.",
+		Args: []Arg{{Name: "limit", Type: "block", Multiple: true, Args: []Arg{
+			{Name: "algorithm", Type: "oneof", Args: []Arg{
+				{Name: "sliding", Type: "pure-token", Token: "SLIDING"}, {Name: "fixed", Type: "pure-token", Token: "FIXED"},
+				{Name: "log", Type: "pure-token", Token: "LOG"}, {Name: "token", Type: "pure-token", Token: "TOKEN"},
+				{Name: "leaky", Type: "pure-token", Token: "LEAKY"}, {Name: "gcra", Type: "pure-token", Token: "GCRA"},
+				{Name: "shape", Type: "pure-token", Token: "SHAPE"}, {Name: "quota", Type: "pure-token", Token: "QUOTA"},
+				{Name: "policy", Type: "pure-token", Token: "POLICY"}}},
+			argKey, {Name: "parameters", Type: "string", Multiple: true}}}, argCost},
+		Route: RouteKey, SameSlot: true, parse: parseAll,
+	},
+	{
+		ID: IDPolicy, Name: "rl.policy", Arity: -2, Categories: []string{"@ratelimit", "@slow"}, Group: "ratelimit",
+		Since: "1.1.0", Complexity: "O(1)", Summary: "Named limits kept on the server, replicated with the data.", Route: RouteServer,
+		Sub: []*Spec{
+			sub("rl.policy", "set", -5, []string{"write", "denyoom"},
+				"Defines or changes a policy: RL.POLICY SET name ALGORITHM parameters... [SHADOW]. Takes effect at once for every client.",
+				Arg{Name: "name", Type: "string"}, Arg{Name: "algorithm", Type: "string"},
+				Arg{Name: "parameters", Type: "string", Multiple: true}, Arg{Name: "shadow", Type: "pure-token", Token: "SHADOW", Optional: true}),
+			sub("rl.policy", "get", 3, []string{"readonly"}, "A policy's definition and counters (checks, denied, shadow_denied); nil if none.",
+				Arg{Name: "name", Type: "string"}),
+			sub("rl.policy", "list", 2, []string{"readonly"}, "Every policy: its name and its definition."),
+			sub("rl.policy", "del", 3, []string{"write"}, "Deletes a policy. Replies 1 if it existed.", Arg{Name: "name", Type: "string"}),
+			sub("rl.policy", "help", 2, []string{"loading", "stale"}, "Lists the RL.POLICY subcommands."),
+		},
+	},
 	keyCommand(IDInfoKey, "rl.info", 2, engine.OpInfo, false, "ratelimit",
 		"Describes a limiter key: algorithm, parameters, state, remaining budget and TTL."),
 	keyCommand(IDReset, "rl.reset", 2, engine.OpDel, true, "ratelimit",
@@ -117,6 +218,33 @@ var table = []*Spec{
 		"Milliseconds until a key is back to its full budget and disappears; -2 if absent."),
 	keyCommand(IDTTL, "ttl", 2, engine.OpTTL, false, "generic",
 		"Seconds (rounded) until a key is back to its full budget and disappears; -2 if absent."),
+	stringCommand(IDGet, "get", 2, []string{"readonly", "fast"}, "string", "The value of a string key; nil if absent.", parseGet),
+	stringCommand(IDSet, "set", -3, []string{"write", "denyoom"}, "string",
+		"Sets a string key, as Redis's SET: NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL.",
+		parseSet, append([]Arg{argValue}, argSetOptions...)...),
+	stringCommand(IDSetNX, "setnx", 3, writeFast, "string", "Sets a string key if it is absent. Replies 1 if it was set.", parseSetNX, argValue),
+	stringCommand(IDSetEX, "setex", 4, []string{"write", "denyoom"}, "string", "Sets a string key with an expiry in seconds.",
+		setexParser("setex", 1000), argSeconds, argValue),
+	stringCommand(IDPSetEX, "psetex", 4, []string{"write", "denyoom"}, "string", "Sets a string key with an expiry in milliseconds.",
+		setexParser("psetex", 1), argMillis, argValue),
+	stringCommand(IDGetSet, "getset", 3, writeFast, "string", "Sets a string key and replies its old value (SET key value GET).", parseGetSet, argValue),
+	stringCommand(IDIncr, "incr", 2, writeFast, "string", "Adds 1 to an integer string key (0 if absent); keeps its expiry.", incrParser(1, 1)),
+	stringCommand(IDIncrBy, "incrby", 3, writeFast, "string", "Adds the increment to an integer string key (0 if absent); keeps its expiry.", incrParser(0, 1), argIncr),
+	stringCommand(IDDecr, "decr", 2, writeFast, "string", "Subtracts 1 from an integer string key (0 if absent); keeps its expiry.", incrParser(-1, 1)),
+	stringCommand(IDDecrBy, "decrby", 3, writeFast, "string", "Subtracts the decrement from an integer string key (0 if absent); keeps its expiry.", incrParser(0, -1), argDecr),
+	stringCommand(IDExpire, "expire", -3, writeNoOOM, "keyspace",
+		"Sets a string key's expiry in seconds (NX, XX, GT, LT as Redis); 0 for a limiter key, whose expiry follows from its state.",
+		expireParser("expire", 1000, engine.ExpiryRelative), argSeconds, argExpireIf),
+	stringCommand(IDPExpire, "pexpire", -3, writeNoOOM, "keyspace",
+		"Sets a string key's expiry in milliseconds (NX, XX, GT, LT as Redis); 0 for a limiter key.",
+		expireParser("pexpire", 1, engine.ExpiryRelative), argMillis, argExpireIf),
+	stringCommand(IDExpireAt, "expireat", -3, writeNoOOM, "keyspace",
+		"Sets a string key's expiry to a Unix time in seconds; 0 for a limiter key.",
+		expireParser("expireat", 1000, engine.ExpiryAbsolute), Arg{Name: "unix-time-seconds", Type: "unix-time"}, argExpireIf),
+	stringCommand(IDPExpireAt, "pexpireat", -3, writeNoOOM, "keyspace",
+		"Sets a string key's expiry to a Unix time in milliseconds; 0 for a limiter key.",
+		expireParser("pexpireat", 1, engine.ExpiryAbsolute), Arg{Name: "unix-time-milliseconds", Type: "unix-time"}, argExpireIf),
+	stringCommand(IDPersist, "persist", 2, writeNoOOM, "keyspace", "Removes a string key's expiry. Replies 1 if it had one.", parsePersist),
 	{
 		ID: IDDBSize, Name: "dbsize", Arity: 1, Flags: []string{"readonly", "fast"},
 		Categories: []string{"@keyspace", "@read", "@fast"}, Group: "server", Since: "1.0.0",

@@ -128,8 +128,15 @@ func (b *batch) encode(out []byte, resp3 bool) []byte {
 }
 
 // encodeEngine encodes one command answered by engine commands. A command
-// spread over several keys (DEL a b c) answers the sum of their integers.
+// spread over several keys (DEL a b c) answers the sum of their integers;
+// RL.ALL answers its overall decision, then each limit's.
 func (b *batch) encodeEngine(out []byte, p pending, resp3 bool) []byte {
+	switch p.spec.ID {
+	case commands.IDAll:
+		return b.encodeAll(out, p, resp3)
+	case commands.IDSetNX:
+		return b.encodeSetNX(out, p)
+	}
 	var sum int64
 	for i := p.first; i < p.first+p.n; i++ {
 		r := &b.reqs[b.shardOf[i]]
@@ -143,6 +150,40 @@ func (b *batch) encodeEngine(out []byte, p pending, resp3 bool) []byte {
 		sum += res.Int
 	}
 	return appendInt(out, sum)
+}
+
+// encodeAll encodes RL.ALL: an array of the overall decision and the
+// limits' replies, or the group's error.
+func (b *batch) encodeAll(out []byte, p pending, resp3 bool) []byte {
+	r := &b.reqs[b.shardOf[p.first]]
+	if r.Err != nil {
+		return appendError(out, r.Err)
+	}
+	head := &r.Results[b.posOf[p.first]]
+	if head.Type != engine.ResDecision {
+		return appendResult(out, head, resp3)
+	}
+	out = appendArray(out, int(p.n))
+	for i := p.first; i < p.first+p.n; i++ {
+		out = appendResult(out, &r.Results[b.posOf[i]], resp3)
+	}
+	return out
+}
+
+// encodeSetNX encodes SETNX: 1 when SET NX set the key, 0 when not.
+func (b *batch) encodeSetNX(out []byte, p pending) []byte {
+	r := &b.reqs[b.shardOf[p.first]]
+	if r.Err != nil {
+		return appendError(out, r.Err)
+	}
+	switch res := &r.Results[b.posOf[p.first]]; res.Type {
+	case engine.ResOK:
+		return appendInt(out, 1)
+	case engine.ResNil:
+		return appendInt(out, 0)
+	default:
+		return appendResult(out, res, false)
+	}
 }
 
 // reset empties the batch, keeping its memory, and lets go of the commands'

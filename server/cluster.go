@@ -60,7 +60,7 @@ func (c *client) clusterCommand(spec *commands.Spec, args [][]byte, out []byte) 
 // A standalone server has no rules.
 func (c *client) checkRoute(spec *commands.Spec, args [][]byte) error {
 	cl := c.srv.cfg.Cluster
-	if cl == nil {
+	if cl == nil && !spec.SameSlot {
 		return nil
 	}
 	slot := -1
@@ -72,7 +72,7 @@ func (c *client) checkRoute(spec *commands.Spec, args [][]byte) error {
 		}
 		slot = s
 	})
-	if err != nil || slot < 0 || !c.clusterAware {
+	if err != nil || slot < 0 || cl == nil || !c.clusterAware {
 		return err
 	}
 	leader, local, known := cl.Leader(c.srv.shards.ShardOf(uint16(slot)))

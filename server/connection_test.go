@@ -206,7 +206,7 @@ func TestPingEcho(t *testing.T) {
 		{cmd("ECHO", "a\r\nb"), bulkReply("a\r\nb")},
 		{cmd("READONLY"), "+OK\r\n"},
 		{cmd("READWRITE"), "+OK\r\n"},
-		{cmd("SET", "k", "v"), "-ERR unknown command 'SET', with args beginning with: 'k' 'v' \r\n"},
+		{cmd("HSET", "k", "v"), "-ERR unknown command 'HSET', with args beginning with: 'k' 'v' \r\n"},
 	})
 }
 

@@ -64,6 +64,8 @@ func (c *client) serverCommand(spec *commands.Spec, args [][]byte, out []byte) [
 		return c.flushAll(args, out)
 	case commands.IDScan:
 		return c.scan(args, out)
+	case commands.IDPolicy:
+		return c.policyCommand(spec, args, out)
 	}
 	return appendError(out, commands.UnknownCommand(args))
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -15,7 +16,7 @@ import (
 
 // infoSections are INFO's sections in Redis's order; "default" and "all"
 // name them all.
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "ratelimit", "raft", "cluster", "keyspace"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "ratelimit", "policies", "raft", "cluster", "keyspace"}
 
 // info is INFO [section ...].
 func (c *client) info(args [][]byte, out []byte) []byte {
@@ -71,8 +72,11 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("used_memory_rss_human", humanBytes(m.Sys))
 		line("used_memory_dataset", s.total().Bytes)
 		line("used_memory_dataset_human", humanBytes(uint64(s.total().Bytes)))
-		line("maxmemory", 0)
-		line("maxmemory_policy", "noeviction")
+		limit := s.memoryLimit()
+		line("maxmemory", limit.Bytes)
+		line("maxmemory_human", humanBytes(uint64(limit.Bytes)))
+		line("maxmemory_policy", engine.MemoryPolicyNames[limit.Policy])
+		line("rl_memory_charged", s.total().Charged)
 		line("mem_allocator", "go")
 	case "persistence":
 		line("loading", 0)
@@ -91,6 +95,8 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("total_commands_processed", s.stats.commands.Load())
 		line("rejected_connections", s.stats.rejected.Load())
 		line("expired_keys", 0)
+		line("evicted_keys", s.total().Evicted)
+		line("rl_rejected_oom", s.total().RejectedOOM)
 	case "replication":
 		// Every node answers every command (leading, or forwarding to the
 		// leader), so to a client each is a master; the raft section says
@@ -108,8 +114,12 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("rl_shards", s.shards.Shards())
 		line("rl_decisions_allowed", t.Allowed)
 		line("rl_decisions_denied", t.Denied)
+		line("rl_shadow_denied", t.ShadowDenied)
+		line("rl_policies", s.shards.Stats(0).Policies)
 		line("rl_keys", t.Keys)
 		line("rl_clock_ms", s.clock.Now())
+	case "policies":
+		s.writePolicyInfo(b)
 	case "cluster":
 		if s.cfg.Cluster != nil {
 			line("cluster_enabled", 1)
@@ -118,7 +128,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		}
 	case "keyspace":
 		if t := s.total(); t.Keys > 0 {
-			fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", t.Keys, t.Keys)
+			fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", t.Keys, t.Keys-t.Persistent)
 		}
 	}
 }
@@ -139,8 +149,8 @@ func (s *Server) configParams() [][2]string {
 		{"cluster-enabled", map[bool]string{true: "yes", false: "no"}[s.cfg.Cluster != nil]},
 		{"databases", "1"},
 		{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
-		{"maxmemory", "0"},
-		{"maxmemory-policy", "noeviction"},
+		{"maxmemory", strconv.FormatInt(s.memoryLimit().Bytes, 10)},
+		{"maxmemory-policy", engine.MemoryPolicyNames[s.memoryLimit().Policy]},
 		{"port", s.port()},
 		{"proto-max-bulk-len", strconv.FormatInt(l.MaxBulkLen, 10)},
 		{"save", ""},
@@ -173,7 +183,17 @@ func (c *client) config(spec *commands.Spec, args [][]byte, out []byte) []byte {
 		}
 		return out
 	case "config|set":
-		return appendError(out, fmt.Errorf("ERR Unsupported CONFIG parameter: %s (rlserver is configured at start-up)", args[2]))
+		if len(args) != 4 {
+			return appendError(out, errors.New("ERR CONFIG SET takes one parameter and its value in rlserver"))
+		}
+		switch param := strings.ToLower(string(args[2])); param {
+		case "maxmemory", "maxmemory-policy":
+			if err := c.setMemoryLimit(param, string(args[3])); err != nil {
+				return appendError(out, err)
+			}
+			return appendOK(out)
+		}
+		return appendError(out, fmt.Errorf("ERR Unsupported CONFIG parameter: %s (rlserver is configured at start-up, except maxmemory and maxmemory-policy)", args[2]))
 	case "config|resetstat":
 		c.srv.stats.commands.Store(0)
 		c.srv.stats.connections.Store(0)
@@ -232,9 +252,14 @@ func (s *Server) total() engine.Stats {
 	for i := range s.shards.Shards() {
 		st := s.shards.Stats(i)
 		t.Keys += st.Keys
+		t.Persistent += st.Persistent
 		t.Bytes += st.Bytes
 		t.Allowed += st.Allowed
 		t.Denied += st.Denied
+		t.ShadowDenied += st.ShadowDenied
+		t.Evicted += st.Evicted
+		t.RejectedOOM += st.RejectedOOM
+		t.Charged += st.Charged
 	}
 	return t
 }

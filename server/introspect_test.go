@@ -185,7 +185,7 @@ func TestConfig(t *testing.T) {
 		{cmd("CONFIG", "GET", "maxc*"), arrayReply(bulkReply("maxclients"), bulkReply("7"))},
 		{cmd("CONFIG", "GET", "proto-max-bulk-len"), arrayReply(bulkReply("proto-max-bulk-len"), bulkReply("4096"))},
 		{cmd("CONFIG", "GET"), "-ERR wrong number of arguments for 'config|get' command\r\n"},
-		{cmd("CONFIG", "SET", "maxclients", "10"), "-ERR Unsupported CONFIG parameter: maxclients (rlserver is configured at start-up)\r\n"},
+		{cmd("CONFIG", "SET", "maxclients", "10"), "-ERR Unsupported CONFIG parameter: maxclients (rlserver is configured at start-up, except maxmemory and maxmemory-policy)\r\n"},
 		{cmd("CONFIG", "REWRITE"), "-ERR unknown subcommand 'REWRITE'. Try CONFIG HELP.\r\n"},
 		{cmd("CONFIG", "RESETSTAT"), "+OK\r\n"},
 	})
@@ -227,11 +227,11 @@ func TestInfo(t *testing.T) {
 			t.Errorf("INFO lacks %q", want)
 		}
 	}
-	if order := sectionOrder(all); strings.Join(order, ",") != "Server,Clients,Memory,Persistence,Stats,Replication,Cpu,Ratelimit,Raft,Cluster,Keyspace" {
+	if order := sectionOrder(all); strings.Join(order, ",") != "Server,Clients,Memory,Persistence,Stats,Replication,Cpu,Ratelimit,Policies,Raft,Cluster,Keyspace" {
 		t.Errorf("INFO sections: %v", order)
 	}
 	for _, section := range []string{"default", "all", "everything"} {
-		if got := sectionOrder(parse(t, c.do("INFO", section)).(string)); len(got) != 11 {
+		if got := sectionOrder(parse(t, c.do("INFO", section)).(string)); len(got) != 12 {
 			t.Errorf("INFO %s: sections %v", section, got)
 		}
 	}

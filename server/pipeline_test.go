@@ -38,7 +38,7 @@ func TestPipelineRepliesInOrder(t *testing.T) {
 		{cmd("PING"), "+PONG\r\n"},
 		{cmd("RL.SLIDING", a, "3", "1000"), decision2(1, 3, 1, 0, 2000)},
 		{cmd("NOSUCH", "x"), "-ERR unknown command 'NOSUCH', with args beginning with: 'x' \r\n"},
-		{cmd("RL.SLIDING", c, "3", "1000", "COST", "-1"), fmt.Sprintf("-ERR cost must be an integer from 0 to %d\r\n", int64(engine.MaxCount))},
+		{cmd("RL.SLIDING", c, "3", "1000", "COST", "1000000000000001"), fmt.Sprintf("-ERR cost must be an integer from %d to %d\r\n", -int64(engine.MaxCount), int64(engine.MaxCount))},
 		{cmd("CL.THROTTLE", c, "0", "1", "1"), arrayReply(intReply(0), intReply(1), intReply(0), intReply(-1), intReply(1))},
 		{cmd("EXISTS", a, b, c, "nokey"), intReply(3)},
 		{cmd("DBSIZE"), intReply(3)},

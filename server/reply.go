@@ -87,21 +87,37 @@ func appendNull(b []byte, resp3 bool) []byte {
 }
 
 // appendDecision encodes the common RL.* reply: an array of five integers in
-// RESP2, a map with their names in RESP3.
-func appendDecision(b []byte, d engine.Decision, resp3 bool) []byte {
+// RESP2, a map with their names in RESP3, followed by the extra fields of
+// some commands and options (granted, delay_ms, lease_id, shadow_denied).
+func appendDecision(b []byte, r *engine.Result, resp3 bool) []byte {
+	d := r.Decision
 	var allowed int64
 	if d.Allowed {
 		allowed = 1
 	}
+	extras := r.Extras[:r.NExtras]
 	if !resp3 {
-		b = append(b, "*5\r\n"...)
+		if len(extras) == 0 {
+			b = append(b, "*5\r\n"...)
+		} else {
+			b = appendArray(b, 5+len(extras))
+		}
 		b = appendInt(b, allowed)
 		b = appendInt(b, d.Limit)
 		b = appendInt(b, d.Remaining)
 		b = appendInt(b, d.RetryAfter)
-		return appendInt(b, d.ResetAfter)
+		b = appendInt(b, d.ResetAfter)
+		for _, e := range extras {
+			b = appendInt(b, e.Value)
+		}
+		return b
 	}
-	b = append(b, "%5\r\n$7\r\nallowed\r\n"...)
+	if len(extras) == 0 {
+		b = append(b, "%5\r\n"...)
+	} else {
+		b = appendHeader(b, '%', 5+len(extras))
+	}
+	b = append(b, "$7\r\nallowed\r\n"...)
 	b = appendInt(b, allowed)
 	b = append(b, "$5\r\nlimit\r\n"...)
 	b = appendInt(b, d.Limit)
@@ -110,7 +126,12 @@ func appendDecision(b []byte, d engine.Decision, resp3 bool) []byte {
 	b = append(b, "$14\r\nretry_after_ms\r\n"...)
 	b = appendInt(b, d.RetryAfter)
 	b = append(b, "$14\r\nreset_after_ms\r\n"...)
-	return appendInt(b, d.ResetAfter)
+	b = appendInt(b, d.ResetAfter)
+	for _, e := range extras {
+		b = appendBulkString(b, e.Name)
+		b = appendInt(b, e.Value)
+	}
+	return b
 }
 
 // appendThrottle encodes CL.THROTTLE's reply: five integers, an array in
@@ -132,7 +153,7 @@ func appendThrottle(b []byte, t engine.ThrottleReply) []byte {
 func appendResult(b []byte, r *engine.Result, resp3 bool) []byte {
 	switch r.Type {
 	case engine.ResDecision:
-		return appendDecision(b, r.Decision, resp3)
+		return appendDecision(b, r, resp3)
 	case engine.ResThrottle:
 		return appendThrottle(b, r.Throttle)
 	case engine.ResInt:
@@ -141,6 +162,8 @@ func appendResult(b []byte, r *engine.Result, resp3 bool) []byte {
 		return appendSimple(b, r.Text)
 	case engine.ResBulk:
 		return appendBulkString(b, r.Text)
+	case engine.ResIntBulk:
+		return appendBulkInt(b, r.Int)
 	case engine.ResOK:
 		return appendOK(b)
 	case engine.ResNil:

@@ -84,6 +84,8 @@ type Config struct {
 	Raft RaftInfo
 	// DataDir is the data directory, for INFO (empty in memory).
 	DataDir string
+	// MaxMemory bounds the memory the keys hold (see MemoryLimit).
+	MaxMemory MemoryLimit
 	// Observer, when set, is told how long commands took to answer (for
 	// latency metrics). Nil: nothing is timed.
 	Observer Observer
@@ -144,6 +146,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.dl = newDrainingListener(ln)
 	dl := s.dl
 	s.mu.Unlock()
+	go s.syncMemoryLimit()
 	return s.accept(guardListener{Listener: dl, limits: s.cfg.Limits})
 }
 

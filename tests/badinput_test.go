@@ -78,8 +78,8 @@ func TestBadArgumentsAreAnsweredWithErrors(t *testing.T) {
 		{words("RL.GCRA k 999999999 1 1000000"),
 			"ERR (burst + 1) * period_ms / count (the time to drain a full bucket) must be at most 1000000000000 ms"},
 		// costs and options
-		{words("RL.SLIDING k 10 1000 COST -1"), outOfRange("cost", 0, maxCount)},
-		{words("RL.SLIDING k 10 1000 COST 1000000000000001"), outOfRange("cost", 0, maxCount)},
+		{words("RL.SLIDING k 10 1000 COST -1000000000000001"), outOfRange("cost", -maxCount, maxCount)},
+		{words("RL.SLIDING k 10 1000 COST 1000000000000001"), outOfRange("cost", -maxCount, maxCount)},
 		{words("RL.SLIDING k 10 1000 COST one"), errNotInteger},
 		{words("RL.SLIDING k 10 1000 COST"), errSyntax},
 		{words("RL.SLIDING k 10 1000 PRICE 1"), errSyntax},
@@ -114,7 +114,7 @@ func TestBadArgumentsAreAnsweredWithErrors(t *testing.T) {
 		{words("SCAN -1"), "ERR invalid cursor"},
 		{words("SELECT 1"), "ERR DB index is out of range"},
 		{words("EXEC"), "ERR EXEC without MULTI"},
-		{words("CONFIG SET maxclients 5"), "ERR Unsupported CONFIG parameter: maxclients (rlserver is configured at start-up)"},
+		{words("CONFIG SET maxclients 5"), "ERR Unsupported CONFIG parameter: maxclients (rlserver is configured at start-up, except maxmemory and maxmemory-policy)"},
 	}
 	for _, tc := range cases {
 		if got := doErr(t, c, tc.args...); got != tc.want {

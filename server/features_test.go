@@ -1,0 +1,125 @@
+package server
+
+import (
+	"strconv"
+	"testing"
+)
+
+// decisionWith is the RESP2 wire text of a decision with extra fields.
+func decisionWith(allowed, limit, remaining, retry, reset int64, extras ...int64) string {
+	items := []string{intReply(allowed), intReply(limit), intReply(remaining), intReply(retry), intReply(reset)}
+	for _, e := range extras {
+		items = append(items, intReply(e))
+	}
+	return arrayReply(items...)
+}
+
+func TestExtraFieldsOnTheWire(t *testing.T) {
+	s := startServer(t)
+	c := s.dial(t)
+	// RL.SHAPE: the second request waits for the first to leak out.
+	c.expect(decisionWith(1, 3, 2, 0, 1000, 0), "RL.SHAPE", "q", "3", "1", "1000")
+	c.expect(decisionWith(1, 3, 1, 0, 2000, 1000), "RL.SHAPE", "q", "3", "1", "1000")
+	// PARTIAL grants the 10 there are of 12; a refund gives 3 back.
+	c.expect(decisionWith(1, 10, 0, 0, 10_000, 10), "RL.TOKEN", "t", "10", "1", "1000", "COST", "12", "PARTIAL")
+	c.expect(decisionWith(1, 10, 3, 0, 7000), "RL.TOKEN", "t", "10", "1", "1000", "COST", "-3")
+	id := int64(testNow) << 20
+	c.expect(decisionWith(1, 2, 1, 0, 5000, id), "RL.ACQUIRE", "jobs", "2", "5000")
+	c.expect(intReply(1), "RL.RELEASE", "jobs", strconv.FormatInt(id, 10))
+	c.expect(intReply(0), "RL.RELEASE", "jobs", strconv.FormatInt(id, 10))
+
+	c.do("HELLO", "3")
+	c.expect("%6\r\n"+bulkReply("allowed")+intReply(1)+bulkReply("limit")+intReply(3)+bulkReply("remaining")+intReply(0)+
+		bulkReply("retry_after_ms")+intReply(0)+bulkReply("reset_after_ms")+intReply(3000)+bulkReply("delay_ms")+intReply(2000),
+		"RL.SHAPE", "q", "3", "1", "1000")
+}
+
+func TestAllOnTheWire(t *testing.T) {
+	s := startServer(t) // four shards: the keys of one RL.ALL must share a slot
+	c := s.dial(t)
+	all := func(cost string) []string {
+		return []string{"RL.ALL", "SLIDING", "{ada}:sec", "2", "1000", "QUOTA", "{ada}:day", "100", "DAY", "COST", cost}
+	}
+	// testNow is 22:13:20 UTC: the day ends in 6400 s.
+	day := int64(6400_000)
+	c.expect(arrayReply(decision2(1, 2, 1, 0, day), decision2(1, 2, 1, 0, 2000), decision2(1, 100, 99, 0, day)), all("1")...)
+	c.expect(arrayReply(decision2(0, 2, 1, 2000, day), decision2(0, 2, 1, 2000, 2000), decision2(1, 100, 99, 0, day)), all("2")...)
+	c.expect(errReply("CROSSSLOT Keys in request don't hash to the same slot"),
+		"RL.ALL", "SLIDING", "a", "2", "1000", "FIXED", "b", "2", "1000")
+	c.expect(errReply("ERR RL.ALL names the key '{ada}:sec' twice"),
+		"RL.ALL", "SLIDING", "{ada}:sec", "2", "1000", "FIXED", "{ada}:sec", "2", "1000")
+	c.expect(errReply("ERR syntax error"), append(all("1"), "PARTIAL")...)
+	c.expect(arrayReply(bulkReply("{ada}:sec"), bulkReply("{ada}:day")), append([]string{"COMMAND", "GETKEYS"}, all("1")...)...)
+	c.expect(errReply("WRONGTYPE Operation against a key holding the wrong kind of value"),
+		"RL.ALL", "FIXED", "{ada}:new", "2", "1000", "TOKEN", "{ada}:sec", "2", "1", "1000")
+	c.expect(intReply(0), "EXISTS", "{ada}:new")
+}
+
+func TestStringsOnTheWire(t *testing.T) {
+	s := startServer(t)
+	c := s.dial(t)
+	c.expect(intReply(1), "INCR", "n")
+	c.expect(intReply(11), "INCRBY", "n", "10")
+	c.expect(intReply(1), "DECRBY", "n", "10")
+	c.expect(bulkReply("1"), "GET", "n")
+	c.expect(intReply(1), "EXPIRE", "n", "60")
+	c.expect(intReply(60_000), "PTTL", "n")
+	c.expect(intReply(1), "SETNX", "s", "hello")
+	c.expect(intReply(0), "SETNX", "s", "bye")
+	c.expect(bulkReply("hello"), "GETSET", "s", "bye")
+	c.expect("+OK\r\n", "SET", "s", "v", "PX", "1500", "XX")
+	c.expect(intReply(2), "TTL", "s")                      // 1.5 s rounds to 2, as in Redis
+	c.expect(bulkReply("v"), "SET", "s", "w", "NX", "GET") // not set: the key exists; GET replies its value
+	c.expect("+string\r\n", "TYPE", "s")
+	c.expect(errReply("ERR value is not an integer or out of range"), "INCR", "s")
+	c.expect(errReply("ERR invalid expire time in 'set' command"), "SET", "s", "v", "EX", "0")
+	c.expect(errReply("ERR syntax error"), "SET", "s", "v", "NX", "XX")
+	c.expect(errReply("ERR NX and XX, GT or LT options at the same time are not compatible"), "EXPIRE", "s", "5", "NX", "GT")
+	c.expect(errReply("ERR Unsupported option FOO"), "EXPIRE", "s", "5", "FOO")
+	c.expect(errReply("ERR decrement would overflow"), "DECRBY", "n", "-9223372036854775808")
+	c.do("RL.SLIDING", "lim", "5", "1000")
+	c.expect(errReply("WRONGTYPE Operation against a key holding the wrong kind of value"), "GET", "lim")
+	c.expect(intReply(0), "EXPIRE", "lim", "5")
+	c.expect(intReply(1), "PERSIST", "n")
+	c.expect(intReply(-1), "PTTL", "n")
+}
+
+func TestPoliciesOnTheWire(t *testing.T) {
+	s := startServer(t) // four shards: a policy must reach every one
+	c := s.dial(t)
+	c.expect("+OK\r\n", "RL.POLICY", "SET", "orders", "SLIDING", "2", "60000")
+	c.expect("+OK\r\n", "RL.POLICY", "SET", "trial", "FIXED", "1", "1000", "SHADOW")
+	c.expect("+OK\r\n", "RL.POLICY", "SET", "monthly", "QUOTA", "1000000", "MONTH", "OFFSET", "180")
+	// Keys on every shard follow the same policy.
+	for _, key := range []string{"a", "b", "c", "d", "e", "f"} {
+		c.expect(decision2(1, 2, 1, 0, 100_000), "RL.CHECK", key, "orders") // the window started 20 s ago
+	}
+	c.expect(decisionWith(1, 1, 0, 0, 1000, 0), "RL.CHECK", "k", "trial")
+	c.expect(decisionWith(1, 1, 0, 0, 1000, 1), "RL.CHECK", "k", "trial")
+	c.expect(errReply("ERR no such policy 'nope'"), "RL.CHECK", "k", "nope")
+	c.expect(arrayReply(bulkReply("monthly"), bulkReply("QUOTA 1000000 MONTH OFFSET 180"), bulkReply("orders"), bulkReply("SLIDING 2 60000"),
+		bulkReply("trial"), bulkReply("FIXED 1 1000 SHADOW")), "RL.POLICY", "LIST")
+	c.expect(arrayReply(bulkReply("definition"), bulkReply("SLIDING 2 60000"), bulkReply("shadow"), intReply(0),
+		bulkReply("checks"), intReply(6), bulkReply("denied"), intReply(0), bulkReply("shadow_denied"), intReply(0)),
+		"RL.POLICY", "GET", "orders")
+	info := parse(t, c.do("INFO", "policies")).(string)
+	if !contains(info, "policy_trial:shadow=1,checks=2,denied=0,shadow_denied=1\r\n") {
+		t.Fatalf("INFO policies:\n%s", info)
+	}
+	if ratelimit := parse(t, c.do("INFO", "ratelimit")).(string); !contains(ratelimit, "rl_shadow_denied:1\r\n") || !contains(ratelimit, "rl_policies:3\r\n") {
+		t.Fatalf("INFO ratelimit:\n%s", ratelimit)
+	}
+	// A change takes effect at once.
+	c.expect("+OK\r\n", "RL.POLICY", "SET", "orders", "SLIDING", "5", "60000")
+	c.expect(decision2(1, 5, 3, 0, 100_000), "RL.CHECK", "a", "orders")
+	c.expect("+OK\r\n", "FLUSHALL")
+	c.expect(intReply(1), "RL.POLICY", "DEL", "orders")
+	c.expect(intReply(0), "RL.POLICY", "DEL", "orders")
+	c.expect("$-1\r\n", "RL.POLICY", "GET", "orders")
+	c.expect(errReply("ERR unknown algorithm: use SLIDING, FIXED, LOG, TOKEN, LEAKY, GCRA, SHAPE or QUOTA"), "RL.POLICY", "SET", "x", "CELL", "1", "2")
+	c.expect(errReply("ERR syntax error"), "RL.POLICY", "SET", "x", "SLIDING", "1")
+	c.expect(errReply("ERR window_ms must be an integer from 1 to 1000000000000"), "RL.POLICY", "SET", "x", "SLIDING", "1", "0")
+	if got := parse(t, c.do("RL.POLICY", "HELP")).([]any); len(got) < 2 {
+		t.Fatalf("RL.POLICY HELP: %v", got)
+	}
+}

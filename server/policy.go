@@ -1,0 +1,114 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// Policies live in every shard, since RL.CHECK runs on the shard of its key.
+// RL.POLICY SET and DEL go to every shard through its log, so that they are
+// replicated and survive restarts like the keys; GET and LIST read this
+// node's replicas. SET and DEL are idempotent: after an error (TRYAGAIN when
+// a shard has no leader), sending them again completes them.
+
+// policyCommand is RL.POLICY SET, GET, LIST, DEL and HELP.
+func (c *client) policyCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+	sub, err := c.subcommand(spec, args)
+	if err != nil {
+		return appendError(out, err)
+	}
+	switch sub.Name {
+	case "rl.policy|set":
+		set, err := commands.ParsePolicySet(args)
+		if err != nil {
+			return appendError(out, err)
+		}
+		if _, err := c.everyShard(set); err != nil {
+			return appendError(out, err)
+		}
+		return appendOK(out)
+	case "rl.policy|del":
+		if err := commands.ParsePolicyName(args[2]); err != nil {
+			return appendError(out, err)
+		}
+		results, err := c.everyShard(engine.Command{Op: engine.OpPolicyDel, Value: args[2]})
+		if err != nil {
+			return appendError(out, err)
+		}
+		existed := int64(0)
+		for _, r := range results {
+			existed = max(existed, r.Int)
+		}
+		return appendInt(out, existed)
+	case "rl.policy|get":
+		if err := commands.ParsePolicyName(args[2]); err != nil {
+			return appendError(out, err)
+		}
+		r, err := c.srv.policy(string(args[2]))
+		if err != nil {
+			return appendError(out, err)
+		}
+		return appendResult(out, &r, c.resp3.Load())
+	case "rl.policy|list":
+		r, err := c.srv.shards.Read(0, engine.Command{Op: engine.OpPolicyList})
+		if err != nil {
+			return appendError(out, err)
+		}
+		return appendResult(out, &r, c.resp3.Load())
+	}
+	return appendHelp(out, spec)
+}
+
+// policy is RL.POLICY GET name: the definition, and the counters added up
+// over the shards (each counts the checks of the keys it holds).
+func (s *Server) policy(name string) (engine.Result, error) {
+	var sum engine.Result
+	for shard := range s.shards.Shards() {
+		r, err := s.shards.Read(shard, engine.Command{Op: engine.OpPolicyList, Value: []byte(name)})
+		if err != nil {
+			return r, err
+		}
+		if r.Type != engine.ResFields {
+			continue // a shard the definition has not reached: counts nothing
+		}
+		if sum.Type != engine.ResFields {
+			sum = r
+			continue
+		}
+		for i := range sum.Fields {
+			if sum.Fields[i].Text == "" && sum.Fields[i].Name != "shadow" {
+				sum.Fields[i].Int += r.Fields[i].Int
+			}
+		}
+	}
+	if sum.Type == engine.ResNone {
+		sum.Type = engine.ResNil
+	}
+	return sum, nil
+}
+
+// writePolicyInfo writes INFO's policies section: each policy's counters, in
+// the form of Redis's keyspace lines.
+func (s *Server) writePolicyInfo(b *strings.Builder) {
+	list, err := s.shards.Read(0, engine.Command{Op: engine.OpPolicyList})
+	if err != nil {
+		return
+	}
+	for _, f := range list.Fields {
+		p, err := s.policy(f.Name)
+		if err != nil || p.Type != engine.ResFields {
+			continue
+		}
+		fmt.Fprintf(b, "policy_%s:", f.Name)
+		for i, field := range p.Fields[1:] {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(b, "%s=%d", field.Name, field.Int)
+		}
+		b.WriteString("\r\n")
+	}
+}
