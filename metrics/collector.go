@@ -1,0 +1,146 @@
+package metrics
+
+import (
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rlserver/rlserver/engine"
+)
+
+// collector reads the sources when Prometheus scrapes: the same counters
+// INFO reports, so the two agree, and nothing recorded on the hot path.
+type collector struct {
+	src      Sources
+	notReady func() error // why /readyz says no, nil when it says yes
+
+	buildInfo *prometheus.Desc
+	ready     *prometheus.Desc
+
+	decisions *prometheus.Desc
+	keys      *prometheus.Desc
+	dataset   *prometheus.Desc
+
+	clients   *prometheus.Desc
+	maxClient *prometheus.Desc
+	received  *prometheus.Desc
+	rejected  *prometheus.Desc
+	commands  *prometheus.Desc
+
+	raftState       *prometheus.Desc
+	raftLeaderKnown *prometheus.Desc
+	raftTerm        *prometheus.Desc
+	raftCommit      *prometheus.Desc
+	raftApplied     *prometheus.Desc
+	raftContact     *prometheus.Desc
+}
+
+// raftStates are the values of rlserver_raft_state's state label, as
+// hashicorp/raft names them.
+var raftStates = []string{"Leader", "Follower", "Candidate", "Shutdown"}
+
+func newCollector(src Sources, notReady func() error) *collector {
+	shard := []string{"shard"}
+	d := prometheus.NewDesc
+	return &collector{
+		src:       src,
+		notReady:  notReady,
+		buildInfo: d("rlserver_build_info", "Always 1; the labels say which rlserver and Go built this process.", []string{"version", "goversion"}, nil),
+		ready:     d("rlserver_ready", "1 when /readyz answers 200: every shard's state is loaded and its leader known.", nil, nil),
+
+		decisions: d("rlserver_decisions_total",
+			"Decisions applied by this node's replica of a shard, by command and outcome (allowed or denied); "+
+				"summed, INFO's rl_decisions_allowed and rl_decisions_denied. Every replica of a shard applies "+
+				"the same decisions: across nodes, take the max per shard, not the sum.",
+			[]string{"shard", "command", "outcome"}, nil),
+		keys:    d("rlserver_keys", "Keys a shard's replica holds, expired ones not yet reclaimed included (INFO rl_keys, summed).", shard, nil),
+		dataset: d("rlserver_dataset_bytes", "Estimated memory a shard's keys and their state hold (INFO used_memory_dataset, summed).", shard, nil),
+
+		clients:   d("rlserver_connected_clients", "Client connections open now (INFO connected_clients).", nil, nil),
+		maxClient: d("rlserver_maxclients", "The bound on client connections, --maxclients (INFO maxclients).", nil, nil),
+		received:  d("rlserver_connections_received_total", "Client connections accepted (INFO total_connections_received).", nil, nil),
+		rejected:  d("rlserver_connections_rejected_total", "Client connections refused at --maxclients (INFO rejected_connections).", nil, nil),
+		commands:  d("rlserver_commands_processed_total", "Commands answered, every kind (INFO total_commands_processed).", nil, nil),
+
+		raftState:       d("rlserver_raft_state", "1 for the Raft state this node's replica of a shard is in (INFO raft's state), 0 for the others.", []string{"shard", "state"}, nil),
+		raftLeaderKnown: d("rlserver_raft_leader_known", "1 when this node's replica of a shard knows its leader, 0 during an election.", shard, nil),
+		raftTerm:        d("rlserver_raft_term", "The Raft term of this node's replica of a shard.", shard, nil),
+		raftCommit:      d("rlserver_raft_commit_index", "The last log index this node's replica of a shard knows committed.", shard, nil),
+		raftApplied:     d("rlserver_raft_applied_index", "The last log index this node's replica of a shard has applied.", shard, nil),
+		raftContact: d("rlserver_raft_last_contact_seconds",
+			"Since this node's replica of a shard last heard from its leader; 0 on the leader, absent before the first contact.", shard, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{
+		c.buildInfo, c.ready, c.decisions, c.keys, c.dataset, c.clients, c.maxClient, c.received, c.rejected, c.commands,
+		c.raftState, c.raftLeaderKnown, c.raftTerm, c.raftCommit, c.raftApplied, c.raftContact,
+	} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge(c.buildInfo, 1, c.src.Version, runtime.Version())
+	ready := 1.0
+	if c.notReady() != nil {
+		ready = 0
+	}
+	gauge(c.ready, ready)
+
+	for shard := range c.src.Shards.Shards() {
+		label := strconv.Itoa(shard)
+		st := c.src.Shards.Stats(shard)
+		gauge(c.keys, float64(st.Keys), label)
+		gauge(c.dataset, float64(st.Bytes), label)
+		counts := c.src.Shards.Decisions(shard)
+		counts.Ops(func(op engine.Op, allowed, denied int64) {
+			name := commandName(op)
+			counter(c.decisions, float64(allowed), label, name, "allowed")
+			counter(c.decisions, float64(denied), label, name, "denied")
+		})
+	}
+
+	st := c.src.Server.Stats()
+	gauge(c.clients, float64(st.ConnectedClients))
+	gauge(c.maxClient, float64(st.MaxClients))
+	counter(c.received, float64(st.ConnectionsReceived))
+	counter(c.rejected, float64(st.RejectedConnections))
+	counter(c.commands, float64(st.CommandsProcessed))
+
+	if c.src.Raft == nil {
+		return
+	}
+	for _, rs := range c.src.Raft.RaftStates() {
+		label := strconv.Itoa(rs.Shard)
+		for _, state := range raftStates {
+			v := 0.0
+			if state == rs.State {
+				v = 1
+			}
+			gauge(c.raftState, v, label, strings.ToLower(state))
+		}
+		known := 0.0
+		if rs.Leader != "" {
+			known = 1
+		}
+		gauge(c.raftLeaderKnown, known, label)
+		gauge(c.raftTerm, float64(rs.Term), label)
+		gauge(c.raftCommit, float64(rs.CommitIndex), label)
+		gauge(c.raftApplied, float64(rs.AppliedIndex), label)
+		if rs.SinceContact >= 0 {
+			gauge(c.raftContact, rs.SinceContact.Seconds(), label)
+		}
+	}
+}

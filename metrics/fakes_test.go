@@ -1,0 +1,66 @@
+package metrics
+
+import (
+	"sync"
+
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/server"
+)
+
+// fakeShards are two shards with fixed counters.
+type fakeShards struct {
+	stats     []engine.Stats
+	decisions []cluster.DecisionCounts
+}
+
+func (f *fakeShards) Shards() int                                { return len(f.stats) }
+func (f *fakeShards) Stats(shard int) engine.Stats               { return f.stats[shard] }
+func (f *fakeShards) Decisions(shard int) cluster.DecisionCounts { return f.decisions[shard] }
+
+type fakeRaft []cluster.RaftState
+
+func (f fakeRaft) RaftStates() []cluster.RaftState { return f }
+
+type fakeServer server.Stats
+
+func (f fakeServer) Stats() server.Stats { return server.Stats(f) }
+
+// fakeReady answers what it is set to.
+type fakeReady struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *fakeReady) Ready() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+func (f *fakeReady) set(err error) {
+	f.mu.Lock()
+	f.err = err
+	f.mu.Unlock()
+}
+
+// testSources are sources with something in every figure.
+func testSources() Sources {
+	var d0, d1 cluster.DecisionCounts
+	d0.Allowed[engine.OpSliding], d0.Denied[engine.OpSliding] = 7, 3
+	d0.Allowed[engine.OpThrottle] = 2
+	d1.Denied[engine.OpToken] = 5
+	return Sources{
+		Version: "9.9.9",
+		Shards: &fakeShards{
+			stats:     []engine.Stats{{Keys: 4, Bytes: 400, Allowed: 9, Denied: 3}, {Keys: 1, Bytes: 100, Denied: 5}},
+			decisions: []cluster.DecisionCounts{d0, d1},
+		},
+		Server: fakeServer{ConnectedClients: 3, MaxClients: 100, ConnectionsReceived: 10, RejectedConnections: 1, CommandsProcessed: 42},
+		Raft: fakeRaft{
+			{Shard: 0, State: "Leader", Term: 4, CommitIndex: 20, AppliedIndex: 19, LastContact: "0", Leader: "n1"},
+			{Shard: 1, State: "Candidate", Term: 5, CommitIndex: 8, AppliedIndex: 8, LastContact: "never", SinceContact: -1},
+		},
+		Ready: &fakeReady{},
+	}
+}

@@ -1,0 +1,162 @@
+package metrics
+
+import (
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// sample is one gathered series: its labels as "k=v,..." (sorted) and value.
+type sample struct {
+	labels string
+	value  float64
+}
+
+// gather returns the registry's series by metric name.
+func gather(t *testing.T, m *Metrics) map[string][]sample {
+	t.Helper()
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	out := map[string][]sample{}
+	for _, f := range families {
+		for _, mt := range f.GetMetric() {
+			var labels []string
+			for _, l := range mt.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			sort.Strings(labels)
+			out[f.GetName()] = append(out[f.GetName()], sample{strings.Join(labels, ","), value(mt)})
+		}
+	}
+	return out
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Histogram != nil:
+		return float64(m.Histogram.GetSampleCount())
+	}
+	return 0
+}
+
+// find returns the value of the series of name with exactly labels.
+func find(t *testing.T, got map[string][]sample, name, labels string) (float64, bool) {
+	t.Helper()
+	for _, s := range got[name] {
+		if s.labels == labels {
+			return s.value, true
+		}
+	}
+	return 0, false
+}
+
+func TestRegistryHoldsEveryMetric(t *testing.T) {
+	src := testSources()
+	src.Latency, src.RaftSink = NewLatency(), NewRaftSink()
+	m, err := New(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := gather(t, m)
+	for _, name := range []string{
+		"rlserver_build_info", "rlserver_ready",
+		"rlserver_decisions_total", "rlserver_keys", "rlserver_dataset_bytes",
+		"rlserver_connected_clients", "rlserver_maxclients", "rlserver_connections_received_total",
+		"rlserver_connections_rejected_total", "rlserver_commands_processed_total",
+		"rlserver_command_duration_seconds",
+		"rlserver_raft_state", "rlserver_raft_leader_known", "rlserver_raft_term", "rlserver_raft_commit_index",
+		"rlserver_raft_applied_index", "rlserver_raft_last_contact_seconds", "rlserver_raft_state_changes_total",
+		"go_goroutines", "go_memstats_heap_alloc_bytes", "process_resident_memory_bytes",
+	} {
+		if len(got[name]) == 0 {
+			t.Errorf("%s: missing", name)
+		}
+	}
+	// The Raft timings are histograms without labels, present once observed.
+	for _, want := range []struct {
+		name, labels string
+		value        float64
+	}{
+		{"rlserver_build_info", "goversion=" + goVersion() + ",version=9.9.9", 1},
+		{"rlserver_ready", "", 1},
+		{"rlserver_decisions_total", "command=rl.sliding,outcome=allowed,shard=0", 7},
+		{"rlserver_decisions_total", "command=rl.sliding,outcome=denied,shard=0", 3},
+		{"rlserver_decisions_total", "command=cl.throttle,outcome=allowed,shard=0", 2},
+		{"rlserver_decisions_total", "command=cl.throttle,outcome=denied,shard=0", 0},
+		{"rlserver_decisions_total", "command=rl.token,outcome=denied,shard=1", 5},
+		{"rlserver_keys", "shard=0", 4},
+		{"rlserver_keys", "shard=1", 1},
+		{"rlserver_dataset_bytes", "shard=1", 100},
+		{"rlserver_connected_clients", "", 3},
+		{"rlserver_maxclients", "", 100},
+		{"rlserver_connections_received_total", "", 10},
+		{"rlserver_connections_rejected_total", "", 1},
+		{"rlserver_commands_processed_total", "", 42},
+		{"rlserver_raft_state", "shard=0,state=leader", 1},
+		{"rlserver_raft_state", "shard=0,state=follower", 0},
+		{"rlserver_raft_state", "shard=1,state=candidate", 1},
+		{"rlserver_raft_leader_known", "shard=0", 1},
+		{"rlserver_raft_leader_known", "shard=1", 0},
+		{"rlserver_raft_term", "shard=1", 5},
+		{"rlserver_raft_commit_index", "shard=0", 20},
+		{"rlserver_raft_applied_index", "shard=0", 19},
+		{"rlserver_raft_last_contact_seconds", "shard=0", 0},
+		{"rlserver_raft_state_changes_total", "state=candidate", 0},
+		{"rlserver_command_duration_seconds", "class=keyed", 0},
+		{"rlserver_command_duration_seconds", "class=server", 0},
+	} {
+		v, ok := find(t, got, want.name, want.labels)
+		if !ok || v != want.value {
+			t.Errorf("%s{%s} = %v (present %v), want %v", want.name, want.labels, v, ok, want.value)
+		}
+	}
+	if _, ok := find(t, got, "rlserver_raft_last_contact_seconds", "shard=1"); ok {
+		t.Errorf("last contact of a replica that never heard from a leader: present, want absent")
+	}
+	// Summed over commands, the decisions are the engine's totals (INFO).
+	var allowed, denied float64
+	for _, s := range got["rlserver_decisions_total"] {
+		if strings.Contains(s.labels, "outcome=allowed") {
+			allowed += s.value
+		} else {
+			denied += s.value
+		}
+	}
+	if allowed != 9 || denied != 8 {
+		t.Errorf("decisions add up to %v allowed, %v denied; the engine says 9 and 8", allowed, denied)
+	}
+}
+
+// In memory there is no Raft: no Raft series, and no error.
+func TestRegistryWithoutRaft(t *testing.T) {
+	src := testSources()
+	src.Raft, src.Ready = nil, nil
+	m, err := New(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := gather(t, m)
+	if len(got["rlserver_raft_state"]) != 0 {
+		t.Errorf("raft series in memory: %v", got["rlserver_raft_state"])
+	}
+	if v, _ := find(t, got, "rlserver_ready", ""); v != 1 {
+		t.Errorf("rlserver_ready = %v without a readiness source, want 1", v)
+	}
+}
+
+func TestNewRequiresShardsAndServer(t *testing.T) {
+	if _, err := New(Sources{}); err == nil {
+		t.Fatal("New(Sources{}) succeeded")
+	}
+}
+
+func goVersion() string { return runtime.Version() }

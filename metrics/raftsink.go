@@ -1,0 +1,127 @@
+package metrics
+
+import (
+	"strings"
+
+	gometrics "github.com/hashicorp/go-metrics/compat"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// RaftSink receives the measurements hashicorp/raft and raft-boltdb make
+// through go-metrics, and keeps those an operator watches as Prometheus
+// metrics: how long snapshots, restores, log writes (with their fsync),
+// commits and applies take, and how often replicas change state. The
+// others are dropped. go-metrics is process-wide, so one sink serves every
+// shard's group: the figures are for all shards together.
+type RaftSink struct {
+	timings map[string]prometheus.Observer // by go-metrics key, joined with "."
+	changes *prometheus.CounterVec
+	all     []prometheus.Collector
+}
+
+// raftTimingBuckets span a fast fsync (tens of microseconds) to the
+// snapshot of a large shard (seconds), in seconds.
+var raftTimingBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// NewRaftSink returns a sink; Install makes it the one go-metrics uses.
+func NewRaftSink() *RaftSink {
+	hist := func(name, help string) prometheus.Histogram {
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: raftTimingBuckets})
+	}
+	snapshot := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "rlserver_raft_snapshot_duration_seconds",
+		Help: "Time to snapshot a shard, by phase: capture (copying the state, which pauses the shard's applies), " +
+			"persist (writing and syncing the file, while applies go on) and total.",
+		Buckets: raftTimingBuckets,
+	}, []string{"phase"})
+	restore := hist("rlserver_raft_restore_duration_seconds", "Time to restore a shard's state from a snapshot (at start, or sent by the leader).")
+	store := hist("rlserver_raft_log_store_duration_seconds", "Time to append a batch of entries to a shard's Raft log on disk, fsync included (raft-boltdb's StoreLogs).")
+	commit := hist("rlserver_raft_commit_duration_seconds", "On a shard's leader: time from appending an entry to its commit by a majority (replication and the followers' fsyncs).")
+	apply := hist("rlserver_raft_apply_duration_seconds", "Time to apply a batch of committed entries to a shard's state.")
+	s := &RaftSink{
+		timings: map[string]prometheus.Observer{
+			"raft.snapshot.takeSnapshot": snapshot.WithLabelValues("total"),
+			"raft.fsm.snapshot":          snapshot.WithLabelValues("capture"),
+			"raft.snapshot.persist":      snapshot.WithLabelValues("persist"),
+			"raft.fsm.restore":           restore,
+			"raft.boltdb.storeLogs":      store,
+			"raft.commitTime":            commit,
+			"raft.fsm.applyBatch":        apply,
+		},
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rlserver_raft_state_changes_total",
+			Help: "Shard replicas that became leader, follower or candidate. Candidates are elections started.",
+		}, []string{"state"}),
+	}
+	for _, state := range []string{"leader", "follower", "candidate"} {
+		s.changes.WithLabelValues(state) // present from the start, at zero
+	}
+	s.all = []prometheus.Collector{snapshot, restore, store, commit, apply, s.changes}
+	return s
+}
+
+// Install makes s the sink of go-metrics' global instance, which raft and
+// raft-boltdb report to, without prefixes (no service or host name) and
+// without go-metrics' own runtime sampling. It replaces any sink installed
+// before.
+func (s *RaftSink) Install() error {
+	conf := gometrics.DefaultConfig("")
+	conf.EnableHostname = false
+	conf.EnableHostnameLabel = false
+	conf.EnableServiceLabel = false
+	conf.EnableRuntimeMetrics = false
+	_, err := gometrics.NewGlobal(conf, s)
+	return err
+}
+
+// Describe implements prometheus.Collector.
+func (s *RaftSink) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range s.all {
+		c.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (s *RaftSink) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range s.all {
+		c.Collect(ch)
+	}
+}
+
+// AddSample records a timing, which go-metrics gives in milliseconds.
+func (s *RaftSink) AddSample(key []string, val float32) {
+	if o, ok := s.timings[strings.Join(key, ".")]; ok {
+		o.Observe(float64(val) / 1000)
+	}
+}
+
+// AddSampleWithLabels records a timing; the labels raft adds (peer ids) are
+// dropped.
+func (s *RaftSink) AddSampleWithLabels(key []string, val float32, _ []gometrics.Label) {
+	s.AddSample(key, val)
+}
+
+// IncrCounter counts the state changes raft reports as raft.state.<state>.
+func (s *RaftSink) IncrCounter(key []string, val float32) {
+	if len(key) == 3 && key[0] == "raft" && key[1] == "state" {
+		switch key[2] {
+		case "leader", "follower", "candidate":
+			s.changes.WithLabelValues(key[2]).Add(float64(val))
+		}
+	}
+}
+
+// IncrCounterWithLabels counts as IncrCounter does.
+func (s *RaftSink) IncrCounterWithLabels(key []string, val float32, _ []gometrics.Label) {
+	s.IncrCounter(key, val)
+}
+
+// SetGauge drops gauges: the Raft figures an operator needs are read from
+// Raft itself when scraped.
+func (s *RaftSink) SetGauge([]string, float32) {}
+
+// SetGaugeWithLabels drops gauges, as SetGauge does.
+func (s *RaftSink) SetGaugeWithLabels([]string, float32, []gometrics.Label) {}
+
+// EmitKey drops key/value events, which raft does not emit.
+func (s *RaftSink) EmitKey([]string, float32) {}

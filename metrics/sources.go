@@ -1,0 +1,48 @@
+package metrics
+
+import (
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/server"
+)
+
+// Shards is what the metrics read of the shard layer: each shard's engine
+// counters and its decisions by command (cluster.MemoryShards and
+// cluster.RaftShards provide both).
+type Shards interface {
+	Shards() int
+	Stats(shard int) engine.Stats
+	Decisions(shard int) cluster.DecisionCounts
+}
+
+// Raft describes this node's Raft replicas (cluster.RaftShards).
+type Raft interface {
+	RaftStates() []cluster.RaftState
+}
+
+// Server is the Redis-protocol server's own counters (server.Server).
+type Server interface {
+	Stats() server.Stats
+}
+
+// Readiness says whether the node can serve every shard: nil when it can,
+// an error saying why not otherwise.
+type Readiness interface {
+	Ready() error
+}
+
+// Sources are what a Metrics reads when scraped. Shards and Server are
+// required; Raft is nil in memory, and a nil Ready counts as always ready.
+type Sources struct {
+	Version string // rlserver's version, for rlserver_build_info
+	Shards  Shards
+	Raft    Raft
+	Server  Server
+	Ready   Readiness
+	// Latency, when set, is the observer the server was configured with;
+	// its histograms are exported.
+	Latency *Latency
+	// RaftSink, when set, is the go-metrics sink installed for
+	// hashicorp/raft; its timings are exported.
+	RaftSink *RaftSink
+}
