@@ -47,25 +47,44 @@ func TestExtremeParameters(t *testing.T) {
 }
 
 func FuzzShardApply(f *testing.F) {
-	f.Add(uint8(OpSliding), int64(100), int64(60_000), int64(0), int64(1), int64(59_900), uint16(3))
-	f.Add(uint8(OpThrottle), int64(4), int64(1), int64(1), int64(6), int64(1_700_000_000_000), uint16(7))
-	f.Add(uint8(OpToken), int64(10), int64(3), int64(1000), int64(11), int64(0), uint16(9))
-	f.Fuzz(func(t *testing.T, op uint8, a0, a1, a2, cost, now int64, gap uint16) {
-		c := Command{Op: Op(op % uint8(OpUsage+1)), Key: []byte("k"), Args: [4]int64{a0, a1, a2, cost}}
+	f.Add(uint8(OpSliding), int64(100), int64(60_000), int64(0), int64(1), int64(59_900), uint16(3), uint16(0), []byte(nil))
+	f.Add(uint8(OpThrottle), int64(4), int64(1), int64(1), int64(6), int64(1_700_000_000_000), uint16(7), uint16(0), []byte(nil))
+	f.Add(uint8(OpToken), int64(10), int64(3), int64(1000), int64(11), int64(0), uint16(9), uint16(FlagPartial), []byte(nil))
+	f.Add(uint8(OpShape), int64(3), int64(1), int64(1000), int64(-2), int64(5), uint16(500), uint16(0), []byte(nil))
+	f.Add(uint8(OpSet), int64(1000), int64(ExpiryRelative), int64(0), int64(0), int64(5), uint16(400), uint16(FlagGet|FlagNX), []byte("12"))
+	f.Add(uint8(OpAll), int64(2), int64(0), int64(0), int64(0), int64(5), uint16(1), uint16(0), []byte(nil))
+	f.Add(uint8(OpPolicySet), int64(2), int64(1000), int64(0), int64(OpSliding), int64(5), uint16(1), uint16(FlagShadow), []byte("p"))
+	f.Fuzz(func(t *testing.T, op uint8, a0, a1, a2, cost, now int64, gap, flags uint16, value []byte) {
+		c := Command{Op: Op(op % uint8(OpMemoryLimit+1)), Flags: Flags(flags), Key: []byte("k"), Value: value, Args: [4]int64{a0, a1, a2, cost}}
 		if c.Op == OpScan || c.Op == OpSweep || c.Op == OpSetClock {
 			c.Args = [4]int64{abs(a0) % 1000, abs(a1)%1000 + 1}
 		}
 		if !c.Valid() {
 			return // commands and the log decoder never let it through
 		}
+		// The command alone, then in front of a check, a policy and an
+		// RL.ALL group of two limits on other keys, as a log entry could
+		// hold them in one batch.
+		batch := []Command{c,
+			{Op: OpCheck, Key: []byte("k"), Value: []byte("p"), Args: [4]int64{3: 1}},
+			{Op: OpAll, Key: []byte("a"), Args: [4]int64{2}},
+			{Op: OpSliding, Key: []byte("a"), Args: [4]int64{3, 1000, 0, 1}},
+			{Op: OpToken, Key: []byte("b"), Args: [4]int64{3, 1, 1000, 1}},
+		}
 		now = abs(now) % 4_000_000_000_000
 		s := NewShard()
-		out := make([]Result, 1)
+		out := make([]Result, len(batch))
 		for i := range 5 {
-			s.Apply(now+int64(i)*int64(gap), []Command{c}, out)
-			if out[0].Type == ResDecision {
-				checkSane(t, "fuzz", out[0].Decision)
+			s.Apply(now+int64(i)*int64(gap), batch[:1+4*(i%2)], out)
+			for _, r := range out {
+				if r.Type == ResDecision {
+					checkSane(t, "fuzz", r.Decision)
+				}
 			}
+		}
+		checkCounters(t, s)
+		if _, err := RestoreShard(s.AppendSnapshot(nil), SnapshotFormat); err != nil {
+			t.Fatalf("snapshot of a fuzzed shard: %v", err)
 		}
 	})
 }
