@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/persistence"
 	"github.com/rlserver/rlserver/server"
 )
@@ -33,20 +34,22 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
-// backend is the shard layer main wires into the server.
+// backend is the shard layer main wires into the server and the metrics.
 type backend interface {
 	server.Shards
+	metrics.Shards
+	metrics.Readiness
 	Close() error
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv))
 }
 
 // run starts rlserver and serves until SIGINT or SIGTERM; it returns the exit
-// status.
-func run(args []string, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr)
+// status. lookupEnv reads the environment (os.LookupEnv).
+func run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
+	o, err := parseFlags(args, stderr, lookupEnv)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -58,14 +61,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "rlserver", version)
 		return 0
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := newLogger(o, stderr)
 	if o.pprof != "" {
 		if err := servePprof(o.pprof, log); err != nil {
 			fmt.Fprintln(stderr, "rlserver: --pprof:", err)
 			return 1
 		}
 	}
-	if err := serve(o, log, stderr); err != nil {
+	if err := serve(o, log, &hclogWriter{log: log}); err != nil {
 		fmt.Fprintln(stderr, "rlserver:", err)
 		return 1
 	}
@@ -73,9 +76,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // serve wires the layers, serves until a signal, and shuts down in order:
-// stop taking commands and answer the ones in flight, then stop the shards
-// (handing leadership over and snapshotting in durable mode).
-func serve(o options, log *slog.Logger, stderr io.Writer) error {
+// say not ready, stop taking commands and answer the ones in flight, stop
+// the shards (handing leadership over and snapshotting in durable mode),
+// and stop serving metrics last. raftLog takes hashicorp/raft's own log.
+func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 	var clock cluster.Clock = cluster.SystemClock{}
 	var debug server.DebugClock
 	if o.debug {
@@ -86,17 +90,32 @@ func serve(o options, log *slog.Logger, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	shards, raft, mode, err := openShards(o, ln.Addr().String(), clock, log, stderr)
-	if err != nil {
-		ln.Close()
-		return err
-	}
 	cfg := server.Config{
 		Limits:      o.limits,
 		MaxClients:  o.maxClients,
 		RequirePass: o.requirePass,
 		Version:     version,
 		Shutdown:    5 * time.Second,
+	}
+	if o.configPath != "" {
+		cfg.ConfigFile = absPath(o.configPath)
+	}
+	// The metrics' port is taken, and raft's measurements caught, before
+	// the shards start: a busy port fails the start at once, and the
+	// restores of the shards' snapshots are measured.
+	obs, err := startObserving(o)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if obs.latency != nil {
+		cfg.Observer = obs.latency
+	}
+	shards, raft, mode, err := openShards(o, ln.Addr().String(), clock, log, raftLog)
+	if err != nil {
+		ln.Close()
+		obs.close()
+		return err
 	}
 	if raft != nil {
 		cfg.Raft, cfg.DataDir = raft, o.dataDir
@@ -105,6 +124,12 @@ func serve(o options, log *slog.Logger, stderr io.Writer) error {
 		}
 	}
 	srv := server.New(cfg, shards, clock, debug)
+	m, err := obs.serve(shards, raft, srv, log)
+	if err != nil {
+		ln.Close()
+		shards.Close()
+		return err
+	}
 	// Catch the signals before saying ready: a SIGTERM right after the ready
 	// line must stop the server in order, not kill it.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -118,10 +143,16 @@ func serve(o options, log *slog.Logger, stderr io.Writer) error {
 	case err = <-served:
 		log.Error("listener failed", "err", err)
 	}
+	if m != nil {
+		m.Stopping()
+	}
 	srv.Close()
 	if cerr := shards.Close(); cerr != nil {
 		log.Error("closing shards", "err", cerr)
 		err = errors.Join(err, cerr)
+	}
+	if m != nil {
+		m.Close()
 	}
 	log.Info("stopped")
 	return err
@@ -129,7 +160,7 @@ func serve(o options, log *slog.Logger, stderr io.Writer) error {
 
 // openShards starts the shard layer --in-memory, --data-dir and --cluster ask
 // for, and names the mode for the log. raft is nil in memory.
-func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Logger, stderr io.Writer) (shards backend, raft *cluster.RaftShards, mode string, err error) {
+func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Logger, raftLog io.Writer) (shards backend, raft *cluster.RaftShards, mode string, err error) {
 	if o.inMemory {
 		return cluster.NewMemoryShards(o.shards, clock), nil, "in-memory", nil
 	}
@@ -143,7 +174,7 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 	}
 	cfg := cluster.RaftConfig{
 		Self: self, Members: members, Shards: o.shards, Layout: layout, Clock: clock,
-		Log: log, RaftLog: stderr, HeartbeatTimeout: o.heartbeat,
+		Log: log, RaftLog: raftLog, HeartbeatTimeout: o.heartbeat,
 	}
 	mode = "durable single node (" + o.dataDir + ")"
 	if len(members) > 1 {

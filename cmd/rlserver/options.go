@@ -15,7 +15,8 @@ import (
 	"github.com/rlserver/rlserver/server"
 )
 
-// options are rlserver's command-line settings.
+// options are rlserver's settings, from the command line, the environment
+// and the config file (see config.go).
 type options struct {
 	bind        string
 	port        int
@@ -30,11 +31,17 @@ type options struct {
 	limits      server.Limits
 	heartbeat   time.Duration
 	pprof       string
+	metricsPort int
+	logLevel    string
+	logFormat   string
+	configPath  string // the config file, "" for none
 	version     bool
 }
 
-func parseFlags(args []string, stderr io.Writer) (options, error) {
-	var o options
+// parseFlags parses the command line args, then the environment
+// (lookupEnv) and the config file for what the command line does not set,
+// and validates the result. Errors about a setting are *settingError.
+func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string, bool)) (o options, err error) {
 	fs := flag.NewFlagSet("rlserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.bind, "bind", "127.0.0.1", "address to listen on for clients")
@@ -53,25 +60,44 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.limits.MaxKeyLen, "max-key-len", 1024, "maximum bytes in one key")
 	fs.DurationVar(&o.heartbeat, "raft-heartbeat", 0, "Raft heartbeat and election timeout (default 1s in a cluster, 100ms for a single node)")
 	fs.StringVar(&o.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
+	fs.IntVar(&o.metricsPort, "metrics-port", 0, "serve Prometheus /metrics, /healthz and /readyz over HTTP on this port of --bind (0: off)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line)")
+	fs.StringVar(&o.configPath, "config", "", "read settings from this file, one \"name value\" a line (also RLSERVER_CONFIG; flags and RLSERVER_<NAME> variables take precedence)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
-	err := fs.Parse(args)
-	if err != nil {
+	if err = fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if o.inMemory && set["data-dir"] {
-		return o, errors.New("--in-memory and --data-dir exclude each other")
+	if o.version {
+		return o, nil // nothing else is read: --version works whatever the settings
 	}
-	if !set["shards"] {
+	if o.configPath == "" {
+		o.configPath, _ = lookupEnv(envName("config"))
+	}
+	sources, err := layers(fs, lookupEnv, o.configPath)
+	if err != nil {
+		return o, err
+	}
+	// Name the setting at fault where its value came from.
+	defer func() {
+		var se *settingError
+		if errors.As(err, &se) && se.source == "" {
+			se.source = sources[se.name]
+		}
+	}()
+	if _, ok := sources["data-dir"]; ok && o.inMemory {
+		return o, invalid("data-dir", "--in-memory and --data-dir exclude each other")
+	}
+	if _, ok := sources["shards"]; !ok {
 		if o.shards, err = o.defaultShards(); err != nil {
 			return o, err
 		}
 	}
-	return o, o.validate()
+	err = o.validate()
+	return o, err
 }
 
 // defaultShards is the shard count when --shards is not given: the one an
@@ -93,7 +119,7 @@ func (o options) defaultShards() (int, error) {
 	if o.cluster != "" {
 		members, err := cluster.ParseMembers(o.cluster)
 		if err != nil {
-			return 0, err
+			return 0, &settingError{name: "cluster", msg: err.Error(), err: err}
 		}
 		return len(members), nil
 	}
@@ -104,27 +130,37 @@ func (o options) defaultShards() (int, error) {
 func (o options) validate() error {
 	switch {
 	case o.port < 0 || o.port > 65535:
-		return fmt.Errorf("--port %d: must be from 0 to 65535", o.port)
+		return invalid("port", "--port %d: must be from 0 to 65535", o.port)
 	case o.shards < 1 || o.shards > 1024:
-		return fmt.Errorf("--shards %d: must be from 1 to 1024", o.shards)
+		return invalid("shards", "--shards %d: must be from 1 to 1024", o.shards)
 	case o.maxClients < 1:
-		return fmt.Errorf("--maxclients %d: must be at least 1", o.maxClients)
+		return invalid("maxclients", "--maxclients %d: must be at least 1", o.maxClients)
 	case o.limits.MaxBulkLen < 1 || o.limits.MaxBulkLen > 1<<30:
-		return fmt.Errorf("--max-bulk-len %d: must be from 1 to %d (1 GiB)", o.limits.MaxBulkLen, 1<<30)
+		return invalid("max-bulk-len", "--max-bulk-len %d: must be from 1 to %d (1 GiB)", o.limits.MaxBulkLen, 1<<30)
 	case o.limits.MaxArgs < 1 || o.limits.MaxArgs > 1<<20:
-		return fmt.Errorf("--max-args %d: must be from 1 to %d", o.limits.MaxArgs, 1<<20)
+		return invalid("max-args", "--max-args %d: must be from 1 to %d", o.limits.MaxArgs, 1<<20)
 	case o.limits.MaxRequestLen < 16 || o.limits.MaxRequestLen > 1<<32:
-		return fmt.Errorf("--max-request-len %d: must be from 16 to %d (4 GiB)", o.limits.MaxRequestLen, int64(1)<<32)
+		return invalid("max-request-len", "--max-request-len %d: must be from 16 to %d (4 GiB)", o.limits.MaxRequestLen, int64(1)<<32)
 	case o.limits.MaxKeyLen < 1 || o.limits.MaxKeyLen > 1<<20:
-		return fmt.Errorf("--max-key-len %d: must be from 1 to %d", o.limits.MaxKeyLen, 1<<20)
+		return invalid("max-key-len", "--max-key-len %d: must be from 1 to %d", o.limits.MaxKeyLen, 1<<20)
 	case o.heartbeat != 0 && (o.heartbeat < 10*time.Millisecond || o.heartbeat > time.Minute):
-		return fmt.Errorf("--raft-heartbeat %v: must be from 10ms to 1m", o.heartbeat)
+		return invalid("raft-heartbeat", "--raft-heartbeat %v: must be from 10ms to 1m", o.heartbeat)
 	case o.nodeID == "":
-		return errors.New("--node-id: must not be empty")
+		return invalid("node-id", "--node-id: must not be empty")
 	case o.inMemory && o.cluster != "":
-		return errors.New("--cluster needs durable state: drop --in-memory")
+		return invalid("cluster", "--cluster needs durable state: drop --in-memory")
 	case o.dataDir == "" && !o.inMemory:
-		return errors.New("--data-dir: must not be empty")
+		return invalid("data-dir", "--data-dir: must not be empty")
+	case o.metricsPort < 0 || o.metricsPort > 65535:
+		return invalid("metrics-port", "--metrics-port %d: must be from 1 to 65535, or 0 for off", o.metricsPort)
+	case o.metricsPort != 0 && o.metricsPort == o.port:
+		return invalid("metrics-port", "--metrics-port %d: is the client --port", o.metricsPort)
+	}
+	if _, err := parseLogLevel(o.logLevel); err != nil {
+		return invalid("log-level", "--log-level %q: must be debug, info, warn or error", o.logLevel)
+	}
+	if o.logFormat != "text" && o.logFormat != "json" {
+		return invalid("log-format", "--log-format %q: must be text or json", o.logFormat)
 	}
 	return nil
 }

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/metrics"
+	"github.com/rlserver/rlserver/server"
+)
+
+// observing is what --metrics-port sets up before the shards start; all of
+// it is nil without the flag, so nothing is measured.
+type observing struct {
+	ln      net.Listener
+	latency *metrics.Latency
+	sink    *metrics.RaftSink
+}
+
+// startObserving takes the metrics port on --bind and starts catching
+// raft's measurements and the server's latencies.
+func startObserving(o options) (observing, error) {
+	if o.metricsPort == 0 {
+		return observing{}, nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.bind, strconv.Itoa(o.metricsPort)))
+	if err != nil {
+		return observing{}, fmt.Errorf("--metrics-port: %w", err)
+	}
+	sink := metrics.NewRaftSink()
+	if err := sink.Install(); err != nil {
+		ln.Close()
+		return observing{}, fmt.Errorf("--metrics-port: %w", err)
+	}
+	return observing{ln: ln, latency: metrics.NewLatency(), sink: sink}, nil
+}
+
+// serve serves the metrics of the wired layers on the metrics port; it
+// returns nil without --metrics-port.
+func (ob observing) serve(shards backend, raft *cluster.RaftShards, srv *server.Server, log *slog.Logger) (*metrics.Metrics, error) {
+	if ob.ln == nil {
+		return nil, nil
+	}
+	src := metrics.Sources{
+		Version: version, Shards: shards, Server: srv, Ready: shards,
+		Latency: ob.latency, RaftSink: ob.sink,
+	}
+	if raft != nil {
+		src.Raft = raft // not a nil *RaftShards in the interface
+	}
+	m, err := metrics.New(src)
+	if err != nil {
+		ob.close()
+		return nil, err
+	}
+	log.Info("metrics listening", "addr", ob.ln.Addr().String(), "paths", "/metrics /healthz /readyz")
+	m.Serve(ob.ln, log)
+	return m, nil
+}
+
+// close lets the metrics port go when the start fails.
+func (ob observing) close() {
+	if ob.ln != nil {
+		ob.ln.Close()
+	}
+}
