@@ -142,21 +142,29 @@ func runAll(dir string, filter *regexp.Regexp) []result {
 	if filter.MatchString("redis-cli") || filter.MatchString("redis-benchmark") {
 		results = append(results, toolsSingle(open, secured, filter)...)
 	}
+	if filter.MatchString("docs") {
+		results = append(results, runSnippets("single", open, secured, nil)...)
+	}
 	open.stop()
 	secured.stop()
 
+	// The open cluster's heartbeat is short, so that a failover takes about
+	// a second, but not as short as the e2e tests' 200ms: on a busy two-core
+	// machine that made leaders step down now and then, and a client's
+	// decision fail with TRYAGAIN. The cluster with a password only serves
+	// the connect-auth cases: rlserver's default heartbeat.
 	logf("== 3-node clusters")
-	const shards = 6
+	const shards = 3
 	type started struct {
 		c   *cluster
 		err error
 	}
 	ch := make(chan started, 1)
 	go func() {
-		c, err := startCluster("cluster-auth", filepath.Join(dir, "cluster-auth"), password, shards)
+		c, err := startCluster("cluster-auth", filepath.Join(dir, "cluster-auth"), password, shards, time.Second)
 		ch <- started{c, err}
 	}()
-	cl, err := startCluster("cluster-open", filepath.Join(dir, "cluster-open"), "", shards)
+	cl, err := startCluster("cluster-open", filepath.Join(dir, "cluster-open"), "", shards, 500*time.Millisecond)
 	auth := <-ch
 	if err != nil || auth.err != nil {
 		if cl != nil {
@@ -181,6 +189,9 @@ func runAll(dir string, filter *regexp.Regexp) []result {
 	if filter.MatchString("redis-cli") || filter.MatchString("redis-benchmark") {
 		results = append(results, toolsCluster(context.Background(), cl, auth.c, filter)...)
 	}
+	if filter.MatchString("docs") {
+		results = append(results, runSnippets("cluster", nil, nil, cl)...)
+	}
 	return results
 }
 
@@ -199,6 +210,7 @@ func report(results []result, took time.Duration) (failed bool) {
 		return a.mode > b.mode // single before cluster
 	})
 	counts := map[string]int{}
+	nFailed := 0
 	fmt.Println()
 	fmt.Println("Client compatibility: every client, version, mode and case")
 	fmt.Println()
@@ -214,13 +226,9 @@ func report(results []result, took time.Duration) (failed bool) {
 			detail = detail[:157] + "..."
 		}
 		fmt.Printf("| %-15s | %-8s | %-7s | %-18s | %-6s | %s\n", r.client, r.version, r.mode, r.name, r.status, detail)
-		switch r.status {
-		case statusFail:
+		if r.status == statusFail || (strict && (r.status == statusKnown || r.status == statusFixed)) {
 			failed = true
-		case statusKnown, statusFixed:
-			if strict {
-				failed = true
-			}
+			nFailed++
 		}
 	}
 	var shown []*knownFailure
@@ -237,9 +245,9 @@ func report(results []result, took time.Duration) (failed bool) {
 		}
 	}
 	fmt.Println()
-	fmt.Printf("compat: %d passed, %d failed\n", counts[statusPass], counts[statusFail])
 	fmt.Printf("compat: %d known failures, %d fixed known failures, %d not applicable; %.0fs\n",
 		counts[statusKnown], counts[statusFixed], counts[statusNA], took.Seconds())
+	fmt.Printf("compat: %d passed, %d failed\n", counts[statusPass], nFailed)
 	return failed
 }
 
@@ -258,7 +266,7 @@ func dashes(n int) string { return strings.Repeat("-", n) }
 // then the tools, then rlserver's own rows.
 func clientOrder(c string) int {
 	order := append([]string{"redis-py"}, nodeLibs...)
-	order = append(order, "go-redis", "rueidis", "redis-cli", "redis-benchmark", "rlserver")
+	order = append(order, "go-redis", "rueidis", "redis-cli", "redis-benchmark", "docs/clients.md", "rlserver")
 	for i, o := range order {
 		if o == c {
 			return i

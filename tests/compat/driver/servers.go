@@ -227,9 +227,9 @@ type cluster struct {
 	shards int
 }
 
-// startCluster starts a three-node cluster of shards shards, with the
-// short Raft heartbeat the e2e tests use, and waits until it is healthy.
-func startCluster(name, dir, pass string, shards int) (*cluster, error) {
+// startCluster starts a three-node cluster of shards shards with the given
+// Raft heartbeat, and waits until it is healthy.
+func startCluster(name, dir, pass string, shards int, heartbeat time.Duration) (*cluster, error) {
 	ports, err := freePorts(6)
 	if err != nil {
 		return nil, err
@@ -243,7 +243,7 @@ func startCluster(name, dir, pass string, shards int) (*cluster, error) {
 		args := []string{
 			"--node-id", fmt.Sprintf("n%d", i+1), "--bind", "127.0.0.1", "--port", strconv.Itoa(ports[i]),
 			"--data-dir", "data", "--cluster", strings.Join(members, ","),
-			"--shards", strconv.Itoa(shards), "--raft-heartbeat", "200ms",
+			"--shards", strconv.Itoa(shards), "--raft-heartbeat", heartbeat.String(),
 		}
 		if pass != "" {
 			args = append(args, "--requirepass", pass)

@@ -172,6 +172,7 @@ function lib() {
         const o = { ...hostPort(addr) };
         if (opts.auth) Object.assign(o, { password: PASSWORD, connectionName: NAME, db: 0 });
         if (opts.resp2) o.protocol = 2;
+        if (opts.replyMapping) o.replyMapping = opts.replyMapping;
         const r = new Redis(o);
         r.on('error', () => {});
         return wrap(r);
@@ -331,6 +332,15 @@ async function single() {
     result('resp3', 'N/A', `${LIB} speaks RESP2 only`);
   }
   if (IOREDIS && RESP3_DEFAULT) {
+    await run('resp3-mapping', async () => {
+      const r = await L.client(ADDRS[0], { replyMapping: 'resp3' });
+      try {
+        want(await r.cmd('RL.SLIDING', PREFIX + 'mapping', 10, WINDOW), 1, 10, 9, 0, undefined, 'map');
+        return 'replyMapping: "resp3": a map';
+      } finally {
+        r.close();
+      }
+    });
     await run('resp2', async () => {
       const r = await L.client(ADDRS[0], { resp2: true });
       try {
