@@ -65,7 +65,7 @@ func (s *Shard) reply(c *Command, v *verdict, r *Result) {
 	case KindLease:
 		r.addExtra("lease_id", v.extra)
 	}
-	if v.shadow {
+	if v.policy != nil { // every RL.CHECK: RESP2 replies read by position
 		denied := int64(0)
 		if v.wouldDeny {
 			denied = 1

@@ -28,6 +28,12 @@ type Policy struct {
 // are statistics of this process, like INFO's, not replicated state.
 type policy struct {
 	Policy
+	// previous is the op the policy ran before its algorithm last changed
+	// (opNone if it never did): RL.CHECK restarts a key of that algorithm
+	// under the new one, and refuses any other with WRONGTYPE, so that two
+	// policies of different algorithms cannot reset each other's keys.
+	// Replicated state: in snapshots and the digest.
+	previous                     Op
 	checks, denied, shadowDenied int64
 }
 
@@ -59,7 +65,7 @@ func (s *Shard) evaluateCheck(now int64, c *Command, i int32, v *verdict) error 
 	run.Args[3] = c.Args[3]
 	if i >= 0 {
 		if k := s.keys.kind(i); k != p.Op.kind() {
-			if !PolicyOp(opOf(k)) {
+			if p.previous == opNone || k != p.previous.kind() {
 				return ErrWrongType
 			}
 			// The policy's algorithm changed since the key was made: the
@@ -71,8 +77,15 @@ func (s *Shard) evaluateCheck(now int64, c *Command, i int32, v *verdict) error 
 		return err
 	}
 	v.policy, v.shadow = p, p.Shadow
-	if !v.d.Allowed && p.Shadow {
+	cost := c.Args[3]
+	partial := c.Flags&FlagPartial != 0 && cost > 0
+	if p.Shadow && (!v.d.Allowed || partial && v.granted < cost) {
+		// What the policy would have refused is allowed, in full, and
+		// reported; the state keeps what enforcing would have spent.
 		v.wouldDeny, v.d.Allowed, v.d.RetryAfter = true, true, 0
+		if partial {
+			v.granted = cost
+		}
 	}
 	return nil
 }
@@ -104,11 +117,19 @@ func (s *Shard) policyCommand(c *Command, r *Result) {
 	switch c.Op {
 	case OpPolicySet:
 		p := Policy{Op: Op(c.Args[3]), Params: [3]int64{c.Args[0], c.Args[1], c.Args[2]}, Shadow: c.Flags&FlagShadow != 0}
-		if old, ok := s.policies[name]; ok && old.Policy == p {
+		old, ok := s.policies[name]
+		if ok && old.Policy == p {
 			r.Type = ResOK
 			return
 		}
-		s.policies[name] = &policy{Policy: p} // new limits: counters restart
+		np := &policy{Policy: p} // new limits: counters restart
+		if ok {
+			np.previous = old.previous
+			if old.Op != p.Op {
+				np.previous = old.Op
+			}
+		}
+		s.policies[name] = np
 		r.Type = ResOK
 	case OpPolicyDel:
 		r.Type = ResInt

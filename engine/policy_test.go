@@ -34,7 +34,7 @@ func TestPolicyChangesTakeEffectAtOnce(t *testing.T) {
 			t.Fatalf("within the policy: %+v", r)
 		}
 	}
-	if r := check(s, now, "orders", "user:ada", 1); r.Decision.Allowed || r.NExtras != 0 {
+	if r := check(s, now, "orders", "user:ada", 1); r.Decision.Allowed || extra(t, r, "shadow_denied") != 0 {
 		t.Fatalf("over the policy: %+v", r)
 	}
 	setPolicy(t, s, "orders", OpSliding, false, 5, 60_000)
@@ -53,6 +53,49 @@ func TestPolicyChangesTakeEffectAtOnce(t *testing.T) {
 	// agrees with it.
 	if d := decision(t, s, now, OpToken, "user:ada", 10, 1, 1000, 0); d.Remaining != 9 {
 		t.Fatalf("RL.TOKEN peek: %+v", d)
+	}
+}
+
+// Two policies of different algorithms cannot reset each other's keys: only
+// a key of the algorithm a policy had before its last change starts afresh.
+func TestPoliciesOfOtherAlgorithmsDoNotResetKeys(t *testing.T) {
+	s := NewShard()
+	const now = 1_000_000
+	setPolicy(t, s, "a", OpSliding, false, 2, 60_000)
+	setPolicy(t, s, "b", OpFixed, false, 2, 60_000)
+	check(s, now, "a", "k", 2)
+	if r := check(s, now, "b", "k", 1); !errors.Is(r.Err, ErrWrongType) {
+		t.Fatalf("policy b on policy a's key: %+v, want WRONGTYPE", r)
+	}
+	decision(t, s, now, OpSliding, "direct", 5, 1000, 0, 1)
+	if r := check(s, now, "b", "direct", 1); !errors.Is(r.Err, ErrWrongType) {
+		t.Fatalf("a policy on an RL.SLIDING key of another algorithm: %+v", r)
+	}
+	// b moves from FIXED to TOKEN: its FIXED keys restart, a's SLIDING key
+	// still does not.
+	check(s, now, "b", "fk", 2)
+	setPolicy(t, s, "b", OpToken, false, 2, 1, 1000)
+	if r := check(s, now, "b", "fk", 1); !r.Decision.Allowed || r.Decision.Remaining != 1 {
+		t.Fatalf("b's own key after its change: %+v", r)
+	}
+	if r := check(s, now, "b", "k", 1); !errors.Is(r.Err, ErrWrongType) {
+		t.Fatalf("b on a's key after b's change: %+v", r)
+	}
+}
+
+// A shadow policy with PARTIAL grants the whole cost, and reports when the
+// policy would have granted less; the state spends what enforcing would.
+func TestShadowPolicyWithPartial(t *testing.T) {
+	s := NewShard()
+	const now = 1_000_000
+	setPolicy(t, s, "s", OpFixed, true, 2, 60_000)
+	c := Command{Op: OpCheck, Value: []byte("s"), Key: []byte("k"), Flags: FlagPartial, Args: [4]int64{3: 3}}
+	r := run(s, now, c)[0]
+	if !r.Decision.Allowed || extra(t, r, "granted") != 3 || extra(t, r, "shadow_denied") != 1 {
+		t.Fatalf("shadow PARTIAL of 3 over a limit of 2: %+v", r)
+	}
+	if d := decision(t, s, now, OpFixed, "k", 2, 60_000, 0, 0); d.Remaining != 0 {
+		t.Fatalf("the state after it: %+v, want the 2 enforcing would have spent", d)
 	}
 }
 

@@ -49,7 +49,7 @@ func (s *Shard) appendSettings(b []byte) []byte {
 }
 
 // appendPolicies appends the shard's policies, in name order: their count,
-// then each one's name, op, parameters and shadow mode.
+// then each one's name, op, parameters, shadow mode and previous op.
 func (s *Shard) appendPolicies(b []byte) []byte {
 	names := s.policyNames()
 	b = binary.AppendUvarint(b, uint64(len(names)))
@@ -65,7 +65,7 @@ func (s *Shard) appendPolicies(b []byte) []byte {
 		if p.Shadow {
 			shadow = 1
 		}
-		b = append(b, shadow)
+		b = append(b, shadow, byte(p.previous))
 	}
 	return b
 }
@@ -95,12 +95,18 @@ func (d *decoder) policies(s *Shard) {
 		}
 		p.Shadow = d.b[0] == 1
 		d.b = d.b[1:]
+		if len(d.b) == 0 || (Op(d.b[0]) != opNone && !PolicyOp(Op(d.b[0]))) {
+			d.fail("bad policy")
+			return
+		}
+		previous := Op(d.b[0])
+		d.b = d.b[1:]
 		set := Command{Op: OpPolicySet, Value: name, Args: [4]int64{p.Params[0], p.Params[1], p.Params[2], int64(op)}}
 		if _, dup := s.policies[string(name)]; dup || !set.Valid() {
 			d.fail("policy %q: invalid or twice", name)
 			return
 		}
-		s.policies[string(name)] = &policy{Policy: p}
+		s.policies[string(name)] = &policy{Policy: p, previous: previous}
 	}
 }
 

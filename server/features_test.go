@@ -92,7 +92,7 @@ func TestPoliciesOnTheWire(t *testing.T) {
 	c.expect("+OK\r\n", "RL.POLICY", "SET", "monthly", "QUOTA", "1000000", "MONTH", "OFFSET", "180")
 	// Keys on every shard follow the same policy.
 	for _, key := range []string{"a", "b", "c", "d", "e", "f"} {
-		c.expect(decision2(1, 2, 1, 0, 100_000), "RL.CHECK", key, "orders") // the window started 20 s ago
+		c.expect(decisionWith(1, 2, 1, 0, 100_000, 0), "RL.CHECK", key, "orders") // the window started 20 s ago
 	}
 	c.expect(decisionWith(1, 1, 0, 0, 1000, 0), "RL.CHECK", "k", "trial")
 	c.expect(decisionWith(1, 1, 0, 0, 1000, 1), "RL.CHECK", "k", "trial")
@@ -111,7 +111,7 @@ func TestPoliciesOnTheWire(t *testing.T) {
 	}
 	// A change takes effect at once.
 	c.expect("+OK\r\n", "RL.POLICY", "SET", "orders", "SLIDING", "5", "60000")
-	c.expect(decision2(1, 5, 3, 0, 100_000), "RL.CHECK", "a", "orders")
+	c.expect(decisionWith(1, 5, 3, 0, 100_000, 0), "RL.CHECK", "a", "orders")
 	c.expect("+OK\r\n", "FLUSHALL")
 	c.expect(intReply(1), "RL.POLICY", "DEL", "orders")
 	c.expect(intReply(0), "RL.POLICY", "DEL", "orders")

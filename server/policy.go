@@ -10,9 +10,11 @@ import (
 
 // Policies live in every shard, since RL.CHECK runs on the shard of its key.
 // RL.POLICY SET and DEL go to every shard through its log, so that they are
-// replicated and survive restarts like the keys; GET and LIST read this
-// node's replicas. SET and DEL are idempotent: after an error (TRYAGAIN when
-// a shard has no leader), sending them again completes them.
+// replicated and survive restarts like the keys; GET and LIST go through the
+// log too, so that on any node they answer what every acknowledged SET and
+// DEL did (INFO reads this node's replicas). SET and DEL are idempotent:
+// after an error (TRYAGAIN when a shard has no leader), sending them again
+// completes them.
 
 // policyCommand is RL.POLICY SET, GET, LIST, DEL and HELP.
 func (c *client) policyCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
@@ -47,30 +49,41 @@ func (c *client) policyCommand(spec *commands.Spec, args [][]byte, out []byte) [
 		if err := commands.ParsePolicyName(args[2]); err != nil {
 			return appendError(out, err)
 		}
-		r, err := c.srv.policy(string(args[2]))
+		results, err := c.everyShard(engine.Command{Op: engine.OpPolicyList, Value: args[2]})
 		if err != nil {
 			return appendError(out, err)
 		}
+		r := sumPolicy(results)
 		return appendResult(out, &r, c.resp3.Load())
 	case "rl.policy|list":
-		r, err := c.srv.shards.Read(0, engine.Command{Op: engine.OpPolicyList})
+		results, err := c.everyShard(engine.Command{Op: engine.OpPolicyList}, func(shard int) bool { return shard == 0 })
 		if err != nil {
 			return appendError(out, err)
 		}
-		return appendResult(out, &r, c.resp3.Load())
+		return appendResult(out, &results[0], c.resp3.Load())
 	}
 	return appendHelp(out, spec)
 }
 
-// policy is RL.POLICY GET name: the definition, and the counters added up
-// over the shards (each counts the checks of the keys it holds).
+// policy is a policy's definition and counters as this node's replicas
+// hold them, for INFO.
 func (s *Server) policy(name string) (engine.Result, error) {
-	var sum engine.Result
-	for shard := range s.shards.Shards() {
+	results := make([]engine.Result, s.shards.Shards())
+	for shard := range results {
 		r, err := s.shards.Read(shard, engine.Command{Op: engine.OpPolicyList, Value: []byte(name)})
 		if err != nil {
 			return r, err
 		}
+		results[shard] = r
+	}
+	return sumPolicy(results), nil
+}
+
+// sumPolicy is one policy's definition, with the counters of every shard
+// added up (each counts the checks of the keys it holds).
+func sumPolicy(results []engine.Result) engine.Result {
+	var sum engine.Result
+	for _, r := range results {
 		if r.Type != engine.ResFields {
 			continue // a shard the definition has not reached: counts nothing
 		}
@@ -87,7 +100,7 @@ func (s *Server) policy(name string) (engine.Result, error) {
 	if sum.Type == engine.ResNone {
 		sum.Type = engine.ResNil
 	}
-	return sum, nil
+	return sum
 }
 
 // writePolicyInfo writes INFO's policies section: each policy's counters, in

@@ -102,13 +102,29 @@ func decideAll(t testing.TB, c doer, command string) (decision, []decision) {
 	}
 	var ds []decision
 	for i, e := range a {
-		d, err := parseDecision(e)
+		d, err := parseDecision(commonFields(e)) // extra fields are checked elsewhere
 		if err != nil {
 			t.Fatalf("%s: element %d: %v", command, i, err)
 		}
 		ds = append(ds, d)
 	}
 	return ds[0], ds[1:]
+}
+
+// commonFields is the five common fields of a decision reply, without the
+// extra fields some limits add (a POLICY limit's shadow_denied).
+func commonFields(v any) any {
+	switch r := v.(type) {
+	case []any:
+		return r[:min(len(r), 5)]
+	case map[any]any:
+		common := map[any]any{}
+		for _, f := range decisionFields {
+			common[f] = r[f]
+		}
+		return common
+	}
+	return v
 }
 
 // expectAll checks an RL.ALL reply: the overall decision, then each limit's.
@@ -228,7 +244,7 @@ func TestAllReplyShape(t *testing.T) {
 	// t0 is 2023-11-14T22:13:00Z: 23:13 at UTC+01:00, 47 minutes to the end of the day.
 	want := "*[*[:1 :2 :1 :0 :2820000]" +
 		" *[:1 :2 :1 :0 :2000] *[:1 :3 :2 :0 :60000] *[:1 :4 :3 :0 :1000] *[:1 :5 :4 :0 :1000]" +
-		" *[:1 :6 :5 :0 :1000] *[:1 :7 :6 :0 :1000] *[:1 :8 :7 :0 :2820000] *[:1 :5 :4 :0 :1000]]"
+		" *[:1 :6 :5 :0 :1000] *[:1 :7 :6 :0 :1000] *[:1 :8 :7 :0 :2820000] *[:1 :5 :4 :0 :1000 :0]]"
 	if got := send(all); got != want {
 		t.Errorf("RESP2 %s =\n  %s\nwant\n  %s", all, got, want)
 	}
@@ -239,11 +255,15 @@ func TestAllReplyShape(t *testing.T) {
 		return fmt.Sprintf("%%{$allowed :%d $limit :%d $remaining :%d $retry_after_ms :%d $reset_after_ms :%d}",
 			allowed, limit, remaining, retry, reset)
 	}
+	// A POLICY limit's reply always ends with shadow_denied.
+	policy := func(allowed, limit, remaining, retry, reset int) string {
+		return strings.TrimSuffix(m(allowed, limit, remaining, retry, reset), "}") + " $shadow_denied :0}"
+	}
 	// The second grant of the sliding window's two: the overall limit is
 	// the sliding window, now without units left.
 	want = "*[" + strings.Join([]string{m(1, 2, 0, 0, 2820000),
 		m(1, 2, 0, 0, 2000), m(1, 3, 1, 0, 60000), m(1, 4, 2, 0, 1000), m(1, 5, 3, 0, 2000),
-		m(1, 6, 4, 0, 2000), m(1, 7, 5, 0, 2000), m(1, 8, 6, 0, 2820000), m(1, 5, 3, 0, 2000)}, " ") + "]"
+		m(1, 6, 4, 0, 2000), m(1, 7, 5, 0, 2000), m(1, 8, 6, 0, 2820000), policy(1, 5, 3, 0, 2000)}, " ") + "]"
 	if got := send(all); got != want {
 		t.Errorf("RESP3 %s =\n  %s\nwant\n  %s", all, got, want)
 	}
@@ -251,7 +271,7 @@ func TestAllReplyShape(t *testing.T) {
 	// budget as it stands, and the overall wait is the sliding window's.
 	want = "*[" + strings.Join([]string{m(0, 2, 0, 1500, 2820000),
 		m(0, 2, 0, 1500, 2000), m(1, 3, 1, 0, 60000), m(1, 4, 2, 0, 1000), m(1, 5, 3, 0, 2000),
-		m(1, 6, 4, 0, 2000), m(1, 7, 5, 0, 2000), m(1, 8, 6, 0, 2820000), m(1, 5, 3, 0, 2000)}, " ") + "]"
+		m(1, 6, 4, 0, 2000), m(1, 7, 5, 0, 2000), m(1, 8, 6, 0, 2820000), policy(1, 5, 3, 0, 2000)}, " ") + "]"
 	if got := send(all); got != want {
 		t.Errorf("RESP3 refused %s =\n  %s\nwant\n  %s", all, got, want)
 	}
@@ -533,7 +553,7 @@ func TestRefunds(t *testing.T) {
 	}
 	// Through RL.ALL and RL.CHECK too.
 	do(t, c, "RL.POLICY", "SET", "p", "FIXED", "10", "60000")
-	expectDecision(t, c, "RL.CHECK {u}:c p COST 6", allow(10, 4, 59000))
+	expectExt(t, c, "RL.CHECK {u}:c p COST 6", allow(10, 4, 59000), []string{"shadow_denied"}, 0)
 	expectAll(t, c, "RL.ALL POLICY {u}:c p FIXED {u}:f 10 60000 COST -2", allow(10, 6, 59000), allow(10, 6, 59000), allow(10, 10, 0))
 	if got := doErr(t, c, words("CL.THROTTLE c 1 1 1 -1")...); got != "ERR quantity must be an integer from 0 to 1000000000000000" {
 		t.Errorf("CL.THROTTLE with a negative quantity: %q", got)
@@ -598,7 +618,7 @@ func TestPartial(t *testing.T) {
 	expectExt(t, c, "RL.QUOTA q 10 DAY COST 8", allow(10, 2, 6_420_000), nil)
 	expectExt(t, c, "RL.QUOTA q 10 DAY COST 8 PARTIAL", allow(10, 0, 6_420_000), []string{"granted"}, 2)
 	do(t, c, "RL.POLICY", "SET", "p", "SLIDING", "5", "1000")
-	expectExt(t, c, "RL.CHECK k p COST 8 PARTIAL", allow(5, 0, 2000), []string{"granted"}, 5)
+	expectExt(t, c, "RL.CHECK k p COST 8 PARTIAL", allow(5, 0, 2000), []string{"granted", "shadow_denied"}, 5, 0)
 	for _, tc := range []struct{ command, want string }{
 		{"RL.SLIDING k2 10 1000 PARTIAL PARTIAL", "ERR syntax error"},
 		{"CL.THROTTLE k3 1 1 1 PARTIAL", "ERR value is not an integer or out of range"},
@@ -655,9 +675,9 @@ func TestPolicies(t *testing.T) {
 		t.Errorf("RL.POLICY LIST in RESP3 = %v, want a map of 3 definitions", got)
 	}
 
-	expectDecision(t, c, "RL.CHECK user:ada orders", allow(2, 1, 120000))
-	expectDecision(t, c, "RL.CHECK user:ada orders", allow(2, 0, 120000))
-	expectDecision(t, c, "RL.CHECK user:ada orders", deny(2, 0, 90000, 120000))
+	expectExt(t, c, "RL.CHECK user:ada orders", allow(2, 1, 120000), []string{"shadow_denied"}, 0)
+	expectExt(t, c, "RL.CHECK user:ada orders", allow(2, 0, 120000), []string{"shadow_denied"}, 0)
+	expectExt(t, c, "RL.CHECK user:ada orders", deny(2, 0, 90000, 120000), []string{"shadow_denied"}, 0)
 	if typ := do(t, c, "TYPE", "user:ada"); typ != "rl.sliding" {
 		t.Errorf("TYPE of a key checked against a SLIDING policy = %v", typ)
 	}
@@ -706,12 +726,12 @@ func TestPolicies(t *testing.T) {
 	// A new limit takes effect at once (the counters restart); a new
 	// algorithm starts the keys afresh.
 	do(t, c, words("RL.POLICY SET orders SLIDING 5 60000")...)
-	expectDecision(t, c, "RL.CHECK user:ada orders", allow(5, 2, 120000))
+	expectExt(t, c, "RL.CHECK user:ada orders", allow(5, 2, 120000), []string{"shadow_denied"}, 0)
 	if got := get("orders"); got["checks"] != int64(1) {
 		t.Errorf("RL.POLICY GET orders after a change = %v, want the counters restarted", got)
 	}
 	do(t, c, words("RL.POLICY SET orders FIXED 5 60000")...)
-	expectDecision(t, c, "RL.CHECK user:ada orders", allow(5, 4, 60000))
+	expectExt(t, c, "RL.CHECK user:ada orders", allow(5, 4, 60000), []string{"shadow_denied"}, 0)
 	if typ := do(t, c, "TYPE", "user:ada"); typ != "rl.fixed" {
 		t.Errorf("TYPE user:ada after the policy became FIXED = %v, want rl.fixed", typ)
 	}
@@ -723,7 +743,7 @@ func TestPolicies(t *testing.T) {
 	if got := do(t, c, "RL.POLICY", "LIST").([]any); len(got) != 6 {
 		t.Errorf("RL.POLICY LIST after FLUSHALL = %v, want the 3 policies", got)
 	}
-	expectDecision(t, c, "RL.CHECK user:ada orders", allow(5, 4, 60000))
+	expectExt(t, c, "RL.CHECK user:ada orders", allow(5, 4, 60000), []string{"shadow_denied"}, 0)
 
 	if n := doInt(t, c, "RL.POLICY", "DEL", "orders"); n != 1 {
 		t.Errorf("RL.POLICY DEL orders = %d, want 1", n)
@@ -777,7 +797,7 @@ func TestPoliciesSurviveRestart(t *testing.T) {
 	// test runs.
 	do(t, c, words("RL.POLICY SET uploads TOKEN 10 1 3600000")...)
 	do(t, c, words("RL.POLICY SET trial QUOTA 100 MONTH OFFSET -300 SHADOW")...)
-	expectDecision(t, c, "RL.CHECK user:ada uploads COST 3", allow(10, 7, 3*3600000))
+	expectExt(t, c, "RL.CHECK user:ada uploads COST 3", allow(10, 7, 3*3600000), []string{"shadow_denied"}, 0)
 	if code := first.Stop(t); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, first.stderr)
 	}
@@ -788,7 +808,7 @@ func TestPoliciesSurviveRestart(t *testing.T) {
 	if got := do(t, c, "RL.POLICY", "LIST"); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("RL.POLICY LIST after a restart = %v, want %v", got, want)
 	}
-	if d := decide(t, c, "RL.CHECK user:ada uploads COST 0"); !d.Allowed || d.Remaining != 7 {
+	if d, _ := decideExt(t, c, "RL.CHECK user:ada uploads COST 0", "shadow_denied"); !d.Allowed || d.Remaining != 7 {
 		t.Errorf("RL.CHECK user:ada uploads COST 0 after a restart = %v, want the 7 tokens left", d)
 	}
 	if got := infoInt(t, c, "ratelimit", "rl_policies"); got != 2 {
