@@ -3,6 +3,7 @@ package client
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -30,31 +31,171 @@ type Decision struct {
 	RetryAfter time.Duration
 	// ResetAfter is how long until the key is back to its full budget.
 	ResetAfter time.Duration
+	// Delay is how long an allowed request should wait before it proceeds:
+	// RL.SHAPE queues rather than refuses, and this is the wait for the
+	// units queued ahead of it (for a peek or a refund, the wait a request
+	// would have now). Always 0 for a refusal and for the other algorithms.
+	Delay time.Duration
+	// ShadowDenied reports that a shadow policy (RL.POLICY SET ... SHADOW)
+	// would have refused this request. Allowed is true regardless: a shadow
+	// policy only counts, so a limit can be tried on live traffic before it
+	// is enforced.
+	ShadowDenied bool
 }
 
 // The field names of a decision reply: RESP3 map keys, and RESP2 array
 // positions in this order.
 var decisionFields = [5]string{"allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms"}
 
-// parseDecision reads the reply of RL.SLIDING, RL.FIXED, RL.LOG, RL.TOKEN,
-// RL.LEAKY and RL.GCRA as go-redis returns it: []any of five int64 (RESP2)
-// or a map keyed by the field names (RESP3).
-func parseDecision(reply any) (Decision, error) {
-	v, err := fiveIntegers(reply)
-	if err != nil {
-		return Decision{}, err
+// The extra fields some decision replies carry after the common five. In
+// RESP2 they are bare integers whose meaning follows from their position and
+// the command that asked, in this order: granted, delay_ms, lease_id,
+// shadow_denied.
+const (
+	extraGranted      = "granted"       // PARTIAL: the units granted
+	extraDelay        = "delay_ms"      // RL.SHAPE: the wait before proceeding
+	extraLeaseID      = "lease_id"      // RL.ACQUIRE: the lease to release
+	extraShadowDenied = "shadow_denied" // a shadow policy: 1 if it would have denied
+)
+
+// decisionReply is a decision reply as read, before its extra fields are
+// named: RESP3 names them itself, RESP2 leaves that to the command's caller.
+type decisionReply struct {
+	v      [5]int64         // decisionFields, in order
+	resp3  bool             // the reply was a map
+	extras map[string]int64 // RESP3, and RESP2 once named
+	bare   []int64          // RESP2: the extras, in order, not yet named
+}
+
+// readDecision reads a decision reply of any RL.* command as go-redis
+// returns it: []any of integers (RESP2) or a map keyed by the field names
+// (RESP3), either with extra fields.
+func readDecision(reply any) (decisionReply, error) {
+	var r decisionReply
+	switch m := reply.(type) {
+	case []any:
+		if len(m) < 5 {
+			return r, fmt.Errorf("%w: an array of %d elements, not 5 or more", ErrUnexpectedReply, len(m))
+		}
+		for i, e := range m {
+			n, ok := e.(int64)
+			if !ok {
+				name := "an extra field"
+				if i < 5 {
+					name = decisionFields[i]
+				}
+				return r, fmt.Errorf("%w: %s is %T", ErrUnexpectedReply, name, e)
+			}
+			if i < 5 {
+				r.v[i] = n
+			} else {
+				r.bare = append(r.bare, n)
+			}
+		}
+		return r, nil
+	case map[any]any:
+		return readDecisionMap(m)
+	case map[string]any:
+		return readDecisionMap(m)
+	default:
+		return r, fmt.Errorf("%w: %T", ErrUnexpectedReply, reply)
 	}
-	retry := msToDuration(v[3])
-	if v[3] < 0 {
+}
+
+// readDecisionMap reads a RESP3 decision (go-redis returns RESP3 maps as
+// map[any]any). Extra fields this package does not know are tolerated: a
+// newer rlserver may add some, and they must not make the decision
+// unreadable.
+func readDecisionMap[K comparable](m map[K]any) (decisionReply, error) {
+	r := decisionReply{resp3: true, extras: map[string]int64{}}
+	for k, v := range m {
+		name, ok := any(k).(string)
+		if !ok {
+			return r, fmt.Errorf("%w: map key %T", ErrUnexpectedReply, k)
+		}
+		n, isInt := v.(int64)
+		if i := slices.Index(decisionFields[:], name); i >= 0 || knownExtra(name) {
+			if !isInt {
+				return r, fmt.Errorf("%w: map field %s is %T", ErrUnexpectedReply, name, v)
+			}
+			if i >= 0 {
+				r.v[i] = n
+				continue
+			}
+		}
+		if isInt {
+			r.extras[name] = n
+		}
+	}
+	for _, name := range decisionFields {
+		if _, ok := m[any(name).(K)]; !ok {
+			return r, fmt.Errorf("%w: no map field %s", ErrUnexpectedReply, name)
+		}
+	}
+	return r, nil
+}
+
+// knownExtra reports whether name is an extra field this package reads.
+func knownExtra(name string) bool {
+	switch name {
+	case extraGranted, extraDelay, extraLeaseID, extraShadowDenied:
+		return true
+	}
+	return false
+}
+
+// name checks that the reply carries the extra fields names, and in RESP2
+// gives its bare extras those names, in order: RESP2 has no other way to
+// say which is which, so the count must match exactly.
+func (r *decisionReply) name(names ...string) error {
+	if r.resp3 {
+		for _, n := range names {
+			if _, ok := r.extras[n]; !ok {
+				return fmt.Errorf("%w: no %s field", ErrUnexpectedReply, n)
+			}
+		}
+		return nil
+	}
+	if len(r.bare) != len(names) {
+		return fmt.Errorf("%w: %d extra fields, want %d %v", ErrUnexpectedReply, len(r.bare), len(names), names)
+	}
+	r.extras = make(map[string]int64, len(names))
+	for i, n := range names {
+		r.extras[n] = r.bare[i]
+	}
+	r.bare = nil
+	return nil
+}
+
+// decision is the reply as a Decision.
+func (r *decisionReply) decision() Decision {
+	retry := msToDuration(r.v[3])
+	if r.v[3] < 0 {
 		retry = Never
 	}
 	return Decision{
-		Allowed:    v[0] == 1,
-		Limit:      v[1],
-		Remaining:  v[2],
-		RetryAfter: retry,
-		ResetAfter: msToDuration(v[4]),
-	}, nil
+		Allowed:      r.v[0] == 1,
+		Limit:        r.v[1],
+		Remaining:    r.v[2],
+		RetryAfter:   retry,
+		ResetAfter:   msToDuration(r.v[4]),
+		Delay:        msToDuration(max(r.extras[extraDelay], 0)),
+		ShadowDenied: r.extras[extraShadowDenied] == 1,
+	}
+}
+
+// parseDecision reads a decision reply whose RESP2 extra fields are extras,
+// in that order (none for RL.SLIDING, RL.FIXED, RL.LOG, RL.TOKEN, RL.LEAKY
+// and RL.GCRA).
+func parseDecision(reply any, extras ...string) (Decision, error) {
+	r, err := readDecision(reply)
+	if err != nil {
+		return Decision{}, err
+	}
+	if err := r.name(extras...); err != nil {
+		return Decision{}, err
+	}
+	return r.decision(), nil
 }
 
 // parseThrottle reads CL.THROTTLE's redis-cell reply, an array of five
@@ -89,44 +230,6 @@ func parseThrottle(reply any) (Decision, error) {
 		d.RetryAfter = secondsToDuration(v[3])
 	}
 	return d, nil
-}
-
-// fiveIntegers returns the five fields of a decision reply in
-// decisionFields order, from either reply form.
-func fiveIntegers(reply any) ([5]int64, error) {
-	var v [5]int64
-	switch r := reply.(type) {
-	case []any:
-		if len(r) != 5 {
-			return v, fmt.Errorf("%w: an array of %d elements, not 5", ErrUnexpectedReply, len(r))
-		}
-		for i, e := range r {
-			n, ok := e.(int64)
-			if !ok {
-				return v, fmt.Errorf("%w: %s is %T", ErrUnexpectedReply, decisionFields[i], e)
-			}
-			v[i] = n
-		}
-	case map[any]any:
-		for i, name := range decisionFields {
-			n, ok := r[name].(int64)
-			if !ok {
-				return v, fmt.Errorf("%w: map field %s is %T", ErrUnexpectedReply, name, r[name])
-			}
-			v[i] = n
-		}
-	case map[string]any:
-		for i, name := range decisionFields {
-			n, ok := r[name].(int64)
-			if !ok {
-				return v, fmt.Errorf("%w: map field %s is %T", ErrUnexpectedReply, name, r[name])
-			}
-			v[i] = n
-		}
-	default:
-		return v, fmt.Errorf("%w: %T", ErrUnexpectedReply, reply)
-	}
-	return v, nil
 }
 
 // msToDuration converts milliseconds, saturating instead of wrapping: the

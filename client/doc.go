@@ -7,14 +7,22 @@
 // A [Client] wraps any [github.com/redis/go-redis/v9.UniversalClient]: a
 // *redis.Client for one node, a *redis.ClusterClient for a cluster. Each
 // algorithm rlserver offers is a [Rule] ([SlidingWindow], [FixedWindow],
-// [SlidingLog], [TokenBucket], [LeakyBucket], [GCRA], [Throttle]), and
-// [Client.AllowN] asks rlserver whether a key may spend a cost under it:
+// [SlidingLog], [TokenBucket], [LeakyBucket], [GCRA], [Shape], [Quota],
+// [Throttle]), and [Client.AllowN] asks rlserver whether a key may spend a
+// cost under it:
 //
 //	rl := client.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:6380"}))
 //	d, err := rl.Allow(ctx, "user:ada", client.SlidingWindow{Limit: 100, Window: time.Minute})
 //
 // The [Decision] is the same for every algorithm, whether the connection
 // speaks RESP2 (an array) or RESP3 (a map, go-redis v9's default).
+//
+// [Client.Refund] gives units back, [Client.AllowPartial] takes what is
+// available of a cost, [Client.Acquire] and [Client.Release] hold leases of a
+// concurrency limit, and [Client.All] decides several limits as one, all or
+// nothing. Limits can also live on the server under a name ([ServerPolicy],
+// [Client.SetPolicy]), checked with [Client.Check], in shadow mode to try
+// them before enforcing them.
 //
 // # HTTP
 //

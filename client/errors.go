@@ -14,8 +14,16 @@ var (
 	// ErrNoSuchKey: RL.INFO found no limiter under the key (it is at its
 	// full budget).
 	ErrNoSuchKey = errors.New("rlserver: no such key")
-	// ErrNoRule: a decision was asked for without a Rule.
+	// ErrNoRule: a decision was asked for without a Rule (or, in All, a
+	// limit has neither a Rule nor a Policy, or both).
 	ErrNoRule = errors.New("rlserver: no rule")
+	// ErrNotSupported: the rule cannot be used that way. Throttle is
+	// redis-cell's CL.THROTTLE, which has no refunds, PARTIAL, RL.ALL or
+	// policies; use GCRA, the same algorithm in rlserver's own terms.
+	ErrNotSupported = errors.New("rlserver: not supported by this rule")
+	// ErrNoSuchPolicy: no server policy has the name (RL.POLICY GET found
+	// none, or RL.CHECK or RL.ALL named one that does not exist).
+	ErrNoSuchPolicy = errors.New("rlserver: no such policy")
 	// ErrCircuitOpen: the Breaker is open, so rlserver was not asked.
 	ErrCircuitOpen = errors.New("rlserver: circuit open")
 	// ErrUnknownAPIKey: the request carried no API key, or one the lookup

@@ -28,3 +28,14 @@ func TestParseInfoRESP2AndRESP3(t *testing.T) {
 		t.Errorf("no algorithm: %v", err)
 	}
 }
+
+// RL.QUOTA's key has a string field besides the algorithm.
+func TestParseInfoStrings(t *testing.T) {
+	info, err := parseInfo(map[any]any{"algorithm": "rl.quota", "limit": int64(10), "period": "MONTH", "offset_minutes": int64(180)})
+	if err != nil || info.Strings["period"] != "MONTH" || info.Fields["offset_minutes"] != 180 || info.Algorithm != "rl.quota" {
+		t.Fatalf("%+v %v", info, err)
+	}
+	if _, err := parseInfo([]any{"algorithm", "rl.quota", "period", []any{}}); !errors.Is(err, ErrUnexpectedReply) {
+		t.Errorf("array field: %v", err)
+	}
+}

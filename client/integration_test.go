@@ -22,33 +22,38 @@ type call struct {
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
+// dec is a Decision without extra fields, in the order of the RESP2 reply.
+func dec(allowed bool, limit, remaining int64, retryAfter, resetAfter time.Duration) Decision {
+	return Decision{Allowed: allowed, Limit: limit, Remaining: remaining, RetryAfter: retryAfter, ResetAfter: resetAfter}
+}
+
 // The sessions of docs/commands.md, one per algorithm, decided through the
 // typed API over RESP2 and RESP3.
 var documentedCalls = []call{
-	{1700000070000, "sliding", SlidingWindow{100, time.Minute}, 70, Decision{true, 100, 30, 0, ms(90000)}},
-	{1700000115000, "sliding", SlidingWindow{100, time.Minute}, 0, Decision{true, 100, 47, 0, ms(45000)}},
-	{0, "sliding", SlidingWindow{100, time.Minute}, 48, Decision{false, 100, 47, ms(429), ms(45000)}},
-	{0, "sliding", SlidingWindow{100, time.Minute}, 101, Decision{false, 100, 47, Never, ms(45000)}},
+	{1700000070000, "sliding", SlidingWindow{100, time.Minute}, 70, dec(true, 100, 30, 0, ms(90000))},
+	{1700000115000, "sliding", SlidingWindow{100, time.Minute}, 0, dec(true, 100, 47, 0, ms(45000))},
+	{0, "sliding", SlidingWindow{100, time.Minute}, 48, dec(false, 100, 47, ms(429), ms(45000))},
+	{0, "sliding", SlidingWindow{100, time.Minute}, 101, dec(false, 100, 47, Never, ms(45000))},
 
-	{1700000099900, "fixed", FixedWindow{100, time.Minute}, 100, Decision{true, 100, 0, 0, ms(100)}},
-	{0, "fixed", FixedWindow{100, time.Minute}, 1, Decision{false, 100, 0, ms(100), ms(100)}},
+	{1700000099900, "fixed", FixedWindow{100, time.Minute}, 100, dec(true, 100, 0, 0, ms(100))},
+	{0, "fixed", FixedWindow{100, time.Minute}, 1, dec(false, 100, 0, ms(100), ms(100))},
 
-	{1700000040000, "log", SlidingLog{3, 10 * time.Second}, 1, Decision{true, 3, 2, 0, ms(10000)}},
+	{1700000040000, "log", SlidingLog{3, 10 * time.Second}, 1, dec(true, 3, 2, 0, ms(10000))},
 
-	{1700000040000, "token", TokenBucket{10, 1, time.Second}, 4, Decision{true, 10, 6, 0, ms(4000)}},
-	{0, "token", TokenBucket{10, 1, time.Second}, 8, Decision{false, 10, 6, ms(2000), ms(4000)}},
+	{1700000040000, "token", TokenBucket{10, 1, time.Second}, 4, dec(true, 10, 6, 0, ms(4000))},
+	{0, "token", TokenBucket{10, 1, time.Second}, 8, dec(false, 10, 6, ms(2000), ms(4000))},
 
-	{1700000040000, "leaky", LeakyBucket{5, 2, time.Second}, 5, Decision{true, 5, 0, 0, ms(2500)}},
-	{0, "leaky", LeakyBucket{5, 2, time.Second}, 1, Decision{false, 5, 0, ms(500), ms(2500)}},
+	{1700000040000, "leaky", LeakyBucket{5, 2, time.Second}, 5, dec(true, 5, 0, 0, ms(2500))},
+	{0, "leaky", LeakyBucket{5, 2, time.Second}, 1, dec(false, 5, 0, ms(500), ms(2500))},
 
-	{1700000040000, "gcra", GCRA{4, 1, time.Second}, 6, Decision{false, 5, 5, Never, 0}},
-	{0, "gcra", GCRA{4, 1, time.Second}, 5, Decision{true, 5, 0, 0, ms(5000)}},
-	{0, "gcra", GCRA{4, 1, time.Second}, 1, Decision{false, 5, 0, ms(1000), ms(5000)}},
+	{1700000040000, "gcra", GCRA{4, 1, time.Second}, 6, dec(false, 5, 5, Never, 0)},
+	{0, "gcra", GCRA{4, 1, time.Second}, 5, dec(true, 5, 0, 0, ms(5000))},
+	{0, "gcra", GCRA{4, 1, time.Second}, 1, dec(false, 5, 0, ms(1000), ms(5000))},
 
-	{1700000040000, "throttle", Throttle{15, 30, time.Minute}, 1, Decision{true, 16, 15, 0, 2 * time.Second}},
-	{0, "throttle", Throttle{15, 30, time.Minute}, 15, Decision{true, 16, 0, 0, 32 * time.Second}},
-	{0, "throttle", Throttle{15, 30, time.Minute}, 1, Decision{false, 16, 0, 2 * time.Second, 32 * time.Second}},
-	{0, "throttle", Throttle{15, 30, time.Minute}, 17, Decision{false, 16, 0, Never, 32 * time.Second}},
+	{1700000040000, "throttle", Throttle{15, 30, time.Minute}, 1, dec(true, 16, 15, 0, 2*time.Second)},
+	{0, "throttle", Throttle{15, 30, time.Minute}, 15, dec(true, 16, 0, 0, 32*time.Second)},
+	{0, "throttle", Throttle{15, 30, time.Minute}, 1, dec(false, 16, 0, 2*time.Second, 32*time.Second)},
+	{0, "throttle", Throttle{15, 30, time.Minute}, 17, dec(false, 16, 0, Never, 32*time.Second)},
 }
 
 func TestEveryAlgorithmAgainstRLServer(t *testing.T) {

@@ -16,9 +16,11 @@ func (r TokenBucket) Policy() (int64, time.Duration) {
 	return r.Capacity, refillTime(r.Capacity, r.RefillTokens, r.RefillEvery)
 }
 
-func (r TokenBucket) command(key string, cost int64) []any {
-	return []any{"RL.TOKEN", key, r.Capacity, r.RefillTokens, durationMs(r.RefillEvery), "COST", cost}
+func (r TokenBucket) limit() (string, []any, bool) {
+	return "TOKEN", []any{r.Capacity, r.RefillTokens, durationMs(r.RefillEvery)}, true
 }
+
+func (r TokenBucket) command(key string, cost int64) []any { return ruleCommand(r, key, cost) }
 
 func (TokenBucket) parse(reply any) (Decision, error) { return parseDecision(reply) }
 
@@ -36,11 +38,41 @@ func (r LeakyBucket) Policy() (int64, time.Duration) {
 	return r.Capacity, refillTime(r.Capacity, r.LeakTokens, r.LeakEvery)
 }
 
-func (r LeakyBucket) command(key string, cost int64) []any {
-	return []any{"RL.LEAKY", key, r.Capacity, r.LeakTokens, durationMs(r.LeakEvery), "COST", cost}
+func (r LeakyBucket) limit() (string, []any, bool) {
+	return "LEAKY", []any{r.Capacity, r.LeakTokens, durationMs(r.LeakEvery)}, true
 }
 
+func (r LeakyBucket) command(key string, cost int64) []any { return ruleCommand(r, key, cost) }
+
 func (LeakyBucket) parse(reply any) (Decision, error) { return parseDecision(reply) }
+
+// Shape is RL.SHAPE, the leaky bucket as a queue: throttling rather than
+// limiting. A request is admitted while the queue (at most Capacity units,
+// leaking LeakTokens every LeakEvery) has room for it, and Decision.Delay
+// is how long it should wait first, for the units queued ahead of it to
+// leak out; it is refused only when the queue is full. The caller does the
+// waiting: rlserver holds nothing.
+type Shape struct {
+	Capacity   int64
+	LeakTokens int64
+	LeakEvery  time.Duration
+}
+
+// Policy is Capacity per the time a full queue takes to drain.
+func (r Shape) Policy() (int64, time.Duration) {
+	return r.Capacity, refillTime(r.Capacity, r.LeakTokens, r.LeakEvery)
+}
+
+func (r Shape) limit() (string, []any, bool) {
+	return wordShape, []any{r.Capacity, r.LeakTokens, durationMs(r.LeakEvery)}, true
+}
+
+func (r Shape) command(key string, cost int64) []any { return ruleCommand(r, key, cost) }
+
+func (Shape) parse(reply any) (Decision, error) { return parseDecision(reply, extraDelay) }
+
+// wordShape is RL.SHAPE's algorithm word, the one whose reply has delay_ms.
+const wordShape = "SHAPE"
 
 // GCRA is RL.GCRA, with redis-cell's parameters in milliseconds: Count
 // requests per Period, and Burst + 1 at once.
@@ -55,9 +87,11 @@ func (r GCRA) Policy() (int64, time.Duration) {
 	return r.Burst + 1, refillTime(r.Burst+1, r.Count, r.Period)
 }
 
-func (r GCRA) command(key string, cost int64) []any {
-	return []any{"RL.GCRA", key, r.Burst, r.Count, durationMs(r.Period), "COST", cost}
+func (r GCRA) limit() (string, []any, bool) {
+	return "GCRA", []any{r.Burst, r.Count, durationMs(r.Period)}, true
 }
+
+func (r GCRA) command(key string, cost int64) []any { return ruleCommand(r, key, cost) }
 
 func (GCRA) parse(reply any) (Decision, error) { return parseDecision(reply) }
 
@@ -76,6 +110,10 @@ func (r Throttle) Policy() (int64, time.Duration) {
 	period := time.Duration(durationSeconds(r.Period)) * time.Second
 	return r.MaxBurst + 1, refillTime(r.MaxBurst+1, r.Count, period)
 }
+
+// limit reports that Throttle has no RL.* form: RL.ALL and policies take
+// RL.GCRA, the same algorithm in milliseconds.
+func (Throttle) limit() (string, []any, bool) { return "", nil, false }
 
 func (r Throttle) command(key string, cost int64) []any {
 	return []any{"CL.THROTTLE", key, r.MaxBurst, r.Count, durationSeconds(r.Period), cost}

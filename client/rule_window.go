@@ -13,9 +13,11 @@ type SlidingWindow struct {
 // Policy is Limit per Window.
 func (r SlidingWindow) Policy() (int64, time.Duration) { return r.Limit, r.Window }
 
-func (r SlidingWindow) command(key string, cost int64) []any {
-	return []any{"RL.SLIDING", key, r.Limit, durationMs(r.Window), "COST", cost}
+func (r SlidingWindow) limit() (string, []any, bool) {
+	return "SLIDING", []any{r.Limit, durationMs(r.Window)}, true
 }
+
+func (r SlidingWindow) command(key string, cost int64) []any { return ruleCommand(r, key, cost) }
 
 func (SlidingWindow) parse(reply any) (Decision, error) { return parseDecision(reply) }
 
@@ -29,9 +31,11 @@ type FixedWindow struct {
 // Policy is Limit per Window.
 func (r FixedWindow) Policy() (int64, time.Duration) { return r.Limit, r.Window }
 
-func (r FixedWindow) command(key string, cost int64) []any {
-	return []any{"RL.FIXED", key, r.Limit, durationMs(r.Window), "COST", cost}
+func (r FixedWindow) limit() (string, []any, bool) {
+	return "FIXED", []any{r.Limit, durationMs(r.Window)}, true
 }
+
+func (r FixedWindow) command(key string, cost int64) []any { return ruleCommand(r, key, cost) }
 
 func (FixedWindow) parse(reply any) (Decision, error) { return parseDecision(reply) }
 
@@ -45,8 +49,10 @@ type SlidingLog struct {
 // Policy is Limit per Window.
 func (r SlidingLog) Policy() (int64, time.Duration) { return r.Limit, r.Window }
 
-func (r SlidingLog) command(key string, cost int64) []any {
-	return []any{"RL.LOG", key, r.Limit, durationMs(r.Window), "COST", cost}
+func (r SlidingLog) limit() (string, []any, bool) {
+	return "LOG", []any{r.Limit, durationMs(r.Window)}, true
 }
+
+func (r SlidingLog) command(key string, cost int64) []any { return ruleCommand(r, key, cost) }
 
 func (SlidingLog) parse(reply any) (Decision, error) { return parseDecision(reply) }
