@@ -136,10 +136,14 @@ func control(t target, args []string) string {
 		}
 		return "OK\t" + killed
 	case len(args) == 1 && args[0] == "restart":
-		if err := t.cluster.waitHealthy(); err != nil {
+		balanced, err := t.cluster.waitHealthy()
+		if err != nil {
 			return "ERR\t" + err.Error()
 		}
-		return "OK\trestarted"
+		if !balanced {
+			return fmt.Sprintf("OK\trestarted; leaders not back on their preferred nodes after %v", balanceTimeout)
+		}
+		return "OK\trestarted; every shard led by its preferred node"
 	}
 	return fmt.Sprintf("ERR\tunknown control %q", args)
 }

@@ -225,10 +225,11 @@ type cluster struct {
 	name   string
 	nodes  []*node
 	shards int
+	killed bool // a node was killed since the flag was last cleared
 }
 
 // startCluster starts a three-node cluster of shards shards with the given
-// Raft heartbeat, and waits until it is healthy.
+// Raft heartbeat (0: rlserver's default), and waits until it is healthy.
 func startCluster(name, dir, pass string, shards int, heartbeat time.Duration) (*cluster, error) {
 	ports, err := freePorts(6)
 	if err != nil {
@@ -243,7 +244,10 @@ func startCluster(name, dir, pass string, shards int, heartbeat time.Duration) (
 		args := []string{
 			"--node-id", fmt.Sprintf("n%d", i+1), "--bind", "127.0.0.1", "--port", strconv.Itoa(ports[i]),
 			"--data-dir", "data", "--cluster", strings.Join(members, ","),
-			"--shards", strconv.Itoa(shards), "--raft-heartbeat", heartbeat.String(),
+			"--shards", strconv.Itoa(shards),
+		}
+		if heartbeat != 0 {
+			args = append(args, "--raft-heartbeat", heartbeat.String())
 		}
 		if pass != "" {
 			args = append(args, "--requirepass", pass)
@@ -261,7 +265,7 @@ func startCluster(name, dir, pass string, shards int, heartbeat time.Duration) (
 			return nil, err
 		}
 	}
-	if err := c.waitHealthy(); err != nil {
+	if _, err := c.waitHealthy(); err != nil {
 		c.stop()
 		return nil, err
 	}
@@ -349,12 +353,12 @@ func (c *cluster) healthy(ctx context.Context) (healthy, balanced bool) {
 
 // waitHealthy restarts the nodes that are down, then waits until the
 // cluster is healthy, and for a while for the leaderships to be balanced
-// again.
-func (c *cluster) waitHealthy() error {
+// again; it reports whether they are.
+func (c *cluster) waitHealthy() (balanced bool, err error) {
 	for _, n := range c.nodes {
 		if !n.running() {
 			if err := n.start(); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
@@ -363,10 +367,13 @@ func (c *cluster) waitHealthy() error {
 	for {
 		h, b := c.healthy(ctx)
 		if h && (b || time.Since(start) > balanceTimeout) {
-			return nil
+			if !b {
+				logf("  %s: leaders %v, not on their preferred nodes after %v", c.name, c.leaders(ctx), balanceTimeout)
+			}
+			return b, nil
 		}
 		if !h && time.Since(start) > healthTimeout {
-			return fmt.Errorf("%s not healthy %v after (re)start; leaders %v", c.name, healthTimeout, c.leaders(ctx))
+			return false, fmt.Errorf("%s not healthy %v after (re)start; leaders %v", c.name, healthTimeout, c.leaders(ctx))
 		}
 		time.Sleep(50 * time.Millisecond) // polling, with the deadlines above
 	}
@@ -448,6 +455,7 @@ func (c *cluster) killLeaderOf(key string) (string, error) {
 			}
 			if i < len(leaders) && leaders[i] >= 0 && c.nodes[leaders[i]].addr == r.leader {
 				n := c.nodes[leaders[i]]
+				c.killed = true
 				n.kill()
 				return fmt.Sprintf("%s (%s, leader of shard %d, slot %d)", n.name, n.addr, i, slot), nil
 			}

@@ -155,19 +155,21 @@ func goredisCluster(s *scenario) {
 		if err := goredisPing(ctx, c); err != nil {
 			return "", err
 		}
+		// Every node, whatever it leads: ForEachShard visits masters and
+		// replicas.
 		var mu sync.Mutex
-		var masters []string
-		err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		nodes := map[string]bool{}
+		err := c.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
 			mu.Lock()
 			defer mu.Unlock()
-			masters = append(masters, m.Options().Addr)
+			nodes[n.Options().Addr] = true
 			return nil
 		})
 		if err != nil {
 			return "", err
 		}
-		if len(masters) != len(s.addrs) {
-			return "", fmt.Errorf("masters %v, want the %d nodes", masters, len(s.addrs))
+		if len(nodes) != len(s.addrs) {
+			return "", fmt.Errorf("nodes %v, want the %d nodes", nodes, len(s.addrs))
 		}
 		for i, k := range s.shardKeys {
 			m, err := c.MasterForKey(ctx, k)
@@ -178,7 +180,7 @@ func goredisCluster(s *scenario) {
 				return "", fmt.Errorf("MasterForKey(%s) = %s, want the shard's leader %s", k, m.Options().Addr, s.leaders[i])
 			}
 		}
-		return fmt.Sprintf("seeded with 1 node, found %d masters; each shard's key maps to its leader", len(masters)), nil
+		return fmt.Sprintf("seeded with 1 node, found the %d nodes; each shard's key maps to its leader", len(nodes)), nil
 	})
 	s.run("connect-auth", func(ctx context.Context) (string, error) {
 		name := "compat-go-redis"
@@ -208,14 +210,18 @@ func goredisCluster(s *scenario) {
 		s.result("failover", "FAIL", err.Error())
 		return
 	}
+	r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.addrs, ClusterStateReloadInterval: time.Second})
+	defer r.Close()
+	decide := func(ctx context.Context, k string) error {
+		_, err := goredisDecide(ctx, r, "RL.SLIDING", k, 1000, window)
+		return err
+	}
 	s.run("failover", func(ctx context.Context) (string, error) {
-		r := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.addrs, ClusterStateReloadInterval: time.Second})
-		defer r.Close()
-		detail, err := s.failover(ctx, s.shardKeys[1]+":fo2", func(ctx context.Context, k string) error {
-			_, err := goredisDecide(ctx, r, "RL.SLIDING", k, 1000, window)
-			return err
-		})
+		detail, err := s.failover(ctx, s.shardKeys[1]+":fo2", decide)
 		return "ClusterStateReloadInterval: 1s; " + detail, err
+	})
+	s.run("failback", func(ctx context.Context) (string, error) {
+		return s.failback(ctx, s.shardKeys[1]+":fo2", decide)
 	})
 }
 

@@ -322,6 +322,28 @@ func (s *scenario) failover(ctx context.Context, key string, decide func(ctx con
 	return detail, nil
 }
 
+// failback asks the driver to restart the killed node and wait until it
+// leads its shard again, then asks for 20 decisions on key and one on
+// every shard: the client must follow the leadership back, by a MOVED or
+// through the node it sends to.
+func (s *scenario) failback(ctx context.Context, key string, decide func(ctx context.Context, key string) error) (string, error) {
+	restarted, err := s.control("restart")
+	if err != nil {
+		return "", err
+	}
+	for i := range 20 {
+		if err := decide(ctx, key); err != nil {
+			return "", fmt.Errorf("decision %d after the restart: %w", i+1, err)
+		}
+	}
+	for _, k := range s.shardKeys {
+		if err := decide(ctx, k+":back"); err != nil {
+			return "", fmt.Errorf("key %s after the restart: %w", k, err)
+		}
+	}
+	return restarted + "; 20 decisions, and one on every shard", nil
+}
+
 // summarize lists distinct error texts with their counts.
 func summarize(errs []string) string {
 	count := map[string]int{}

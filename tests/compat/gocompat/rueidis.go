@@ -197,11 +197,15 @@ func runRueidis(s *scenario) {
 		}
 		return fmt.Sprintf("%d shards, 2 decisions each", len(s.shardKeys)), nil
 	})
+	decide := func(ctx context.Context, k string) error {
+		_, err := rueidisDecide(ctx, c, "RL.SLIDING", k, "1000", strconv.Itoa(window))
+		return err
+	}
 	s.run("failover", func(ctx context.Context) (string, error) {
-		return s.failover(ctx, s.shardKeys[1]+":fo", func(ctx context.Context, k string) error {
-			_, err := rueidisDecide(ctx, c, "RL.SLIDING", k, "1000", strconv.Itoa(window))
-			return err
-		})
+		return s.failover(ctx, s.shardKeys[1]+":fo", decide)
+	})
+	s.run("failback", func(ctx context.Context) (string, error) {
+		return s.failback(ctx, s.shardKeys[1]+":fo", decide)
 	})
 }
 

@@ -187,7 +187,7 @@ function lib() {
           c.once('end', () => reject(new Error('cluster connection ended')));
         });
         const w = wrap(c);
-        w.masters = () => c.nodes('master').map((n) => `${n.options.host}:${n.options.port}`);
+        w.nodes = () => [...new Set(c.nodes('all').map((n) => `${n.options.host}:${n.options.port}`))];
         w.slotMaster = (slot) => c.slots[slot][0];
         w.getNames = () => Promise.all(c.nodes('all').map((n) => n.client('GETNAME')));
         return w;
@@ -234,7 +234,7 @@ function lib() {
         cmd: (...args) => c.sendCommand(key(args), false, str(args)),
         pipeline: (cmds) => Promise.all(cmds.map((a) => c.sendCommand(key(a), false, str(a)).catch((e) => e))),
         // node-redis 4 lists a master once per slot range it serves.
-        masters: () => [...new Set((c.masters || c.getMasters()).map((m) => `${m.host}:${m.port}`))],
+        nodes: () => [...new Set([...(c.masters || c.getMasters()), ...(c.replicas || c.getReplicas())].map((m) => `${m.host}:${m.port}`))],
         slotMaster: (slot) => `${c.slots[slot].master.host}:${c.slots[slot].master.port}`,
         getNames: async () => {
           const out = [];
@@ -361,13 +361,13 @@ async function cluster() {
     // Seeded with one node: the others are discovered.
     c = await L.cluster(ADDRS.slice(0, 1));
     if ((await c.ping()) !== 'PONG') throw new Error('PING');
-    const masters = c.masters();
-    if (masters.length !== ADDRS.length) throw new Error(`masters ${masters}, want the ${ADDRS.length} nodes`);
+    const nodes = c.nodes();
+    if (nodes.length !== ADDRS.length) throw new Error(`nodes ${nodes}, want the ${ADDRS.length} nodes`);
     SHARD_KEYS.forEach((k, i) => {
       const got = c.slotMaster(keySlot(k));
       if (got !== SHARD_LEADERS[i]) throw new Error(`slot of ${k} maps to ${got}, want the shard's leader ${SHARD_LEADERS[i]}`);
     });
-    return `seeded with 1 node, found ${masters.length} masters; each shard's key maps to its leader`;
+    return `seeded with 1 node, found the ${nodes.length} nodes; each shard's key maps to its leader`;
   });
   if (!c) return;
   await run('connect-auth', async () => {
@@ -388,50 +388,53 @@ async function cluster() {
     }
     return `${SHARD_KEYS.length} shards, 2 decisions each`;
   });
+  const f = await L.cluster(ADDRS);
+  const key = SHARD_KEYS[1] + ':fo';
+  const decide = (k) => f.cmd('RL.SLIDING', k, 1000, WINDOW);
   await run('failover', async () => {
-    const f = await L.cluster(ADDRS);
-    try {
-      const key = SHARD_KEYS[1] + ':fo';
-      const decide = (k) => f.cmd('RL.SLIDING', k, 1000, WINDOW);
-      await decide(key);
-      const killed = await control('kill-leader', key);
-      const start = Date.now();
-      const errors = [];
-      for (;;) {
-        try {
-          await withTimeout(decide(key), 5000);
-          break;
-        } catch (e) {
-          errors.push(`${e.name}: ${e.message}`);
-          if (Date.now() - start > 20000) {
-            // Say whether the client comes back once the node is up again.
-            await control('restart');
-            const back = Date.now();
-            let after = 'still failing 20 s after the node restarted';
-            while (Date.now() - back < 20000) {
-              try {
-                await withTimeout(decide(key), 5000);
-                after = `answering again ${((Date.now() - back) / 1000).toFixed(1)}s after the node restarted`;
-                break;
-              } catch (e) {
-                await new Promise((r) => setTimeout(r, 100));
-              }
+    await decide(key);
+    const killed = await control('kill-leader', key);
+    const start = Date.now();
+    const errors = [];
+    for (;;) {
+      try {
+        await withTimeout(decide(key), 5000);
+        break;
+      } catch (e) {
+        errors.push(`${e.name}: ${e.message}`);
+        if (Date.now() - start > 20000) {
+          // Say whether the client comes back once the node is up again.
+          await control('restart');
+          const back = Date.now();
+          let after = 'still failing 20 s after the node restarted';
+          while (Date.now() - back < 20000) {
+            try {
+              await withTimeout(decide(key), 5000);
+              after = `answering again ${((Date.now() - back) / 1000).toFixed(1)}s after the node restarted`;
+              break;
+            } catch (e) {
+              await new Promise((r) => setTimeout(r, 100));
             }
-            throw new Error(`no decision within 20 s of killing ${killed}; ${errors.length} errors: ${summarize(errors)}; ${after}`);
           }
-          await new Promise((r) => setTimeout(r, 100)); // a retry's back-off
+          throw new Error(`no decision within 20 s of killing ${killed}; ${errors.length} errors: ${summarize(errors)}; ${after}`);
         }
+        await new Promise((r) => setTimeout(r, 100)); // a retry's back-off
       }
-      const took = (Date.now() - start) / 1000;
-      for (let i = 0; i < 20; i++) await decide(key);
-      for (const k of SHARD_KEYS) await decide(k + ':after');
-      let detail = `killed ${killed}; answering again after ${took.toFixed(1)}s`;
-      if (errors.length) detail += `, ${errors.length} errors meanwhile: ${summarize(errors)}`;
-      return detail;
-    } finally {
-      f.close();
     }
+    const took = (Date.now() - start) / 1000;
+    for (let i = 0; i < 20; i++) await decide(key);
+    for (const k of SHARD_KEYS) await decide(k + ':after');
+    let detail = `killed ${killed}; answering again after ${took.toFixed(1)}s`;
+    if (errors.length) detail += `, ${errors.length} errors meanwhile: ${summarize(errors)}`;
+    return detail;
   });
+  await run('failback', async () => {
+    const restarted = await control('restart');
+    for (let i = 0; i < 20; i++) await decide(key);
+    for (const k of SHARD_KEYS) await decide(k + ':back');
+    return `${restarted}; 20 decisions, and one on every shard`;
+  });
+  f.close();
   result('transaction', 'N/A', 'not run in a cluster');
   c.close();
 }

@@ -207,13 +207,22 @@ def cluster():
                 want(rc.execute_command("RL.SLIDING", k + ":spread", 10, WINDOW), 1, 10, 10 - rnd, 0)
         return "%d shards, 2 decisions each" % len(SHARD_KEYS)
 
-    def failover(shard):
-        nodes = [ClusterNode(*host_port(a)) for a in ADDRS]
-        f = RedisCluster(startup_nodes=nodes, socket_timeout=TIMEOUT)
-        key = SHARD_KEYS[shard] + ":fo"
+    f = RedisCluster(startup_nodes=[ClusterNode(*host_port(a)) for a in ADDRS], socket_timeout=TIMEOUT)
 
-        def decide(k):
-            f.execute_command("RL.SLIDING", k, 1000, WINDOW)
+    def decide(k):
+        f.execute_command("RL.SLIDING", k, 1000, WINDOW)
+
+    def failback():
+        restarted = control("restart")
+        key = SHARD_KEYS[1] + ":fo"
+        for _ in range(20):
+            decide(key)
+        for k in SHARD_KEYS:
+            decide(k + ":back")
+        return restarted + "; 20 decisions, and one on every shard"
+
+    def failover(shard):
+        key = SHARD_KEYS[shard] + ":fo"
 
         decide(key)
         killed = control("kill-leader", key)
@@ -245,7 +254,8 @@ def cluster():
     # The leader of a shard other than the first, then the leader of the
     # first shard: the node CLUSTER SLOTS lists first.
     run("failover", lambda: failover(1))
-    control("restart")
+    run("failback", failback)
+    f = RedisCluster(startup_nodes=[ClusterNode(*host_port(a)) for a in ADDRS], socket_timeout=TIMEOUT)
     run("failover-first-node", lambda: failover(0))
     result("transaction", "N/A", "RedisCluster's pipeline() is never a transaction")
     result("resp3", "N/A", "redis-py 4.3 speaks RESP2 only")
