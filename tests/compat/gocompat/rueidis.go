@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -140,6 +141,18 @@ func runRueidis(s *scenario) {
 		}
 		return fmt.Sprintf("DoCache(PTTL) twice: %d served from the client's cache", hits), nil
 	})
+	s.run("cache-invalidation", func(ctx context.Context) (string, error) {
+		return rueidisInvalidation(ctx, c, key+":inval")
+	})
+	s.run("cache-disabled", func(ctx context.Context) (string, error) {
+		d, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: s.addrs[:1], DisableCache: true})
+		if err != nil {
+			return "", err
+		}
+		defer d.Close()
+		detail, err := rueidisInvalidation(ctx, d, key+":nocache")
+		return "DisableCache: true; " + detail, err
+	})
 	if s.mode == "single" {
 		s.run("transaction", func(ctx context.Context) (string, error) {
 			k := s.key("tx")
@@ -207,6 +220,69 @@ func runRueidis(s *scenario) {
 	s.run("failback", func(ctx context.Context) (string, error) {
 		return s.failback(ctx, s.shardKeys[1]+":fo", decide)
 	})
+}
+
+// rueidisInvalidation checks that DoCache never serves a reply the server
+// has made stale: it caches PTTL of a limiter key, deletes the key, and
+// waits up to two seconds for DoCache(PTTL) to say -2 (no key), as it does
+// once the server sends the invalidation Redis sends; then the same with
+// GET of a string changed by SET.
+func rueidisInvalidation(ctx context.Context, c rueidis.Client, key string) (string, error) {
+	if _, err := rueidisDecide(ctx, c, "RL.SLIDING", key, "10", "60000"); err != nil {
+		return "", err
+	}
+	// A built command is used once: rueidis recycles it.
+	pttl := func() rueidis.Cacheable { return c.B().Pttl().Key(key).Cache() }
+	if ms, err := c.DoCache(ctx, pttl(), time.Minute).AsInt64(); err != nil || ms <= 0 {
+		return "", fmt.Errorf("DoCache(PTTL) = %d, %v; want a positive TTL", ms, err)
+	}
+	if err := c.Do(ctx, c.B().Del().Key(key).Build()).Error(); err != nil {
+		return "", err
+	}
+	var stale []string
+	if err := waitCached(ctx, func() (bool, string) {
+		ms, err := c.DoCache(ctx, pttl(), time.Minute).AsInt64()
+		return err == nil && ms == -2, fmt.Sprintf("%d, %v", ms, err)
+	}); err != nil {
+		stale = append(stale, fmt.Sprintf("RL.SLIDING %s, DoCache(PTTL), DEL %s: DoCache(PTTL) still %v", key, key, err))
+	}
+	str := key + ":str"
+	if err := c.Do(ctx, c.B().Set().Key(str).Value("v1").Build()).Error(); err != nil {
+		return "", err
+	}
+	get := func() rueidis.Cacheable { return c.B().Get().Key(str).Cache() }
+	if v, err := c.DoCache(ctx, get(), time.Minute).ToString(); err != nil || v != "v1" {
+		return "", fmt.Errorf("DoCache(GET) = %q, %v; want v1", v, err)
+	}
+	if err := c.Do(ctx, c.B().Set().Key(str).Value("v2").Build()).Error(); err != nil {
+		return "", err
+	}
+	if err := waitCached(ctx, func() (bool, string) {
+		v, err := c.DoCache(ctx, get(), time.Minute).ToString()
+		return err == nil && v == "v2", fmt.Sprintf("%q, %v", v, err)
+	}); err != nil {
+		stale = append(stale, fmt.Sprintf("SET %s v1, DoCache(GET), SET %s v2: DoCache(GET) still %v", str, str, err))
+	}
+	if len(stale) > 0 {
+		return "", errors.New(strings.Join(stale, "; "))
+	}
+	return "DoCache(PTTL) after DEL, DoCache(GET) after SET: fresh", nil
+}
+
+// waitCached polls fresh for two seconds, the time an invalidation has to
+// arrive; it returns what the last poll saw if it never held.
+func waitCached(ctx context.Context, fresh func() (bool, string)) error {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		ok, saw := fresh()
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s 2s later (a stale reply from the client-side cache)", saw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func rlSliding(c rueidis.Client, key string, limit int64) rueidis.Completed {
