@@ -19,9 +19,22 @@ var ErrInUse = errors.New("data directory is in use by another rlserver")
 // OpenLogStore opens a shard's Raft log and stable store. It fsyncs every
 // append (never NoSync: that loses votes and entries on power loss), keeps
 // bbolt's free list in memory instead of rewriting it on every commit, and
-// gives up after a second when another process holds the file.
+// gives up after a second when another process holds the file. A file cut
+// short is refused with ErrDamagedLog.
 func OpenLogStore(shardDir string) (*raftboltdb.BoltStore, error) {
-	path := filepath.Join(shardDir, "raft.db")
+	return openLogStoreAt(LogStorePath(shardDir))
+}
+
+// LogStorePath is the file of a shard's Raft log and stable store.
+func LogStorePath(shardDir string) string {
+	return filepath.Join(shardDir, "raft.db")
+}
+
+// openLogStoreAt is OpenLogStore for the file at path.
+func openLogStoreAt(path string) (*raftboltdb.BoltStore, error) {
+	if err := checkLength(path); err != nil {
+		return nil, err
+	}
 	store, err := raftboltdb.New(raftboltdb.Options{
 		Path: path,
 		BoltOptions: &bbolt.Options{
