@@ -242,6 +242,18 @@ func toolsCluster(ctx context.Context, cl, auth *cluster, filter *regexp.Regexp)
 			}
 			return "-a PASSWORD, a key on each shard", nil
 		})
+		cli.run("--cluster check", func() (string, error) {
+			out, err := runTool("", "redis-cli", "--cluster", "check", cl.nodes[0].addr)
+			if err != nil {
+				return "", err
+			}
+			for _, want := range []string{"in 3 masters", "[OK] All nodes agree about slots configuration", "[OK] All 16384 slots covered"} {
+				if !strings.Contains(out, want) {
+					return "", fmt.Errorf("redis-cli --cluster check printed %q, want %q in it", out, want)
+				}
+			}
+			return "3 masters, all nodes agree, all 16384 slots covered", nil
+		})
 		results = append(results, cli.results...)
 	}
 	if filter.MatchString("redis-benchmark") {
