@@ -41,15 +41,17 @@ func openGroup(cfg *RaftConfig, shard int, replicas []Member, trans raft.Transpo
 	if err != nil {
 		return nil, err
 	}
-	if g.store, err = persistence.OpenLogStore(dir); err != nil {
+	store, err := persistence.OpenLogStore(dir)
+	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			g.store.Close()
+			store.Close() // not g.store: g is nil on the way out
 		}
 	}()
-	logs, err := raft.NewLogCache(512, g.store)
+	g.store = store
+	logs, err := raft.NewLogCache(512, persistence.CheckedLogs(store, persistence.LogStorePath(dir)))
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +63,14 @@ func openGroup(cfg *RaftConfig, shard int, replicas []Member, trans raft.Transpo
 	if err != nil {
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
 	}
-	if g.raft, err = raft.NewRaft(raftConfig(cfg, shard), g.fsm, logs, g.store, snaps, trans); err != nil {
+	// NewRaft reads the last entry first, and reports a failure to read it
+	// without its cause: read it here, so that damage is reported as such.
+	if last, err := logs.LastIndex(); err == nil && last > 0 {
+		if err := logs.GetLog(last, new(raft.Log)); err != nil {
+			return nil, fmt.Errorf("shard %d: %w", shard, err)
+		}
+	}
+	if g.raft, err = newRaft(raftConfig(cfg, shard), g.fsm, logs, store, snaps, trans); err != nil {
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
 	}
 	if c, ok := trans.(io.Closer); ok {
@@ -82,6 +91,23 @@ func openGroup(cfg *RaftConfig, shard int, replicas []Member, trans raft.Transpo
 	g.prop = newProposer(shard, g.raft, g.fsm, cfg.Clock)
 	g.prop.start()
 	return g, nil
+}
+
+// newRaft is raft.NewRaft, returning as an error the panic NewRaft raises
+// when its log store fails to read an entry (a damaged log) while it scans
+// the entries after the latest snapshot. NewRaft starts no goroutine before
+// that scan, so nothing is left running.
+func newRaft(c *raft.Config, fsm raft.FSM, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport) (r *raft.Raft, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			perr, ok := p.(error)
+			if !ok {
+				panic(p)
+			}
+			r, err = nil, fmt.Errorf("reading the log: %w", perr)
+		}
+	}()
+	return raft.NewRaft(c, fsm, logs, stable, snaps, trans)
 }
 
 // raftConfig is hashicorp/raft's configuration for one group.

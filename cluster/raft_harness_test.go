@@ -118,6 +118,14 @@ func startTestClusterB(t testing.TB, size, shards int) *testCluster {
 // start (re)starts node i, on ln or on a new listener at its bus address.
 func (tc *testCluster) start(i int, ln net.Listener) {
 	tc.t.Helper()
+	if err := tc.tryStart(i, ln); err != nil {
+		tc.t.Fatal(err)
+	}
+}
+
+// tryStart is start for a start that may fail: it returns StartRaft's error.
+func (tc *testCluster) tryStart(i int, ln net.Listener) error {
+	tc.t.Helper()
 	m := tc.members[i]
 	if ln == nil {
 		var err error
@@ -145,12 +153,15 @@ func (tc *testCluster) start(i int, ln net.Listener) {
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
-		tc.t.Fatal(err)
+		return err
 	}
 	tc.nodes[i] = n
+	return nil
 }
 
-// crash stops node i as kill -9 would leave it: no hand-over, no snapshot.
+// crash stops node i without a leadership hand-over. Unlike kill -9 it
+// still snapshots (group.close always does), so the log after the snapshot
+// is empty.
 func (tc *testCluster) crash(i int) {
 	tc.nodes[i].shutdown(false)
 	tc.nodes[i] = nil
