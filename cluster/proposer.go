@@ -195,7 +195,7 @@ func (p *proposer) complete() {
 			close(e.drained)
 			continue
 		}
-		err := e.future.Error()
+		err := requestError(e.future.Error())
 		<-p.slots
 		var results []engine.Result
 		if err == nil {
@@ -203,12 +203,13 @@ func (p *proposer) complete() {
 			case []engine.Result:
 				results = v
 			case error:
-				err = v
+				// Committed, and refused alike by every replica (it does
+				// not decode): nothing was decided.
+				err = fmt.Errorf("ERR shard commit failed: %v", v)
 			default:
-				err = fmt.Errorf("unexpected apply response %T", v)
+				err = fmt.Errorf("ERR shard commit failed: unexpected apply response %T", v)
 			}
 		}
-		err = requestError(err)
 		off := 0
 		for _, r := range e.reqs {
 			if err != nil {
@@ -223,6 +224,12 @@ func (p *proposer) complete() {
 }
 
 // requestError turns Raft's error for an entry into the request's error.
+// Any error Raft does not promise left the entry out (ErrNotApplied's) is
+// one whose outcome is unknown: a leader that cannot write its log (a full
+// or failing disk) answers its entries with the store's error and steps
+// down, and a failed fsync does not say what reached the disk. Those
+// requests end "may have been counted", as after any lost leadership,
+// rather than with the store's error text.
 func requestError(err error) error {
 	switch {
 	case err == nil:
@@ -230,9 +237,6 @@ func requestError(err error) error {
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress),
 		errors.Is(err, raft.ErrEnqueueTimeout):
 		return ErrNotApplied
-	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown),
-		errors.Is(err, raft.ErrAbortedByRestore):
-		return ErrMayHaveBeenCounted
 	}
-	return fmt.Errorf("ERR shard commit failed: %v", err)
+	return ErrMayHaveBeenCounted
 }
