@@ -178,10 +178,17 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 	}
 	mode = "durable single node (" + o.dataDir + ")"
 	if len(members) > 1 {
-		if cfg.Bus, err = net.Listen("tcp", self.Bus); err != nil {
+		listen := self.Bus
+		if o.busListen != "" {
+			listen = o.busListen
+		}
+		if cfg.Bus, err = net.Listen("tcp", listen); err != nil {
 			return nil, nil, "", fmt.Errorf("bus port: %w", err)
 		}
 		mode = fmt.Sprintf("cluster node %s of %d (%s), bus %s", self.ID, len(members), o.dataDir, self.Bus)
+		if listen != self.Bus {
+			mode += " listening on " + listen
+		}
 	}
 	raft, err = cluster.StartRaft(cfg)
 	if err != nil {

@@ -24,6 +24,7 @@ type options struct {
 	dataDir     string
 	nodeID      string
 	cluster     string
+	busListen   string
 	shards      int
 	debug       bool
 	requirePass string
@@ -50,6 +51,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.StringVar(&o.dataDir, "data-dir", "rlserver-data", "directory for durable state (Raft logs and snapshots)")
 	fs.StringVar(&o.nodeID, "node-id", "n1", "this node's id; in a cluster, its name in --cluster")
 	fs.StringVar(&o.cluster, "cluster", "", "every node of the cluster: id@host:port[@busport],... (client addresses; the bus defaults to port+10000)")
+	fs.StringVar(&o.busListen, "bus-listen", "", "listen for the cluster bus on this host:port instead of this node's bus address in --cluster, which the other nodes keep dialling (behind NAT, a port mapping or a proxy)")
 	fs.IntVar(&o.shards, "shards", 0, "number of shards (single-threaded partitions of the keyspace), 1 to 1024 (default: what the data dir was created with; for a new one, one per cluster member, or half the CPUs for a single node)")
 	fs.BoolVar(&o.debug, "enable-debug-command", false, "allow DEBUG CLOCK and DEBUG DIGEST (for tests)")
 	fs.StringVar(&o.requirePass, "requirepass", "", "password clients must give with AUTH or HELLO AUTH")
@@ -149,6 +151,8 @@ func (o options) validate() error {
 		return invalid("node-id", "--node-id: must not be empty")
 	case o.inMemory && o.cluster != "":
 		return invalid("cluster", "--cluster needs durable state: drop --in-memory")
+	case o.busListen != "" && o.cluster == "":
+		return invalid("bus-listen", "--bus-listen needs --cluster: a single node has no bus")
 	case o.dataDir == "" && !o.inMemory:
 		return invalid("data-dir", "--data-dir: must not be empty")
 	case o.metricsPort < 0 || o.metricsPort > 65535:
