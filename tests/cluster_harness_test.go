@@ -17,11 +17,13 @@ import (
 // testCluster is three rlserver processes forming one cluster on loopback,
 // each with its own data directory, restartable with the same settings.
 type testCluster struct {
-	t      *testing.T
-	args   [][]string // each node's command line
-	dirs   []string
-	nodes  []*server
-	shards int
+	t        *testing.T
+	args     [][]string // each node's command line
+	wrap     [][]string // each node's command prefix, if any (see launchWrapped)
+	dirs     []string
+	busPorts []int // each node's bus port as --cluster names it
+	nodes    []*server
+	shards   int
 }
 
 // freePorts returns n loopback ports free at the time of asking.
@@ -47,12 +49,21 @@ func freePorts(t testing.TB, n int) []int {
 // timeouts so that elections fit in a test.
 func startCluster(t *testing.T, shards int) *testCluster {
 	t.Helper()
+	tc := newCluster(t, shards)
+	tc.startAll()
+	return tc
+}
+
+// newCluster prepares the settings and data directories of a three-node
+// cluster without starting it, so a test can change them first.
+func newCluster(t *testing.T, shards int) *testCluster {
+	t.Helper()
 	ports := freePorts(t, 6)
 	var members []string
 	for i := range 3 {
 		members = append(members, fmt.Sprintf("n%d@127.0.0.1:%d@%d", i+1, ports[i], ports[3+i]))
 	}
-	tc := &testCluster{t: t, shards: shards}
+	tc := &testCluster{t: t, shards: shards, busPorts: ports[3:], wrap: make([][]string, 3)}
 	for i := range 3 {
 		dir := t.TempDir()
 		tc.dirs = append(tc.dirs, dir)
@@ -63,17 +74,22 @@ func startCluster(t *testing.T, shards int) *testCluster {
 		})
 	}
 	tc.nodes = make([]*server, 3)
-	for i := range 3 {
+	return tc
+}
+
+// startAll starts every node and waits until every shard has a leader.
+func (tc *testCluster) startAll() {
+	tc.t.Helper()
+	for i := range tc.nodes {
 		tc.start(i)
 	}
 	tc.waitLeaders()
-	return tc
 }
 
 // start (re)starts node i with its settings and data.
 func (tc *testCluster) start(i int) {
 	tc.t.Helper()
-	tc.nodes[i] = launch(tc.t, tc.dirs[i], tc.args[i]...)
+	tc.nodes[i] = launchWrapped(tc.t, tc.dirs[i], tc.wrap[i], tc.args[i]...)
 }
 
 // kill stops node i as kill -9 does.

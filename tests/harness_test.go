@@ -108,8 +108,28 @@ func join(lists ...[]string) []string {
 // startServer does.
 func launch(t testing.TB, dir string, args ...string) *server {
 	t.Helper()
-	s := &server{stderr: newLogBuffer(readyLine), done: make(chan struct{})}
-	s.cmd = exec.Command(binPath, args...)
+	return launchWrapped(t, dir, nil, args...)
+}
+
+// launchWrapped is launch with the binary run through the command prefix
+// wrap (such as unshare ... sh -c '... exec "$@"' sh), which must end by
+// exec'ing it, so the process the test signals is rlserver itself.
+func launchWrapped(t testing.TB, dir string, wrap []string, args ...string) *server {
+	t.Helper()
+	s, exited := spawn(t, dir, wrap, args...)
+	if exited {
+		t.Fatalf("rlserver exited before it was ready (%v); stderr:\n%s", s.err, s.stderr)
+	}
+	return s
+}
+
+// spawn is launchWrapped for a start that may fail: it returns once the
+// server is ready, or once it has exited (exited true, its stderr kept).
+func spawn(t testing.TB, dir string, wrap []string, args ...string) (s *server, exited bool) {
+	t.Helper()
+	s = &server{stderr: newLogBuffer(readyLine), done: make(chan struct{})}
+	argv := join(wrap, []string{binPath}, args)
+	s.cmd = exec.Command(argv[0], argv[1:]...)
 	// A working directory of its own: a start without --in-memory writes its
 	// data directory there, never into the repository.
 	s.cmd.Dir = dir
@@ -128,12 +148,12 @@ func launch(t testing.TB, dir string, args ...string) *server {
 		s.Addr = m[1]
 		s.Port = s.Addr[strings.LastIndexByte(s.Addr, ':')+1:]
 	case <-s.done:
-		s.expectExit() // reported here; the cleanup need not repeat it
-		t.Fatalf("rlserver exited before it was ready (%v); stderr:\n%s", s.err, s.stderr)
+		s.expectExit() // reported by the caller; the cleanup need not repeat it
+		return s, true
 	case <-time.After(startTimeout):
 		t.Fatalf("rlserver not ready after %v; stderr:\n%s", startTimeout, s.stderr)
 	}
-	return s
+	return s, false
 }
 
 // expectExit tells the cleanup that the process is meant to exit, so it does

@@ -1,0 +1,513 @@
+//go:build linux
+
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The fault tests drive a three-node cluster with a steady load of RL.FIXED
+// decisions, damage it (kill -9, SIGSTOP, a cut network, a full disk, a
+// damaged log), let it recover, and then check the whole history of replies
+// against these invariants:
+//
+//   - every reply is a well-formed decision for the command sent, stamped
+//     with the time the test set, or an error a client can act on
+//     (TRYAGAIN, CLUSTERDOWN, MOVED); never anything else;
+//   - per key and window, the allowed replies number at most the limit, and
+//     they are linearizable: each grant spends exactly one unit, so no two
+//     grants report the same remaining budget, a grant that ended before
+//     another began reports more remaining, and nothing is granted after a
+//     refusal has been answered;
+//   - every acknowledged grant is still counted once the cluster has
+//     recovered (a peek through the leader shows at least them, and no more
+//     than them plus the requests whose outcome the client could not know);
+//   - the replicas converge to identical state (DEBUG DIGEST).
+//
+// Time is the test's: every node's clock is fixed with DEBUG CLOCK SET at
+// faultTime(phase), and a round of load uses one phase. A fixed window's
+// reset_after_ms is the time left in the window, and each phase's instant
+// lies phase ms into its window, so every reply tells exactly at which
+// server time it was decided: no wall-clock ambiguity, and a node restarted
+// with a real clock (earlier) cannot move a shard's time, which never goes
+// back.
+
+const (
+	// faultWindow is the RL.FIXED window of the fault tests: each phase is
+	// one window.
+	faultWindow = 1_000_000
+	// faultBase is a window boundary far ahead of the real clock (2090), so a
+	// restarted node's real clock is always behind the shards' time.
+	faultBase = 3_786_912_000_000
+)
+
+// faultTime is the instant of phase (from 1): phase ms into window phase.
+func faultTime(phase int) int64 {
+	return faultBase + int64(phase)*faultWindow + int64(phase)
+}
+
+// faultKey is one limiter the load spends.
+type faultKey struct {
+	name  string
+	shard int
+	limit int64
+}
+
+// outcome is what a client learnt from one request.
+type outcome int
+
+const (
+	allowed    outcome = iota
+	refused            // a decision: nothing spent
+	notApplied         // an error that says nothing was counted
+	unknown            // the request may or may not have been counted
+	invalid            // a reply no request should get: a violation
+)
+
+// faultOp is one request of the history.
+type faultOp struct {
+	key        int // index in faultLoad.keys
+	node       int // node the request was sent to
+	phase      int
+	sent, done time.Time
+	out        outcome
+	d          decision
+	err        string
+}
+
+// faultLoad sends decisions to every node and records each reply.
+type faultLoad struct {
+	t     *testing.T
+	tc    *testCluster
+	keys  []faultKey
+	phase atomic.Int64
+
+	mu  sync.Mutex
+	ops []faultOp
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// newFaultLoad prepares a load over a tight key (limit tight) and a wide one
+// (never exhausted) on every shard of tc, which must be running.
+func newFaultLoad(t *testing.T, tc *testCluster, tight int64) *faultLoad {
+	t.Helper()
+	l := &faultLoad{t: t, tc: tc}
+	c := tc.nodes[0].Client(t, 2)
+	for shard := range tc.shards {
+		l.keys = append(l.keys,
+			faultKey{name: keyOnShard(t, c, "tight", shard, tc.shards), shard: shard, limit: tight},
+			faultKey{name: keyOnShard(t, c, "wide", shard, tc.shards), shard: shard, limit: 1_000_000})
+	}
+	return l
+}
+
+// faultClient is a client of node i for the load: each request is sent once
+// (no retries), and a reply may take as long as the cluster can legitimately
+// hold a request (an election, a forward to a frozen node). A restarted node
+// keeps its port, so the client reaches it again.
+func (l *faultLoad) faultClient(i int) *redis.Client {
+	return l.tc.nodes[i].Client(l.t, 2, func(o *redis.Options) {
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = time.Second, 20*time.Second, 5*time.Second
+		o.PoolSize = 1
+	})
+}
+
+// setPhase fixes the clock of every running node at phase's instant.
+func (l *faultLoad) setPhase(phase int) {
+	l.t.Helper()
+	l.phase.Store(int64(phase))
+	for i, s := range l.tc.nodes {
+		if !running(s) {
+			continue
+		}
+		l.setClock(i)
+	}
+}
+
+// setClock fixes node i's clock at the current phase's instant, retrying
+// while a shard has no leader.
+func (l *faultLoad) setClock(i int) {
+	l.t.Helper()
+	at := faultTime(int(l.phase.Load()))
+	c := l.tc.nodes[i].Client(l.t, 2)
+	defer c.Close()
+	waitFor(l.t, 20*time.Second, fmt.Sprintf("DEBUG CLOCK SET on n%d", i+1), func() bool {
+		got, err := c.Do(ctx(l.t), "DEBUG", "CLOCK", "SET", at).Int64()
+		return err == nil && got == at
+	})
+}
+
+// start runs workers per node until stopLoad.
+func (l *faultLoad) start(workers int) {
+	l.stop = make(chan struct{})
+	for i := range l.tc.nodes {
+		for w := range workers {
+			c := l.faultClient(i)
+			l.wg.Add(1)
+			go func() {
+				defer l.wg.Done()
+				l.work(c, i, rand.New(rand.NewPCG(uint64(i), uint64(w))))
+			}()
+		}
+	}
+}
+
+// stopLoad stops the workers and waits for their last requests.
+func (l *faultLoad) stopLoad() {
+	close(l.stop)
+	l.wg.Wait()
+}
+
+// work sends decisions for random keys to node i through c until stopped.
+func (l *faultLoad) work(c *redis.Client, i int, rng *rand.Rand) {
+	for {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		op := l.send(c, i, rng.IntN(len(l.keys)))
+		if op.out == unknown || op.out == notApplied {
+			// The node is down or electing: do not spin.
+			select {
+			case <-l.stop:
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// send sends one decision for key k to node i's client c and records it.
+func (l *faultLoad) send(c *redis.Client, i, k int) faultOp {
+	key := l.keys[k]
+	op := faultOp{key: k, node: i, phase: int(l.phase.Load()), sent: time.Now()}
+	reqCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	v, err := c.Do(reqCtx, "RL.FIXED", key.name, key.limit, faultWindow).Result()
+	cancel()
+	op.done = time.Now()
+	op.out, op.d, op.err = classify(v, err, key.limit, op.phase)
+	l.mu.Lock()
+	l.ops = append(l.ops, op)
+	l.mu.Unlock()
+	return op
+}
+
+// classify sorts a reply to RL.FIXED key limit faultWindow sent in phase.
+func classify(v any, err error, limit int64, phase int) (outcome, decision, string) {
+	if err != nil {
+		var rerr redis.Error
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return notApplied, decision{}, err.Error() // never sent: the node is down
+		}
+		if !errors.As(err, &rerr) {
+			// Timeouts, broken connections: sent or not, the client cannot
+			// tell.
+			return unknown, decision{}, err.Error()
+		}
+		msg := err.Error()
+		switch {
+		case strings.HasPrefix(msg, "TRYAGAIN") && strings.Contains(msg, "may have been counted"):
+			return unknown, decision{}, msg
+		case strings.HasPrefix(msg, "TRYAGAIN"), strings.HasPrefix(msg, "CLUSTERDOWN"), strings.HasPrefix(msg, "MOVED"):
+			return notApplied, decision{}, msg
+		}
+		return invalid, decision{}, msg
+	}
+	d, perr := parseDecision(v)
+	left := int64(faultWindow - phase) // the time left in the window at faultTime(phase)
+	switch {
+	case perr != nil:
+		return invalid, d, perr.Error()
+	case d.Limit != limit || d.Remaining < 0 || d.Remaining >= limit && d.Allowed || d.ResetAfter != left:
+		return invalid, d, fmt.Sprintf("decision %v, want limit %d, a remaining below it, reset %d", d, limit, left)
+	case d.Allowed && d.RetryAfter != 0, !d.Allowed && (d.RetryAfter != left || d.Remaining != 0):
+		return invalid, d, fmt.Sprintf("decision %v, want retry 0 if allowed, %d with nothing left if refused", d, left)
+	case d.Allowed:
+		return allowed, d, ""
+	}
+	return refused, d, ""
+}
+
+// running reports whether s has not exited.
+func running(s *server) bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// count returns how many recorded requests match.
+func (l *faultLoad) count(match func(*faultOp) bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for i := range l.ops {
+		if match(&l.ops[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitServed waits until node (-1: any node) has answered n more decisions
+// sent after since, in the current phase, for a key matching keyMatch (nil:
+// any).
+func (l *faultLoad) waitServed(what string, node int, since time.Time, n int, keyMatch func(faultKey) bool) {
+	l.t.Helper()
+	phase := int(l.phase.Load())
+	waitFor(l.t, 30*time.Second, what, func() bool {
+		return l.count(func(op *faultOp) bool {
+			return (op.out == allowed || op.out == refused) && op.phase == phase && op.sent.After(since) &&
+				(node < 0 || op.node == node) && (keyMatch == nil || keyMatch(l.keys[op.key]))
+		}) >= n
+	})
+}
+
+// exhaust spends what is left of key's budget through node i, until a
+// refusal sent after since.
+func (l *faultLoad) exhaust(key faultKey, i int, since time.Time) {
+	l.t.Helper()
+	k := slices.IndexFunc(l.keys, func(fk faultKey) bool { return fk.name == key.name })
+	c := l.faultClient(i)
+	waitFor(l.t, 30*time.Second, "the budget of "+key.name+" to be spent through n"+strconv.Itoa(i+1), func() bool {
+		l.send(c, i, k)
+		return l.count(func(op *faultOp) bool { return op.key == k && op.out == refused && op.sent.After(since) }) > 0
+	})
+}
+
+// check verifies the invariants for the current phase, with the load
+// stopped: replies, the history of every key, the counts after recovery,
+// and the replicas' digests. It returns a summary for the log.
+func (l *faultLoad) check() string {
+	l.t.Helper()
+	t := l.t
+	phase := int(l.phase.Load())
+	l.mu.Lock()
+	ops := slices.Clone(l.ops)
+	l.mu.Unlock()
+
+	var outcomes [invalid + 1]int
+	for _, op := range ops {
+		if op.phase != phase {
+			continue
+		}
+		outcomes[op.out]++
+		if op.out == invalid {
+			t.Errorf("n%d answered %s %q: %s", op.node+1, l.keys[op.key].name, op.d, op.err)
+		}
+	}
+	peeker := l.anyClient()
+	defer peeker.Close()
+	for k, key := range l.keys {
+		var grants []faultOp
+		var refusals []faultOp
+		uncertain := 0
+		for _, op := range ops {
+			switch {
+			case op.key != k:
+			case op.out == unknown:
+				uncertain++ // of any phase: it may be applied late
+			case op.phase != phase:
+			case op.out == allowed:
+				grants = append(grants, op)
+			case op.out == refused:
+				refusals = append(refusals, op)
+			}
+		}
+		for _, v := range linearizabilityViolations(key, grants, refusals) {
+			t.Error(v)
+		}
+
+		// Every acknowledged grant is counted, through the shard's leader.
+		var d decision
+		waitFor(t, 20*time.Second, "a peek at "+key.name, func() bool {
+			v, err := peeker.Do(ctx(t), "RL.FIXED", key.name, key.limit, faultWindow, "COST", 0).Result()
+			if err != nil {
+				return false
+			}
+			var perr error
+			d, perr = parseDecision(v)
+			return perr == nil
+		})
+		counted := key.limit - d.Remaining
+		if !d.Allowed || d.Remaining < 0 {
+			t.Errorf("%s: a peek answers %v: over its limit", key.name, d)
+		}
+		if counted < int64(len(grants)) || counted > int64(len(grants)+uncertain) {
+			t.Errorf("%s: counts %d after recovery; %d grants were acknowledged and %d requests had an unknown outcome",
+				key.name, counted, len(grants), uncertain)
+		}
+		if len(grants) > 0 && d.ResetAfter != int64(faultWindow-phase) {
+			t.Errorf("%s: a peek answers %v at another time than phase %d's", key.name, d, phase)
+		}
+	}
+	digest := l.tc.converge()
+	return fmt.Sprintf("phase %d: %d allowed, %d refused, %d not applied, %d unknown; digest %.12s",
+		phase, outcomes[allowed], outcomes[refused], outcomes[notApplied], outcomes[unknown], digest)
+}
+
+// anyClient returns a client of a running node, with retries off.
+func (l *faultLoad) anyClient() *redis.Client {
+	for _, s := range l.tc.nodes {
+		if running(s) {
+			return redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 2, MaxRetries: -1})
+		}
+	}
+	l.t.Fatal("no node is running")
+	return nil
+}
+
+// linearizabilityViolations checks one key's grants and refusals within one
+// window, where the count only grows and each grant spends one unit: the
+// grants fit in the limit, report distinct remaining budgets, in an order
+// that agrees with real time, and none began after a refusal had been
+// answered. It describes each violation.
+func linearizabilityViolations(key faultKey, grants, refusals []faultOp) []string {
+	var out []string
+	if int64(len(grants)) > key.limit {
+		out = append(out, fmt.Sprintf("%s: %d grants acknowledged in one window, limit %d", key.name, len(grants), key.limit))
+	}
+	seen := map[int64]faultOp{}
+	for _, g := range grants {
+		if other, dup := seen[g.d.Remaining]; dup {
+			out = append(out, fmt.Sprintf("%s: two grants both left %d: n%d at %v and n%d at %v", key.name, g.d.Remaining,
+				other.node+1, other.done.Format(time.StampMicro), g.node+1, g.done.Format(time.StampMicro)))
+		}
+		seen[g.d.Remaining] = g
+	}
+	// Walk the grants by start time; every grant that had ended before one
+	// began must have left more budget than it.
+	byDone := slices.Clone(grants)
+	sort.Slice(byDone, func(i, j int) bool { return byDone[i].done.Before(byDone[j].done) })
+	bySent := slices.Clone(grants)
+	sort.Slice(bySent, func(i, j int) bool { return bySent[i].sent.Before(bySent[j].sent) })
+	minLeft, ended := int64(-1), 0
+	for _, g := range bySent {
+		for ended < len(byDone) && byDone[ended].done.Before(g.sent) {
+			if minLeft < 0 || byDone[ended].d.Remaining < minLeft {
+				minLeft = byDone[ended].d.Remaining
+			}
+			ended++
+		}
+		if minLeft >= 0 && g.d.Remaining >= minLeft {
+			out = append(out, fmt.Sprintf("%s: a grant sent to n%d at %v left %d, but one that had already ended left %d",
+				key.name, g.node+1, g.sent.Format(time.StampMicro), g.d.Remaining, minLeft))
+		}
+	}
+	if len(refusals) == 0 {
+		return out
+	}
+	firstRefusal := refusals[0]
+	for _, r := range refusals {
+		if r.done.Before(firstRefusal.done) {
+			firstRefusal = r
+		}
+	}
+	for _, g := range grants {
+		if g.sent.After(firstRefusal.done) {
+			out = append(out, fmt.Sprintf("%s: granted by n%d (left %d) after n%d had refused it at %v",
+				key.name, g.node+1, g.d.Remaining, firstRefusal.node+1, firstRefusal.done.Format(time.StampMicro)))
+		}
+	}
+	return out
+}
+
+// raftState is one replica's line of INFO raft.
+type raftState struct {
+	state string
+	term  int64
+}
+
+var raftLine = regexp.MustCompile(`shard_(\d+):state=(\w+),term=(\d+),`)
+
+// raftStates reads node i's INFO raft, with a short timeout: a frozen or cut
+// off node does not hold the test up.
+func (tc *testCluster) raftStates(i int) (map[int]raftState, error) {
+	c := redis.NewClient(&redis.Options{Addr: tc.nodes[i].Addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second})
+	defer c.Close()
+	info, err := c.Info(context.Background(), "raft").Result()
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]raftState{}
+	for _, m := range raftLine.FindAllStringSubmatch(info, -1) {
+		shard, _ := strconv.Atoi(m[1])
+		term, _ := strconv.ParseInt(m[3], 10, 64)
+		out[shard] = raftState{state: m[2], term: term}
+	}
+	return out, nil
+}
+
+// waitPreferredLeaders waits until every shard is led by its preferred
+// node (shard s by node s, as cluster.Replicas orders them), where the
+// cluster's balancing brings it after a start: from then on leadership
+// moves only when a test makes it.
+func (tc *testCluster) waitPreferredLeaders() {
+	tc.t.Helper()
+	waitFor(tc.t, 30*time.Second, "every shard to be led by its preferred node", func() bool {
+		for shard, leader := range tc.leaders() {
+			if leader != shard%len(tc.nodes) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitOtherLeader waits until a node other than not leads shard, asking only
+// the others.
+func (tc *testCluster) waitOtherLeader(shard, not int) int {
+	tc.t.Helper()
+	leader := -1
+	waitFor(tc.t, 20*time.Second, fmt.Sprintf("a node other than n%d to lead shard %d", not+1, shard), func() bool {
+		for i := range tc.nodes {
+			if i == not || !running(tc.nodes[i]) {
+				continue
+			}
+			if st, err := tc.raftStates(i); err == nil && st[shard].state == "leader" {
+				leader = i
+				return true
+			}
+		}
+		return false
+	})
+	return leader
+}
+
+// laps times the stages of a fault test, for its log.
+type laps struct {
+	last time.Time
+	out  []string
+}
+
+// newLaps starts timing.
+func newLaps() *laps { return &laps{last: time.Now()} }
+
+// lap records the time since the previous lap under name.
+func (l *laps) lap(name string) {
+	now := time.Now()
+	l.out = append(l.out, fmt.Sprintf("%s %v", name, now.Sub(l.last).Round(time.Millisecond)))
+	l.last = now
+}
+
+// String lists the laps.
+func (l *laps) String() string { return strings.Join(l.out, ", ") }
