@@ -177,7 +177,7 @@ func runAll(dir string, filter *regexp.Regexp) []result {
 	}
 	defer cl.stop()
 	defer auth.c.stop()
-	clusterTarget := target{mode: "cluster", addrs: cl.addrs(), authAddrs: auth.c.addrs(), cluster: cl, auth: auth.c, timeout: 150 * time.Second}
+	clusterTarget := target{mode: "cluster", addrs: cl.addrs(), authAddrs: auth.c.addrs(), cluster: cl, timeout: 240 * time.Second}
 	for _, p := range programs(filter) {
 		before := cl.leaders(context.Background())
 		results = append(results, runScenario(p, clusterTarget, p.client+":")...)

@@ -26,7 +26,6 @@ type target struct {
 	addrs     []string
 	authAddrs []string
 	cluster   *cluster // the open cluster, for CONTROL; nil on a single node
-	auth      *cluster // the cluster with a password; nil on a single node
 	timeout   time.Duration
 }
 

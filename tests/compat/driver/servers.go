@@ -185,8 +185,17 @@ func (r *readyWatcher) Write(p []byte) (int, error) {
 	}
 }
 
+// handedOut are the ports freePorts has returned in this run, never
+// returned twice: clusters started at the same time get distinct ports.
+var (
+	portsMu   sync.Mutex
+	handedOut = map[int]bool{}
+)
+
 // freePorts returns n loopback ports free at the time of asking.
 func freePorts(n int) ([]int, error) {
+	portsMu.Lock()
+	defer portsMu.Unlock()
 	var lns []net.Listener
 	defer func() {
 		for _, ln := range lns {
@@ -194,19 +203,45 @@ func freePorts(n int) ([]int, error) {
 		}
 	}()
 	var ports []int
-	for range n {
+	for len(ports) < n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, err
 		}
 		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		if p := ln.Addr().(*net.TCPAddr).Port; !handedOut[p] {
+			handedOut[p] = true
+			ports = append(ports, p)
+		}
 	}
 	return ports, nil
 }
 
+// retryOnPortClash starts something on free ports up to three times: a
+// port found free can be taken by another process before rlserver binds
+// it. Each attempt starts in a clean directory (a data directory remembers
+// its members' addresses).
+func retryOnPortClash[T any](name, dir string, start func() (T, error)) (T, error) {
+	var v T
+	var err error
+	for range 3 {
+		if err = os.RemoveAll(dir); err != nil {
+			return v, err
+		}
+		if v, err = start(); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return v, err
+		}
+		logf("  %s: %v; starting again on other ports", name, err)
+	}
+	return v, err
+}
+
 // startSingle starts one durable node, with a password unless pass is "".
 func startSingle(name, dir, pass string) (*node, error) {
+	return retryOnPortClash(name, dir, func() (*node, error) { return startSingleOnce(name, dir, pass) })
+}
+
+func startSingleOnce(name, dir, pass string) (*node, error) {
 	ports, err := freePorts(1)
 	if err != nil {
 		return nil, err
@@ -217,7 +252,11 @@ func startSingle(name, dir, pass string) (*node, error) {
 		args = append(args, "--requirepass", pass)
 	}
 	n := newNode(name, dir, addr, pass, args)
-	return n, n.start()
+	if err := n.start(); err != nil {
+		n.stop()
+		return nil, err
+	}
+	return n, nil
 }
 
 // cluster is three nodes on loopback forming one rlserver cluster.
@@ -231,6 +270,10 @@ type cluster struct {
 // startCluster starts a three-node cluster of shards shards with the given
 // Raft heartbeat (0: rlserver's default), and waits until it is healthy.
 func startCluster(name, dir, pass string, shards int, heartbeat time.Duration) (*cluster, error) {
+	return retryOnPortClash(name, dir, func() (*cluster, error) { return startClusterOnce(name, dir, pass, shards, heartbeat) })
+}
+
+func startClusterOnce(name, dir, pass string, shards int, heartbeat time.Duration) (*cluster, error) {
 	ports, err := freePorts(6)
 	if err != nil {
 		return nil, err
