@@ -45,9 +45,15 @@ func (tn *testNet) dialer(from string) Dialer {
 			return nil, err
 		}
 		tn.mu.Lock()
+		defer tn.mu.Unlock()
+		// Cut while dialling: isolate has already closed the links it knew
+		// of, and this one must not outlive the cut.
+		if tn.cut[from] || tn.cut[to] {
+			c.Close()
+			return nil, errors.New("testnet: link cut")
+		}
 		tn.conns[from] = append(tn.conns[from], c)
 		tn.conns[to] = append(tn.conns[to], c)
-		tn.mu.Unlock()
 		return c, nil
 	}
 }
