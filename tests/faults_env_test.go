@@ -331,24 +331,49 @@ var (
 	userNSReason string
 )
 
-// userNamespaceMounts returns why this machine cannot mount a tmpfs in a
-// user namespace of its own (unprivileged user namespaces disabled, no
-// unshare), or "" when it can.
+// userNamespaceMounts returns why this machine cannot give a node a tmpfs
+// of its own as the "tmpfs" disk fault does (no unshare, unprivileged user
+// namespaces disabled, /proc/PID/root out of reach), or "" when it can.
 func userNamespaceMounts(t testing.TB) string {
-	userNSOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "rlserver-userns-")
-		if err != nil {
-			userNSReason = err.Error()
-			return
-		}
-		defer os.RemoveAll(dir)
-		out, err := exec.Command("unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
-			`mount -t tmpfs -o size=1m tmpfs "$1"`, "sh", dir).CombinedOutput()
-		if err != nil {
-			userNSReason = fmt.Sprintf("cannot mount a tmpfs in a user namespace here (%v: %s)", err, strings.TrimSpace(string(out)))
-		}
-	})
+	userNSOnce.Do(func() { userNSReason = probeUserNamespaceMount() })
 	return userNSReason
+}
+
+// probeUserNamespaceMount mounts a tmpfs in a user namespace as the fault's
+// wrap does, and writes into it through /proc/PID/root as its fill does.
+func probeUserNamespaceMount() string {
+	dir, err := os.MkdirTemp("", "rlserver-userns-")
+	if err != nil {
+		return err.Error()
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.Command("unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+		`mount -t tmpfs -o size=1m tmpfs "$1" && echo mounted && exec sleep 60`, "sh", dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err.Error()
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Sprintf("no unshare here: %v", err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "mounted\n" {
+		err := cmd.Wait()
+		return fmt.Sprintf("cannot mount a tmpfs in a user namespace here (%v: %s)", err, strings.TrimSpace(stderr.String()))
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/root%s/probe", cmd.Process.Pid, dir), []byte("x"), 0o600); err != nil {
+		return fmt.Sprintf("cannot reach a tmpfs in a user namespace through /proc: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "probe")); err == nil {
+		return "a tmpfs mounted in a user namespace shows outside it"
+	}
+	return ""
 }
 
 // logDamage is one way the tail of a shard's Raft log store (raft-boltdb's
