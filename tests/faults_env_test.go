@@ -32,7 +32,6 @@ import (
 // cut one node off from the others, both ways, and heal it. Clients still
 // reach every node directly.
 type busNet struct {
-	t       testing.TB
 	proxies []net.Listener
 	targets []string // each node's real bus address
 
@@ -65,7 +64,7 @@ func (b *busLink) close() {
 // listeners to other free ports; tc must not have started.
 func newBusNet(t testing.TB, tc *testCluster) *busNet {
 	t.Helper()
-	n := &busNet{t: t, isolated: -1, links: map[*busLink]struct{}{}, pids: make([]int, len(tc.nodes))}
+	n := &busNet{isolated: -1, links: map[*busLink]struct{}{}, pids: make([]int, len(tc.nodes))}
 	real := freePorts(t, len(tc.nodes))
 	for i, port := range tc.busPorts {
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
