@@ -19,10 +19,14 @@ type shardFSM struct {
 	cmds  []engine.Command // decoding scratch, Raft's goroutine only
 	// decisions break the engine's decision counters down by command.
 	decisions DecisionCounts
+	// index is the shard's number; observer, when set, hears of what it
+	// applies (see WriteObserver).
+	index    int
+	observer *observerSlot
 }
 
-func newShardFSM() *shardFSM {
-	return &shardFSM{shard: engine.NewShard()}
+func newShardFSM(index int, observer *observerSlot) *shardFSM {
+	return &shardFSM{shard: engine.NewShard(), index: index, observer: observer}
 }
 
 // Apply applies one entry; Raft calls ApplyBatch instead when it can.
@@ -51,6 +55,9 @@ func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 		results := make([]engine.Result, len(cmds))
 		f.shard.Apply(now, cmds, results)
 		f.decisions.count(cmds, results)
+		if o := f.observer.active(); o != nil {
+			o.Written(f.index, cmds)
+		}
 		out[i] = results
 	}
 	clear(f.cmds[:cap(f.cmds)]) // do not keep entries' memory alive through the keys
@@ -80,6 +87,8 @@ func (f *shardFSM) Restore(rc io.ReadCloser) error {
 	f.shard = shard
 	f.decisions = DecisionCounts{} // the engine's counters start again too
 	f.mu.Unlock()
+	// Any key may have changed, and no write command says which.
+	f.observer.flushed(f.index)
 	return nil
 }
 

@@ -10,8 +10,9 @@ import (
 // MemoryShards runs every shard's engine on a goroutine of its own, with no
 // Raft and no files: state lives only as long as the process.
 type MemoryShards struct {
-	clock  Clock
-	shards []*memoryShard
+	clock    Clock
+	shards   []*memoryShard
+	observer observerSlot
 
 	mu     sync.RWMutex // held for reading while submitting, for writing to close
 	closed bool
@@ -19,9 +20,11 @@ type MemoryShards struct {
 }
 
 type memoryShard struct {
-	in     chan *Request
-	quit   chan struct{}
-	engine *engine.Shard
+	index    int
+	in       chan *Request
+	quit     chan struct{}
+	engine   *engine.Shard
+	observer *observerSlot
 
 	mu        sync.Mutex
 	stats     engine.Stats   // published after every batch
@@ -42,7 +45,7 @@ const (
 func NewMemoryShards(n int, clock Clock) *MemoryShards {
 	m := &MemoryShards{clock: clock, shards: make([]*memoryShard, n)}
 	for i := range m.shards {
-		s := &memoryShard{in: make(chan *Request, 1024), quit: make(chan struct{}), engine: engine.NewShard()}
+		s := &memoryShard{index: i, in: make(chan *Request, 1024), quit: make(chan struct{}), engine: engine.NewShard(), observer: &m.observer}
 		m.shards[i] = s
 		m.wg.Add(1)
 		go func() {
@@ -136,10 +139,16 @@ func (s *memoryShard) run(clock Clock) {
 	}
 }
 
-// apply runs each request of a batch at the same instant and signals them.
+// apply runs each request of a batch at the same instant and signals them,
+// after telling the write observer, if any, what was applied.
 func (s *memoryShard) apply(now int64, batch []*Request) {
 	for _, r := range batch {
 		s.engine.Apply(now, r.Cmds, r.Results)
+	}
+	if o := s.observer.active(); o != nil {
+		for _, r := range batch {
+			o.Written(s.index, r.Cmds)
+		}
 	}
 	st := s.engine.Stats()
 	s.mu.Lock()

@@ -93,6 +93,8 @@ type RaftShards struct {
 	fwd     *forwarder
 	stop    chan struct{}
 	wg      sync.WaitGroup
+	// observer hears of what this node's replicas apply (SetWriteObserver).
+	observer observerSlot
 
 	mu     sync.RWMutex // held for reading while submitting, for writing to close
 	closed bool
@@ -133,7 +135,7 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 		if trans == nil {
 			continue
 		}
-		g, err := openGroup(&n.cfg, shard, Replicas(cfg.Members, shard), trans)
+		g, err := openGroup(&n.cfg, shard, Replicas(cfg.Members, shard), trans, &n.observer)
 		if err != nil {
 			n.shutdown(false)
 			return nil, err
