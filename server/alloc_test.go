@@ -14,7 +14,25 @@ import (
 // shard, the shard goroutines of the memory shards and the engine, in RESP2
 // and RESP3.
 func TestPipelineAllocations(t *testing.T) {
+	checkPipelineAllocations(t, startServer(t, withShards(4)))
+}
+
+// While a connection tracks keys for client-side caching, the shards report
+// every write to the tracking table: for a write to a key nobody read, that
+// still allocates nothing.
+func TestPipelineAllocationsWhileTracking(t *testing.T) {
 	s := startServer(t, withShards(4))
+	a := s.tracking(t)
+	for _, k := range []string{"elsewhere", "user:x", "t:user:x"} {
+		a.do("EXISTS", k)
+	}
+	checkPipelineAllocations(t, s)
+	a.expectQuiet()
+}
+
+// checkPipelineAllocations measures a pipeline of decisions on s.
+func checkPipelineAllocations(t *testing.T, s *testServer) {
+	t.Helper()
 	var raw strings.Builder
 	for i := range 64 {
 		key := fmt.Sprintf("user:%d", i%16)

@@ -22,6 +22,7 @@ type client struct {
 	created time.Time
 
 	resp3    atomic.Bool
+	tracking atomic.Bool                   // CLIENT TRACKING is on, for CLIENT LIST
 	lastCmd  atomic.Int64                  // Unix ms of the latest command, for idle=
 	lastSpec atomic.Pointer[commands.Spec] // the latest command, for cmd=
 	mu       sync.Mutex                    // guards the names below
@@ -40,6 +41,13 @@ type client struct {
 	in           []byte   // bytes read, the kept incomplete command first
 	args         [][]byte // the parsed command, aliasing in
 	out          []byte   // the replies of the pipeline being answered
+
+	// track is the connection's client-side caching state, nil while
+	// tracking is off. wmu is held while a pipeline runs and its replies are
+	// written, and while invalidations are written, so that a push never
+	// lands inside a reply, nor before the reply of a read it follows.
+	track *tracker
+	wmu   sync.Mutex
 }
 
 func newClient(s *Server, nc net.Conn) *client {
@@ -83,11 +91,22 @@ func (c *client) resetState() {
 	c.authed = c.srv.cfg.RequirePass == ""
 	c.clusterAware = false
 	c.tx.reset()
+	c.stopTracking() // Redis's RESET turns tracking off too
 }
 
 // exec runs or queues one command, appending to out any replies that are due
 // before it.
 func (c *client) exec(args [][]byte, out []byte) []byte {
+	if c.track == nil || !c.track.caching {
+		return c.execOne(args, out)
+	}
+	out = c.execOne(args, out)
+	c.afterCommand(args[0])
+	return out
+}
+
+// execOne is exec without CLIENT CACHING's bookkeeping.
+func (c *client) execOne(args [][]byte, out []byte) []byte {
 	if len(c.batch.replies) >= maxSegment {
 		out = c.flush(out)
 	}
@@ -117,7 +136,7 @@ func (c *client) exec(args [][]byte, out []byte) []byte {
 			c.batch.addError(err)
 			return out
 		}
-		c.batch.addKeyCommand(c.srv, spec, args)
+		c.keyCommand(spec, args)
 		c.keyed++
 		return out
 	}

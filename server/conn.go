@@ -23,6 +23,7 @@ const readSize = 16 << 10
 // serve runs the connection until it closes.
 func (c *client) serve() {
 	defer c.srv.forget(c)
+	defer c.stopTracking()
 	defer c.nc.Close()
 	var pending []byte // bytes of an incomplete command, at the front of c.in
 	for {
@@ -30,22 +31,36 @@ func (c *client) serve() {
 		if n == 0 && err != nil {
 			return
 		}
-		rest, out, ok := c.answer(c.in[:len(pending)+n], c.out[:0])
-		if len(out) > 0 {
-			if _, werr := c.nc.Write(out); werr != nil {
-				return
-			}
-		}
-		if cap(out) > 1<<20 {
-			out = nil // do not pin a huge reply buffer to an idle connection
-		}
-		c.out = out[:0]
-		if !ok || err != nil {
+		rest, ok, werr := c.answerAndWrite(c.in[:len(pending)+n])
+		if werr != nil || !ok || err != nil {
 			return
 		}
 		// Keep the incomplete command's bytes, moved to the front.
 		pending = c.in[:copy(c.in, rest)]
 	}
+}
+
+// answerAndWrite answers the commands in in and writes the replies, under
+// the write lock that keeps invalidation pushes out of them (see
+// tracking.go). Invalidations queued before these commands ran go first:
+// they are for writes applied before them. It returns what answer does, and
+// the write's error.
+func (c *client) answerAndWrite(in []byte) (rest []byte, ok bool, err error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	out := c.out[:0]
+	if c.track != nil {
+		out = c.track.takePending(out, c.resp3.Load())
+	}
+	rest, out, ok = c.answer(in, out)
+	if len(out) > 0 {
+		_, err = c.nc.Write(out)
+	}
+	if cap(out) > 1<<20 {
+		out = nil // do not pin a huge reply buffer to an idle connection
+	}
+	c.out = out[:0]
+	return rest, ok, err
 }
 
 // read reads more bytes after the kept ones, growing the buffer when they
@@ -90,6 +105,9 @@ func (c *client) answer(in, out []byte) (rest, reply []byte, ok bool) {
 		commands++
 	}
 	out = c.flush(out)
+	if c.track != nil && len(c.track.late) > 0 {
+		out = c.appendLate(out)
+	}
 	if commands > 0 {
 		c.srv.stats.commands.Add(commands)
 		now := time.Now()

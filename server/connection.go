@@ -168,10 +168,23 @@ func (c *client) clientCommand(spec *commands.Spec, args [][]byte, out []byte) [
 	case "client|list":
 		return c.list(args, out)
 	case "client|tracking":
-		if !commands.EqualFold(args[2], "on") && !commands.EqualFold(args[2], "off") {
-			return appendError(out, commands.ErrSyntax)
+		if err := c.trackingCommand(args); err != nil {
+			return appendError(out, err)
 		}
 		return appendOK(out)
+	case "client|caching":
+		if err := c.cachingCommand(args[2]); err != nil {
+			return appendError(out, err)
+		}
+		return appendOK(out)
+	case "client|getredir":
+		// Tracking never redirects here: 0 while it is on, -1 while off.
+		if c.track != nil {
+			return appendInt(out, 0)
+		}
+		return appendInt(out, -1)
+	case "client|trackinginfo":
+		return c.trackingInfo(out)
 	case "client|no-evict", "client|no-touch":
 		if !commands.EqualFold(args[2], "on") && !commands.EqualFold(args[2], "off") {
 			return appendError(out, commands.ErrSyntax)
@@ -237,11 +250,16 @@ func (c *client) describe(now time.Time) string {
 	if c.resp3.Load() {
 		resp = 3
 	}
+	// Tracking shows as Redis shows it: flag t, and redir=0 (no redirection).
+	flags, redir := "N", -1
+	if c.tracking.Load() {
+		flags, redir = "t", 0
+	}
 	// The transaction belongs to the connection's own goroutine; other
 	// connections cannot read it, so multi= is always -1.
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 "+
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 "+
 		"qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default "+
-		"redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+		"redir=%d resp=%d lib-name=%s lib-ver=%s\n",
 		c.id, c.addr, c.laddr, name, int(now.Sub(c.created).Seconds()), (now.UnixMilli()-c.lastCmd.Load())/1000,
-		cmd, resp, libName, libVer)
+		flags, cmd, redir, resp, libName, libVer)
 }

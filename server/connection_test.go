@@ -123,7 +123,7 @@ func TestClientSubcommands(t *testing.T) {
 		{cmd("CLIENT", "SETINFO", "LIB-VER", "\x01"), "-ERR LIB-VER cannot contain spaces, newlines or special characters.\r\n"},
 		{cmd("CLIENT", "SETINFO", "LIB-COLOR", "a b"), "-ERR Unrecognized option 'LIB-COLOR'\r\n"},
 		{cmd("CLIENT", "SETINFO", "LIB-NAME"), "-ERR wrong number of arguments for 'client|setinfo' command\r\n"},
-		{cmd("CLIENT", "TRACKING", "ON", "OPTIN"), "+OK\r\n"},
+		{cmd("CLIENT", "TRACKING", "ON", "OPTIN"), "-ERR Client tracking is currently not supported for RESP2. Please use RESP3.\r\n"},
 		{cmd("CLIENT", "TRACKING", "off"), "+OK\r\n"},
 		{cmd("CLIENT", "TRACKING", "maybe"), "-ERR syntax error\r\n"},
 		{cmd("CLIENT", "TRACKING"), "-ERR wrong number of arguments for 'client|tracking' command\r\n"},

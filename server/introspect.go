@@ -63,6 +63,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("connected_clients", s.clientCount())
 		line("maxclients", s.cfg.MaxClients)
 		line("blocked_clients", 0)
+		line("tracking_clients", s.tracking.clients.Load())
 	case "memory":
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
@@ -97,6 +98,10 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("expired_keys", 0)
 		line("evicted_keys", s.total().Evicted)
 		line("rl_rejected_oom", s.total().RejectedOOM)
+		keys, items := s.tracking.stats()
+		line("tracking_total_keys", keys)
+		line("tracking_total_items", items)
+		line("tracking_total_prefixes", 0)
 	case "replication":
 		// Every node answers every command (leading, or forwarding to the
 		// leader), so to a client each is a master; the raft section says

@@ -89,6 +89,11 @@ type Config struct {
 	// Observer, when set, is told how long commands took to answer (for
 	// latency metrics). Nil: nothing is timed.
 	Observer Observer
+	// TrackingMaxKeys bounds the keys remembered for client-side caching
+	// (CLIENT TRACKING), as Redis's tracking-table-max-keys: when the table
+	// is full, every tracking connection is told to drop its whole cache.
+	// 0: DefaultTrackingMaxKeys.
+	TrackingMaxKeys int
 }
 
 // RedisVersion is the Redis version rlserver reports: clients pick their
@@ -101,6 +106,9 @@ type Server struct {
 	shards Shards
 	clock  Clock
 	debug  DebugClock // nil unless DEBUG is enabled
+	// tracking remembers which connections read which keys, for
+	// client-side caching; the shards report their writes to it.
+	tracking *trackingTable
 
 	ln      net.Listener      // the socket, for Addr
 	dl      *drainingListener // what the accept loop takes connections from
@@ -121,14 +129,20 @@ type Server struct {
 }
 
 // New returns a server over shards. debug is nil unless DEBUG commands are
-// enabled; clock is the clock the shards stamp their batches with.
+// enabled; clock is the clock the shards stamp their batches with. When the
+// shards can report the writes they apply (SetWriteObserver), the server
+// installs itself to hear of them, for client-side caching; it costs them
+// nothing while no connection tracks keys.
 func New(cfg Config, shards Shards, clock Clock, debug DebugClock) *Server {
 	id := make([]byte, 20)
 	rand.Read(id)
 	s := &Server{
 		cfg: cfg, shards: shards, clock: clock, debug: debug,
 		started: time.Now(), runID: hex.EncodeToString(id),
-		clients: make(map[int64]*client),
+		clients: make(map[int64]*client), tracking: newTrackingTable(cfg.TrackingMaxKeys),
+	}
+	if o, ok := shards.(writeObservable); ok {
+		o.SetWriteObserver(s.tracking)
 	}
 	return s
 }

@@ -1,0 +1,644 @@
+package server
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// Client-side caching, as Redis 6+ offers it (CLIENT TRACKING): a RESP3
+// connection that turns tracking on is told, by an "invalidate" push, when a
+// key it has read changes, so that it can serve reads from its own cache
+// until then. rueidis does this by default.
+//
+// The server remembers, in one table, which tracking connections read each
+// key. A read is remembered before it goes to its shard, so a write applied
+// after it always finds it. Writes are learned from the shards themselves
+// (cluster.WriteObserver): the runner that applies a shard's commands on this
+// node, leader or follower replica, reports them, so a write made through
+// another node, or forwarded, invalidates as well as one made here. Each
+// invalidation is queued on the connection that read the key and removes the
+// key from the table, as in Redis: the connection must read it again to hear
+// of the next change.
+//
+// A push never lands inside a reply: a connection holds its write lock from
+// the moment it starts running a pipeline until its replies are written, and
+// pushes are written under the same lock, by a goroutine of the connection's
+// own, with a write deadline. So a push for a write applied after a read
+// always follows the read's reply, and a slow client delays nobody else's
+// pushes; the observer, on the shards' apply path, only appends to a bounded
+// queue. When a queue is full, or the table is, the connection is told to
+// drop its whole cache (a null invalidation, as Redis sends after FLUSHALL)
+// rather than miss a key.
+//
+// Not sent, unlike Redis: invalidations for keys that expire or are evicted.
+// rueidis bounds every cached reply by the key's PTTL, which covers expiry;
+// eviction happens only under --maxmemory with an evicting policy. Keys read
+// through a node that holds no replica of their shard (a cluster of more than
+// three nodes) cannot be tracked there: their invalidation follows the reply
+// at once, so such reads are simply not cached.
+
+// Redis's texts for CLIENT TRACKING and CLIENT CACHING errors (networking.c,
+// clientCommand, Redis 7.0), and rlserver's for what it does not support.
+var (
+	errTrackingPrefix  = errors.New("ERR PREFIX option requires BCAST mode to be enabled")
+	errTrackingBoth    = errors.New("ERR You can't specify both OPTIN mode and OPTOUT mode")
+	errTrackingSwitch  = errors.New("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.")
+	errCachingNotOpt   = errors.New("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled")
+	errCachingYes      = errors.New("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
+	errCachingNo       = errors.New("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
+	errTrackingRESP2   = errors.New("ERR Client tracking is currently not supported for RESP2. Please use RESP3.")
+	errTrackingRedir   = errors.New("ERR CLIENT TRACKING REDIRECT is not supported by rlserver: switch the connection to RESP3 (HELLO 3), which receives its invalidations itself")
+	errTrackingBcast   = errors.New("ERR CLIENT TRACKING BCAST and PREFIX are not supported by rlserver: invalidations are sent for the keys the connection reads")
+	nullInvalidation   = []byte(">2\r\n$10\r\ninvalidate\r\n_\r\n")
+	invalidationHeader = ">2\r\n$10\r\ninvalidate\r\n*1\r\n$"
+)
+
+const (
+	// DefaultTrackingMaxKeys is Redis's tracking-table-max-keys default.
+	DefaultTrackingMaxKeys = 1_000_000
+	// maxPendingPushes bounds the invalidations waiting for one connection;
+	// past it they are replaced by one null invalidation.
+	maxPendingPushes = 256 << 10
+	// pushTimeout bounds how long a connection may take to accept its
+	// pushes; past it the connection is closed, as Redis closes a client
+	// over its output buffer limit.
+	pushTimeout = 10 * time.Second
+)
+
+// appendInvalidation appends the push that invalidates key.
+func appendInvalidation(b, key []byte) []byte {
+	b = append(b, invalidationHeader...)
+	b = strconv.AppendInt(b, int64(len(key)), 10)
+	b = append(b, '\r', '\n')
+	b = append(b, key...)
+	return append(b, '\r', '\n')
+}
+
+// writeObservable is what the shards offer when they can report the writes
+// they apply (cluster.MemoryShards and cluster.RaftShards do).
+type writeObservable interface {
+	SetWriteObserver(cluster.WriteObserver)
+	// ObservesWrites reports whether every write to shard is reported here.
+	ObservesWrites(shard int) bool
+}
+
+// tracker is one connection's tracking state.
+type tracker struct {
+	c *client
+
+	// The connection's goroutine alone reads and writes these.
+	optin, optout, noloop bool
+	caching               bool   // CLIENT CACHING YES|NO given for the next command
+	late                  []byte // invalidations to send after this pipeline's replies
+
+	// Under the table's mu.
+	live bool // in the table's set of tracking connections
+	keys int  // table entries that name it
+
+	mu      sync.Mutex // guards pending and spare
+	pending []byte     // invalidations not yet written
+	spare   []byte     // the writer's buffer, kept for reuse
+	wake    chan struct{}
+	done    chan struct{}
+}
+
+// caches reports whether the command being run has its keys remembered:
+// always in the default mode, after CLIENT CACHING YES in OPTIN mode, unless
+// CLIENT CACHING NO in OPTOUT mode.
+func (tr *tracker) caches() bool {
+	return (!tr.optin || tr.caching) && !(tr.optout && tr.caching)
+}
+
+// pushKey queues the invalidation of key, or a null invalidation when the
+// queue is full. The caller holds the table's mu.
+func (tr *tracker) pushKey(key []byte) {
+	tr.mu.Lock()
+	if len(tr.pending)+len(invalidationHeader)+len(key)+24 > maxPendingPushes {
+		tr.pending = append(tr.pending[:0], nullInvalidation...)
+	} else {
+		tr.pending = appendInvalidation(tr.pending, key)
+	}
+	tr.mu.Unlock()
+	tr.signal()
+}
+
+// pushNull queues a null invalidation: drop every key. It replaces what is
+// queued, which it covers.
+func (tr *tracker) pushNull() {
+	tr.mu.Lock()
+	tr.pending = append(tr.pending[:0], nullInvalidation...)
+	tr.mu.Unlock()
+	tr.signal()
+}
+
+func (tr *tracker) signal() {
+	select {
+	case tr.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takePending appends the queued invalidations to out (unless the
+// connection is back on RESP2, which cannot take pushes) and empties the
+// queue. The caller holds the connection's write lock.
+func (tr *tracker) takePending(out []byte, resp3 bool) []byte {
+	tr.mu.Lock()
+	if resp3 {
+		out = append(out, tr.pending...)
+	}
+	tr.pending = tr.pending[:0]
+	tr.mu.Unlock()
+	return out
+}
+
+// run writes the connection's invalidations as they come, between its
+// pipelines, until tracking stops.
+func (tr *tracker) run() {
+	for {
+		select {
+		case <-tr.done:
+			return
+		case <-tr.wake:
+		}
+		tr.flush()
+	}
+}
+
+// flush writes what is queued, under the connection's write lock.
+func (tr *tracker) flush() {
+	c := tr.c
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	tr.mu.Lock()
+	buf := tr.pending
+	tr.pending = tr.spare[:0]
+	tr.mu.Unlock()
+	if len(buf) > 0 && c.resp3.Load() { // a connection back on RESP2 cannot take pushes
+		c.nc.SetWriteDeadline(time.Now().Add(pushTimeout))
+		_, err := c.nc.Write(buf)
+		c.nc.SetWriteDeadline(time.Time{})
+		if err != nil {
+			c.nc.Close() // its read loop ends, and tracking with it
+		}
+	}
+	if cap(buf) > maxPendingPushes {
+		buf = nil // do not keep a burst's buffer
+	}
+	tr.mu.Lock()
+	tr.spare = buf[:0]
+	tr.mu.Unlock()
+}
+
+// holders are the tracking connections that read one key: almost always
+// one, so a map only when there are more.
+type holders struct {
+	one  *tracker
+	more map[*tracker]struct{}
+}
+
+// add adds tr and reports whether it was not there yet.
+func (h *holders) add(tr *tracker) bool {
+	switch {
+	case h.more != nil:
+		if _, ok := h.more[tr]; ok {
+			return false
+		}
+		h.more[tr] = struct{}{}
+	case h.one == nil:
+		h.one = tr
+	case h.one == tr:
+		return false
+	default:
+		h.more = map[*tracker]struct{}{h.one: {}, tr: {}}
+		h.one = nil
+	}
+	return true
+}
+
+// remove removes tr and reports whether it was there.
+func (h *holders) remove(tr *tracker) bool {
+	if h.more != nil {
+		if _, ok := h.more[tr]; !ok {
+			return false
+		}
+		delete(h.more, tr)
+		if len(h.more) == 0 {
+			h.more = nil
+		}
+		return true
+	}
+	if h.one != tr {
+		return false
+	}
+	h.one = nil
+	return true
+}
+
+func (h *holders) empty() bool { return h.one == nil && h.more == nil }
+
+func (h *holders) each(fn func(tr *tracker)) {
+	if h.one != nil {
+		fn(h.one)
+	}
+	for tr := range h.more {
+		fn(tr)
+	}
+}
+
+// trackingTable remembers which tracking connections read each key. It is
+// the shards' write observer.
+type trackingTable struct {
+	clients atomic.Int64 // tracking connections: whether writes are observed
+	max     int          // keys remembered at most
+
+	mu   sync.RWMutex
+	keys map[string]holders
+	all  map[*tracker]struct{} // the tracking connections
+	dead int                   // entries naming connections that stopped tracking
+}
+
+func newTrackingTable(max int) *trackingTable {
+	if max <= 0 {
+		max = DefaultTrackingMaxKeys
+	}
+	return &trackingTable{max: max, keys: map[string]holders{}, all: map[*tracker]struct{}{}}
+}
+
+// Observing reports whether any connection tracks keys: until one does,
+// the shards do not report their writes.
+func (t *trackingTable) Observing() bool { return t.clients.Load() > 0 }
+
+// Written invalidates the keys cmds change, for every connection that read
+// them. It runs on a shard's apply path: it only queues the pushes. Most
+// writes name no tracked key: a shared lock finds that out, so that the
+// shards do not wait for one another.
+func (t *trackingTable) Written(shard int, cmds []engine.Command) {
+	if !t.anyTracked(cmds) {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range cmds {
+		switch op := cmds[i].Op; {
+		case op == engine.OpFlush:
+			t.flushLocked()
+		case changesKey(op):
+			t.invalidateLocked(cmds[i].Key)
+		}
+	}
+}
+
+// anyTracked reports whether cmds flush or change a tracked key.
+func (t *trackingTable) anyTracked(cmds []engine.Command) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for i := range cmds {
+		switch op := cmds[i].Op; {
+		case op == engine.OpFlush:
+			return true
+		case changesKey(op):
+			if _, ok := t.keys[string(cmds[i].Key)]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// changesKey reports whether op may change the key it names. Ops without a
+// key (the clock, the expiry sweep, the memory limit, policies) have nothing
+// to invalidate: expiry and eviction are not reported.
+func changesKey(op engine.Op) bool {
+	switch op {
+	case engine.OpExists, engine.OpType, engine.OpPTTL, engine.OpTTL, engine.OpInfo, engine.OpUsage,
+		engine.OpGet, engine.OpDBSize, engine.OpScan, engine.OpDigest, engine.OpPolicyList,
+		engine.OpSetClock, engine.OpSweep, engine.OpMemoryLimit, engine.OpPolicySet, engine.OpPolicyDel:
+		return false
+	}
+	return true
+}
+
+// invalidateLocked tells every connection that read key that it changed, and
+// forgets the key.
+func (t *trackingTable) invalidateLocked(key []byte) {
+	h, ok := t.keys[string(key)]
+	if !ok {
+		return
+	}
+	delete(t.keys, string(key))
+	h.each(func(tr *tracker) {
+		if !tr.live {
+			t.dead--
+			return
+		}
+		tr.keys--
+		tr.pushKey(key)
+	})
+}
+
+// flushLocked tells every tracking connection to drop its whole cache, and
+// forgets every key.
+func (t *trackingTable) flushLocked() {
+	for tr := range t.all {
+		tr.keys = 0
+		tr.pushNull()
+	}
+	clear(t.keys)
+	t.dead = 0
+}
+
+// remember records that tr read key. A full table first forgets the
+// connections that stopped tracking, and if that is not enough, everything.
+func (t *trackingTable) remember(tr *tracker, key []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h, ok := t.keys[string(key)]
+	if !ok && len(t.keys) >= t.max {
+		t.makeRoomLocked()
+	}
+	if h.add(tr) {
+		tr.keys++
+		t.keys[string(key)] = h
+	}
+}
+
+// makeRoomLocked frees room in a full table.
+func (t *trackingTable) makeRoomLocked() {
+	if t.dead > 0 {
+		for key, h := range t.keys {
+			var gone []*tracker
+			h.each(func(tr *tracker) {
+				if !tr.live {
+					gone = append(gone, tr)
+				}
+			})
+			for _, tr := range gone {
+				h.remove(tr)
+			}
+			if h.empty() {
+				delete(t.keys, key)
+			} else if len(gone) > 0 {
+				t.keys[key] = h
+			}
+		}
+		t.dead = 0
+	}
+	if len(t.keys) >= t.max {
+		t.flushLocked()
+	}
+}
+
+// forget records that tr no longer holds key (its own write, in NOLOOP mode).
+func (t *trackingTable) forget(tr *tracker, key []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h, ok := t.keys[string(key)]
+	if !ok || !h.remove(tr) {
+		return
+	}
+	tr.keys--
+	if h.empty() {
+		delete(t.keys, string(key))
+	} else {
+		t.keys[string(key)] = h
+	}
+}
+
+// start adds a tracking connection.
+func (t *trackingTable) start(tr *tracker) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tr.live = true
+	t.all[tr] = struct{}{}
+	t.clients.Add(1)
+}
+
+// stop removes a tracking connection. Its entries are forgotten lazily: when
+// their keys change, or the table fills (Redis does the same).
+func (t *trackingTable) stop(tr *tracker) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tr.live = false
+	delete(t.all, tr)
+	t.dead += tr.keys
+	tr.keys = 0
+	if t.clients.Add(-1) == 0 { // nobody left to invalidate: writes go unobserved
+		clear(t.keys)
+		t.dead = 0
+	}
+}
+
+// stats returns the keys in the table, and the (key, connection) pairs.
+func (t *trackingTable) stats() (keys, items int) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	items = t.dead
+	for tr := range t.all {
+		items += tr.keys
+	}
+	return len(t.keys), items
+}
+
+// observes reports whether the server hears of every write to shard.
+func (s *Server) observes(shard int) bool {
+	o, ok := s.shards.(writeObservable)
+	return ok && o.ObservesWrites(shard)
+}
+
+// keyCommand adds a keyed command to the pipeline's batch, after noting for
+// client-side caching the keys it reads (or, in NOLOOP mode, writes).
+func (c *client) keyCommand(spec *commands.Spec, args [][]byte) {
+	if c.track != nil {
+		c.noteKeys(spec, args)
+	}
+	c.batch.addKeyCommand(c.srv, spec, args)
+}
+
+// noteKeys remembers the keys a read-only command reads, when the tracking
+// mode says so. A write in NOLOOP mode forgets its keys for this connection
+// first, so that its own write does not invalidate them; as in Redis, the
+// connection must read a key again to hear of later changes.
+func (c *client) noteKeys(spec *commands.Spec, args [][]byte) {
+	tr, t := c.track, c.srv.tracking
+	if !slices.Contains(spec.Flags, "readonly") {
+		if tr.noloop {
+			spec.Keys(args, func(k []byte) { t.forget(tr, k) })
+		}
+		return
+	}
+	if !tr.caches() {
+		return
+	}
+	spec.Keys(args, func(k []byte) {
+		if c.srv.observes(c.srv.shards.ShardOf(cluster.Slot(k))) {
+			t.remember(tr, k)
+		} else {
+			tr.late = appendInvalidation(tr.late, k)
+		}
+	})
+}
+
+// appendLate appends the invalidations of keys that could not be tracked,
+// after the replies that read them.
+func (c *client) appendLate(out []byte) []byte {
+	if c.resp3.Load() {
+		out = append(out, c.track.late...)
+	}
+	c.track.late = c.track.late[:0]
+	return out
+}
+
+// afterCommand ends the effect of CLIENT CACHING: it applies to the next
+// command, but Redis keeps it through CLIENT commands and until a
+// transaction ends, so that CLIENT CACHING YES, MULTI, reads, EXEC tracks the
+// reads.
+func (c *client) afterCommand(name []byte) {
+	if c.track == nil || c.tx.active {
+		return
+	}
+	if spec := commands.Lookup(name); spec != nil && spec.ID == commands.IDClient {
+		return
+	}
+	c.track.caching = false
+}
+
+// startTracking turns tracking on with the given options, or changes them.
+func (c *client) startTracking(optin, optout, noloop bool) {
+	if tr := c.track; tr != nil {
+		tr.optin, tr.optout, tr.noloop = optin, optout, noloop
+		return
+	}
+	tr := &tracker{c: c, optin: optin, optout: optout, noloop: noloop, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	c.track = tr
+	c.tracking.Store(true)
+	c.srv.tracking.start(tr)
+	go tr.run()
+}
+
+// stopTracking turns tracking off: nothing more is sent, and the keys the
+// connection read are forgotten.
+func (c *client) stopTracking() {
+	tr := c.track
+	if tr == nil {
+		return
+	}
+	c.track = nil
+	c.tracking.Store(false)
+	c.srv.tracking.stop(tr)
+	close(tr.done)
+	tr.mu.Lock()
+	tr.pending = nil
+	tr.mu.Unlock()
+}
+
+// trackingCommand is CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX p]
+// [OPTIN] [OPTOUT] [NOLOOP], checked in Redis's order.
+func (c *client) trackingCommand(args [][]byte) error {
+	var bcast, optin, optout, noloop, prefix bool
+	for j := 3; j < len(args); j++ {
+		more := j+1 < len(args)
+		switch {
+		case commands.EqualFold(args[j], "redirect") && more:
+			return errTrackingRedir
+		case commands.EqualFold(args[j], "bcast"):
+			bcast = true
+		case commands.EqualFold(args[j], "optin"):
+			optin = true
+		case commands.EqualFold(args[j], "optout"):
+			optout = true
+		case commands.EqualFold(args[j], "noloop"):
+			noloop = true
+		case commands.EqualFold(args[j], "prefix") && more:
+			prefix = true
+			j++
+		default:
+			return commands.ErrSyntax
+		}
+	}
+	switch {
+	case commands.EqualFold(args[2], "off"):
+		c.stopTracking()
+		return nil
+	case !commands.EqualFold(args[2], "on"):
+		return commands.ErrSyntax
+	case prefix && !bcast:
+		return errTrackingPrefix
+	case bcast:
+		return errTrackingBcast
+	case optin && optout:
+		return errTrackingBoth
+	case c.track != nil && (optin && c.track.optout || optout && c.track.optin):
+		return errTrackingSwitch
+	case !c.resp3.Load():
+		return errTrackingRESP2
+	}
+	c.startTracking(optin, optout, noloop)
+	return nil
+}
+
+// cachingCommand is CLIENT CACHING YES|NO.
+func (c *client) cachingCommand(arg []byte) error {
+	tr := c.track
+	if tr == nil {
+		return errCachingNotOpt
+	}
+	switch {
+	case commands.EqualFold(arg, "yes"):
+		if !tr.optin {
+			return errCachingYes
+		}
+	case commands.EqualFold(arg, "no"):
+		if !tr.optout {
+			return errCachingNo
+		}
+	default:
+		return commands.ErrSyntax
+	}
+	tr.caching = true
+	return nil
+}
+
+// trackingInfo is CLIENT TRACKINGINFO: a map of the flags (a set), the
+// redirect (0 when tracking, which never redirects here; -1 when not) and
+// the prefixes (none), as Redis answers it.
+func (c *client) trackingInfo(out []byte) []byte {
+	resp3 := c.resp3.Load()
+	flags := []string{"off"}
+	redirect := int64(-1)
+	if tr := c.track; tr != nil {
+		flags, redirect = []string{"on"}, 0
+		if tr.optin {
+			flags = append(flags, "optin")
+			if tr.caching {
+				flags = append(flags, "caching-yes")
+			}
+		}
+		if tr.optout {
+			flags = append(flags, "optout")
+			if tr.caching {
+				flags = append(flags, "caching-no")
+			}
+		}
+		if tr.noloop {
+			flags = append(flags, "noloop")
+		}
+	}
+	out = appendMap(out, 3, resp3)
+	out = appendBulkString(out, "flags")
+	out = appendSet(out, len(flags), resp3)
+	for _, f := range flags {
+		out = appendBulkString(out, f)
+	}
+	out = appendBulkString(out, "redirect")
+	out = appendInt(out, redirect)
+	out = appendBulkString(out, "prefixes")
+	return appendArray(out, 0)
+}
