@@ -11,30 +11,41 @@ import (
 	"github.com/rlserver/rlserver/engine"
 )
 
+// Under a leadership change (a loaded machine can cause one) a request may
+// end with ErrMayHaveBeenCounted or ErrNotApplied; the limit still holds
+// exactly: never more than 100 grants acknowledged, and the budget spent is
+// exactly the grants plus those whose outcome was unknown.
 func TestRaftClusterAdmitsExactlyTheLimitFromEveryNode(t *testing.T) {
 	tc := startTestCluster(t, 3, 4)
 	key := "rl:{user:ada}"
 	shard := ShardOfSlot(Slot([]byte(key)), tc.shards)
 	tc.leaderOf(shard)
-	var allowed atomic.Int64
+	var allowed, unknown atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 600 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r, err := tc.call(i%3, shard, sliding(key, 100, 60_000))
-			if err != nil {
+			switch {
+			case errors.Is(err, ErrMayHaveBeenCounted):
+				unknown.Add(1)
+			case errors.Is(err, ErrNotApplied):
+			case err != nil:
 				t.Error(err)
-				return
-			}
-			if r.Results[0].Decision.Allowed {
+			case r.Results[0].Decision.Allowed:
 				allowed.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
-	if allowed.Load() != 100 {
-		t.Fatalf("allowed %d of 600 spread over 3 nodes, want 100", allowed.Load())
+	if a, u := allowed.Load(), unknown.Load(); a > 100 || a+u < 100 {
+		t.Fatalf("allowed %d (and %d unknown) of 600 spread over 3 nodes, want 100", a, u)
+	}
+	peek := sliding(key, 100, 60_000)
+	peek.Args[3] = 0
+	if r, err := tc.call(tc.leaderOf(shard), shard, peek); err != nil || r.Results[0].Decision.Remaining != 0 {
+		t.Fatalf("after 600 requests: %+v %v, want the budget spent", r.Results, err)
 	}
 	tc.converge(shard)
 }
