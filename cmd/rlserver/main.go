@@ -90,9 +90,11 @@ func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 	if err != nil {
 		return err
 	}
+	memory, _ := o.memoryLimit() // validated with the other settings
 	cfg := server.Config{
 		Limits:      o.limits,
 		MaxClients:  o.maxClients,
+		MaxMemory:   memory,
 		RequirePass: o.requirePass,
 		Version:     version,
 		Shutdown:    5 * time.Second,

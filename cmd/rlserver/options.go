@@ -29,6 +29,8 @@ type options struct {
 	debug       bool
 	requirePass string
 	maxClients  int
+	maxMemory   string // --maxmemory as given; memoryLimit parses it
+	memPolicy   string
 	limits      server.Limits
 	heartbeat   time.Duration
 	pprof       string
@@ -56,6 +58,8 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.BoolVar(&o.debug, "enable-debug-command", false, "allow DEBUG CLOCK and DEBUG DIGEST (for tests)")
 	fs.StringVar(&o.requirePass, "requirepass", "", "password clients must give with AUTH or HELLO AUTH")
 	fs.IntVar(&o.maxClients, "maxclients", 10000, "maximum number of client connections")
+	fs.StringVar(&o.maxMemory, "maxmemory", "0", "bytes the keys may hold, over all shards (units k, kb, m, mb, g, gb; 0: no limit); see --maxmemory-policy")
+	fs.StringVar(&o.memPolicy, "maxmemory-policy", "noeviction", "at --maxmemory, a command that would create a key is refused with -OOM (noeviction), or the keys nearest to their reset are evicted (volatile-ttl)")
 	fs.Int64Var(&o.limits.MaxBulkLen, "max-bulk-len", 512*1024, "maximum bytes in one argument")
 	fs.Int64Var(&o.limits.MaxArgs, "max-args", 4096, "maximum arguments in one command")
 	fs.Int64Var(&o.limits.MaxRequestLen, "max-request-len", 4*1024*1024, "maximum bytes in one command")
@@ -160,6 +164,9 @@ func (o options) validate() error {
 	case o.metricsPort != 0 && o.metricsPort == o.port:
 		return invalid("metrics-port", "--metrics-port %d: is the client --port", o.metricsPort)
 	}
+	if _, err := o.memoryLimit(); err != nil {
+		return err
+	}
 	if _, err := parseLogLevel(o.logLevel); err != nil {
 		return invalid("log-level", "--log-level %q: must be debug, info, warn or error", o.logLevel)
 	}
@@ -167,6 +174,19 @@ func (o options) validate() error {
 		return invalid("log-format", "--log-format %q: must be text or json", o.logFormat)
 	}
 	return nil
+}
+
+// memoryLimit is --maxmemory and --maxmemory-policy.
+func (o options) memoryLimit() (server.MemoryLimit, error) {
+	bytes, err := server.ParseMemorySize(o.maxMemory)
+	if err != nil {
+		return server.MemoryLimit{}, invalid("maxmemory", "--maxmemory %q: %v", o.maxMemory, err)
+	}
+	policy, err := server.ParseMemoryPolicy(o.memPolicy)
+	if err != nil {
+		return server.MemoryLimit{}, invalid("maxmemory-policy", "--maxmemory-policy: %v", err)
+	}
+	return server.MemoryLimit{Bytes: bytes, Policy: policy}, nil
 }
 
 // members returns the cluster's members and this node's entry: the parsed
