@@ -21,20 +21,6 @@ type knownFailure struct {
 // each with its reproduction.
 var knownFailures = []*knownFailure{
 	{
-		id: "no-invalidation", kind: "rlserver bug",
-		client: regexp.MustCompile(`^rueidis$`), cases: regexp.MustCompile(`^cache-invalidation$`),
-		summary: "rlserver accepts CLIENT TRACKING ON but never sends an invalidation, so rueidis's " +
-			"client-side cache (on by default) keeps serving DoCache replies the server has made stale, for " +
-			"up to the TTL given to DoCache: PTTL of a limiter key after DEL, GET of a string after SET. " +
-			"Reproduction (RESP3, two connections): A: HELLO 3; A: CLIENT TRACKING ON -> +OK; B: SET k v1; " +
-			"A: GET k -> v1; B: SET k v2 -> +OK. Redis 7.0 then pushes to A " +
-			"\">2 $10 invalidate *1 $1 k\"; rlserver sends nothing. rueidis sends CLIENT TRACKING ON OPTIN " +
-			"and, before each DoCache, CLIENT CACHING YES, MULTI, PTTL k, <command>, EXEC. Expected: the " +
-			"invalidate push (RESP3) to every connection that read a key since CLIENT CACHING YES (OPTIN) or " +
-			"at all (default mode), when the key is written, deleted or expires. Workaround, tested: " +
-			"DisableCache: true (the cache-disabled case).",
-	},
-	{
 		id: "go-redis-reload", kind: "client behaviour",
 		client: regexp.MustCompile(`^go-redis$`), mode: "cluster", cases: regexp.MustCompile(`^failover-default$`),
 		summary: "go-redis v9 ClusterClient with default options keeps sending a dead leader's slots to it: " +
