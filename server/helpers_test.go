@@ -37,6 +37,7 @@ type serverOptions struct {
 	cfg     Config
 	shards  int
 	noDebug bool // start without DEBUG (no DebugClock given to New)
+	hidden  bool // hide the shards' write observer from the server
 }
 
 // option changes serverOptions.
@@ -47,6 +48,16 @@ func withShards(n int) option { return func(o *serverOptions) { o.shards = n } }
 
 // withoutDebug refuses DEBUG, as rlserver does without --enable-debug-command.
 func withoutDebug() option { return func(o *serverOptions) { o.noDebug = true } }
+
+// withoutWriteObserver gives the server shards that cannot report their
+// writes, as a node's shards it holds no replica of.
+func withoutWriteObserver() option { return func(o *serverOptions) { o.hidden = true } }
+
+// plainShards is Shards and nothing more: no write observer. (Embedded
+// through an alias, so that the field's name does not hide Shards.Shards.)
+type plainShards struct{ shardsOnly }
+
+type shardsOnly = Shards
 
 // withConfig lets a test change the configuration.
 func withConfig(fn func(*Config)) option { return func(o *serverOptions) { fn(&o.cfg) } }
@@ -69,7 +80,11 @@ func startServer(t testing.TB, opts ...option) *testServer {
 	if !o.noDebug {
 		debug = clock
 	}
-	srv := New(o.cfg, shards, clock, debug)
+	var backend Shards = shards
+	if o.hidden {
+		backend = plainShards{shards}
+	}
+	srv := New(o.cfg, backend, clock, debug)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -352,3 +352,79 @@ func TestTrackingQueueOverflowBecomesANullInvalidation(t *testing.T) {
 		t.Fatalf("two null invalidations queued as %q, want one", tr.pending)
 	}
 }
+
+// Keys of shards whose writes this node does not hear of (a cluster node
+// without a replica of them) cannot be tracked: their invalidation follows
+// the reply at once, so the client does not keep them.
+func TestTrackingUnobservedShardsInvalidateAtOnce(t *testing.T) {
+	s := startServer(t, withoutWriteObserver())
+	a := s.tracking(t)
+	a.expect("_\r\n", "GET", "k")
+	if got := a.read(); got != invalidation("k") {
+		t.Fatalf("after the reply: %q, want k invalidated", got)
+	}
+	a.expect(intReply(0), "EXISTS", "k", "j")
+	if got := a.read() + a.read(); got != invalidation("k")+invalidation("j") {
+		t.Fatalf("after the reply: %q, want k and j invalidated", got)
+	}
+	a.expectQuiet()
+}
+
+// Pushes go between replies, never inside one: a connection pipelining
+// reads of a key that another connection keeps writing reads well-formed
+// replies, in order, with invalidations between them.
+func TestTrackingPushesNeverSplitAReply(t *testing.T) {
+	s := startServer(t)
+	a := s.tracking(t)
+	b := s.dial(t)
+	b.expect("+OK\r\n", "SET", "k", strings.Repeat("v", 3000))
+	done := make(chan struct{})
+	writes := make(chan int, 1)
+	go func() { // the writer: a connection of its own, answered in turn
+		n := 0
+		defer func() { writes <- n }()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			b.send("SET", "k", strings.Repeat("w", 3000))
+			if b.read() != "+OK\r\n" {
+				return
+			}
+			n++
+		}
+	}()
+	var batch strings.Builder
+	for i := range 50 {
+		batch.WriteString(encode("GET", "k"))
+		if i == 49 {
+			batch.WriteString(encode("PING", "end"))
+		}
+	}
+	pushes := 0
+	for range 100 {
+		a.write(batch.String())
+		for replies := 0; replies < 51; {
+			got := a.read()
+			switch {
+			case strings.HasPrefix(got, ">"):
+				if got != invalidation("k") {
+					t.Fatalf("push %q", got)
+				}
+				pushes++
+			case replies < 50 && (got == bulkReply(strings.Repeat("v", 3000)) || got == bulkReply(strings.Repeat("w", 3000))):
+				replies++
+			case replies == 50 && got == bulkReply("end"):
+				replies++
+			default:
+				t.Fatalf("reply %d of the pipeline: %.80q", replies, got)
+			}
+		}
+	}
+	close(done)
+	if n := <-writes; n == 0 || pushes == 0 {
+		t.Fatalf("%d writes, %d invalidations: the test proved nothing", n, pushes)
+	}
+}

@@ -74,8 +74,9 @@ func (c *rawConn) readExact(n int) (string, error) {
 }
 
 // reply reads one whole reply and renders it as text: "+OK", "-ERR ...",
-// ":5", "$hello" (bulk), "_" (null), "*[...]" for arrays, "%{k v ...}" for
-// maps. It fails the test on a read error or malformed reply.
+// ":5", "$hello" (bulk), "_" (null), "*[...]" for arrays (and sets), "%{k v
+// ...}" for maps, ">[...]" for pushes. It fails the test on a read error or
+// malformed reply.
 func (c *rawConn) reply() string {
 	c.t.Helper()
 	s, err := c.tryReply()
@@ -126,7 +127,7 @@ func (c *rawConn) readReply() (string, error) {
 			return line, io.ErrUnexpectedEOF
 		}
 		return "$" + body[:n], nil
-	case '*', '%', '~':
+	case '*', '%', '~', '>':
 		n, err := strconv.Atoi(rest)
 		if err != nil {
 			return line, err
@@ -144,8 +145,11 @@ func (c *rawConn) readReply() (string, error) {
 			}
 		}
 		open, close := "*[", "]"
-		if head == '%' {
+		switch head {
+		case '%':
 			open, close = "%{", "}"
+		case '>': // a RESP3 push
+			open = ">["
 		}
 		return open + strings.Join(parts, " ") + close, nil
 	}
