@@ -46,17 +46,30 @@ import (
 // at once, so such reads are simply not cached.
 
 // Redis's texts for CLIENT TRACKING and CLIENT CACHING errors (networking.c,
-// clientCommand, Redis 7.0), and rlserver's for what it does not support.
+// clientCommand, Redis 7.0).
 var (
-	errTrackingPrefix  = errors.New("ERR PREFIX option requires BCAST mode to be enabled")
-	errTrackingBoth    = errors.New("ERR You can't specify both OPTIN mode and OPTOUT mode")
-	errTrackingSwitch  = errors.New("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.")
-	errCachingNotOpt   = errors.New("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled")
-	errCachingYes      = errors.New("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
-	errCachingNo       = errors.New("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
-	errTrackingRESP2   = errors.New("ERR Client tracking is currently not supported for RESP2. Please use RESP3.")
-	errTrackingRedir   = errors.New("ERR CLIENT TRACKING REDIRECT is not supported by rlserver: switch the connection to RESP3 (HELLO 3), which receives its invalidations itself")
-	errTrackingBcast   = errors.New("ERR CLIENT TRACKING BCAST and PREFIX are not supported by rlserver: invalidations are sent for the keys the connection reads")
+	errTrackingPrefix = errors.New("ERR PREFIX option requires BCAST mode to be enabled")
+	errTrackingBoth   = errors.New("ERR You can't specify both OPTIN mode and OPTOUT mode")
+	errTrackingSwitch = errors.New("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.")
+	errCachingNotOpt  = errors.New("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled")
+	errCachingYes     = errors.New("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
+	errCachingNo      = errors.New("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
+)
+
+// What rlserver refuses. Redis 7 accepts tracking on a RESP2 connection
+// without REDIRECT and then sends it nothing, which leaves a caching client
+// stale; rlserver refuses it in the words of Dragonfly, another server that
+// delivers invalidations on the connection only. REDIRECT (RESP2 clients'
+// pub/sub channel) and BCAST are not implemented.
+var (
+	errTrackingRESP2 = errors.New("ERR Client tracking is currently not supported for RESP2. Please use RESP3.")
+	errTrackingRedir = errors.New("ERR CLIENT TRACKING REDIRECT is not supported by rlserver: switch the connection to RESP3 (HELLO 3), which receives its invalidations itself")
+	errTrackingBcast = errors.New("ERR CLIENT TRACKING BCAST and PREFIX are not supported by rlserver: invalidations are sent for the keys the connection reads")
+)
+
+// Redis's invalidate push (tracking.c, sendTrackingMessage): one key, or a
+// null for every key.
+var (
 	nullInvalidation   = []byte(">2\r\n$10\r\ninvalidate\r\n_\r\n")
 	invalidationHeader = ">2\r\n$10\r\ninvalidate\r\n*1\r\n$"
 )
