@@ -35,6 +35,12 @@ const maxWireKey = 1 << 20
 // errBadEntry reports bytes that do not decode to a valid batch.
 var errBadEntry = errors.New("malformed batch")
 
+// ErrNewerEntry reports an entry of a version, or with an op, that only a
+// newer rlserver knows. A replica must not skip it, as it skips a malformed
+// one that every replica refuses alike: the others apply it, and the state
+// would diverge. The replica halts instead (see RaftShards.Halted).
+var ErrNewerEntry = errors.New("a Raft entry written by a newer rlserver: upgrade this node")
+
 // appendBatch encodes the commands of reqs, stamped with now.
 func appendBatch(b []byte, now int64, reqs []*Request) []byte {
 	n := 0
@@ -82,6 +88,9 @@ func appendCommand(b []byte, c *engine.Command, version byte) []byte {
 func decodeBatch(data []byte, cmds []engine.Command) (int64, []engine.Command, error) {
 	d := wire{b: data}
 	version := d.byte()
+	if version > entryVersion2 {
+		return 0, cmds, fmt.Errorf("%w (entry version %d)", ErrNewerEntry, version)
+	}
 	if version != entryVersion1 && version != entryVersion2 {
 		return 0, cmds, fmt.Errorf("%w: unknown version", errBadEntry)
 	}
@@ -107,6 +116,9 @@ func decodeBatch(data []byte, cmds []engine.Command) (int64, []engine.Command, e
 		}
 		for j := range c.Args {
 			c.Args[j] = d.varint()
+		}
+		if d.err == nil && !c.Op.Known() {
+			d.err = fmt.Errorf("%w (op %d)", ErrNewerEntry, c.Op)
 		}
 		if d.err == nil && !c.Valid() {
 			d.err = fmt.Errorf("%w: invalid command %d", errBadEntry, c.Op)

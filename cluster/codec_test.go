@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/rlserver/rlserver/engine"
 )
 
@@ -123,4 +125,47 @@ func FuzzDecodeResult(f *testing.F) {
 			t.Fatalf("decoded %d extras", res.NExtras)
 		}
 	})
+}
+
+// An entry only a newer rlserver knows halts the replica: it applies nothing
+// more and takes no snapshot (its state would no longer be the state at its
+// applied index), and the node is told to stop.
+func TestNewerEntryHaltsTheReplica(t *testing.T) {
+	plain := appendBatch(nil, 5, []*Request{{Cmds: []engine.Command{{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{5, 1000, 0, 1}}}}})
+	newerVersion := append([]byte{entryVersion2 + 1}, plain[1:]...)
+	unknownOp := bytes.Clone(plain)
+	unknownOp[3] = 200 // the first command's op
+	for name, entry := range map[string][]byte{"version": newerVersion, "op": unknownOp} {
+		t.Run(name, func(t *testing.T) {
+			halt := make(chan error, 1)
+			f := newShardFSM(0, &observerSlot{}, halt)
+			out := f.ApplyBatch([]*raft.Log{
+				{Index: 1, Type: raft.LogCommand, Data: plain},
+				{Index: 2, Type: raft.LogCommand, Data: entry},
+				{Index: 3, Type: raft.LogCommand, Data: plain},
+			})
+			if _, ok := out[0].([]engine.Result); !ok {
+				t.Fatalf("entry 1: %v", out[0])
+			}
+			for i := 1; i < 3; i++ {
+				if err, _ := out[i].(error); !errors.Is(err, ErrNewerEntry) {
+					t.Fatalf("entry %d: %v, want ErrNewerEntry", i+1, out[i])
+				}
+			}
+			select {
+			case err := <-halt:
+				if !errors.Is(err, ErrNewerEntry) {
+					t.Fatal(err)
+				}
+			default:
+				t.Fatal("the node was not told")
+			}
+			if _, err := f.Snapshot(); !errors.Is(err, ErrNewerEntry) {
+				t.Fatalf("snapshot of a halted replica: %v", err)
+			}
+			if n := f.shard.Stats().Keys; n != 1 {
+				t.Fatalf("%d keys: entry 3 was applied after the halt", n)
+			}
+		})
+	}
 }

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -23,10 +25,15 @@ type shardFSM struct {
 	// applies (see WriteObserver).
 	index    int
 	observer *observerSlot
+	// halted is set by an entry only a newer rlserver can apply: from then
+	// on the replica applies nothing and takes no snapshot, and halt is
+	// told, so that the process stops rather than let its state diverge.
+	halted error
+	halt   chan<- error
 }
 
-func newShardFSM(index int, observer *observerSlot) *shardFSM {
-	return &shardFSM{shard: engine.NewShard(), index: index, observer: observer}
+func newShardFSM(index int, observer *observerSlot, halt chan<- error) *shardFSM {
+	return &shardFSM{shard: engine.NewShard(), index: index, observer: observer, halt: halt}
 }
 
 // Apply applies one entry; Raft calls ApplyBatch instead when it can.
@@ -46,8 +53,21 @@ func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 		if l.Type != raft.LogCommand {
 			continue
 		}
+		if f.halted != nil {
+			out[i] = f.halted
+			continue
+		}
 		now, cmds, err := decodeBatch(l.Data, f.cmds[:0])
 		f.cmds = cmds[:0]
+		if errors.Is(err, ErrNewerEntry) {
+			f.halted = fmt.Errorf("shard %d, entry %d: %w", f.index, l.Index, err)
+			out[i] = f.halted
+			select {
+			case f.halt <- f.halted:
+			default: // another shard said so first
+			}
+			continue
+		}
 		if err != nil {
 			out[i] = err
 			continue
@@ -69,6 +89,9 @@ func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 func (f *shardFSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.halted != nil {
+		return nil, f.halted // its state is not the state at the applied index
+	}
 	return &fsmSnapshot{state: f.shard.AppendSnapshot(nil)}, nil
 }
 

@@ -95,6 +95,8 @@ type RaftShards struct {
 	wg      sync.WaitGroup
 	// observer hears of what this node's replicas apply (SetWriteObserver).
 	observer observerSlot
+	// halted receives the first ErrNewerEntry a replica meets (Halted).
+	halted chan error
 
 	mu     sync.RWMutex // held for reading while submitting, for writing to close
 	closed bool
@@ -106,7 +108,7 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 	fp := fingerprint(cfg.Members, cfg.Shards)
 	n := &RaftShards{
 		cfg: cfg, groups: make([]atomic.Pointer[group], cfg.Shards), foreign: make([]atomic.Pointer[Member], cfg.Shards),
-		fwd: newForwarder(cfg.Dial, fp), stop: make(chan struct{}),
+		fwd: newForwarder(cfg.Dial, fp), stop: make(chan struct{}), halted: make(chan error, 1),
 	}
 	if len(cfg.Members) > 1 && cfg.Bus == nil {
 		return nil, errors.New("a cluster needs a bus listener")
@@ -135,7 +137,7 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 		if trans == nil {
 			continue
 		}
-		g, err := openGroup(&n.cfg, shard, Replicas(cfg.Members, shard), trans, &n.observer)
+		g, err := openGroup(&n.cfg, shard, Replicas(cfg.Members, shard), trans, &n.observer, n.halted)
 		if err != nil {
 			n.shutdown(false)
 			return nil, err
@@ -401,6 +403,11 @@ func (n *RaftShards) Read(shard int, cmd engine.Command) (engine.Result, error) 
 	<-done
 	return r.Results[0], r.Err
 }
+
+// Halted reports, once, that a replica met an entry only a newer rlserver
+// can apply (ErrNewerEntry) and stopped applying: the process must stop,
+// without the snapshot Close would take, and be upgraded.
+func (n *RaftShards) Halted() <-chan error { return n.halted }
 
 // Close stops the node in order: no new requests, leadership handed over,
 // a snapshot of every shard, then Raft and the stores closed.

@@ -51,7 +51,13 @@ const (
 	OpExpire // Args[0]: ms, Args[1]: 1 when absolute; Flags NX XX GT LT
 
 	OpMemoryLimit // Args[0]: bytes (0: no limit), Args[1]: MemoryPolicy
+
+	opLast = OpMemoryLimit // the latest op: move it when adding one
 )
+
+// Known reports whether this engine knows op: a log entry holding an op it
+// does not know was written by a newer rlserver.
+func (op Op) Known() bool { return op > opNone && op <= opLast }
 
 // kinds maps the decision ops to the algorithm they use.
 var kinds = map[Op]Kind{

@@ -139,11 +139,21 @@ func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 	log.Info("rlserver ready", "version", version, "addr", ln.Addr().String(), "shards", o.shards, "mode", mode, "debug", o.debug)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	var halted <-chan error // nil in memory: never ready
+	if raft != nil {
+		halted = raft.Halted()
+	}
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
 	case err = <-served:
 		log.Error("listener failed", "err", err)
+	case err = <-halted:
+		// Stop at once, as a crash would: closing in order would snapshot
+		// a state that skipped the entry. On restart the node replays its
+		// log and stops here again, until it is upgraded.
+		log.Error("stopping: this node cannot apply its Raft log", "err", err)
+		return err
 	}
 	if m != nil {
 		m.Stopping()
