@@ -22,20 +22,27 @@ type windowCount struct {
 func (w FixedWindow) Decide(st windowCount, now, cost int64) (windowCount, Decision) {
 	now = max(now, st.Start)
 	start := now - now%w.Window
+	return decideInWindow(w.Limit, st, start, start+w.Window, now, cost)
+}
+
+// decideInWindow grants or refuses cost against limit in the window
+// [start, end) that holds now, counting from zero when st is of an earlier
+// window: the fixed window's decision, and the calendar quota's.
+func decideInWindow(limit int64, st windowCount, start, end, now, cost int64) (windowCount, Decision) {
 	if st.Start != start {
 		st = windowCount{Start: start}
 	}
-	left := start + w.Window - now
-	available := w.Limit - st.Count
+	left := end - now
+	available := limit - st.Count
 	var d Decision
 	switch {
-	case cost > w.Limit:
-		d = denied(w.Limit, available, RetryNever)
+	case cost > limit:
+		d = denied(limit, available, RetryNever)
 	case cost <= available:
-		d = granted(w.Limit, available, cost)
+		d = granted(limit, available, cost)
 		st.Count += cost
 	default:
-		d = denied(w.Limit, available, left)
+		d = denied(limit, available, left)
 	}
 	if st.Count > 0 {
 		d.ResetAfter = left

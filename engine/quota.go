@@ -58,25 +58,7 @@ func (q Quota) bounds(now int64) (start, end int64) {
 func (q Quota) Decide(st windowCount, now, cost int64) (windowCount, Decision) {
 	now = max(now, st.Start)
 	start, end := q.bounds(now)
-	if st.Start != start {
-		st = windowCount{Start: start}
-	}
-	left := end - now
-	available := q.Limit - st.Count
-	var d Decision
-	switch {
-	case cost > q.Limit:
-		d = denied(q.Limit, available, RetryNever)
-	case cost <= available:
-		d = granted(q.Limit, available, cost)
-		st.Count += cost
-	default:
-		d = denied(q.Limit, available, left)
-	}
-	if st.Count > 0 {
-		d.ResetAfter = left
-	}
-	return st, d
+	return decideInWindow(q.Limit, st, start, end, now, cost)
 }
 
 // periodEnd is when st's period ends.
