@@ -89,6 +89,7 @@ const (
 	IDDiscard
 	IDDebug
 	IDMemory
+	IDACL
 )
 
 // Arg documents one argument for COMMAND DOCS and the reference docs.
@@ -121,6 +122,9 @@ type Spec struct {
 	// SameSlot: the keys must share a hash slot even on a standalone server,
 	// because the command runs as one step on one shard (RL.ALL).
 	SameSlot bool
+	// Index is the spec's place among every command and subcommand (see
+	// Specs), dense from 0, so that a user's permissions are a bitmap.
+	Index int
 	// parse appends the engine commands for args to dst (RouteKey only).
 	parse func(args [][]byte, dst []engine.Command) ([]engine.Command, error)
 }

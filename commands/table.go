@@ -117,10 +117,12 @@ func serverCommand(id ID, name string, arity int, flags, cats []string, group, s
 	}
 }
 
-// sub builds a subcommand spec of parent.
-func sub(parent, name string, arity int, flags []string, summary string, args ...Arg) *Spec {
+// sub builds a subcommand spec of parent. Its ACL categories are its own,
+// as in Redis: a user's rules allow or deny each subcommand (CONFIG GET but
+// not CONFIG SET).
+func sub(parent, name string, arity int, flags, cats []string, summary string, args ...Arg) *Spec {
 	return &Spec{
-		Name: parent + "|" + name, Arity: arity, Flags: flags, Group: "server",
+		Name: parent + "|" + name, Arity: arity, Flags: flags, Categories: cats, Group: "server",
 		Since: "1.0.0", Complexity: "O(1)", Summary: summary, Args: args, Route: RouteServer,
 	}
 }
@@ -129,9 +131,24 @@ var (
 	connFlags  = []string{"noscript", "loading", "stale", "fast", "no_auth"}
 	connCats   = []string{"@connection", "@fast"}
 	adminFlags = []string{"admin", "noscript", "loading", "stale"}
-	adminCats  = []string{"@admin", "@slow", "@dangerous"}
-	infoFlags  = []string{"loading", "stale"}
-	infoCats   = []string{"@slow"}
+	// aclFlags are Redis's flags of the ACL subcommands.
+	aclFlags      = []string{"noscript", "loading", "stale", "sentinel"}
+	aclAdminFlags = []string{"admin", "noscript", "loading", "stale", "sentinel"}
+	adminCats     = []string{"@admin", "@slow", "@dangerous"}
+	infoFlags     = []string{"loading", "stale"}
+	// INFO is read-only inspection: in @read, with the keys' readers, so that
+	// a monitoring user needs no more than +@read. (Redis files it under
+	// @dangerous; rlserver's INFO holds no secret.)
+	infoCats = []string{"@read", "@slow"}
+	// The categories of subcommands, as Redis 7 files its own.
+	slowCats      = []string{"@slow"}
+	connSubCats   = []string{"@slow", "@connection"}
+	adminConnCats = []string{"@admin", "@slow", "@dangerous", "@connection"}
+	// RL.POLICY GET and LIST inspect; SET and DEL change every client's
+	// limits, so they are administration, outside @ratelimit: a caller
+	// allowed its decisions (+@ratelimit) cannot loosen its own limits.
+	policyReadCats  = []string{"@read", "@ratelimit", "@slow"}
+	policyWriteCats = []string{"@write", "@admin", "@slow", "@dangerous"}
 )
 
 var table = []*Spec{
@@ -192,18 +209,18 @@ var table = []*Spec{
 		Route: RouteKey, SameSlot: true, parse: parseAll,
 	},
 	{
-		ID: IDPolicy, Name: "rl.policy", Arity: -2, Categories: []string{"@ratelimit", "@slow"}, Group: "ratelimit",
+		ID: IDPolicy, Name: "rl.policy", Arity: -2, Categories: slowCats, Group: "ratelimit",
 		Since: "1.1.0", Complexity: "O(1)", Summary: "Named limits kept on the server, replicated with the data.", Route: RouteServer,
 		Sub: []*Spec{
-			sub("rl.policy", "set", -5, []string{"write", "denyoom"},
+			sub("rl.policy", "set", -5, []string{"write", "denyoom"}, policyWriteCats,
 				"Defines or changes a policy: RL.POLICY SET name ALGORITHM parameters... [SHADOW]. Takes effect at once for every client.",
 				Arg{Name: "name", Type: "string"}, Arg{Name: "algorithm", Type: "string"},
 				Arg{Name: "parameters", Type: "string", Multiple: true}, Arg{Name: "shadow", Type: "pure-token", Token: "SHADOW", Optional: true}),
-			sub("rl.policy", "get", 3, []string{"readonly"}, "A policy's definition and counters (checks, denied, shadow_denied); nil if none.",
+			sub("rl.policy", "get", 3, []string{"readonly"}, policyReadCats, "A policy's definition and counters (checks, denied, shadow_denied); nil if none.",
 				Arg{Name: "name", Type: "string"}),
-			sub("rl.policy", "list", 2, []string{"readonly"}, "Every policy: its name and its definition."),
-			sub("rl.policy", "del", 3, []string{"write"}, "Deletes a policy. Replies 1 if it existed.", Arg{Name: "name", Type: "string"}),
-			sub("rl.policy", "help", 2, []string{"loading", "stale"}, "Lists the RL.POLICY subcommands."),
+			sub("rl.policy", "list", 2, []string{"readonly"}, policyReadCats, "Every policy: its name and its definition."),
+			sub("rl.policy", "del", 3, []string{"write"}, policyWriteCats, "Deletes a policy. Replies 1 if it existed.", Arg{Name: "name", Type: "string"}),
+			sub("rl.policy", "help", 2, []string{"loading", "stale"}, policyReadCats, "Lists the RL.POLICY subcommands."),
 		},
 	},
 	keyCommand(IDInfoKey, "rl.info", 2, engine.OpInfo, false, "ratelimit",
@@ -295,15 +312,15 @@ var table = []*Spec{
 		ID: IDClient, Name: "client", Arity: -2, Categories: []string{"@slow"}, Group: "connection", Since: "1.0.0",
 		Complexity: "O(1)", Summary: "Connection management.", Route: RouteServer,
 		Sub: []*Spec{
-			sub("client", "setname", 3, connFlags, "Names the connection.", Arg{Name: "connection-name", Type: "string"}),
-			sub("client", "getname", 2, connFlags, "Returns the connection's name."),
-			sub("client", "setinfo", 4, connFlags, "Records the client library's name or version.",
+			sub("client", "setname", 3, connFlags, connSubCats, "Names the connection.", Arg{Name: "connection-name", Type: "string"}),
+			sub("client", "getname", 2, connFlags, connSubCats, "Returns the connection's name."),
+			sub("client", "setinfo", 4, connFlags, connSubCats, "Records the client library's name or version.",
 				Arg{Name: "attr", Type: "oneof", Args: []Arg{{Name: "libname", Type: "string", Token: "LIB-NAME"}, {Name: "libver", Type: "string", Token: "LIB-VER"}}}),
-			sub("client", "id", 2, connFlags, "Returns the connection's id."),
-			sub("client", "info", 2, connFlags, "Describes this connection, as a CLIENT LIST line."),
-			sub("client", "list", -2, []string{"admin", "noscript", "loading", "stale"}, "Lists the connections.",
+			sub("client", "id", 2, connFlags, connSubCats, "Returns the connection's id."),
+			sub("client", "info", 2, connFlags, connSubCats, "Describes this connection, as a CLIENT LIST line."),
+			sub("client", "list", -2, []string{"admin", "noscript", "loading", "stale"}, adminConnCats, "Lists the connections.",
 				Arg{Name: "client-type", Type: "string", Token: "TYPE", Optional: true}),
-			sub("client", "tracking", -3, connFlags,
+			sub("client", "tracking", -3, connFlags, connSubCats,
 				"Client-side caching (RESP3): invalidation pushes for the keys the connection reads. OPTIN, OPTOUT and NOLOOP as Redis; no REDIRECT, BCAST or PREFIX.",
 				Arg{Name: "status", Type: "oneof", Args: []Arg{{Name: "on", Type: "pure-token", Token: "ON"}, {Name: "off", Type: "pure-token", Token: "OFF"}}},
 				Arg{Name: "client-id", Type: "integer", Token: "REDIRECT", Optional: true},
@@ -312,13 +329,13 @@ var table = []*Spec{
 				Arg{Name: "optin", Type: "pure-token", Token: "OPTIN", Optional: true},
 				Arg{Name: "optout", Type: "pure-token", Token: "OPTOUT", Optional: true},
 				Arg{Name: "noloop", Type: "pure-token", Token: "NOLOOP", Optional: true}),
-			sub("client", "caching", 3, connFlags, "Tracks, or does not, the keys of the next command (OPTIN, OPTOUT modes).",
+			sub("client", "caching", 3, connFlags, connSubCats, "Tracks, or does not, the keys of the next command (OPTIN, OPTOUT modes).",
 				Arg{Name: "mode", Type: "oneof", Args: []Arg{{Name: "yes", Type: "pure-token", Token: "YES"}, {Name: "no", Type: "pure-token", Token: "NO"}}}),
-			sub("client", "getredir", 2, connFlags, "Where invalidations are redirected: 0 while tracking (never redirected), -1 while not."),
-			sub("client", "trackinginfo", 2, connFlags, "The connection's tracking flags, redirect and prefixes."),
-			sub("client", "no-evict", 3, connFlags, "Accepted; rlserver never evicts clients.", Arg{Name: "enabled", Type: "string"}),
-			sub("client", "no-touch", 3, connFlags, "Accepted; rlserver keys have no access time.", Arg{Name: "enabled", Type: "string"}),
-			sub("client", "help", 2, connFlags, "Lists the CLIENT subcommands."),
+			sub("client", "getredir", 2, connFlags, connSubCats, "Where invalidations are redirected: 0 while tracking (never redirected), -1 while not."),
+			sub("client", "trackinginfo", 2, connFlags, connSubCats, "The connection's tracking flags, redirect and prefixes."),
+			sub("client", "no-evict", 3, connFlags, adminConnCats, "Accepted; rlserver never evicts clients.", Arg{Name: "enabled", Type: "string"}),
+			sub("client", "no-touch", 3, connFlags, connSubCats, "Accepted; rlserver keys have no access time.", Arg{Name: "enabled", Type: "string"}),
+			sub("client", "help", 2, connFlags, connSubCats, "Lists the CLIENT subcommands."),
 		},
 	},
 	serverCommand(IDInfo, "info", -1, infoFlags, infoCats, "server",
@@ -329,27 +346,27 @@ var table = []*Spec{
 		Group: "server", Since: "1.0.0", Complexity: "O(N) where N is the number of commands",
 		Summary: "Describes the commands, as Redis 7 does.", Route: RouteServer,
 		Sub: []*Spec{
-			sub("command", "count", 2, infoFlags, "Number of commands."),
-			sub("command", "info", -2, infoFlags, "Describes the named commands (all of them if none is named).",
+			sub("command", "count", 2, infoFlags, connSubCats, "Number of commands."),
+			sub("command", "info", -2, infoFlags, connSubCats, "Describes the named commands (all of them if none is named).",
 				Arg{Name: "command-name", Type: "string", Optional: true, Multiple: true}),
-			sub("command", "docs", -2, infoFlags, "Documents the named commands (all of them if none is named).",
+			sub("command", "docs", -2, infoFlags, connSubCats, "Documents the named commands (all of them if none is named).",
 				Arg{Name: "command-name", Type: "string", Optional: true, Multiple: true}),
-			sub("command", "list", -2, infoFlags, "Names every command."),
-			sub("command", "getkeys", -3, infoFlags, "Extracts the keys of a full command.",
+			sub("command", "list", -2, infoFlags, connSubCats, "Names every command."),
+			sub("command", "getkeys", -3, infoFlags, connSubCats, "Extracts the keys of a full command.",
 				Arg{Name: "command", Type: "string"}, Arg{Name: "arg", Type: "string", Optional: true, Multiple: true}),
-			sub("command", "help", 2, infoFlags, "Lists the COMMAND subcommands."),
+			sub("command", "help", 2, infoFlags, connSubCats, "Lists the COMMAND subcommands."),
 		},
 	},
 	{
 		ID: IDConfig, Name: "config", Arity: -2, Categories: []string{"@slow"}, Group: "server", Since: "1.0.0",
 		Complexity: "O(N) where N is the number of parameters", Summary: "Reads the server's configuration.", Route: RouteServer,
 		Sub: []*Spec{
-			sub("config", "get", -3, adminFlags, "Returns the parameters that match the patterns.",
+			sub("config", "get", -3, adminFlags, adminCats, "Returns the parameters that match the patterns.",
 				Arg{Name: "parameter", Type: "string", Multiple: true}),
-			sub("config", "set", -4, adminFlags, "Refused: rlserver's configuration is set at start-up.",
+			sub("config", "set", -4, adminFlags, adminCats, "Refused: rlserver's configuration is set at start-up.",
 				Arg{Name: "parameter", Type: "string"}, Arg{Name: "value", Type: "string"}),
-			sub("config", "resetstat", 2, adminFlags, "Resets the statistics INFO reports."),
-			sub("config", "help", 2, infoFlags, "Lists the CONFIG subcommands."),
+			sub("config", "resetstat", 2, adminFlags, adminCats, "Resets the statistics INFO reports."),
+			sub("config", "help", 2, infoFlags, slowCats, "Lists the CONFIG subcommands."),
 		},
 	},
 	serverCommand(IDTime, "time", 1, []string{"loading", "stale", "fast"}, []string{"@fast"}, "server",
@@ -360,13 +377,13 @@ var table = []*Spec{
 		ID: IDCluster, Name: "cluster", Arity: -2, Categories: []string{"@slow"}, Group: "cluster", Since: "1.0.0",
 		Complexity: "O(1)", Summary: "Cluster topology.", Route: RouteServer,
 		Sub: []*Spec{
-			sub("cluster", "keyslot", 3, []string{"stale"}, "The hash slot of a key.", Arg{Name: "key", Type: "string"}),
-			sub("cluster", "slots", 2, []string{"loading", "stale"}, "The slot ranges and the nodes that serve them."),
-			sub("cluster", "shards", 2, []string{"loading", "stale"}, "The shards, their slots and nodes."),
-			sub("cluster", "nodes", 2, []string{"loading", "stale"}, "The nodes, in Redis Cluster's text format."),
-			sub("cluster", "info", 2, []string{"loading", "stale"}, "Cluster state and counters."),
-			sub("cluster", "myid", 2, []string{"loading", "stale"}, "This node's id."),
-			sub("cluster", "help", 2, []string{"loading", "stale"}, "Lists the CLUSTER subcommands."),
+			sub("cluster", "keyslot", 3, []string{"stale"}, slowCats, "The hash slot of a key.", Arg{Name: "key", Type: "string"}),
+			sub("cluster", "slots", 2, []string{"loading", "stale"}, slowCats, "The slot ranges and the nodes that serve them."),
+			sub("cluster", "shards", 2, []string{"loading", "stale"}, slowCats, "The shards, their slots and nodes."),
+			sub("cluster", "nodes", 2, []string{"loading", "stale"}, slowCats, "The nodes, in Redis Cluster's text format."),
+			sub("cluster", "info", 2, []string{"loading", "stale"}, slowCats, "Cluster state and counters."),
+			sub("cluster", "myid", 2, []string{"loading", "stale"}, slowCats, "This node's id."),
+			sub("cluster", "help", 2, []string{"loading", "stale"}, slowCats, "Lists the CLUSTER subcommands."),
 		},
 	},
 	serverCommand(IDMulti, "multi", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"},
@@ -376,19 +393,42 @@ var table = []*Spec{
 	serverCommand(IDDiscard, "discard", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"},
 		"transactions", "Drops the queued commands."),
 	{
+		ID: IDACL, Name: "acl", Arity: -2, Categories: slowCats, Group: "server", Since: "1.2.0",
+		Complexity: "O(N) where N is the number of users", Summary: "Users and their permissions, read from --aclfile at start-up.", Route: RouteServer,
+		Sub: []*Spec{
+			sub("acl", "whoami", 2, aclFlags, slowCats, "The user this connection is authenticated as."),
+			sub("acl", "users", 2, aclAdminFlags, adminCats, "Every user's name."),
+			sub("acl", "list", 2, aclAdminFlags, adminCats, "Every user's rules, as the aclfile would say them (passwords as their SHA-256)."),
+			sub("acl", "getuser", 3, aclAdminFlags, adminCats, "A user's flags, password hashes, commands and key patterns.",
+				Arg{Name: "username", Type: "string"}),
+			sub("acl", "cat", -2, aclFlags, slowCats, "The ACL categories, or the commands in one.",
+				Arg{Name: "category", Type: "string", Optional: true}),
+			sub("acl", "genpass", -2, aclFlags, slowCats, "A random password, 256 bits (or the bits given) as hex.",
+				Arg{Name: "bits", Type: "integer", Optional: true}),
+			sub("acl", "setuser", -3, aclAdminFlags, adminCats, "Refused: users are read from --aclfile at start-up; edit the file and restart.",
+				Arg{Name: "username", Type: "string"}, Arg{Name: "rule", Type: "string", Optional: true, Multiple: true}),
+			sub("acl", "deluser", -3, aclAdminFlags, adminCats, "Refused: users are read from --aclfile at start-up; edit the file and restart.",
+				Arg{Name: "username", Type: "string", Multiple: true}),
+			sub("acl", "load", 2, aclAdminFlags, adminCats, "Refused: users are read from --aclfile at start-up; edit the file and restart."),
+			sub("acl", "save", 2, aclAdminFlags, adminCats, "Refused: users are read from --aclfile at start-up, never written."),
+			sub("acl", "help", 2, aclFlags, slowCats, "Lists the ACL subcommands."),
+		},
+	},
+	{
 		ID: IDMemory, Name: "memory", Arity: -2, Categories: []string{"@slow"}, Group: "server", Since: "1.0.0",
 		Complexity: "O(1)", Summary: "Memory introspection, as Redis's MEMORY.", Route: RouteServer,
 		Sub: []*Spec{
 			{
 				Name: "memory|usage", Arity: -3, Flags: []string{"readonly"}, FirstKey: 2, LastKey: 2, KeyStep: 1,
-				Group: "server", Since: "1.0.0", Complexity: "O(1)",
+				Categories: []string{"@read", "@slow"},
+				Group:      "server", Since: "1.0.0", Complexity: "O(1)",
 				Summary: "The bytes a key holds, as rlserver estimates them (its slot, index entry, key and log); nil if absent.",
 				Args:    []Arg{argKey, {Name: "count", Type: "integer", Token: "SAMPLES", Optional: true}},
 				Route:   RouteKey, parse: parseMemoryUsage,
 			},
-			sub("memory", "stats", 2, []string{"readonly"}, "Memory figures: the Go heap, the keys and their estimated bytes."),
-			sub("memory", "purge", 2, []string{}, "Runs the garbage collector and returns free memory to the system; INFO's used_memory is then what is live."),
-			sub("memory", "help", 2, []string{"loading", "stale"}, "Lists the MEMORY subcommands."),
+			sub("memory", "stats", 2, []string{"readonly"}, slowCats, "Memory figures: the Go heap, the keys and their estimated bytes."),
+			sub("memory", "purge", 2, []string{}, slowCats, "Runs the garbage collector and returns free memory to the system; INFO's used_memory is then what is live."),
+			sub("memory", "help", 2, []string{"loading", "stale"}, slowCats, "Lists the MEMORY subcommands."),
 		},
 	},
 	{
@@ -396,11 +436,11 @@ var table = []*Spec{
 		Categories: adminCats, Group: "server", Since: "1.0.0", Complexity: "O(1)",
 		Summary: "Testing aids, refused unless rlserver runs with --enable-debug-command.", Route: RouteServer,
 		Sub: []*Spec{
-			sub("debug", "clock", -3, adminFlags,
+			sub("debug", "clock", -3, adminFlags, adminCats,
 				"DEBUG CLOCK SET <unix_ms> fixes the clock decisions use; DEBUG CLOCK ADVANCE <ms> moves it; DEBUG CLOCK GET reads it; DEBUG CLOCK REAL returns to the system clock.",
 				Arg{Name: "action", Type: "string"}, Arg{Name: "ms", Type: "integer", Optional: true}),
-			sub("debug", "digest", 2, adminFlags, "A SHA-256 of every live key and its state: replicas that agree have the same digest."),
-			sub("debug", "help", 2, adminFlags, "Lists the DEBUG subcommands."),
+			sub("debug", "digest", 2, adminFlags, adminCats, "A SHA-256 of every live key and its state: replicas that agree have the same digest."),
+			sub("debug", "help", 2, adminFlags, adminCats, "Lists the DEBUG subcommands."),
 		},
 	},
 }

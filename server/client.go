@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"net"
 	"slices"
 	"sync"
@@ -16,6 +17,7 @@ type client struct {
 	srv     *Server
 	nc      net.Conn
 	tracked *trackedConn // nil when the connection did not come from Serve
+	tlsConn *tls.Conn    // the connection's TLS layer, nil for a plain one
 	id      int64
 	addr    string
 	laddr   string
@@ -29,7 +31,13 @@ type client struct {
 	name     string                        // CLIENT SETNAME
 	libName  string                        // CLIENT SETINFO LIB-NAME
 	libVer   string                        // CLIENT SETINFO LIB-VER
+	userName string                        // user's name
 
+	// user is who the connection acts as: the default user until AUTH or
+	// HELLO AUTH names another (setUser; CLIENT LIST reads its name under
+	// mu). authed: it may run commands (the default user is on and takes no
+	// password, or a password was given).
+	user   *User
 	authed bool
 	quit   bool // QUIT: close once the replies are written
 	// clusterAware: the connection asked for the topology, so it is a
@@ -58,12 +66,14 @@ func newClient(s *Server, nc net.Conn) *client {
 		addr:    nc.RemoteAddr().String(),
 		laddr:   nc.LocalAddr().String(),
 		created: time.Now(),
-		authed:  s.cfg.RequirePass == "",
+		authed:  s.acl.openAccess(),
 		in:      make([]byte, readSize),
 	}
 	if g, ok := nc.(*guardConn); ok {
 		c.tracked, _ = g.Conn.(*trackedConn)
 	}
+	c.tlsConn = tlsOf(c.tracked)
+	c.setUser(s.acl.def)
 	c.lastCmd.Store(c.created.UnixMilli())
 	c.batch.init(s.shards.Shards())
 	c.tx.reset()
@@ -74,6 +84,14 @@ func newClient(s *Server, nc net.Conn) *client {
 func (c *client) setName(name string) {
 	c.mu.Lock()
 	c.name = name
+	c.mu.Unlock()
+}
+
+// setUser makes the connection act as u.
+func (c *client) setUser(u *User) {
+	c.user = u
+	c.mu.Lock()
+	c.userName = u.name
 	c.mu.Unlock()
 }
 
@@ -88,7 +106,8 @@ func (c *client) names() (name, libName, libVer string) {
 func (c *client) resetState() {
 	c.resp3.Store(false)
 	c.setName("")
-	c.authed = c.srv.cfg.RequirePass == ""
+	c.setUser(c.srv.acl.def)
+	c.authed = c.srv.acl.openAccess()
 	c.clusterAware = false
 	c.tx.reset()
 	c.stopTracking() // Redis's RESET turns tracking off too
@@ -120,6 +139,10 @@ func (c *client) execOne(args [][]byte, out []byte) []byte {
 		err = spec.CheckArity(args)
 	case !c.authed && !noAuth(spec.ID):
 		err = errNoAuth
+	case !c.user.unrestricted && !noAuth(spec.ID):
+		// Redis checks permissions right after authentication, before the
+		// key's slot, and never for the commands that authenticate.
+		err = c.user.permission(spec, args)
 	}
 	if err != nil {
 		c.batch.addError(err)
@@ -146,7 +169,8 @@ func (c *client) execOne(args [][]byte, out []byte) []byte {
 	return c.serverCommand(spec, args, out)
 }
 
-// noAuth reports whether a command may run before authentication.
+// noAuth reports whether a command may run before authentication, and
+// whatever the user's permissions (Redis's no-auth commands).
 func noAuth(id commands.ID) bool {
 	return id == commands.IDAuth || id == commands.IDHello || id == commands.IDQuit || id == commands.IDResetConn
 }

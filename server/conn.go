@@ -25,6 +25,15 @@ func (c *client) serve() {
 	defer c.srv.forget(c)
 	defer c.stopTracking()
 	defer c.nc.Close()
+	if !c.handshake() {
+		return
+	}
+	if c.srv.protectedRefuses(c.nc.RemoteAddr()) {
+		c.srv.stats.rejected.Add(1)
+		c.nc.SetWriteDeadline(time.Now().Add(refuseTimeout))
+		c.nc.Write([]byte(deniedReply))
+		return
+	}
 	var pending []byte // bytes of an incomplete command, at the front of c.in
 	for {
 		n, err := c.read(len(pending))

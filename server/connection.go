@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"time"
@@ -22,16 +21,18 @@ var (
 	errDBRange    = errors.New("ERR DB index is out of range")
 )
 
-// authenticate checks a user and password against --requirepass, in
-// constant time. The only user is "default"; without --requirepass it has
-// no password and accepts any, as Redis's "nopass" default user does.
+// authenticate checks a user and password (the default user when user is
+// nil) against the users (see acl.go), and on success makes the connection
+// act as that user. A failure leaves it as it was, as in Redis.
 func (c *client) authenticate(user, pass []byte) error {
-	want := c.srv.cfg.RequirePass
-	userOK := user == nil || string(user) == "default"
-	passOK := want == "" || subtle.ConstantTimeCompare(pass, []byte(want)) == 1
-	if !userOK || !passOK {
-		return errWrongPass
+	if user == nil {
+		user = []byte("default")
 	}
+	u, err := c.srv.acl.authenticate(user, pass)
+	if err != nil {
+		return err
+	}
+	c.setUser(u)
 	c.authed = true
 	return nil
 }
@@ -42,7 +43,7 @@ func (c *client) auth(args [][]byte, out []byte) []byte {
 	switch len(args) {
 	case 2:
 		// Redis refuses only this form when there is no password to check.
-		if c.srv.cfg.RequirePass == "" {
+		if c.srv.acl.def.nopass {
 			return appendError(out, errNoPassword)
 		}
 		err = c.authenticate(nil, args[1])
@@ -242,6 +243,9 @@ func (c *client) list(args [][]byte, out []byte) []byte {
 // describe is the connection's CLIENT LIST line.
 func (c *client) describe(now time.Time) string {
 	name, libName, libVer := c.names()
+	c.mu.Lock()
+	userName := c.userName
+	c.mu.Unlock()
 	cmd := "NULL"
 	if spec := c.lastSpec.Load(); spec != nil {
 		cmd = spec.Name
@@ -258,8 +262,8 @@ func (c *client) describe(now time.Time) string {
 	// The transaction belongs to the connection's own goroutine; other
 	// connections cannot read it, so multi= is always -1.
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 "+
-		"qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default "+
-		"redir=%d resp=%d lib-name=%s lib-ver=%s\n",
+		"qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s "+
+		"user=%s redir=%d resp=%d lib-name=%s lib-ver=%s\n",
 		c.id, c.addr, c.laddr, name, int(now.Sub(c.created).Seconds()), (now.UnixMilli()-c.lastCmd.Load())/1000,
-		flags, cmd, redir, resp, libName, libVer)
+		flags, cmd, userName, redir, resp, libName, libVer)
 }

@@ -66,6 +66,8 @@ func (c *client) serverCommand(spec *commands.Spec, args [][]byte, out []byte) [
 		return c.scan(args, out)
 	case commands.IDPolicy:
 		return c.policyCommand(spec, args, out)
+	case commands.IDACL:
+		return c.aclCommand(spec, args, out)
 	}
 	return appendError(out, commands.UnknownCommand(args))
 }

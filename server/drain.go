@@ -85,6 +85,14 @@ func (c *trackedConn) shutdown() {
 	}
 }
 
+// closeIfIdle closes the connection if it is waiting for a command (for
+// the idle timeout): one whose commands are being answered is left alone.
+func (c *trackedConn) closeIfIdle() {
+	if c.state.CompareAndSwap(connIdle, connClosed) {
+		c.Conn.Close()
+	}
+}
+
 // drainingListener stops taking connections without ending the accept loop:
 // while draining, the socket is closed but Accept waits until Close.
 type drainingListener struct {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -27,9 +28,10 @@ var testLimits = Limits{MaxBulkLen: 4096, MaxArgs: 64, MaxRequestLen: 256 << 10,
 // read a debug clock fixed at testNow.
 type testServer struct {
 	*Server
-	addr   string
-	shards *cluster.MemoryShards
-	clock  *cluster.DebugClock
+	addr    string
+	tlsAddr string // the TLS listener's, with withTLS
+	shards  *cluster.MemoryShards
+	clock   *cluster.DebugClock
 }
 
 // serverOptions are what startServer varies.
@@ -38,6 +40,7 @@ type serverOptions struct {
 	shards  int
 	noDebug bool // start without DEBUG (no DebugClock given to New)
 	hidden  bool // hide the shards' write observer from the server
+	tls     *tls.Config
 }
 
 // option changes serverOptions.
@@ -59,12 +62,21 @@ type plainShards struct{ shardsOnly }
 
 type shardsOnly = Shards
 
+// withTLS also serves TLS clients, on a listener of their own.
+func withTLS(cfg *tls.Config) option { return func(o *serverOptions) { o.tls = cfg } }
+
 // withConfig lets a test change the configuration.
 func withConfig(fn func(*Config)) option { return func(o *serverOptions) { fn(&o.cfg) } }
 
 // startServer serves on 127.0.0.1 until the test ends; cleanup closes the
 // server, checks that Serve returned, then stops the shards.
 func startServer(t testing.TB, opts ...option) *testServer {
+	t.Helper()
+	return startServerOn(t, "127.0.0.1:0", opts...)
+}
+
+// startServerOn is startServer listening on addr.
+func startServerOn(t testing.TB, addr string, opts ...option) *testServer {
 	t.Helper()
 	o := serverOptions{
 		cfg:    Config{Limits: testLimits, Version: "test", Shutdown: 5 * time.Second},
@@ -85,27 +97,39 @@ func startServer(t testing.TB, opts ...option) *testServer {
 		backend = plainShards{shards}
 	}
 	srv := New(o.cfg, backend, clock, debug)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := make(chan error, 1)
+	ts := &testServer{Server: srv, addr: ln.Addr().String(), shards: shards, clock: clock}
+	served, listeners := make(chan error, 2), 1
 	go func() { served <- srv.Serve(ln) }()
+	if o.tls != nil {
+		listeners++
+		tln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.tlsAddr = tln.Addr().String()
+		go func() { served <- srv.ServeTLS(tln, o.tls) }()
+	}
 	t.Cleanup(func() {
 		if err := srv.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		select {
-		case err := <-served:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
+		for range listeners {
+			select {
+			case err := <-served:
+				if err != nil {
+					t.Errorf("Serve: %v", err)
+				}
+			case <-time.After(ioTimeout):
+				t.Errorf("Serve did not return after Close")
 			}
-		case <-time.After(ioTimeout):
-			t.Errorf("Serve did not return after Close")
 		}
 		shards.Close()
 	})
-	return &testServer{Server: srv, addr: ln.Addr().String(), shards: shards, clock: clock}
+	return ts
 }
 
 // rawConn is a RESP client that works on wire bytes, so tests can assert
@@ -119,7 +143,13 @@ type rawConn struct {
 // dial connects to the test server; the connection closes when the test ends.
 func (s *testServer) dial(t testing.TB) *rawConn {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", s.addr, ioTimeout)
+	return dialAddr(t, s.addr)
+}
+
+// dialAddr connects to addr; the connection closes when the test ends.
+func dialAddr(t testing.TB, addr string) *rawConn {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, ioTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,17 +149,21 @@ func (c *client) time(out []byte) []byte {
 // configParams are the parameters CONFIG GET knows, with their values.
 func (s *Server) configParams() [][2]string {
 	l := s.cfg.Limits
+	yesNo := map[bool]string{true: "yes", false: "no"}
 	return [][2]string{
+		{"aclfile", s.acl.file},
 		{"appendonly", "no"},
-		{"cluster-enabled", map[bool]string{true: "yes", false: "no"}[s.cfg.Cluster != nil]},
+		{"cluster-enabled", yesNo[s.cfg.Cluster != nil]},
 		{"databases", "1"},
 		{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
 		{"maxmemory", strconv.FormatInt(s.memoryLimit().Bytes, 10)},
 		{"maxmemory-policy", engine.MemoryPolicyNames[s.memoryLimit().Policy]},
 		{"port", s.port()},
+		{"protected-mode", yesNo[s.cfg.ProtectedMode]},
 		{"proto-max-bulk-len", strconv.FormatInt(l.MaxBulkLen, 10)},
 		{"save", ""},
-		{"timeout", "0"},
+		{"timeout", strconv.FormatInt(int64(s.cfg.IdleTimeout/time.Second), 10)},
+		{"tls-port", s.tlsPort()},
 	}
 }
 
@@ -243,12 +247,22 @@ func (s *Server) writeRaftInfo(line func(string, any)) {
 	}
 }
 
-// port is the TCP port the server listens on, "" before Serve.
+// port is the TCP port the server answers plain connections on, "0" for
+// none (Redis's port 0 beside a tls-port).
 func (s *Server) port() string {
-	if addr, ok := s.Addr().(*net.TCPAddr); ok {
+	if addr, ok := s.listenerAddr(false).(*net.TCPAddr); ok {
 		return strconv.Itoa(addr.Port)
 	}
-	return ""
+	return "0"
+}
+
+// tlsPort is the TCP port the server answers TLS connections on, "0" for
+// none.
+func (s *Server) tlsPort() string {
+	if addr, ok := s.listenerAddr(true).(*net.TCPAddr); ok {
+		return strconv.Itoa(addr.Port)
+	}
+	return "0"
 }
 
 // total adds up the shards' counters.

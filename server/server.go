@@ -65,8 +65,19 @@ type Config struct {
 	Limits Limits
 	// MaxClients bounds the connections open at once.
 	MaxClients int
-	// RequirePass, when set, is the password AUTH and HELLO AUTH must give.
+	// RequirePass, when set, is the default user's password, which AUTH and
+	// HELLO AUTH must give. Ignored when ACL is set.
 	RequirePass string
+	// ACL, when set, are the users (LoadACL); nil: the default user alone,
+	// with RequirePass (NewACL).
+	ACL *ACL
+	// ProtectedMode refuses clients that are not on loopback while the
+	// default user takes no password (see protected.go), as Redis's
+	// protected-mode yes.
+	ProtectedMode bool
+	// IdleTimeout closes a connection that has sent no command for that
+	// long, as Redis's timeout; 0 never does.
+	IdleTimeout time.Duration
 	// Version is rlserver's version, reported by INFO.
 	Version string
 	// ConfigFile is reported by INFO (empty when none was used).
@@ -109,11 +120,15 @@ type Server struct {
 	// tracking remembers which connections read which keys, for
 	// client-side caching; the shards report their writes to it.
 	tracking *trackingTable
+	acl      *ACL // the users: Config.ACL, or the default user alone
 
-	ln      net.Listener      // the socket, for Addr
-	dl      *drainingListener // what the accept loop takes connections from
-	started time.Time
-	runID   string
+	// listeners are the sockets Serve and ServeTLS answer on, each with
+	// what its accept loop takes connections from.
+	listeners []servedListener
+	started   time.Time
+	startOnce sync.Once     // the background work the first Serve starts
+	stop      chan struct{} // closed by Close: background work ends
+	runID     string
 
 	mu      sync.Mutex
 	clients map[int64]*client
@@ -140,6 +155,11 @@ func New(cfg Config, shards Shards, clock Clock, debug DebugClock) *Server {
 		cfg: cfg, shards: shards, clock: clock, debug: debug,
 		started: time.Now(), runID: hex.EncodeToString(id),
 		clients: make(map[int64]*client), tracking: newTrackingTable(cfg.TrackingMaxKeys),
+		stop: make(chan struct{}),
+	}
+	s.acl = cfg.ACL
+	if s.acl == nil {
+		s.acl = NewACL(cfg.RequirePass)
 	}
 	if o, ok := shards.(writeObservable); ok {
 		o.SetWriteObserver(s.tracking)
@@ -147,31 +167,62 @@ func New(cfg Config, shards Shards, clock Clock, debug DebugClock) *Server {
 	return s
 }
 
+// servedListener is one socket the server answers on.
+type servedListener struct {
+	ln  net.Listener      // the socket, for Addr
+	dl  *drainingListener // what the accept loop takes connections from
+	tls bool              // ServeTLS: the connections speak TLS
+}
+
 // Serve answers clients on ln until Close. It returns nil after Close, and
-// closes ln when it returns.
+// closes ln when it returns. A server may serve several listeners at once
+// (a plain port and a TLS one, see ServeTLS).
 func (s *Server) Serve(ln net.Listener) error {
+	return s.serve(ln, ln, false)
+}
+
+// serve is Serve; sock is the socket under ln, for Addr.
+func (s *Server) serve(sock, ln net.Listener, isTLS bool) error {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		ln.Close()
 		return errors.New("server closed")
 	}
-	s.ln = ln
-	s.dl = newDrainingListener(ln)
-	dl := s.dl
+	dl := newDrainingListener(ln)
+	s.listeners = append(s.listeners, servedListener{ln: sock, dl: dl, tls: isTLS})
 	s.mu.Unlock()
-	go s.syncMemoryLimit()
+	s.startOnce.Do(func() {
+		go s.syncMemoryLimit()
+		if s.cfg.IdleTimeout > 0 {
+			go s.closeIdle(s.cfg.IdleTimeout)
+		}
+	})
 	return s.accept(guardListener{Listener: dl, limits: s.cfg.Limits})
 }
 
-// Addr is the address the server listens on (nil before Serve).
+// ACL is the users the server checks clients against.
+func (s *Server) ACL() *ACL { return s.acl }
+
+// Addr is the address clients connect to: the first plain listener's, else
+// the first TLS listener's; nil before Serve.
 func (s *Server) Addr() net.Addr {
+	if a := s.listenerAddr(false); a != nil {
+		return a
+	}
+	return s.listenerAddr(true)
+}
+
+// listenerAddr is the first plain or TLS listener's address, nil if none.
+func (s *Server) listenerAddr(isTLS bool) net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ln == nil {
-		return nil
+	for _, l := range s.listeners {
+		if l.tls == isTLS {
+			return l.ln.Addr()
+		}
 	}
-	return s.ln.Addr()
+	return nil
 }
 
 // Close stops accepting connections and closes the open ones, each after
@@ -189,7 +240,8 @@ func (s *Server) Close() error {
 	if len(s.clients) == 0 {
 		close(s.drained)
 	}
-	dl, drained := s.dl, s.drained
+	listeners, drained := s.listeners, s.drained
+	close(s.stop)
 	var conns []*trackedConn
 	for _, c := range s.clients {
 		if c.tracked != nil {
@@ -197,10 +249,12 @@ func (s *Server) Close() error {
 		}
 	}
 	s.mu.Unlock()
-	if dl == nil {
+	if len(listeners) == 0 {
 		return nil
 	}
-	dl.drain()
+	for _, l := range listeners {
+		l.dl.drain()
+	}
 	for _, c := range conns {
 		c.shutdown()
 	}
@@ -208,7 +262,10 @@ func (s *Server) Close() error {
 	case <-drained:
 	case <-time.After(s.cfg.Shutdown):
 	}
-	err := dl.Close() // ends the accept loop
+	var err error
+	for _, l := range listeners {
+		err = errors.Join(err, l.dl.Close()) // ends the accept loop
+	}
 	s.mu.Lock()
 	for _, c := range s.clients {
 		c.nc.Close() // what did not finish in time
@@ -228,8 +285,7 @@ func (s *Server) admit(nc net.Conn) *client {
 	}
 	if s.cfg.MaxClients > 0 && len(s.clients) >= s.cfg.MaxClients {
 		s.stats.rejected.Add(1)
-		nc.Write([]byte("-ERR max number of clients reached\r\n"))
-		nc.Close()
+		refuse(nc, "-ERR max number of clients reached\r\n")
 		return nil
 	}
 	c := newClient(s, nc)
