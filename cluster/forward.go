@@ -116,14 +116,13 @@ func answerCommands(out, frame []byte, h forwardHandler, done chan struct{}) []b
 
 // forwarder sends requests to peers, keeping a few idle connections to each.
 type forwarder struct {
-	dial Dialer
-	fp   [8]byte
-	mu   sync.Mutex
-	idle map[string][]net.Conn
+	dialer busDialer
+	mu     sync.Mutex
+	idle   map[string][]net.Conn
 }
 
-func newForwarder(dial Dialer, fp [8]byte) *forwarder {
-	return &forwarder{dial: dial, fp: fp, idle: make(map[string][]net.Conn)}
+func newForwarder(dialer busDialer) *forwarder {
+	return &forwarder{dialer: dialer, idle: make(map[string][]net.Conn)}
 }
 
 // forward applies r's commands on shard at the peer whose bus is addr, and
@@ -215,7 +214,7 @@ func (f *forwarder) get(addr string) (net.Conn, error) {
 		conns := f.idle[addr]
 		if len(conns) == 0 {
 			f.mu.Unlock()
-			return dialBus(f.dial, f.fp, addr, streamForward, 0, 2*time.Second)
+			return f.dialer.open(addr, streamForward, 0, 2*time.Second)
 		}
 		conn := conns[len(conns)-1]
 		f.idle[addr] = conns[:len(conns)-1]

@@ -85,6 +85,7 @@ type testCluster struct {
 	nodes   []*RaftShards
 	shards  int
 	clock   Clock
+	busTLS  []*BusTLS // each node's bus security, nil for plain TCP
 }
 
 func startTestCluster(t *testing.T, size, shards int) *testCluster {
@@ -94,7 +95,14 @@ func startTestCluster(t *testing.T, size, shards int) *testCluster {
 // startTestClusterB is startTestCluster for benchmarks too.
 func startTestClusterB(t testing.TB, size, shards int) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, net: newTestNet(), shards: shards, clock: SystemClock{}}
+	return startSecureTestCluster(t, size, shards, nil)
+}
+
+// startSecureTestCluster is startTestCluster with node i's bus secured by
+// busTLS[i] (nil: no TLS).
+func startSecureTestCluster(t testing.TB, size, shards int, busTLS []*BusTLS) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, net: newTestNet(), shards: shards, clock: SystemClock{}, busTLS: busTLS}
 	lns := make([]net.Listener, size)
 	for i := range size {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -152,8 +160,12 @@ func (tc *testCluster) tryStart(i int, ln net.Listener) error {
 		ln.Close()
 		ln = nil
 	}
+	var sec *BusTLS
+	if i < len(tc.busTLS) {
+		sec = tc.busTLS[i]
+	}
 	n, err := StartRaft(RaftConfig{
-		Self: m, Members: members, Shards: tc.shards, Layout: layout, Clock: tc.clock, Bus: ln,
+		Self: m, Members: members, Shards: tc.shards, Layout: layout, Clock: tc.clock, Bus: ln, BusTLS: sec,
 		Dial: tc.net.dialer(m.ID), HeartbeatTimeout: 250 * time.Millisecond, ElectionTimeout: 250 * time.Millisecond,
 		LeaderWait: 3 * time.Second, RaftLog: io.Discard,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),

@@ -240,7 +240,7 @@ func TestRaftRefusesANodeConfiguredDifferently(t *testing.T) {
 	tc := startTestCluster(t, 3, 2)
 	tc.leaderOf(0)
 	other := fingerprint(tc.members, 3)
-	conn, err := dialBus(tcpDial, other, tc.members[0].Bus, streamForward, 0, time.Second)
+	conn, err := newBusDialer(tcpDial, other, nil).open(tc.members[0].Bus, streamForward, 0, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,9 @@ type RaftConfig struct {
 	Bus net.Listener
 	// Dial opens connections to other nodes' buses; default net.DialTimeout.
 	Dial Dialer
+	// BusTLS, when set, makes the bus mutual TLS: nodes without a
+	// certificate signed by its CAs cannot connect (see bustls.go).
+	BusTLS *BusTLS
 
 	HeartbeatTimeout  time.Duration // default 1 s (100 ms for a single node)
 	ElectionTimeout   time.Duration // default 1 s (100 ms for a single node)
@@ -105,17 +108,17 @@ type RaftShards struct {
 // StartRaft opens this node's shard replicas and starts their groups.
 func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 	cfg.setDefaults()
-	fp := fingerprint(cfg.Members, cfg.Shards)
+	dialer := newBusDialer(cfg.Dial, fingerprint(cfg.Members, cfg.Shards), cfg.BusTLS)
 	n := &RaftShards{
 		cfg: cfg, groups: make([]atomic.Pointer[group], cfg.Shards), foreign: make([]atomic.Pointer[Member], cfg.Shards),
-		fwd: newForwarder(cfg.Dial, fp), stop: make(chan struct{}), halted: make(chan error, 1),
+		fwd: newForwarder(dialer), stop: make(chan struct{}), halted: make(chan error, 1),
 	}
 	if len(cfg.Members) > 1 && cfg.Bus == nil {
 		return nil, errors.New("a cluster needs a bus listener")
 	}
 	transports := make([]raft.Transport, cfg.Shards)
 	if cfg.Bus != nil {
-		n.bus = newBus(cfg.Bus, cfg.Dial, fp, cfg.Log, func(c net.Conn) { serveForward(c, n) })
+		n.bus = newBus(cfg.Bus, dialer, cfg.BusTLS, cfg.Log, func(c net.Conn) { serveForward(c, n) })
 	}
 	for shard := range cfg.Shards {
 		if !holds(Replicas(cfg.Members, shard), cfg.Self.ID) {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,7 +26,9 @@ import (
 //
 // The header must arrive within headerTimeout, so an idle or foreign
 // connection cannot hold a slot; a connection from a node configured with
-// other members or another shard count is refused.
+// other members or another shard count is refused. With BusTLS the
+// connection is TLS, mutually authenticated (bustls.go), and the header
+// follows the handshake, which must also end within headerTimeout.
 
 const (
 	streamRaft    byte = 'R'
@@ -37,8 +40,8 @@ const (
 // Raft group or the forwarding server it is for.
 type bus struct {
 	ln      net.Listener
-	dial    Dialer
-	fp      [8]byte // this cluster's fingerprint
+	dialer  busDialer
+	tls     *tls.Config // the accepting end of BusTLS; nil for plain TCP
 	log     *slog.Logger
 	warned  atomic.Int64 // unix seconds of the last refusal logged
 	groups  map[int]*groupStream
@@ -48,13 +51,17 @@ type bus struct {
 	closed bool
 }
 
-func newBus(ln net.Listener, dial Dialer, fp [8]byte, log *slog.Logger, forward func(net.Conn)) *bus {
-	return &bus{ln: ln, dial: dial, fp: fp, log: log, groups: make(map[int]*groupStream), forward: forward}
+func newBus(ln net.Listener, dialer busDialer, sec *BusTLS, log *slog.Logger, forward func(net.Conn)) *bus {
+	b := &bus{ln: ln, dialer: dialer, log: log, groups: make(map[int]*groupStream), forward: forward}
+	if sec != nil {
+		b.tls = sec.server()
+	}
+	return b
 }
 
 // stream returns the Raft stream layer of shard, to be set up before serve.
 func (b *bus) stream(shard int) *groupStream {
-	s := &groupStream{shard: shard, addr: b.ln.Addr(), dial: b.dial, fp: b.fp, accept: make(chan net.Conn, 16), closed: make(chan struct{})}
+	s := &groupStream{shard: shard, addr: b.ln.Addr(), dialer: b.dialer, accept: make(chan net.Conn, 16), closed: make(chan struct{})}
 	b.groups[shard] = s
 	return s
 }
@@ -75,21 +82,27 @@ func (b *bus) serve() {
 
 // route reads a connection's header and hands it over.
 func (b *bus) route(conn net.Conn) {
-	conn.SetReadDeadline(time.Now().Add(headerTimeout))
+	conn.SetDeadline(time.Now().Add(headerTimeout))
+	if b.tls != nil {
+		tc := tls.Server(conn, b.tls)
+		if err := tc.Handshake(); err != nil {
+			b.refused("refused a bus connection that failed mutual TLS (--tls-cluster)", conn, err)
+			conn.Close()
+			return
+		}
+		conn = tc
+	}
 	var h [headerSize]byte
 	if _, err := io.ReadFull(conn, h[:]); err != nil || string(h[:2]) != "rl" {
 		conn.Close()
 		return
 	}
-	if [8]byte(h[5:]) != b.fp {
-		// Rate-limited: a misconfigured peer retries all the time.
-		if now := time.Now().Unix(); b.warned.Swap(now) != now {
-			b.log.Error("refused a node configured with other members or another --shards", "from", conn.RemoteAddr().String())
-		}
+	if [8]byte(h[5:]) != b.dialer.fp {
+		b.refused("refused a node configured with other members or another --shards", conn, nil)
 		conn.Close()
 		return
 	}
-	conn.SetReadDeadline(time.Time{})
+	conn.SetDeadline(time.Time{})
 	switch h[2] {
 	case streamForward:
 		b.forward(conn)
@@ -106,6 +119,18 @@ func (b *bus) route(conn net.Conn) {
 		}
 	default:
 		conn.Close()
+	}
+}
+
+// refused logs a refused connection, at most once a second: a
+// misconfigured peer, or an intruder, retries all the time.
+func (b *bus) refused(msg string, conn net.Conn, err error) {
+	if now := time.Now().Unix(); b.warned.Swap(now) != now {
+		args := []any{"from", conn.RemoteAddr().String()}
+		if err != nil {
+			args = append(args, "err", err)
+		}
+		b.log.Error(msg, args...)
 	}
 }
 
@@ -128,13 +153,40 @@ func tcpDial(addr string, timeout time.Duration) (net.Conn, error) {
 
 const headerSize = 13
 
-// dialBus opens a connection to a peer's bus for kind (and shard), in the
-// cluster fp identifies.
-func dialBus(dial Dialer, fp [8]byte, addr string, kind byte, shard int, timeout time.Duration) (net.Conn, error) {
-	conn, err := dial(addr, timeout)
+// busDialer opens connections to the peers' buses.
+type busDialer struct {
+	dial Dialer
+	fp   [8]byte     // this cluster's fingerprint
+	tls  *tls.Config // the dialling end of BusTLS; nil for plain TCP
+}
+
+// newBusDialer returns the dialer of a cluster fp identifies, secured by
+// sec when it is not nil.
+func newBusDialer(dial Dialer, fp [8]byte, sec *BusTLS) busDialer {
+	d := busDialer{dial: dial, fp: fp}
+	if sec != nil {
+		d.tls = sec.client()
+	}
+	return d
+}
+
+// open opens a connection to a peer's bus for kind (and shard).
+func (d busDialer) open(addr string, kind byte, shard int, timeout time.Duration) (net.Conn, error) {
+	conn, err := d.dial(addr, timeout)
 	if err != nil {
 		return nil, err
 	}
+	if d.tls != nil {
+		tc := tls.Client(conn, d.tls)
+		tc.SetDeadline(time.Now().Add(timeout))
+		if err := tc.Handshake(); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("bus TLS handshake with %s: %w", addr, err)
+		}
+		tc.SetDeadline(time.Time{})
+		conn = tc
+	}
+	fp := d.fp
 	h := make([]byte, headerSize)
 	h[0], h[1], h[2] = 'r', 'l', kind
 	binary.BigEndian.PutUint16(h[3:], uint16(shard))
@@ -153,8 +205,7 @@ func dialBus(dial Dialer, fp [8]byte, addr string, kind byte, shard int, timeout
 type groupStream struct {
 	shard     int
 	addr      net.Addr
-	dial      Dialer
-	fp        [8]byte
+	dialer    busDialer
 	accept    chan net.Conn
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -181,5 +232,5 @@ func (s *groupStream) Addr() net.Addr { return s.addr }
 
 // Dial opens a connection to this group on the peer at address.
 func (s *groupStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialBus(s.dial, s.fp, string(address), streamRaft, s.shard, timeout)
+	return s.dialer.open(string(address), streamRaft, s.shard, timeout)
 }
