@@ -21,7 +21,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -86,18 +85,21 @@ func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 		dc := &cluster.DebugClock{}
 		clock, debug = dc, dc
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(o.bind, strconv.Itoa(o.port)))
+	lns, err := listen(o)
 	if err != nil {
 		return err
 	}
 	memory, _ := o.memoryLimit() // validated with the other settings
 	cfg := server.Config{
-		Limits:      o.limits,
-		MaxClients:  o.maxClients,
-		MaxMemory:   memory,
-		RequirePass: o.requirePass,
-		Version:     version,
-		Shutdown:    5 * time.Second,
+		Limits:        o.limits,
+		MaxClients:    o.maxClients,
+		MaxMemory:     memory,
+		RequirePass:   o.requirePass,
+		ACL:           o.access.acl,
+		ProtectedMode: bool(o.sec.protectedMode),
+		IdleTimeout:   o.idleTimeout(),
+		Version:       version,
+		Shutdown:      5 * time.Second,
 	}
 	if o.configPath != "" {
 		cfg.ConfigFile = absPath(o.configPath)
@@ -107,15 +109,15 @@ func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 	// restores of the shards' snapshots are measured.
 	obs, err := startObserving(o)
 	if err != nil {
-		ln.Close()
+		lns.close()
 		return err
 	}
 	if obs.latency != nil {
 		cfg.Observer = obs.latency
 	}
-	shards, raft, mode, err := openShards(o, ln.Addr().String(), clock, log, raftLog)
+	shards, raft, mode, err := openShards(o, lns.clientAddr(), clock, log, raftLog)
 	if err != nil {
-		ln.Close()
+		lns.close()
 		obs.close()
 		return err
 	}
@@ -128,7 +130,7 @@ func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 	srv := server.New(cfg, shards, clock, debug)
 	m, err := obs.serve(shards, raft, srv, log)
 	if err != nil {
-		ln.Close()
+		lns.close()
 		shards.Close()
 		return err
 	}
@@ -136,9 +138,19 @@ func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 	// line must stop the server in order, not kill it.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	log.Info("rlserver ready", "version", version, "addr", ln.Addr().String(), "shards", o.shards, "mode", mode, "debug", o.debug)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	logAccess(log, o, srv)
+	ready := []any{"version", version, "addr", lns.clientAddr()}
+	if lns.tls != nil {
+		ready = append(ready, "tls_addr", lns.tls.Addr().String())
+	}
+	log.Info("rlserver ready", append(ready, "shards", o.shards, "mode", mode, "debug", o.debug)...)
+	served := make(chan error, 2)
+	if lns.plain != nil {
+		go func() { served <- srv.Serve(lns.plain) }()
+	}
+	if lns.tls != nil {
+		go func() { served <- srv.ServeTLS(lns.tls, o.access.clientTLS) }()
+	}
 	var halted <-chan error // nil in memory: never ready
 	if raft != nil {
 		halted = raft.Halted()
@@ -186,7 +198,7 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 	}
 	cfg := cluster.RaftConfig{
 		Self: self, Members: members, Shards: o.shards, Layout: layout, Clock: clock,
-		Log: log, RaftLog: raftLog, HeartbeatTimeout: o.heartbeat,
+		Log: log, RaftLog: raftLog, HeartbeatTimeout: o.heartbeat, BusTLS: o.access.busTLS,
 	}
 	mode = "durable single node (" + o.dataDir + ")"
 	if len(members) > 1 {

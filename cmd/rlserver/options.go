@@ -39,6 +39,8 @@ type options struct {
 	logFormat   string
 	configPath  string // the config file, "" for none
 	version     bool
+	sec         security // access: users, protected mode, TLS, timeout
+	access      access   // what sec loads, once validated
 }
 
 // parseFlags parses the command line args, then the environment
@@ -71,6 +73,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line)")
 	fs.StringVar(&o.configPath, "config", "", "read settings from this file, one \"name value\" a line (also RLSERVER_CONFIG; flags and RLSERVER_<NAME> variables take precedence)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	o.sec.addFlags(fs)
 	if err = fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -102,7 +105,10 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 			return o, err
 		}
 	}
-	err = o.validate()
+	if err = o.validate(); err != nil {
+		return o, err
+	}
+	o.access, err = o.loadAccess()
 	return o, err
 }
 
@@ -167,6 +173,9 @@ func (o options) validate() error {
 	if _, err := o.memoryLimit(); err != nil {
 		return err
 	}
+	if err := o.validateSecurity(); err != nil {
+		return err
+	}
 	if _, err := parseLogLevel(o.logLevel); err != nil {
 		return invalid("log-level", "--log-level %q: must be debug, info, warn or error", o.logLevel)
 	}
@@ -189,6 +198,22 @@ func (o options) memoryLimit() (server.MemoryLimit, error) {
 	return server.MemoryLimit{Bytes: bytes, Policy: policy}, nil
 }
 
+// plainPort reports whether clients are served without TLS: always, but
+// for --port 0 beside a --tls-port, which means TLS only, as in Redis (on
+// its own, --port 0 picks a free port).
+func (o options) plainPort() bool {
+	return o.port != 0 || o.sec.tlsPort == 0
+}
+
+// clientPort is the port clients are told of (CLUSTER SLOTS, MOVED): the
+// plain one, or the TLS one when there is no plain one.
+func (o options) clientPort() int {
+	if o.plainPort() {
+		return o.port
+	}
+	return o.sec.tlsPort
+}
+
 // members returns the cluster's members and this node's entry: the parsed
 // --cluster, whose entry for --node-id must be where this node listens, or
 // this node alone.
@@ -204,8 +229,12 @@ func (o options) members(clientAddr string) (self cluster.Member, all []cluster.
 		if m.ID != o.nodeID {
 			continue
 		}
-		if _, port, _ := net.SplitHostPort(m.Client); port != strconv.Itoa(o.port) {
-			return self, nil, fmt.Errorf("--port %d differs from %s's address %s in --cluster", o.port, m.ID, m.Client)
+		if _, port, _ := net.SplitHostPort(m.Client); port != strconv.Itoa(o.clientPort()) {
+			flag := "--port"
+			if !o.plainPort() {
+				flag = "--tls-port"
+			}
+			return self, nil, fmt.Errorf("%s %d differs from %s's address %s in --cluster", flag, o.clientPort(), m.ID, m.Client)
 		}
 		return m, all, nil
 	}

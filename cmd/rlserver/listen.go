@@ -1,0 +1,78 @@
+package main
+
+import (
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/rlserver/rlserver/server"
+)
+
+// listeners are the client ports: plain, TLS, or both.
+type listeners struct {
+	plain, tls net.Listener // nil where off
+}
+
+// listen opens the client ports the settings ask for, before anything else
+// starts, so that a busy port fails the start at once.
+func listen(o options) (*listeners, error) {
+	l := &listeners{}
+	var err error
+	if o.plainPort() {
+		if l.plain, err = net.Listen("tcp", net.JoinHostPort(o.bind, strconv.Itoa(o.port))); err != nil {
+			return nil, err
+		}
+	}
+	if o.sec.tlsPort != 0 {
+		if l.tls, err = net.Listen("tcp", net.JoinHostPort(o.bind, strconv.Itoa(o.sec.tlsPort))); err != nil {
+			l.close()
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// clientAddr is the address clients are told of: the plain port's, or the
+// TLS port's when there is no plain one.
+func (l *listeners) clientAddr() string {
+	if l.plain != nil {
+		return l.plain.Addr().String()
+	}
+	return l.tls.Addr().String()
+}
+
+// close closes the ports (once serving, the server closes them).
+func (l *listeners) close() {
+	for _, ln := range []net.Listener{l.plain, l.tls} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+}
+
+// logAccess says at start who may connect: the users, whether protected
+// mode refuses remote clients, TLS, and the idle timeout. An open door is a
+// warning.
+func logAccess(log *slog.Logger, o options, srv *server.Server) {
+	acl := srv.ACL()
+	def := "password"
+	switch {
+	case !acl.Default().Enabled():
+		def = "off"
+	case acl.Default().NoPass():
+		def = "nopass"
+	}
+	protected := bool(o.sec.protectedMode) && acl.Default().NoPass()
+	log.Info("access", "users", acl.Users(), "aclfile", acl.File(), "default_user", def,
+		"protected_mode", protected, "tls_port", o.sec.tlsPort != 0, "tls_cluster", bool(o.sec.tlsCluster), "timeout_s", o.sec.timeout)
+	if def == "nopass" && !protected && !isLoopbackBind(o.bind) {
+		log.Warn("anyone who can reach --bind may run every command: the default user has no password and protected mode is off",
+			"bind", o.bind)
+	}
+}
+
+// isLoopbackBind reports whether the bind address is a loopback one.
+func isLoopbackBind(bind string) bool {
+	ip := net.ParseIP(bind)
+	return bind == "localhost" || (ip != nil && ip.IsLoopback())
+}
