@@ -228,22 +228,18 @@ func (a *ACL) File() string { return a.file }
 func (a *ACL) openAccess() bool { return a.def.enabled && a.def.nopass }
 
 // authenticate returns the user that name and pass identify, or
-// errWrongPass, also for a user that does not exist or is off: a client
-// cannot tell which. The password is hashed first whatever the outcome.
+// errWrongPass, also for a user that does not exist or is off: the reply
+// does not tell which. (The time may: user names are not secrets, as in
+// Redis; passwords are, and are compared in constant time.)
 func (a *ACL) authenticate(name, pass []byte) (*User, error) {
-	sum := sha256.Sum256(pass)
 	u := a.users[string(name)]
-	if u == nil {
-		u = a.def // compare against something, so the time says nothing
-		u.checkPassword(&sum)
-		return nil, errWrongPass
-	}
-	if !u.enabled {
+	if u == nil || !u.enabled {
 		return nil, errWrongPass
 	}
 	if u.nopass {
 		return u, nil
 	}
+	sum := sha256.Sum256(pass)
 	if !u.checkPassword(&sum) {
 		return nil, errWrongPass
 	}
