@@ -22,6 +22,9 @@ type collector struct {
 	decisions *prometheus.Desc
 	keys      *prometheus.Desc
 	dataset   *prometheus.Desc
+	evicted   *prometheus.Desc
+	oom       *prometheus.Desc
+	shadow    *prometheus.Desc
 
 	clients   *prometheus.Desc
 	maxClient *prometheus.Desc
@@ -57,6 +60,10 @@ func newCollector(src Sources, notReady func() error) *collector {
 			[]string{"shard", "command", "outcome"}, nil),
 		keys:    d("rlserver_keys", "Keys a shard's replica holds, expired ones not yet reclaimed included (INFO rl_keys, summed).", shard, nil),
 		dataset: d("rlserver_dataset_bytes", "Estimated memory a shard's keys and their state hold (INFO used_memory_dataset, summed).", shard, nil),
+		evicted: d("rlserver_evicted_keys_total", "Keys a shard evicted at --maxmemory under volatile-ttl (INFO evicted_keys, summed).", shard, nil),
+		oom: d("rlserver_rejected_oom_total",
+			"Commands a shard refused with -OOM at --maxmemory because they would have created a key (INFO rl_rejected_oom, summed).", shard, nil),
+		shadow: d("rlserver_shadow_denied_total", "Checks of shadow policies that were allowed but would have been denied (INFO rl_shadow_denied, summed).", shard, nil),
 
 		clients:   d("rlserver_connected_clients", "Client connections open now (INFO connected_clients).", nil, nil),
 		maxClient: d("rlserver_maxclients", "The bound on client connections, --maxclients (INFO maxclients).", nil, nil),
@@ -77,7 +84,7 @@ func newCollector(src Sources, notReady func() error) *collector {
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.buildInfo, c.ready, c.decisions, c.keys, c.dataset, c.clients, c.maxClient, c.received, c.rejected, c.commands,
+		c.buildInfo, c.ready, c.decisions, c.keys, c.dataset, c.evicted, c.oom, c.shadow, c.clients, c.maxClient, c.received, c.rejected, c.commands,
 		c.raftState, c.raftLeaderKnown, c.raftTerm, c.raftCommit, c.raftApplied, c.raftContact,
 	} {
 		ch <- d
@@ -104,6 +111,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		st := c.src.Shards.Stats(shard)
 		gauge(c.keys, float64(st.Keys), label)
 		gauge(c.dataset, float64(st.Bytes), label)
+		counter(c.evicted, float64(st.Evicted), label)
+		counter(c.oom, float64(st.RejectedOOM), label)
+		counter(c.shadow, float64(st.ShadowDenied), label)
 		counts := c.src.Shards.Decisions(shard)
 		counts.Ops(func(op engine.Op, allowed, denied int64) {
 			name := commandName(op)

@@ -53,7 +53,7 @@ func testSources() Sources {
 	return Sources{
 		Version: "9.9.9",
 		Shards: &fakeShards{
-			stats:     []engine.Stats{{Keys: 4, Bytes: 400, Allowed: 9, Denied: 3}, {Keys: 1, Bytes: 100, Denied: 5}},
+			stats:     []engine.Stats{{Keys: 4, Bytes: 400, Allowed: 9, Denied: 3}, {Keys: 1, Bytes: 100, Denied: 5, Evicted: 6, RejectedOOM: 7, ShadowDenied: 8}},
 			decisions: []cluster.DecisionCounts{d0, d1},
 		},
 		Server: fakeServer{ConnectedClients: 3, MaxClients: 100, ConnectionsReceived: 10, RejectedConnections: 1, CommandsProcessed: 42},

@@ -70,6 +70,7 @@ func TestRegistryHoldsEveryMetric(t *testing.T) {
 	for _, name := range []string{
 		"rlserver_build_info", "rlserver_ready",
 		"rlserver_decisions_total", "rlserver_keys", "rlserver_dataset_bytes",
+		"rlserver_evicted_keys_total", "rlserver_rejected_oom_total", "rlserver_shadow_denied_total",
 		"rlserver_connected_clients", "rlserver_maxclients", "rlserver_connections_received_total",
 		"rlserver_connections_rejected_total", "rlserver_commands_processed_total",
 		"rlserver_command_duration_seconds",
@@ -96,6 +97,10 @@ func TestRegistryHoldsEveryMetric(t *testing.T) {
 		{"rlserver_keys", "shard=0", 4},
 		{"rlserver_keys", "shard=1", 1},
 		{"rlserver_dataset_bytes", "shard=1", 100},
+		{"rlserver_evicted_keys_total", "shard=0", 0},
+		{"rlserver_evicted_keys_total", "shard=1", 6},
+		{"rlserver_rejected_oom_total", "shard=1", 7},
+		{"rlserver_shadow_denied_total", "shard=1", 8},
 		{"rlserver_connected_clients", "", 3},
 		{"rlserver_maxclients", "", 100},
 		{"rlserver_connections_received_total", "", 10},

@@ -147,7 +147,22 @@ func TestOperationsMetricsAgreeWithInfo(t *testing.T) {
 			decide(t, c, "RL.SLIDING "+key+" 3 60000")
 		}
 	}
+	// A shadow policy's would-be denial, and a new key refused at maxmemory.
+	do(t, c, "RL.POLICY", "SET", "ops-shadow", "SLIDING", "1", "60000", "SHADOW")
+	do(t, c, "RL.CHECK", "ops:s", "ops-shadow")
+	do(t, c, "RL.CHECK", "ops:s", "ops-shadow")
+	do(t, c, "CONFIG", "SET", "maxmemory", "1")
+	if err := doErr(t, c, "RL.SLIDING", "ops:new", "3", "60000"); !strings.HasPrefix(err, "OOM ") {
+		t.Errorf("a new key at maxmemory 1: %q, want OOM", err)
+	}
+	do(t, c, "CONFIG", "SET", "maxmemory", "0")
 	after := scrape(t, base)
+	if d := after.sum("rlserver_shadow_denied_total") - before.sum("rlserver_shadow_denied_total"); d != 1 {
+		t.Errorf("rlserver_shadow_denied_total moved by %v, want 1", d)
+	}
+	if d := after.sum("rlserver_rejected_oom_total") - before.sum("rlserver_rejected_oom_total"); d != 1 {
+		t.Errorf("rlserver_rejected_oom_total moved by %v, want 1", d)
+	}
 
 	allowed := `command="rl.sliding",outcome="allowed"`
 	denied := `command="rl.sliding",outcome="denied"`
@@ -167,6 +182,9 @@ func TestOperationsMetricsAgreeWithInfo(t *testing.T) {
 		{"rlserver_decisions_total", `outcome="denied"`, "ratelimit", "rl_decisions_denied"},
 		{"rlserver_keys", "", "ratelimit", "rl_keys"},
 		{"rlserver_dataset_bytes", "", "memory", "used_memory_dataset"},
+		{"rlserver_evicted_keys_total", "", "stats", "evicted_keys"},
+		{"rlserver_rejected_oom_total", "", "stats", "rl_rejected_oom"},
+		{"rlserver_shadow_denied_total", "", "ratelimit", "rl_shadow_denied"},
 		{"rlserver_connected_clients", "", "clients", "connected_clients"},
 		{"rlserver_maxclients", "", "clients", "maxclients"},
 		{"rlserver_connections_received_total", "", "stats", "total_connections_received"},
