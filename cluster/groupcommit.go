@@ -1,0 +1,82 @@
+package cluster
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// groupCommit decides how long the proposer holds the next entry open once
+// the entry in flight has committed.
+//
+// Callers that wait for each reply and send again at once (a client at
+// pipeline 1 under load, a pool whose connections are all busy) come back as
+// soon as they are answered. Gathering the moment an entry commits takes only
+// the callers that arrived while it committed: the ones it answered are still
+// receiving their replies. The callers split into two halves that alternate,
+// each paying for a commit of its own. Waiting a moment for the half just
+// answered merges them, and every commit serves everyone: a 3-node cluster
+// served 1.5 times the decisions at pipeline 1 (docs/performance.md).
+//
+// The wait ends as soon as the callers expected are back and lasts at most
+// one commit, so no request waits more than twice what it would have. Callers
+// that do not come straight back (independent requests arriving at random)
+// make a wait run to its end, adding latency for nothing: after a wait that
+// timed out the proposer gathers without waiting for a while, twice as long
+// after each further one, until waits succeed again several times in a row
+// (random arrivals fill a short wait now and then, by chance).
+type groupCommit struct {
+	last     int          // requests in the entry just gathered
+	cooldown int          // entries left to gather without waiting
+	backoff  int          // the next cooldown, should a wait time out
+	streak   int          // waits in a row that ended with the callers back
+	commit   atomic.Int64 // nanoseconds the latest entry took to commit (set by complete)
+}
+
+const (
+	minGroupWait    = 50 * time.Microsecond
+	maxGroupWait    = 2 * time.Millisecond
+	minGroupWant    = 8 // fewer callers gain little, and random arrivals look like them
+	minGroupBackoff = 16
+	maxGroupBackoff = 1024
+	groupStreak     = 4 // successful waits in a row that end a backoff
+)
+
+// plan says how many requests the next entry should wait for and for how
+// long at most (want 0: gather what is waiting, as is). queued is how many
+// are waiting, the first included; waitedForCommit, whether they arrived
+// while the previous entry was still committing (then they are callers of
+// their own, in addition to those it answered).
+func (g *groupCommit) plan(queued int, waitedForCommit bool) (want int, wait time.Duration) {
+	if g.cooldown > 0 {
+		g.cooldown--
+		return 0, 0
+	}
+	want = g.last
+	if waitedForCommit {
+		want += queued
+	}
+	want -= want / 8 // a straggler or two joins the next entry instead
+	if want < minGroupWant || want <= queued {
+		return 0, 0
+	}
+	wait = min(max(time.Duration(g.commit.Load()), minGroupWait), maxGroupWait)
+	return want, wait
+}
+
+// gathered records what an entry took: got requests; waited, that it waited
+// for them; timedOut, that the wait ended before they were back.
+func (g *groupCommit) gathered(got int, waited, timedOut bool) {
+	g.last = got
+	switch {
+	case timedOut:
+		g.backoff = min(max(g.backoff, minGroupBackoff/2)*2, maxGroupBackoff)
+		g.cooldown, g.streak = g.backoff, 0
+	case waited:
+		if g.streak++; g.streak >= groupStreak {
+			g.backoff = 0
+		}
+	}
+}
+
+// committed records how long an entry took from proposal to commit.
+func (g *groupCommit) committed(d time.Duration) { g.commit.Store(int64(d)) }
