@@ -119,7 +119,8 @@ func TestACLHelloAuth(t *testing.T) {
 	}
 }
 
-// A refused command inside MULTI dooms the transaction, as in Redis.
+// A refused command inside MULTI dooms the transaction, as in Redis, and
+// AUTH and HELLO cannot change the user a transaction runs as.
 func TestACLInsideMulti(t *testing.T) {
 	s := startServer(t, withACL(t, testUsers))
 	c := s.dial(t)
@@ -134,6 +135,16 @@ func TestACLInsideMulti(t *testing.T) {
 		{cmd("RL.SLIDING", "k", "10", "60000"), "+QUEUED\r\n"},
 		{cmd("FLUSHALL"), noPerm("open", "flushall")},
 		{cmd("EXEC"), errReply("EXECABORT Transaction discarded because of previous errors.")},
+	})
+	// AUTH cannot be queued: a transaction runs as the user who queued it.
+	c = s.dial(t)
+	c.run([]step{
+		{cmd("AUTH", "open", "x"), "+OK\r\n"},
+		{cmd("MULTI"), "+OK\r\n"},
+		{cmd("AUTH", "admin", "admin-pw"), errReply("ERR Command not allowed inside a transaction")},
+		{cmd("HELLO", "3", "AUTH", "admin", "admin-pw"), errReply("ERR Command not allowed inside a transaction")},
+		{cmd("EXEC"), errReply("EXECABORT Transaction discarded because of previous errors.")},
+		{cmd("ACL", "WHOAMI"), "$4\r\nopen\r\n"},
 	})
 }
 
