@@ -242,8 +242,8 @@ func (ks *keyspace) setLog(i int32, entries []logEntry) {
 func (ks *keyspace) len() int { return ks.live }
 
 // bytes estimates the memory the keyspace holds: records, index, long keys,
-// logs and parameter sets. It is an estimate for INFO and --maxmemory, not
-// an allocator measurement.
+// logs and parameter sets, spare capacity included. It is an estimate for
+// INFO, not an allocator measurement; --maxmemory counts charged instead.
 func (ks *keyspace) bytes() int64 {
 	return int64(cap(ks.records))*recordSize + ks.index.bytes() + ks.longLen + 48*int64(len(ks.long)) +
 		logEntrySize*ks.logCap + 48*int64(len(ks.logs)) + ks.valLen + 48*int64(len(ks.vals)) + ks.params.bytes()

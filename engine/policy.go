@@ -101,16 +101,6 @@ func (p *policy) countCheck(v *verdict) {
 	}
 }
 
-// opOf is the decision op of kind k.
-func opOf(k Kind) Op {
-	for op, kind := range kinds {
-		if kind == k {
-			return op
-		}
-	}
-	return opNone
-}
-
 // policyCommand applies RL.POLICY SET, DEL and GET/LIST.
 func (s *Shard) policyCommand(c *Command, r *Result) {
 	name := string(c.Value)
@@ -208,6 +198,3 @@ func (p Policy) String() string {
 	}
 	return string(b)
 }
-
-// PolicyWord is the algorithm name of a policy op, for RL.POLICY SET.
-func PolicyWord(op Op) string { return policyWords[op] }

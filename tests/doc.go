@@ -8,5 +8,4 @@
 //
 //	RLSERVER_E2E_DURABLE=1    run every server durable (Raft shards on disk), not --in-memory
 //	RLSERVER_REQUIRE_TOOLS=1  fail, rather than skip, when redis-cli is missing
-//	RLSERVER_STRICT=1         fail, rather than skip, on the known rlserver bugs the suite records
 package tests

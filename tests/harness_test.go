@@ -298,19 +298,6 @@ func (l *logBuffer) String() string {
 	return l.buf.String()
 }
 
-// knownBug skips the test with the description of an rlserver bug this
-// suite found, so that the rest of the suite stays green until it is fixed.
-// Call it only where the bug shows, before reporting any other failure; with
-// RLSERVER_STRICT=1 in the environment it fails the test instead.
-func knownBug(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := "BUG: " + fmt.Sprintf(format, args...)
-	if os.Getenv("RLSERVER_STRICT") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
 // waitFor polls cond until it holds, failing the test after timeout. It is
 // how the tests wait for the server without sleeping a guessed time.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {

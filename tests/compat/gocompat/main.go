@@ -132,9 +132,6 @@ func (s *scenario) run(name string, f func(ctx context.Context) (string, error))
 	s.result(name, status, detail)
 }
 
-// skip reports a case this client cannot take part in, and why.
-func (s *scenario) skip(name, why string) { s.result(name, "N/A", why) }
-
 func (s *scenario) result(name, status, detail string) {
 	detail = strings.Join(strings.Fields(detail), " ")
 	fmt.Printf("RESULT\t%s\t%s\t%s\t%s\t%s\t%s\n", s.client, s.version, s.mode, name, status, detail)
