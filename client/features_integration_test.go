@@ -396,24 +396,14 @@ func TestFeaturesAgainstRLServerCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
 	}
-	addrs := rltest.StartCluster(t, 3)
-	cc := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: addrs, MaxRetries: -1, ClusterStateReloadInterval: time.Second, ContextTimeoutEnabled: true,
-	})
-	t.Cleanup(func() { cc.Close() })
-	clients := []*Client{New(cc)}
-	for i, addr := range addrs {
-		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, Protocol: 2 + i%2})
-		t.Cleanup(func() { rdb.Close() })
-		clients = append(clients, New(rdb))
-	}
+	clients := clusterClients(t, func(node int) int { return 2 + node%2 })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
 	// Buckets that refill once an hour: the test's own run time cannot
 	// change what they answer.
 	hourly := TokenBucket{Capacity: 3, RefillTokens: 1, RefillEvery: time.Hour}
-	if err := New(cc).SetPolicy(ctx, ServerPolicy{Name: "hourly", Rule: hourly}); err != nil {
+	if err := clients[0].SetPolicy(ctx, ServerPolicy{Name: "hourly", Rule: hourly}); err != nil {
 		t.Fatal(err)
 	}
 	// RL.POLICY LIST reads the node's own replica, which may not have
@@ -475,7 +465,7 @@ func TestFeaturesAgainstRLServerCluster(t *testing.T) {
 	if err != nil || info.Checks == 0 {
 		t.Fatalf("RL.POLICY GET: %+v %v", info, err)
 	}
-	if existed, err := New(cc).DeletePolicy(ctx, "hourly"); !existed || err != nil {
+	if existed, err := clients[0].DeletePolicy(ctx, "hourly"); !existed || err != nil {
 		t.Fatalf("RL.POLICY DEL: %v %v", existed, err)
 	}
 	for i, c := range clients {

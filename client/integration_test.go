@@ -137,17 +137,7 @@ func TestClusterClientAgainstRLServerCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
 	}
-	addrs := rltest.StartCluster(t, 3)
-	cc := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: addrs, MaxRetries: -1, ClusterStateReloadInterval: time.Second, ContextTimeoutEnabled: true,
-	})
-	t.Cleanup(func() { cc.Close() })
-	clients := []*Client{New(cc)}
-	for _, addr := range addrs {
-		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, Protocol: 2})
-		t.Cleanup(func() { rdb.Close() })
-		clients = append(clients, New(rdb))
-	}
+	clients := clusterClients(t, func(int) int { return 2 })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	rule := FixedWindow{Limit: 10, Window: time.Hour}
@@ -167,8 +157,27 @@ func TestClusterClientAgainstRLServerCluster(t *testing.T) {
 			t.Fatalf("key %s: %d of 16 allowed across the nodes, want exactly 10", key, allowed)
 		}
 	}
-	info, err := New(cc).Info(ctx, "cluster:client:0")
+	info, err := clients[0].Info(ctx, "cluster:client:0")
 	if err != nil || info.Algorithm != "rl.fixed" || info.Fields["count"] != 10 {
 		t.Fatalf("RL.INFO through the cluster client: %+v %v", info, err)
 	}
+}
+
+// clusterClients starts a three-node cluster and returns a Client over a
+// go-redis ClusterClient, then one over a plain client of each node, that
+// node speaking RESP protocol(node).
+func clusterClients(t *testing.T, protocol func(node int) int) []*Client {
+	t.Helper()
+	addrs := rltest.StartCluster(t, 3)
+	cc := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: addrs, MaxRetries: -1, ClusterStateReloadInterval: time.Second, ContextTimeoutEnabled: true,
+	})
+	t.Cleanup(func() { cc.Close() })
+	clients := []*Client{New(cc)}
+	for i, addr := range addrs {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, Protocol: protocol(i)})
+		t.Cleanup(func() { rdb.Close() })
+		clients = append(clients, New(rdb))
+	}
+	return clients
 }
