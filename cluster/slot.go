@@ -3,6 +3,14 @@ package cluster
 // SlotCount is the number of hash slots, as in Redis Cluster.
 const SlotCount = 16384
 
+// ShardBits is how many bits a shard number takes at most: a node has from 1
+// to MaxShards shards. The server's SCAN cursor carries the shard in that
+// many low bits, so the bound is part of the protocol, not only a setting.
+const ShardBits = 10
+
+// MaxShards is the most shards a node may have.
+const MaxShards = 1 << ShardBits
+
 // crc16Table is CRC16-XMODEM (polynomial 0x1021, initial value 0), the
 // checksum Redis Cluster hashes keys with.
 var crc16Table = func() (t [256]uint16) {

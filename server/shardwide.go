@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
 )
@@ -52,8 +53,8 @@ func (c *client) flushAll(args [][]byte, out []byte) []byte {
 }
 
 // scanShardBits is how many low bits of a SCAN cursor name the shard; the
-// rest is the position within it.
-const scanShardBits = 10
+// rest is the position within it. cluster.MaxShards bounds the shards to fit.
+const scanShardBits = cluster.ShardBits
 
 // scan is SCAN: one shard at a time, the cursor carrying the shard and the
 // position within it.

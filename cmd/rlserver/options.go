@@ -143,8 +143,8 @@ func (o options) validate() error {
 	switch {
 	case o.port < 0 || o.port > 65535:
 		return invalid("port", "--port %d: must be from 0 to 65535", o.port)
-	case o.shards < 1 || o.shards > 1024:
-		return invalid("shards", "--shards %d: must be from 1 to 1024", o.shards)
+	case o.shards < 1 || o.shards > cluster.MaxShards:
+		return invalid("shards", "--shards %d: must be from 1 to %d", o.shards, cluster.MaxShards)
 	case o.maxClients < 1:
 		return invalid("maxclients", "--maxclients %d: must be at least 1", o.maxClients)
 	case o.limits.MaxBulkLen < 1 || o.limits.MaxBulkLen > 1<<30:
