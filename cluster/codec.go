@@ -164,7 +164,7 @@ func appendResult(b []byte, r *engine.Result) []byte {
 			b = binary.AppendVarint(b, f.Int)
 		}
 	case engine.ResError:
-		b = appendString(b, r.Err.Error())
+		b = appendError(b[:len(b)-1], wireResultError, r.Err)
 		b = binary.AppendUvarint(b, uint64(r.Members))
 	}
 	return b
@@ -202,8 +202,11 @@ func (d *wire) result() engine.Result {
 		for i := range r.Fields {
 			r.Fields[i] = engine.Field{Name: string(d.bytes(256)), Text: string(d.bytes(256)), Int: d.varint()}
 		}
-	case engine.ResError:
-		r.Err = wireError(d.bytes(4096))
+	case engine.ResError: // the text of a release before typed errors: the reply as it is
+		r.Err = errors.New(string(d.bytes(maxWireError)))
+		r.Members = d.members()
+	case engine.ResultType(wireResultError):
+		r.Type, r.Err = engine.ResError, d.error()
 		r.Members = d.members()
 	case engine.ResOK, engine.ResNil:
 	default:
@@ -235,16 +238,69 @@ func extraName(b []byte) string {
 	return string(b)
 }
 
-// wireError is an error received from a peer: its text is the reply. The
-// errors callers compare keep their identity: WRONGTYPE, and those that say
-// whether the request was applied.
-func wireError(text []byte) error {
-	for _, known := range []error{engine.ErrWrongType, ErrNotApplied, ErrShuttingDown, ErrMayHaveBeenCounted} {
-		if string(text) == known.Error() {
-			return known
-		}
+// An error crosses the bus as its identity, never as a text to match: a
+// tag, then
+//
+//	errEngine        code byte, message: an engine error, rebuilt with its
+//	                 code (errors.Is compares codes)
+//	errNotApplied, errMayHaveBeenCounted, errShuttingDown: nothing more
+//	errText          message: any other error; its text is the reply
+//
+// A result that is an error has its own result tag (wireResultError), and
+// so does a request that failed as a whole (see forward.go): the tags of the
+// releases before typed errors carried the reply's text alone, which is
+// still read as such.
+const (
+	errText byte = iota
+	errEngine
+	errNotApplied
+	errMayHaveBeenCounted
+	errShuttingDown
+
+	// wireResultError tags a result that is an error, outside engine's
+	// ResultType values.
+	wireResultError = 0x80
+	// maxWireError bounds an error's message.
+	maxWireError = 4096
+)
+
+// appendError appends tag, then err's identity.
+func appendError(b []byte, tag byte, err error) []byte {
+	b = append(b, tag)
+	var e *engine.Error
+	switch {
+	case errors.As(err, &e):
+		return appendString(append(b, errEngine, byte(e.Code)), err.Error())
+	case errors.Is(err, ErrNotApplied):
+		return append(b, errNotApplied)
+	case errors.Is(err, ErrMayHaveBeenCounted):
+		return append(b, errMayHaveBeenCounted)
+	case errors.Is(err, ErrShuttingDown):
+		return append(b, errShuttingDown)
 	}
-	return errors.New(string(text))
+	return appendString(append(b, errText), err.Error())
+}
+
+// error reads what appendError wrote after the tag.
+func (d *wire) error() error {
+	switch kind := d.byte(); kind {
+	case errEngine:
+		// A code only a newer rlserver knows keeps its message; the
+		// server answers it as it answers every code it has no word for.
+		code := engine.Code(d.byte())
+		return &engine.Error{Code: code, Msg: string(d.bytes(maxWireError))}
+	case errNotApplied:
+		return ErrNotApplied
+	case errMayHaveBeenCounted:
+		return ErrMayHaveBeenCounted
+	case errShuttingDown:
+		return ErrShuttingDown
+	case errText:
+		return errors.New(string(d.bytes(maxWireError)))
+	default:
+		d.fail("unknown error kind")
+		return errBadEntry
+	}
 }
 
 func appendBool(b []byte, v bool) []byte {

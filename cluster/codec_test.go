@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -75,6 +76,50 @@ func TestResultRoundTripKeepsExtrasAndMembers(t *testing.T) {
 		if d.err != nil || got.Int != res.Int || got.Members != res.Members || (res.Err != nil && got.Err.Error() != res.Err.Error()) {
 			t.Fatalf("result %+v (%v), want %+v", got, d.err, res)
 		}
+	}
+}
+
+// TestErrorsKeepTheirIdentityOnTheBus: an error crosses the bus as its
+// identity, so the node that sent the request answers it as the leader
+// would have: an engine error keeps its code (and so its reply's first
+// word) and its message, the cluster's own keep their sentinels, and any
+// other error its text. The text of a release before typed errors is read
+// as the reply it is.
+func TestErrorsKeepTheirIdentityOnTheBus(t *testing.T) {
+	policy := fmt.Errorf("%w 'orders'", engine.ErrNoPolicy)
+	for _, err := range []error{
+		engine.ErrWrongType, engine.ErrOOM, engine.ErrZeroRate, policy,
+		&engine.Error{Code: engine.CodeParam, Msg: "limit must be an integer from 1 to 10"},
+		ErrNotApplied, ErrMayHaveBeenCounted, ErrShuttingDown,
+		errors.New("ERR something else"),
+	} {
+		res := engine.Result{Type: engine.ResError, Err: err, Members: 1}
+		d := wire{b: appendResult(nil, &res)}
+		got := d.result()
+		if d.err != nil || got.Type != engine.ResError || got.Members != 1 || got.Err.Error() != err.Error() {
+			t.Fatalf("%v: decoded %+v (%v)", err, got, d.err)
+		}
+		var want *engine.Error
+		if errors.As(err, &want) {
+			var e *engine.Error
+			if !errors.As(got.Err, &e) || e.Code != want.Code || !errors.Is(got.Err, want) {
+				t.Errorf("%v: decoded %#v, lost its code", err, got.Err)
+			}
+		}
+		for _, sentinel := range []error{ErrNotApplied, ErrMayHaveBeenCounted, ErrShuttingDown} {
+			if errors.Is(err, sentinel) != errors.Is(got.Err, sentinel) {
+				t.Errorf("%v: decoded %v, errors.Is(%v) changed", err, got.Err, sentinel)
+			}
+		}
+		d = wire{b: appendError(nil, replyError, err)}
+		if d.byte() != replyError || d.error().Error() != err.Error() || d.err != nil {
+			t.Errorf("%v: a request's error did not round-trip", err)
+		}
+	}
+	old := append([]byte{byte(engine.ResError)}, appendString(nil, "WRONGTYPE Operation against a key holding the wrong kind of value")...)
+	d := wire{b: append(old, 0)}
+	if got := d.result(); d.err != nil || got.Type != engine.ResError || got.Err.Error() != "WRONGTYPE Operation against a key holding the wrong kind of value" {
+		t.Errorf("an older node's error: %+v (%v)", got, d.err)
 	}
 }
 

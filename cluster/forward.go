@@ -23,8 +23,18 @@ import (
 //	response  uvarint length, then 0 and the results (appendResult each,
 //	          or for 'S' uvarint count, then per shard the applied index
 //	          and the leader's id, "" where unknown or not held),
-//	          or 1 and an error text, or 2 and the id of the node that leads
-//	          the shard (the request was not applied: ask that node)
+//	          or 3 and an error (codec.go's appendError, after its tag),
+//	          or 2 and the id of the node that leads the shard (the request
+//	          was not applied: ask that node); 1 and an error's text is
+//	          what releases before typed errors answer
+
+// The first byte of a response.
+const (
+	replyOK     byte = 0
+	replyText   byte = 1
+	replyLeader byte = 2
+	replyError  byte = 3
+)
 
 const (
 	frameCommands  byte = 'C'
@@ -68,7 +78,7 @@ func serveForward(conn net.Conn, h forwardHandler) {
 		case len(frame) > 0 && frame[0] == frameCommands:
 			out = answerCommands(out, frame[1:], h, done)
 		case len(frame) > 0 && frame[0] == frameStatus:
-			out = append(out, 0)
+			out = append(out, replyOK)
 			status := h.status()
 			out = binary.AppendUvarint(out, uint64(len(status)))
 			for _, st := range status {
@@ -90,24 +100,24 @@ func answerCommands(out, frame []byte, h forwardHandler, done chan struct{}) []b
 	d := wire{b: frame}
 	shard := int(d.uvarint())
 	if d.err != nil {
-		return append(append(out, 1), d.err.Error()...)
+		return appendError(out, replyError, d.err)
 	}
 	_, cmds, err := decodeBatch(d.b, nil)
 	if err != nil {
-		return append(append(out, 1), err.Error()...)
+		return appendError(out, replyError, err)
 	}
 	r := &Request{Cmds: cmds, Results: make([]engine.Result, len(cmds)), Done: done}
 	h.submitLocal(shard, r) // no re-route here: the node that forwarded it re-routes
 	<-done
 	if errors.Is(r.Err, ErrNotApplied) {
 		if hint := h.leaderHint(shard); hint != "" {
-			return append(append(out, 2), hint...)
+			return append(append(out, replyLeader), hint...)
 		}
 	}
 	if r.Err != nil {
-		return append(append(out, 1), r.Err.Error()...)
+		return appendError(out, replyError, r.Err)
 	}
-	out = append(out, 0)
+	out = append(out, replyOK)
 	for i := range r.Results {
 		out = appendResult(out, &r.Results[i])
 	}
@@ -145,12 +155,15 @@ func (f *forwarder) forward(addr string, shard int, r *Request) (leaderHint stri
 	}
 	d := wire{b: reply}
 	switch d.byte() {
-	case 0:
-	case 2:
+	case replyOK:
+	case replyLeader:
 		r.Err = ErrNotApplied
 		return string(d.b)
-	default:
-		r.Err = wireError(d.b)
+	case replyError:
+		r.Err = d.error()
+		return ""
+	default: // replyText, from a release before typed errors
+		r.Err = errors.New(string(d.b))
 		return ""
 	}
 	for i := range r.Results {
@@ -169,8 +182,8 @@ func (f *forwarder) status(addr string) ([]shardStatus, error) {
 		return nil, err
 	}
 	d := wire{b: reply}
-	if d.byte() != 0 {
-		return nil, errors.New(string(d.b))
+	if d.byte() != replyOK {
+		return nil, fmt.Errorf("%w: status refused by %s", errBadEntry, addr)
 	}
 	n := d.uvarint()
 	if n > 1<<16 {

@@ -19,8 +19,6 @@ type shardFSM struct {
 	mu    sync.Mutex
 	shard *engine.Shard
 	cmds  []engine.Command // decoding scratch, Raft's goroutine only
-	// decisions break the engine's decision counters down by command.
-	decisions DecisionCounts
 	// index is the shard's number; observer, when set, hears of what it
 	// applies (see WriteObserver).
 	index    int
@@ -74,7 +72,6 @@ func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 		}
 		results := make([]engine.Result, len(cmds))
 		f.shard.Apply(now, cmds, results)
-		f.decisions.count(cmds, results)
 		if o := f.observer.active(); o != nil {
 			o.Written(f.index, cmds)
 		}
@@ -108,7 +105,6 @@ func (f *shardFSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.shard = shard
-	f.decisions = DecisionCounts{} // the engine's counters start again too
 	f.mu.Unlock()
 	// Any key may have changed, and no write command says which.
 	f.observer.flushed(f.index)

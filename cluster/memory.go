@@ -26,9 +26,8 @@ type memoryShard struct {
 	engine   *engine.Shard
 	observer *observerSlot
 
-	mu        sync.Mutex
-	stats     engine.Stats   // published after every batch
-	decisions DecisionCounts // counted under mu, once per batch
+	mu    sync.Mutex
+	stats engine.Stats // published after every batch
 }
 
 const (
@@ -150,13 +149,7 @@ func (s *memoryShard) apply(now int64, batch []*Request) {
 			o.Written(s.index, r.Cmds)
 		}
 	}
-	st := s.engine.Stats()
-	s.mu.Lock()
-	for _, r := range batch {
-		s.decisions.count(r.Cmds, r.Results)
-	}
-	s.stats = st
-	s.mu.Unlock()
+	s.publish()
 	for _, r := range batch {
 		r.Done <- struct{}{}
 	}

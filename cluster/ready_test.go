@@ -53,3 +53,22 @@ func waitNotReady(t *testing.T, n *RaftShards, want string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// waitReady polls n.Ready until it returns nil.
+func waitReady(t *testing.T, n *RaftShards) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := n.Ready()
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, ErrNotReady) {
+			t.Fatalf("Ready: %v, which does not wrap ErrNotReady", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready after 10s: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -14,7 +14,7 @@ import (
 var (
 	errAllEmpty    = errors.New("ERR RL.ALL needs at least one limit")
 	errAllTooMany  = fmt.Errorf("ERR RL.ALL takes at most %d limits", engine.MaxAllLimits)
-	errAllNotLimit = errors.New("ERR RL.ALL limits are SLIDING, FIXED, LOG, TOKEN, LEAKY, GCRA, SHAPE, QUOTA or POLICY, each followed by its key and parameters")
+	errAllNotLimit = errors.New("ERR RL.ALL limits are " + algorithmWords("POLICY") + ", each followed by its key and parameters")
 )
 
 // allLimit is one limit of an RL.ALL: its words, algorithm first.
@@ -37,7 +37,7 @@ func splitAll(args [][]byte, fn func(l allLimit)) (options [][]byte, err error) 
 		}
 		for i, a := range policyAlgorithms {
 			if EqualFold(args[0], a.word) {
-				l.algo, n = i, 2+len(a.params)
+				l.algo, n = i, 2+len(a.op.Spec().Params)
 				if a.op == engine.OpQuota {
 					n = 4
 					if len(args) >= 6 && EqualFold(args[4], "offset") {
@@ -77,8 +77,7 @@ func parseAll(args [][]byte, dst []engine.Command) ([]engine.Command, error) {
 		case policyAlgorithms[l.algo].op == engine.OpQuota:
 			c, _, err = parseQuotaLimit(l.args[1:])
 		default:
-			a := policyAlgorithms[l.algo]
-			c, err = parseLimit(a.op, l.args[1], l.args[2:], a.params)
+			c, err = parseLimit(policyAlgorithms[l.algo].op, l.args[1], l.args[2:])
 		}
 		for _, prev := range dst[head+1:] {
 			if err == nil && string(prev.Key) == string(c.Key) {
@@ -98,8 +97,7 @@ func parseAll(args [][]byte, dst []engine.Command) ([]engine.Command, error) {
 	case len(members) > engine.MaxAllLimits:
 		return dst[:head], errAllTooMany
 	}
-	var cost engine.Command
-	cost.Args[3] = 1
+	cost := engine.Command{Op: engine.OpAll, Args: [4]int64{3: 1}}
 	if err := parseOptions(options, &cost, false); err != nil {
 		return dst[:head], err
 	}

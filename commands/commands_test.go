@@ -68,24 +68,32 @@ func TestParseDecisions(t *testing.T) {
 }
 
 func TestParseRejectsNonsense(t *testing.T) {
-	cases := map[string]string{
-		"RL.SLIDING k 0 60000":                          "ERR limit must be an integer from 1 to 1000000000000000",
-		"RL.SLIDING k -5 60000":                         "ERR limit must be an integer from 1 to 1000000000000000",
-		"RL.SLIDING k 100 0":                            "ERR window_ms must be an integer from 1 to 1000000000000",
-		"RL.SLIDING k 1.5 60000":                        ErrNotInteger.Error(),
-		"RL.SLIDING k 100 60000 COST":                   ErrSyntax.Error(),
-		"RL.SLIDING k 100 60000 COST -1000000000000001": "ERR cost must be an integer from -1000000000000000 to 1000000000000000",
-		"RL.SLIDING k 100 60000 PRICE 1":                ErrSyntax.Error(),
-		"RL.SLIDING k 100 60000 COST 1 COST 2":          ErrSyntax.Error(),
-		"RL.SLIDING k 99999999999999999999 1000":        ErrNotInteger.Error(),
-		"RL.SLIDING k 1000000000000001 1000":            "ERR limit must be an integer from 1 to 1000000000000000",
-		"RL.LOG k 10001 1000":                           "ERR limit must be an integer from 1 to 10000",
-		"RL.TOKEN k 1000000000000000 1 1000000":         "ERR capacity * refill_ms / refill_tokens (the time to drain a full bucket) must be at most 1000000000000 ms",
-		"RL.GCRA k -1 1 1000":                           "ERR burst must be an integer from 0 to 999999999999999",
-		"CL.THROTTLE k 15 30 60 -1":                     "ERR quantity must be an integer from 0 to 1000000000000000",
-		"CL.THROTTLE k 15 0 60":                         "ERR count must be an integer from 1 to 1000000000000000",
-		"CL.THROTTLE k 15 2000000000 1":                 "ERR zero rates are not supported: count must not exceed the nanoseconds in period",
-		"CL.THROTTLE k 15 30 60 1 1":                    "ERR wrong number of arguments for 'cl.throttle' command",
+	// The bounds are the engine's: its errors carry a code (the server
+	// turns it into the reply's first word) and a message naming the
+	// parameter. The syntax errors are this package's, in Redis's words.
+	param := func(msg string) error { return &engine.Error{Code: engine.CodeParam, Msg: msg} }
+	cases := map[string]error{
+		"RL.SLIDING k 0 60000":                          param("limit must be an integer from 1 to 1000000000000000"),
+		"RL.SLIDING k -5 60000":                         param("limit must be an integer from 1 to 1000000000000000"),
+		"RL.SLIDING k 100 0":                            param("window_ms must be an integer from 1 to 1000000000000"),
+		"RL.SLIDING k 1.5 60000":                        ErrNotInteger,
+		"RL.SLIDING k 100 60000 COST":                   ErrSyntax,
+		"RL.SLIDING k 100 60000 COST -1000000000000001": param("cost must be an integer from -1000000000000000 to 1000000000000000"),
+		"RL.SLIDING k 100 60000 PRICE 1":                ErrSyntax,
+		"RL.SLIDING k 100 60000 COST 1 COST 2":          ErrSyntax,
+		"RL.SLIDING k 99999999999999999999 1000":        ErrNotInteger,
+		"RL.SLIDING k 1000000000000001 1000":            param("limit must be an integer from 1 to 1000000000000000"),
+		"RL.SLIDING k 0 abc":                            param("limit must be an integer from 1 to 1000000000000000"),
+		"RL.LOG k 10001 1000":                           param("limit must be an integer from 1 to 10000"),
+		"RL.TOKEN k 1000000000000000 1 1000000":         param("capacity * refill_ms / refill_tokens (the time to drain a full bucket) must be at most 1000000000000 ms"),
+		"RL.GCRA k -1 1 1000":                           param("burst must be an integer from 0 to 999999999999999"),
+		"CL.THROTTLE k 15 30 60 -1":                     param("quantity must be an integer from 0 to 1000000000000000"),
+		"CL.THROTTLE k 15 -1 60":                        param("count must be an integer from 1 to 1000000000000000"),
+		// redis-cell's words for a zero rate, whichever way it comes.
+		"CL.THROTTLE k 15 0 60":         engine.ErrZeroRate,
+		"CL.THROTTLE k 15 30 0":         engine.ErrZeroRate,
+		"CL.THROTTLE k 15 2000000000 1": engine.ErrZeroRate,
+		"CL.THROTTLE k 15 30 60 1 1":    WrongArity("cl.throttle"),
 	}
 	for in, want := range cases {
 		args := words(in)
@@ -94,7 +102,15 @@ func TestParseRejectsNonsense(t *testing.T) {
 		if err == nil {
 			_, err = spec.Parse(args, nil)
 		}
-		if err == nil || err.Error() != want {
+		var e, we *engine.Error
+		switch {
+		case err == nil:
+			t.Errorf("%s: no error, want %q", in, want)
+		case errors.As(want, &we):
+			if !errors.As(err, &e) || e.Code != we.Code || err.Error() != we.Msg {
+				t.Errorf("%s: error %#v, want engine error %#v", in, err, want)
+			}
+		case err.Error() != want.Error():
 			t.Errorf("%s: error %v, want %q", in, err, want)
 		}
 	}

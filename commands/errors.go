@@ -38,8 +38,3 @@ func UnknownCommand(args [][]byte) error {
 func UnknownSubcommand(parent string, sub []byte) error {
 	return fmt.Errorf("ERR unknown subcommand '%.128s'. Try %s HELP.", sub, strings.ToUpper(parent))
 }
-
-// rangeError reports an integer argument outside its bounds.
-func rangeError(name string, lo, hi int64) error {
-	return fmt.Errorf("ERR %s must be an integer from %d to %d", name, lo, hi)
-}

@@ -1,6 +1,10 @@
 package commands
 
-import "math"
+import (
+	"math"
+
+	"github.com/rlserver/rlserver/engine"
+)
 
 // ParseInt parses a decimal int64 the way Redis's string2ll does: an optional
 // minus sign, no plus sign, no spaces, no leading zeros, no overflow.
@@ -37,16 +41,14 @@ func ParseInt(b []byte) (int64, bool) {
 	return 0, false
 }
 
-// intArg parses args[i] as an integer named name within [lo, hi].
-func intArg(b []byte, name string, lo, hi int64) (int64, error) {
+// paramArg parses b as the integer parameter p: ErrNotInteger when it is
+// not an integer, the engine's error when it is outside p's bounds.
+func paramArg(b []byte, p engine.Param) (int64, error) {
 	v, ok := ParseInt(b)
 	if !ok {
 		return 0, ErrNotInteger
 	}
-	if v < lo || v > hi {
-		return 0, rangeError(name, lo, hi)
-	}
-	return v, nil
+	return v, p.Check(v)
 }
 
 // EqualFold reports whether b equals the ASCII word s (lower case) ignoring

@@ -7,13 +7,10 @@ import (
 	"github.com/rlserver/rlserver/engine"
 )
 
-// The parameters of the limits issue 5 added.
 var (
-	pQuotaLimit     = param{"limit", 1, engine.MaxCount}
-	pOffset         = param{"offset", -engine.MaxQuotaOffset / 60_000, engine.MaxQuotaOffset / 60_000}
-	pLeaseLimit     = param{"limit", 1, engine.MaxLogLimit}
-	pLeaseMs        = param{"lease_ms", 1, engine.MaxDuration}
-	pLeaseID        = param{"lease_id", 1, 1<<63 - 1}
+	// pOffset is RL.QUOTA's OFFSET as the command takes it, in minutes (the
+	// engine holds it in ms).
+	pOffset         = engine.Param{Name: "offset", Min: -engine.MaxQuotaOffset / 60_000, Max: engine.MaxQuotaOffset / 60_000}
 	errNoSuchPeriod = fmt.Errorf("ERR no such period: use DAY, WEEK, MONTH or YEAR")
 )
 
@@ -34,7 +31,7 @@ func parseQuotaLimit(args [][]byte) (engine.Command, [][]byte, error) {
 	if len(args) < 3 {
 		return c, nil, ErrSyntax
 	}
-	limit, err := intArg(args[1], pQuotaLimit.name, pQuotaLimit.lo, pQuotaLimit.hi)
+	limit, err := paramArg(args[1], engine.OpQuota.Spec().Params[0])
 	if err != nil {
 		return c, nil, err
 	}
@@ -45,7 +42,7 @@ func parseQuotaLimit(args [][]byte) (engine.Command, [][]byte, error) {
 	c.Args = [4]int64{limit, int64(period), 0, 1}
 	rest := args[3:]
 	if len(rest) >= 2 && EqualFold(rest[0], "offset") {
-		minutes, err := intArg(rest[1], pOffset.name, pOffset.lo, pOffset.hi)
+		minutes, err := paramArg(rest[1], pOffset)
 		if err != nil {
 			return c, nil, err
 		}
@@ -72,7 +69,7 @@ func parseAcquire(args [][]byte, dst []engine.Command) ([]engine.Command, error)
 	if len(args) != 4 {
 		return dst, WrongArity("rl.acquire")
 	}
-	c, err := parseLimit(engine.OpAcquire, args[1], args[2:], []param{pLeaseLimit, pLeaseMs})
+	c, err := parseLimit(engine.OpAcquire, args[1], args[2:])
 	if err != nil {
 		return dst, err
 	}
@@ -81,7 +78,7 @@ func parseAcquire(args [][]byte, dst []engine.Command) ([]engine.Command, error)
 
 // parseRelease parses "RL.RELEASE key lease_id".
 func parseRelease(args [][]byte, dst []engine.Command) ([]engine.Command, error) {
-	id, err := intArg(args[2], pLeaseID.name, pLeaseID.lo, pLeaseID.hi)
+	id, err := paramArg(args[2], engine.OpRelease.Spec().Params[0])
 	if err != nil {
 		return dst, err
 	}
@@ -91,10 +88,7 @@ func parseRelease(args [][]byte, dst []engine.Command) ([]engine.Command, error)
 // parseCheckLimit parses "key policy" from args into RL.CHECK's op (cost 1).
 func parseCheckLimit(args [][]byte) (engine.Command, error) {
 	c := engine.Command{Op: engine.OpCheck, Key: args[0], Value: args[1], Args: [4]int64{3: 1}}
-	if !engine.ValidPolicyName(args[1]) {
-		return c, errPolicyName
-	}
-	return c, nil
+	return c, c.Check()
 }
 
 // parseCheck parses "RL.CHECK key policy [COST n] [PARTIAL]".

@@ -2,77 +2,59 @@ package commands
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/rlserver/rlserver/engine"
 )
 
-// param is one integer parameter of a decision command.
-type param struct {
-	name   string
-	lo, hi int64
-}
+// parser appends to dst the engine commands that carry out args.
+type parser func(args [][]byte, dst []engine.Command) ([]engine.Command, error)
 
-var (
-	pLimit    = param{"limit", 1, engine.MaxCount}
-	pLogLimit = param{"limit", 1, engine.MaxLogLimit}
-	pWindow   = param{"window_ms", 1, engine.MaxDuration}
-	pCapacity = param{"capacity", 1, engine.MaxCount}
-	pRefill   = param{"refill_tokens", 1, engine.MaxCount}
-	pRefillMs = param{"refill_ms", 1, engine.MaxDuration}
-	pLeak     = param{"leak_tokens", 1, engine.MaxCount}
-	pLeakMs   = param{"leak_ms", 1, engine.MaxDuration}
-	pBurst    = param{"burst", 0, engine.MaxCount - 1}
-	pCount    = param{"count", 1, engine.MaxCount}
-	pPeriodMs = param{"period_ms", 1, engine.MaxDuration}
-	pMaxBurst = param{"max_burst", 0, engine.MaxCount - 1}
-	pPeriodS  = param{"period", 1, engine.MaxDuration / 1000}
-	pCost     = param{"cost", -engine.MaxCount, engine.MaxCount}
-	pQuantity = param{"quantity", 0, engine.MaxCount}
-)
-
-// decisionParser parses "NAME key p1 p2 [p3] [COST n] [PARTIAL]" into op.
-func decisionParser(op engine.Op, params ...param) func([][]byte, []engine.Command) ([]engine.Command, error) {
+// decisionParser parses "NAME key params... [COST n] [PARTIAL]" into op,
+// whose parameters the engine's table gives.
+func decisionParser(op engine.Op) parser {
+	n := len(op.Spec().Params)
 	return func(args [][]byte, dst []engine.Command) ([]engine.Command, error) {
-		if len(args) < 2+len(params) {
+		if len(args) < 2+n {
 			return dst, WrongArity(string(args[0]))
 		}
-		c, err := parseLimit(op, args[1], args[2:2+len(params)], params)
+		c, err := parseLimit(op, args[1], args[2:2+n])
 		if err != nil {
 			return dst, err
 		}
-		if err := parseOptions(args[2+len(params):], &c, true); err != nil {
+		if err := parseOptions(args[2+n:], &c, true); err != nil {
 			return dst, err
 		}
 		return append(dst, c), nil
 	}
 }
 
-// parseLimit builds the decision op on key from its parameters, with a cost
-// of 1.
-func parseLimit(op engine.Op, key []byte, args [][]byte, params []param) (engine.Command, error) {
+// parseLimit builds op on key from its parameters, args (as many as op
+// takes), with a cost of 1. Each parameter is parsed and checked in turn, so
+// the first that is wrong is the one reported; then the engine checks them
+// together.
+func parseLimit(op engine.Op, key []byte, args [][]byte) (engine.Command, error) {
 	c := engine.Command{Op: op, Key: key}
-	for i, p := range params {
-		v, err := intArg(args[i], p.name, p.lo, p.hi)
+	for i, p := range op.Spec().Params {
+		v, err := paramArg(args[i], p)
 		if err != nil {
 			return c, err
 		}
 		c.Args[i] = v
 	}
 	c.Args[3] = 1
-	return c, checkDrainTime(op, c.Args)
+	return c, c.Check()
 }
 
-// parseOptions parses a decision's options: COST n (negative: a refund) and,
-// when partial is allowed, PARTIAL.
+// parseOptions parses a decision's options: COST n (negative: a refund),
+// within the bounds of c's op, and, when partial is allowed, PARTIAL.
 func parseOptions(rest [][]byte, c *engine.Command, partial bool) error {
 	costGiven := false
 	for len(rest) > 0 {
 		switch {
 		case EqualFold(rest[0], "cost") && len(rest) >= 2 && !costGiven:
 			costGiven = true
-			v, err := intArg(rest[1], pCost.name, pCost.lo, pCost.hi)
+			v, err := paramArg(rest[1], c.Op.Spec().Cost)
 			if err != nil {
 				return err
 			}
@@ -86,53 +68,36 @@ func parseOptions(rest [][]byte, c *engine.Command, partial bool) error {
 	return nil
 }
 
-// checkDrainTime refuses buckets that would take longer than MaxDuration to
-// drain from full, which keeps every wait a bucket reports in range.
-func checkDrainTime(op engine.Op, a [4]int64) error {
-	var b engine.Bucket
-	var what string
-	switch op {
-	case engine.OpToken:
-		b, what = engine.Bucket{Capacity: a[0], Rate: a[1], Period: a[2]}, "capacity * refill_ms / refill_tokens"
-	case engine.OpLeaky, engine.OpShape:
-		b, what = engine.Bucket{Capacity: a[0], Rate: a[1], Period: a[2]}, "capacity * leak_ms / leak_tokens"
-	case engine.OpGCRA:
-		b, what = engine.Bucket{Capacity: a[0] + 1, Rate: a[1], Period: a[2]}, "(burst + 1) * period_ms / count"
-	default:
-		return nil
-	}
-	if b.DrainTime() > engine.MaxDuration {
-		return fmt.Errorf("ERR %s (the time to drain a full bucket) must be at most %d ms", what, int64(engine.MaxDuration))
-	}
-	return nil
-}
-
 // parseThrottle parses redis-cell's "CL.THROTTLE key max_burst count period
 // [quantity]".
 func parseThrottle(args [][]byte, dst []engine.Command) ([]engine.Command, error) {
 	if len(args) != 5 && len(args) != 6 {
 		return dst, WrongArity("cl.throttle")
 	}
-	c := engine.Command{Op: engine.OpThrottle, Key: args[1], Args: [4]int64{0, 0, 0, 1}}
-	for i, p := range []param{pMaxBurst, pCount, pPeriodS, pQuantity}[:len(args)-2] {
-		v, err := intArg(args[2+i], p.name, p.lo, p.hi)
+	spec := engine.OpThrottle.Spec()
+	c := engine.Command{Op: engine.OpThrottle, Key: args[1], Args: [4]int64{3: 1}}
+	for i, p := range spec.Params {
+		v, err := paramArg(args[2+i], p)
 		if err != nil {
 			return dst, err
 		}
 		c.Args[i] = v
 	}
-	t := engine.Throttle{MaxBurst: c.Args[0], Count: c.Args[1], Period: c.Args[2]}
-	if t.Emission() == 0 {
-		return dst, fmt.Errorf("ERR zero rates are not supported: count must not exceed the nanoseconds in period")
+	if len(args) == 6 {
+		v, err := paramArg(args[5], spec.Cost)
+		if err != nil {
+			return dst, err
+		}
+		c.Args[3] = v
 	}
-	if t.Tolerance() > engine.MaxDuration*1_000_000 {
-		return dst, fmt.Errorf("ERR (max_burst + 1) * period / count must be at most %d s", int64(engine.MaxDuration/1000))
+	if err := c.Check(); err != nil {
+		return dst, err
 	}
 	return append(dst, c), nil
 }
 
 // keyParser turns each key argument into one op.
-func keyParser(op engine.Op) func([][]byte, []engine.Command) ([]engine.Command, error) {
+func keyParser(op engine.Op) parser {
 	return func(args [][]byte, dst []engine.Command) ([]engine.Command, error) {
 		for _, k := range args[1:] {
 			dst = append(dst, engine.Command{Op: op, Key: k})

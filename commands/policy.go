@@ -2,31 +2,43 @@ package commands
 
 import (
 	"errors"
-	"fmt"
+	"strings"
 
 	"github.com/rlserver/rlserver/engine"
 )
 
-var errPolicyName = fmt.Errorf("ERR a policy name is 1 to %d letters, digits or _ - . /", engine.MaxPolicyName)
-
-// policyAlgorithms are the algorithms RL.POLICY SET takes, with their
-// parameters as the commands of the same name take them.
-var policyAlgorithms = []struct {
-	word   string
-	op     engine.Op
-	params []param
-}{
-	{"sliding", engine.OpSliding, []param{pLimit, pWindow}},
-	{"fixed", engine.OpFixed, []param{pLimit, pWindow}},
-	{"log", engine.OpLog, []param{pLogLimit, pWindow}},
-	{"token", engine.OpToken, []param{pCapacity, pRefill, pRefillMs}},
-	{"leaky", engine.OpLeaky, []param{pCapacity, pLeak, pLeakMs}},
-	{"gcra", engine.OpGCRA, []param{pBurst, pCount, pPeriodMs}},
-	{"shape", engine.OpShape, []param{pCapacity, pLeak, pLeakMs}},
-	{"quota", engine.OpQuota, nil}, // parsed by parseQuotaLimit
+// algorithm is a decision a policy may run, or one of RL.ALL's limits: its
+// word (lower case) and op, from the engine's table.
+type algorithm struct {
+	word string
+	op   engine.Op
 }
 
-var errPolicyAlgorithm = errors.New("ERR unknown algorithm: use SLIDING, FIXED, LOG, TOKEN, LEAKY, GCRA, SHAPE or QUOTA")
+// policyAlgorithms are the algorithms RL.POLICY SET and RL.ALL take: the
+// engine's ops with a Word, in op order. Each takes its parameters as the
+// command of the same name does.
+var policyAlgorithms = func() []algorithm {
+	var out []algorithm
+	engine.Ops(func(op engine.Op, spec *engine.OpSpec) {
+		if spec.Word != "" {
+			out = append(out, algorithm{strings.ToLower(spec.Word), op})
+		}
+	})
+	return out
+}()
+
+// algorithmWords lists the algorithms' words and then more, as a sentence
+// does: "SLIDING, FIXED, ... or QUOTA".
+func algorithmWords(more ...string) string {
+	var words []string
+	for _, a := range policyAlgorithms {
+		words = append(words, strings.ToUpper(a.word))
+	}
+	words = append(words, more...)
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+var errPolicyAlgorithm = errors.New("ERR unknown algorithm: use " + algorithmWords())
 
 // ParsePolicySet parses "RL.POLICY SET name ALGORITHM params... [SHADOW]"
 // into the op that defines the policy on a shard.
@@ -36,8 +48,8 @@ func ParsePolicySet(args [][]byte) (engine.Command, error) {
 		return set, WrongArity("rl.policy|set")
 	}
 	name, algo, rest := args[2], args[3], args[4:]
-	if !engine.ValidPolicyName(name) {
-		return set, errPolicyName
+	if err := ParsePolicyName(name); err != nil {
+		return set, err
 	}
 	if n := len(rest); n > 0 && EqualFold(rest[n-1], "shadow") {
 		set.Flags, rest = engine.FlagShadow, rest[:n-1]
@@ -55,25 +67,23 @@ func ParsePolicySet(args [][]byte) (engine.Command, error) {
 				err = ErrSyntax
 			}
 		} else {
-			if len(rest) != len(a.params) {
+			if len(rest) != len(a.op.Spec().Params) {
 				return set, ErrSyntax
 			}
-			limit, err = parseLimit(a.op, name, rest, a.params)
+			limit, err = parseLimit(a.op, name, rest)
 		}
 		if err != nil {
 			return set, err
 		}
 		set.Value, set.Args = name, limit.Args
 		set.Args[3] = int64(a.op)
-		return set, nil
+		return set, set.Check()
 	}
 	return set, errPolicyAlgorithm
 }
 
 // ParsePolicyName checks the name RL.POLICY GET and DEL take.
 func ParsePolicyName(name []byte) error {
-	if !engine.ValidPolicyName(name) {
-		return errPolicyName
-	}
-	return nil
+	c := engine.Command{Op: engine.OpPolicyDel, Value: name}
+	return c.Check()
 }

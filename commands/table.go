@@ -1,6 +1,10 @@
 package commands
 
-import "github.com/rlserver/rlserver/engine"
+import (
+	"strings"
+
+	"github.com/rlserver/rlserver/engine"
+)
 
 // Argument documentation shared by the decision commands.
 var (
@@ -14,6 +18,16 @@ var (
 	argOffset = Arg{Name: "offset", Type: "integer", Token: "OFFSET", Optional: true}
 )
 
+// allAlgorithmArgs documents the words RL.ALL's limits start with: the
+// algorithms, then POLICY.
+func allAlgorithmArgs() []Arg {
+	var out []Arg
+	for _, a := range policyAlgorithms {
+		out = append(out, Arg{Name: a.word, Type: "pure-token", Token: strings.ToUpper(a.word)})
+	}
+	return append(out, Arg{Name: "policy", Type: "pure-token", Token: "POLICY"})
+}
+
 func intArgs(names ...string) []Arg {
 	a := []Arg{argKey}
 	for _, n := range names {
@@ -22,22 +36,29 @@ func intArgs(names ...string) []Arg {
 	return a
 }
 
-// decision builds the spec of an RL.* decision command.
-func decision(id ID, name string, op engine.Op, fast bool, summary string, params ...param) *Spec {
-	names := make([]string, len(params))
-	for i, p := range params {
-		names[i] = p.name
+// paramNames are the names of op's parameters, in order.
+func paramNames(op engine.Op) []string {
+	var names []string
+	for _, p := range op.Spec().Params {
+		names = append(names, p.Name)
 	}
+	return names
+}
+
+// decision builds the spec of an RL.* decision command: its name and
+// parameters are the engine's op's.
+func decision(id ID, op engine.Op, fast bool, summary string) *Spec {
+	names := paramNames(op)
 	flags, cats, complexity := []string{"write", "denyoom", "fast"}, []string{"@write", "@ratelimit", "@fast"}, "O(1)"
 	if !fast {
 		flags, cats, complexity = flags[:2], []string{"@write", "@ratelimit", "@slow"}, "O(N) where N is the number of distinct milliseconds with grants in the window"
 	}
 	return &Spec{
-		ID: id, Name: name, Arity: -(2 + len(params)), Flags: flags,
+		ID: id, Name: op.Spec().Name, Arity: -(2 + len(names)), Flags: flags,
 		FirstKey: 1, LastKey: 1, KeyStep: 1, Categories: cats,
 		Group: "ratelimit", Since: "1.0.0", Complexity: complexity, Summary: summary,
 		Args: append(intArgs(names...), argCost, argPartial), Route: RouteKey,
-		parse: decisionParser(op, params...),
+		parse: decisionParser(op),
 	}
 }
 
@@ -59,8 +80,7 @@ func keyCommand(id ID, name string, arity int, op engine.Op, write bool, group, 
 }
 
 // limitCommand builds the spec of a ratelimit command on one key, first.
-func limitCommand(id ID, name string, arity int, write bool, summary string,
-	parse func([][]byte, []engine.Command) ([]engine.Command, error), args ...Arg) *Spec {
+func limitCommand(id ID, name string, arity int, write bool, summary string, parse parser, args ...Arg) *Spec {
 	flags, cats := []string{"readonly", "fast"}, []string{"@read", "@ratelimit", "@fast"}
 	if write {
 		flags, cats = []string{"write", "denyoom", "fast"}, []string{"@write", "@ratelimit", "@fast"}
@@ -73,8 +93,7 @@ func limitCommand(id ID, name string, arity int, write bool, summary string,
 }
 
 // stringCommand builds the spec of one of Redis's string commands.
-func stringCommand(id ID, name string, arity int, flags []string, group, summary string,
-	parse func([][]byte, []engine.Command) ([]engine.Command, error), args ...Arg) *Spec {
+func stringCommand(id ID, name string, arity int, flags []string, group, summary string, parse parser, args ...Arg) *Spec {
 	cats := []string{"@" + group, "@write", "@fast"}
 	if flags[0] == "readonly" {
 		cats[1] = "@read"
@@ -152,35 +171,28 @@ var (
 )
 
 var table = []*Spec{
-	decision(IDSliding, "rl.sliding", engine.OpSliding, true,
-		"Sliding-window counter: may this caller spend cost now? Replies [allowed, limit, remaining, retry_after_ms, reset_after_ms].",
-		pLimit, pWindow),
-	decision(IDFixed, "rl.fixed", engine.OpFixed, true,
-		"Fixed window aligned to the epoch: may this caller spend cost now?",
-		pLimit, pWindow),
-	decision(IDLog, "rl.log", engine.OpLog, false,
-		"Exact sliding log: may this caller spend cost now? Memory grows with the limit (at most 10000).",
-		pLogLimit, pWindow),
-	decision(IDToken, "rl.token", engine.OpToken, true,
-		"Token bucket that starts full and refills continuously: may this caller spend cost now?",
-		pCapacity, pRefill, pRefillMs),
-	decision(IDLeaky, "rl.leaky", engine.OpLeaky, true,
-		"Leaky bucket as a meter: may this caller pour cost into the bucket now?",
-		pCapacity, pLeak, pLeakMs),
-	decision(IDGCRA, "rl.gcra", engine.OpGCRA, true,
-		"GCRA with redis-cell's parameters (limit = burst + 1) in milliseconds: may this caller spend cost now?",
-		pBurst, pCount, pPeriodMs),
+	decision(IDSliding, engine.OpSliding, true,
+		"Sliding-window counter: may this caller spend cost now? Replies [allowed, limit, remaining, retry_after_ms, reset_after_ms]."),
+	decision(IDFixed, engine.OpFixed, true,
+		"Fixed window aligned to the epoch: may this caller spend cost now?"),
+	decision(IDLog, engine.OpLog, false,
+		"Exact sliding log: may this caller spend cost now? Memory grows with the limit (at most 10000)."),
+	decision(IDToken, engine.OpToken, true,
+		"Token bucket that starts full and refills continuously: may this caller spend cost now?"),
+	decision(IDLeaky, engine.OpLeaky, true,
+		"Leaky bucket as a meter: may this caller pour cost into the bucket now?"),
+	decision(IDGCRA, engine.OpGCRA, true,
+		"GCRA with redis-cell's parameters (limit = burst + 1) in milliseconds: may this caller spend cost now?"),
 	{
 		ID: IDThrottle, Name: "cl.throttle", Arity: -5, Flags: []string{"write", "denyoom", "fast"},
 		FirstKey: 1, LastKey: 1, KeyStep: 1, Categories: []string{"@write", "@ratelimit", "@fast"},
 		Group: "ratelimit", Since: "1.0.0", Complexity: "O(1)",
 		Summary: "redis-cell's GCRA command, reply for reply: [limited, limit, remaining, retry_after_s, reset_after_s].",
-		Args:    append(intArgs("max_burst", "count", "period"), Arg{Name: "quantity", Type: "integer", Optional: true}),
+		Args:    append(intArgs(paramNames(engine.OpThrottle)...), Arg{Name: "quantity", Type: "integer", Optional: true}),
 		Route:   RouteKey, parse: parseThrottle,
 	},
-	decision(IDShape, "rl.shape", engine.OpShape, true,
-		"Throttling: a leaky-bucket queue that admits while it has room and says how long to wait first (delay_ms); refuses only when full.",
-		pCapacity, pLeak, pLeakMs),
+	decision(IDShape, engine.OpShape, true,
+		"Throttling: a leaky-bucket queue that admits while it has room and says how long to wait first (delay_ms); refuses only when full."),
 	limitCommand(IDQuota, "rl.quota", -4, true,
 		"Calendar quota: units per day, ISO week, month or year, reset when the period turns (UTC, or OFFSET minutes east of it).",
 		parseQuota, Arg{Name: "limit", Type: "integer"}, argPeriod, argOffset, argCost, argPartial),
@@ -199,12 +211,7 @@ var table = []*Spec{
 		Group: "ratelimit", Since: "1.1.0", Complexity: "O(N) where N is the number of limits",
 		Summary: "Checks several limits as one, all or nothing: when one denies, nothing is consumed. Keys must share a hash slot.",
 		Args: []Arg{{Name: "limit", Type: "block", Multiple: true, Args: []Arg{
-			{Name: "algorithm", Type: "oneof", Args: []Arg{
-				{Name: "sliding", Type: "pure-token", Token: "SLIDING"}, {Name: "fixed", Type: "pure-token", Token: "FIXED"},
-				{Name: "log", Type: "pure-token", Token: "LOG"}, {Name: "token", Type: "pure-token", Token: "TOKEN"},
-				{Name: "leaky", Type: "pure-token", Token: "LEAKY"}, {Name: "gcra", Type: "pure-token", Token: "GCRA"},
-				{Name: "shape", Type: "pure-token", Token: "SHAPE"}, {Name: "quota", Type: "pure-token", Token: "QUOTA"},
-				{Name: "policy", Type: "pure-token", Token: "POLICY"}}},
+			{Name: "algorithm", Type: "oneof", Args: allAlgorithmArgs()},
 			argKey, {Name: "parameters", Type: "string", Multiple: true}}}, argCost},
 		Route: RouteKey, SameSlot: true, parse: parseAll,
 	},

@@ -1,18 +1,14 @@
 package engine
 
-import "errors"
-
 // MaxAllLimits bounds the limits one RL.ALL checks.
 const MaxAllLimits = 16
 
-// ErrAllMember answers an RL.ALL group that commands would never build: a
-// limit that is not a decision, PARTIAL, a key twice, or a wrong count.
-var ErrAllMember = errors.New("ERR RL.ALL takes 1 to 16 limits on distinct keys, without PARTIAL")
-
-// AllMember reports whether op may be one of RL.ALL's limits: the decision
-// commands with the common reply, and RL.CHECK.
-func AllMember(op Op) bool {
-	return PolicyOp(op) || op == OpCheck
+// allMember reports whether op may be one of RL.ALL's limits: the decision
+// commands with the common reply, and RL.CHECK. (ErrAllMember answers a
+// group commands would never build: a limit that is not one, PARTIAL, a key
+// twice, or a wrong count.)
+func allMember(op Op) bool {
+	return policyOp(op) || op == OpCheck
 }
 
 // all applies RL.ALL: cmds[0] is the head, whose Args[0] counts the limits
@@ -28,10 +24,8 @@ func (s *Shard) all(now int64, cmds []Command, out []Result) {
 		head.Type, head.Err = ResError, err
 		return
 	}
-	var (
-		recs     [MaxAllLimits]int32
-		verdicts [MaxAllLimits]verdict
-	)
+	var recs [MaxAllLimits]int32
+	verdicts := &s.verdicts
 	allowed := true
 	for j := range members {
 		recs[j] = s.lookup(members[j].Key, now)
@@ -56,8 +50,8 @@ func (s *Shard) all(now int64, cmds []Command, out []Result) {
 			// it stands, which is what a peek says.
 			peek := members[j]
 			peek.Args[3] = 0
-			var p verdict
-			_ = s.evaluate(now, &peek, recs[j], &p) // it just succeeded with a cost
+			p := &s.verdict
+			_ = s.evaluate(now, &peek, recs[j], p) // it just succeeded with a cost
 			p.d.Allowed = true
 			v.d = p.d
 		}
@@ -91,7 +85,7 @@ func checkGroup(cmds []Command) error {
 		return ErrAllMember
 	}
 	for j := range members {
-		if !AllMember(members[j].Op) || members[j].Flags&FlagPartial != 0 {
+		if !allMember(members[j].Op) || members[j].Flags&FlagPartial != 0 {
 			return ErrAllMember
 		}
 		for k := range j {

@@ -31,8 +31,8 @@ func TestExtremeParameters(t *testing.T) {
 				}
 			}
 			for _, rate := range counts {
-				b := Bucket{Capacity: limit, Rate: rate, Period: window}
-				if b.DrainTime() > MaxDuration {
+				b := bucket{Capacity: limit, Rate: rate, Period: window}
+				if b.drainTime() > MaxDuration {
 					continue // commands refuses these
 				}
 				s := NewShard()

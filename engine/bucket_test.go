@@ -4,10 +4,10 @@ import "testing"
 
 func TestBucketDecide(t *testing.T) {
 	// 10 units, 3 drained (refilled) every 1000 ms: one unit per 333.3 ms.
-	b := Bucket{Capacity: 10, Rate: 3, Period: 1000}
+	b := bucket{Capacity: 10, Rate: 3, Period: 1000}
 	st := bucketLevel{}
 	step := func(now, cost int64) Decision {
-		next, d := b.Decide(st, now, cost)
+		next, d := b.decide(st, now, cost)
 		if d.Allowed && cost > 0 {
 			st = next
 		}
@@ -32,12 +32,12 @@ func TestBucketDecide(t *testing.T) {
 // caller that always wants more gets the capacity, then exactly the units
 // refilled so far, however long it runs.
 func TestBucketRateIsExactOverLongRuns(t *testing.T) {
-	b := Bucket{Capacity: 10, Rate: 7, Period: 3000} // 7 per 3 s
+	b := bucket{Capacity: 10, Rate: 7, Period: 3000} // 7 per 3 s
 	var st bucketLevel
 	grants := int64(0)
 	const span = 3_000_000 // 1000 periods
 	for now := int64(0); now < span; now++ {
-		if next, d := b.Decide(st, now, 1); d.Allowed {
+		if next, d := b.decide(st, now, 1); d.Allowed {
 			st = next
 			grants++
 		}
@@ -48,16 +48,16 @@ func TestBucketRateIsExactOverLongRuns(t *testing.T) {
 }
 
 func TestBucketAdoptKeepsLevel(t *testing.T) {
-	old := Bucket{Capacity: 100, Rate: 100, Period: 60_000}
+	old := bucket{Capacity: 100, Rate: 100, Period: 60_000}
 	st := bucketLevel{Whole: 100, Last: 0}
 	// Lowering the capacity keeps the consumption: nothing is free.
-	lower := Bucket{Capacity: 10, Rate: 100, Period: 60_000}
-	if _, d := lower.Decide(lower.adopt(old, st, 1000), 1000, 1); d.Allowed {
+	lower := bucket{Capacity: 10, Rate: 100, Period: 60_000}
+	if _, d := lower.decide(lower.adopt(old, st, 1000), 1000, 1); d.Allowed {
 		t.Errorf("lowered capacity freed budget: %+v", d)
 	}
 	// A faster rate applies from now on; what drained so far drained at the old
 	// rate (1000 ms at 100/min is 1.67 units).
-	faster := Bucket{Capacity: 100, Rate: 100, Period: 1000}
+	faster := bucket{Capacity: 100, Rate: 100, Period: 1000}
 	got := faster.adopt(old, st, 1000)
 	if got.Whole != 98 || got.Frac != 334 {
 		t.Errorf("adopted %+v, want 98 + 334/1000 units", got)
@@ -65,7 +65,7 @@ func TestBucketAdoptKeepsLevel(t *testing.T) {
 }
 
 func TestBucketClockBackwardsDrainsNothing(t *testing.T) {
-	b := Bucket{Capacity: 5, Rate: 1, Period: 1000}
+	b := bucket{Capacity: 5, Rate: 1, Period: 1000}
 	st := bucketLevel{Whole: 5, Last: 10_000}
 	if got := b.drain(st, 9_000); got != st {
 		t.Fatalf("drained going backwards: %+v", got)

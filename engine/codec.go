@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 )
 
 // appendEntry appends the canonical encoding of record i as of now: its
@@ -25,12 +24,8 @@ func appendEntry(b []byte, ks *keyspace, i int32, now int64) []byte {
 		b = binary.AppendVarint(b, v)
 	}
 	var log []logEntry
-	switch kind {
-	case KindLog:
-		l, entries := ks.slidingLog(i)
-		log = l.live(entries, now)
-	case KindLease:
-		log = liveLeases(ks.log(i), now)
+	if lk, ok := kinds[kind].keyKind.(logKeeper); ok {
+		log = lk.liveLog(ks, i, now)
 	}
 	b = binary.AppendUvarint(b, uint64(len(log)))
 	for _, le := range log {
@@ -158,6 +153,11 @@ func (d *decoder) entry(s *Shard) {
 	}
 	kind := Kind(d.b[0])
 	d.b = d.b[1:]
+	if kind == kindNone || kind >= kindCount {
+		d.fail("unknown kind %d", kind)
+		return
+	}
+	_, keepsLog := kinds[kind].keyKind.(logKeeper)
 	klen := d.uvarint()
 	if d.err != nil || klen > maxSnapshotKey || klen > uint64(len(d.b)) {
 		d.fail("bad key length")
@@ -173,7 +173,7 @@ func (d *decoder) entry(s *Shard) {
 		state[i] = d.varint()
 	}
 	nlog := d.uvarint()
-	if d.err == nil && (nlog > MaxLogLimit || (nlog > 0 && kind != KindLog && kind != KindLease)) {
+	if d.err == nil && (nlog > MaxLogLimit || (nlog > 0 && !keepsLog)) {
 		d.fail("bad log length")
 	}
 	var log []logEntry
@@ -190,7 +190,7 @@ func (d *decoder) entry(s *Shard) {
 	if d.err != nil {
 		return
 	}
-	if !validParams(kind, params, false) || !validState(kind, params, state, log) {
+	if !kinds[kind].valid(params, state, log) {
 		d.fail("key %q: invalid parameters or state", key)
 		return
 	}
@@ -221,47 +221,4 @@ func (d *decoder) bytes(limit uint64) []byte {
 	v := d.b[:n:n]
 	d.b = d.b[n:]
 	return v
-}
-
-// validState checks that a decoded state is one the algorithms can produce:
-// times within [0, MaxTime], counts within [0, MaxCount], fractions below
-// their period, logs sorted with positive counts.
-func validState(kind Kind, params, st [3]int64, log []logEntry) bool {
-	time := func(v int64) bool { return v >= 0 && v <= MaxTime }
-	count := func(v int64) bool { return v >= 0 && v <= MaxCount }
-	switch kind {
-	case KindSliding:
-		return time(st[0]) && count(st[1]) && count(st[2])
-	case KindFixed:
-		return time(st[0]) && count(st[1]) && st[2] == 0
-	case KindLog:
-		prev := int64(-1)
-		for _, le := range log {
-			if le.At <= prev || !time(le.At) || le.N < 1 || !count(le.N) {
-				return false
-			}
-			prev = le.At
-		}
-		return st == [3]int64{}
-	case KindToken, KindLeaky, KindGCRA, KindShape:
-		return count(st[0]) && st[1] >= 0 && st[1] < params[2] && time(st[2])
-	case KindQuota:
-		// A period starts before its first instant by up to a year and an offset.
-		return st[0] >= -(366*24*3600*1000+MaxQuotaOffset) && st[0] <= MaxTime && count(st[1]) && st[2] == 0
-	case KindLease:
-		prev := int64(math.MinInt64)
-		for _, le := range log {
-			if le.At < prev || le.At < 0 || le.At > MaxTime+MaxDuration || le.N < 1 || le.N > st[0] {
-				return false
-			}
-			prev = le.At
-		}
-		return len(log) <= int(params[0]) && st[0] >= 0 && st[1] == 0 && st[2] == 0
-	case KindString:
-		return st[1] >= 0 && st[1] <= MaxExpiry && (st[2] == 0 || (st[2] == 1 && st[0] == 0))
-	case KindThrottle:
-		// A TAT lies at most one bucket depth past the latest instant.
-		return st[0] >= 0 && st[0] <= (MaxTime+MaxDuration)*nsPerMs && st[1] == 0 && st[2] == 0
-	}
-	return false
 }

@@ -1,81 +1,9 @@
 package engine
 
-import "errors"
-
-// Op is what a Command asks a shard to do.
-type Op uint8
-
-// The operations. The decision ops take their algorithm's parameters in
-// Args[0..2] (see the Command doc) and the cost in Args[3]. The values are
-// written into Raft logs: add new ops at the end, never reorder.
-const (
-	opNone Op = iota
-
-	OpSliding  // Args: limit, window_ms, -, cost
-	OpFixed    // Args: limit, window_ms, -, cost
-	OpLog      // Args: limit, window_ms, -, cost
-	OpToken    // Args: capacity, refill_tokens, refill_ms, cost
-	OpLeaky    // Args: capacity, leak_tokens, leak_ms, cost
-	OpGCRA     // Args: burst, count, period_ms, cost
-	OpThrottle // Args: max_burst, count, period_s, quantity
-
-	OpDel    // remove Key: Int 1 if it existed (DEL, RL.RESET)
-	OpExists // Int 1 if Key exists
-	OpType   // Text: Key's kind name, "none" if absent
-	OpPTTL   // Int: ms until Key expires, -2 if absent
-	OpTTL    // Int: seconds until Key expires (rounded), -2 if absent
-	OpInfo   // Fields describing Key, nil result if absent
-
-	OpDBSize   // Int: keys held
-	OpScan     // Args: cursor, count, kind filter (0: any); Keys and Cursor
-	OpFlush    // remove every key
-	OpDigest   // Text: hex SHA-256 of the live state
-	OpSetClock // Args[0]: the shard's time from now on, even if earlier
-	OpSweep    // Args[0]: how many slots the expiry sweep examines
-	OpUsage    // Int: estimated bytes Key holds, nil result if absent
-
-	OpShape   // Args: capacity, leak_tokens, leak_ms, cost; Extra: delay_ms
-	OpQuota   // Args: limit, period (Period*), offset_ms, cost
-	OpAcquire // Args: limit, lease_ms; Extra: lease_id
-	OpRelease // Args[0]: lease id; Int 1 if released
-	OpCheck   // Value: policy; Args[3]: cost; Extra: shadow_denied
-	OpAll     // Args[0]: n; the next n commands are its limits, all or none
-
-	OpPolicySet  // Value: name; Args: params, Args[3]: kind; FlagShadow
-	OpPolicyDel  // Value: name; Int 1 if it existed
-	OpPolicyList // Fields: one per policy (name, then its definition)
-
-	OpGet    // Text (bulk) or nil
-	OpSet    // Value; Args[0]: expiry (see SET), Args[1]: expiry mode; Flags
-	OpIncrBy // Args[0]: the increment; Int: the new value
-	OpExpire // Args[0]: ms, Args[1]: 1 when absolute; Flags NX XX GT LT
-
-	OpMemoryLimit // Args[0]: bytes (0: no limit), Args[1]: MemoryPolicy
-
-	opLast = OpMemoryLimit // the latest op: move it when adding one
-)
-
-// Known reports whether this engine knows op: a log entry holding an op it
-// does not know was written by a newer rlserver.
-func (op Op) Known() bool { return op > opNone && op <= opLast }
-
-// kinds maps the decision ops to the algorithm they use.
-var kinds = map[Op]Kind{
-	OpSliding: KindSliding, OpFixed: KindFixed, OpLog: KindLog, OpToken: KindToken,
-	OpLeaky: KindLeaky, OpGCRA: KindGCRA, OpThrottle: KindThrottle, OpShape: KindShape,
-	OpQuota: KindQuota, OpAcquire: KindLease,
-}
-
-// kind is the algorithm a decision op uses, or kindNone.
-func (op Op) kind() Kind {
-	if op >= OpSliding && op <= OpThrottle {
-		return Kind(op-OpSliding) + KindSliding // the hot path: no map
-	}
-	return kinds[op]
-}
-
-// Command is one request to a shard. Key and Value alias the caller's
-// memory for the duration of Apply only; the shard copies what it keeps.
+// Command is one request to a shard. What Args hold is its op's: for a
+// decision, its command's parameters in Args[0..2] (OpSpec.Params) and the
+// cost in Args[3]. Key and Value alias the caller's memory for the duration
+// of Apply only; the shard copies what it keeps.
 type Command struct {
 	Op    Op
 	Flags Flags
@@ -99,7 +27,6 @@ const (
 	FlagLT      // EXPIRE: only if earlier than the current expiry
 	FlagKeepTTL // SET: keep the key's expiry
 	FlagGet     // SET: reply the old value
-	flagsAll    = FlagGet<<1 - 1
 )
 
 // ResultType says which fields of a Result carry the answer.
@@ -155,10 +82,3 @@ type Result struct {
 	Keys     []string
 	Err      error
 }
-
-// ErrWrongType is the answer to a decision on a key that another algorithm
-// owns; the text is Redis's.
-var ErrWrongType = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
-
-// ErrUnknownOp answers a Command whose Op this engine does not know.
-var ErrUnknownOp = errors.New("ERR unknown engine operation")

@@ -24,15 +24,15 @@ type verdict struct {
 	kind      Kind
 	params    [3]int64
 	state     [3]int64
-	log       []logEntry // RL.LOG, RL.ACQUIRE: the entries to store (before recording)
+	log       []logEntry // a logKeeper's entries to store (before recording)
 	logCost   int64      // RL.LOG: units to record at now on commit
 }
 
 // decide evaluates and commits a decision op.
 func (s *Shard) decide(now int64, c *Command, r *Result) {
 	i := s.lookup(c.Key, now)
-	var v verdict
-	err := s.evaluate(now, c, i, &v)
+	v := &s.verdict
+	err := s.evaluate(now, c, i, v)
 	if err == nil && v.write && i < 0 {
 		err = s.admit(now, 1, nil)
 	}
@@ -40,18 +40,18 @@ func (s *Shard) decide(now int64, c *Command, r *Result) {
 		r.Type, r.Err = ResError, err
 		return
 	}
-	s.commit(now, c.Key, i, &v)
-	s.reply(c, &v, r)
+	s.commit(now, c.Key, i, v)
+	s.reply(c, v, r)
 }
 
 // reply fills r from a verdict and counts the decision.
 func (s *Shard) reply(c *Command, v *verdict, r *Result) {
 	if c.Op == OpThrottle {
-		s.count(!v.throttle.Limited)
+		s.count(c.Op, !v.throttle.Limited)
 		r.Type, r.Throttle = ResThrottle, v.throttle
 		return
 	}
-	s.count(v.d.Allowed)
+	s.count(c.Op, v.d.Allowed)
 	if v.policy != nil {
 		v.policy.countCheck(v)
 	}
@@ -121,97 +121,11 @@ func keepState(exists bool, cost int64, converted, allowed bool) bool {
 	return exists && cost < 0 || cost > 0 && (allowed || (converted && exists))
 }
 
-// evaluateCost is evaluate for one cost (negative: a refund).
+// evaluateCost is evaluate for one cost (negative: a refund), by the
+// algorithm of kind, from the command's parameters.
 func (s *Shard) evaluateCost(now int64, c *Command, i int32, kind Kind, cost int64, v *verdict) {
-	ks := &s.keys
-	a := c.Args
 	*v = verdict{kind: kind}
-	keep := func(converted, allowed bool) bool { return keepState(i >= 0, cost, converted, allowed) }
-	switch kind {
-	case KindSliding:
-		w := SlidingWindow{Limit: a[0], Window: a[1]}
-		var st windowCounts
-		converted := false
-		if i >= 0 {
-			old, ost := ks.sliding(i)
-			st, converted = w.adopt(old, ost, now), old != w
-		}
-		if cost < 0 {
-			st = w.refund(st, now, -cost)
-		}
-		st, v.d = w.Decide(st, now, max(cost, 0))
-		v.write, v.params, v.state = keep(converted, v.d.Allowed), [3]int64{w.Limit, w.Window}, [3]int64{st.Start, st.Prev, st.Cur}
-	case KindFixed:
-		w := FixedWindow{Limit: a[0], Window: a[1]}
-		var st windowCount
-		converted := false
-		if i >= 0 {
-			old, ost := ks.fixed(i)
-			st, converted = w.adopt(old, ost, now), old != w
-		}
-		if cost < 0 {
-			st = w.refund(st, now, -cost)
-		}
-		st, v.d = w.Decide(st, now, max(cost, 0))
-		v.write, v.params, v.state = keep(converted, v.d.Allowed), [3]int64{w.Limit, w.Window}, [3]int64{st.Start, st.Count}
-	case KindLog:
-		// Timestamps are absolute: new parameters need no conversion.
-		l := SlidingLog{Limit: a[0], Window: a[1]}
-		var entries []logEntry
-		if i >= 0 {
-			entries = ks.log(i)
-		}
-		if cost < 0 {
-			entries = l.refund(l.live(entries, now), -cost)
-		}
-		v.log, v.d = l.Decide(entries, now, max(cost, 0))
-		v.write, v.params = keep(false, v.d.Allowed), [3]int64{l.Limit, l.Window}
-		if v.d.Allowed && cost > 0 {
-			v.logCost = cost
-		}
-	case KindToken, KindLeaky, KindGCRA, KindShape:
-		s.evaluateBucket(now, c, i, kind, cost, v)
-	case KindQuota:
-		s.evaluateQuota(now, c, i, cost, v)
-	case KindLease:
-		s.evaluateLease(now, c, i, v)
-	case KindThrottle:
-		t := Throttle{MaxBurst: a[0], Count: a[1], Period: a[2]}
-		var tat int64
-		if i >= 0 {
-			_, tat = ks.throttle(i)
-		}
-		tat, v.throttle = t.Decide(tat, now, cost)
-		v.write = !v.throttle.Limited && cost > 0
-		v.params, v.state = [3]int64{t.MaxBurst, t.Count, t.Period}, [3]int64{tat}
-	}
-}
-
-// evaluateBucket evaluates the bucket algorithms: RL.TOKEN, RL.LEAKY,
-// RL.GCRA and RL.SHAPE, whose verdict also says how long a granted request
-// waits for the queue ahead of it.
-func (s *Shard) evaluateBucket(now int64, c *Command, i int32, kind Kind, cost int64, v *verdict) {
-	a := c.Args
-	b := Bucket{Capacity: a[0], Rate: a[1], Period: a[2]}
-	if kind == KindGCRA {
-		b.Capacity++ // RL.GCRA takes redis-cell's max_burst: the limit is burst+1
-	}
-	var st bucketLevel
-	converted := false
-	if i >= 0 {
-		old, ost := s.keys.bucket(i)
-		st, converted = b.adopt(old, ost, now), old != b
-	}
-	if cost < 0 {
-		st = b.refund(st, now, -cost)
-	}
-	queued := b.drainTo(b.drain(st, now), 0) // the queue ahead, for RL.SHAPE
-	v.params = [3]int64{b.Capacity, b.Rate, b.Period}
-	st, v.d = b.Decide(st, now, max(cost, 0))
-	v.write, v.state = keepState(i >= 0, cost, converted, v.d.Allowed), [3]int64{st.Whole, st.Frac, st.Last}
-	if kind == KindShape && v.d.Allowed {
-		v.extra = queued
-	}
+	c.Op.Spec().algo.evaluate(&s.keys, now, [3]int64{c.Args[0], c.Args[1], c.Args[2]}, i, cost, v)
 }
 
 // commit writes a verdict for key, in record i or a new one.
@@ -226,18 +140,16 @@ func (s *Shard) commit(now int64, key []byte, i int32, v *verdict) {
 		ks.dropExtras(i) // RL.CHECK replacing a key of its policy's former algorithm
 	}
 	ks.set(i, v.kind, v.params, v.state)
-	switch v.kind {
-	case KindLog:
+	if _, ok := kinds[v.kind].keyKind.(logKeeper); ok {
 		ks.setLog(i, recordLog(v.log, now, v.logCost))
-	case KindLease:
-		ks.setLog(i, v.log)
 	}
 }
 
-func (s *Shard) count(allowed bool) {
+// count counts a decision of op.
+func (s *Shard) count(op Op, allowed bool) {
 	if allowed {
-		s.stat.Allowed++
+		s.decisions[op].Allowed++
 	} else {
-		s.stat.Denied++
+		s.decisions[op].Denied++
 	}
 }

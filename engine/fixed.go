@@ -1,11 +1,11 @@
 package engine
 
-// FixedWindow counts units in windows aligned to multiples of Window since the
+// fixedWindow counts units in windows aligned to multiples of Window since the
 // Unix epoch; the count starts again at zero when a window begins. It is the
 // cheapest limiter and the one an INCR+EXPIRE script implements, with the
 // known cost that a burst at the end of one window and another at the start
 // of the next admit twice the limit in a short span.
-type FixedWindow struct {
+type fixedWindow struct {
 	Limit  int64 // units per window, 1..MaxCount
 	Window int64 // window length in ms, 1..MaxDuration
 }
@@ -16,10 +16,10 @@ type windowCount struct {
 	Start, Count int64
 }
 
-// Decide grants or refuses cost in the window that contains now. A now before
+// decide grants or refuses cost in the window that contains now. A now before
 // the window the count was written in (the debug clock moved back) counts in
 // that window, so the count is kept, never forgotten.
-func (w FixedWindow) Decide(st windowCount, now, cost int64) (windowCount, Decision) {
+func (w fixedWindow) decide(st windowCount, now, cost int64) (windowCount, Decision) {
 	now = max(now, st.Start)
 	start := now - now%w.Window
 	return decideInWindow(w.Limit, st, start, start+w.Window, now, cost)
@@ -52,7 +52,7 @@ func decideInWindow(limit int64, st windowCount, start, end, now, cost int64) (w
 
 // expiresAt is when st is back to "never seen": when its window ends, or at
 // once when nothing is counted.
-func (w FixedWindow) expiresAt(st windowCount) int64 {
+func (w fixedWindow) expiresAt(st windowCount) int64 {
 	if st.Count == 0 { // a refund gave everything back
 		return st.Start
 	}
@@ -61,7 +61,7 @@ func (w FixedWindow) expiresAt(st windowCount) int64 {
 
 // adopt converts state kept under old to w's: the count of a window still in
 // progress is carried into the current new window.
-func (w FixedWindow) adopt(old FixedWindow, st windowCount, now int64) windowCount {
+func (w fixedWindow) adopt(old fixedWindow, st windowCount, now int64) windowCount {
 	if old.Window == w.Window {
 		return st
 	}
@@ -73,10 +73,52 @@ func (w FixedWindow) adopt(old FixedWindow, st windowCount, now int64) windowCou
 }
 
 // refund takes up to n units back from the window in progress.
-func (w FixedWindow) refund(st windowCount, now, n int64) windowCount {
+func (w fixedWindow) refund(st windowCount, now, n int64) windowCount {
 	if now = max(now, st.Start); now >= st.Start+w.Window {
 		return windowCount{}
 	}
 	st.Count = max(st.Count-n, 0)
 	return st
+}
+
+// fixedAlgorithm is RL.FIXED: a record holds the window's limit and length,
+// and the count of the window it was written in.
+type fixedAlgorithm struct{}
+
+func (ks *keyspace) fixed(i int32) (fixedWindow, windowCount) {
+	p, st := ks.paramsOf(i), &ks.records[i].state
+	return fixedWindow{Limit: p[0], Window: p[1]}, windowCount{Start: st[0], Count: st[1]}
+}
+
+func (fixedAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cost int64, v *verdict) {
+	w := fixedWindow{Limit: p[0], Window: p[1]}
+	var st windowCount
+	converted := false
+	if i >= 0 {
+		old, ost := ks.fixed(i)
+		st, converted = w.adopt(old, ost, now), old != w
+	}
+	if cost < 0 {
+		st = w.refund(st, now, -cost)
+	}
+	st, v.d = w.decide(st, now, max(cost, 0))
+	v.write = keepState(i >= 0, cost, converted, v.d.Allowed)
+	v.params, v.state = [3]int64{w.Limit, w.Window}, [3]int64{st.Start, st.Count}
+}
+
+func (fixedAlgorithm) expiresAt(ks *keyspace, i int32) int64 {
+	w, st := ks.fixed(i)
+	return w.expiresAt(st)
+}
+
+func (fixedAlgorithm) describe(ks *keyspace, i int32, now int64, f []Field) []Field {
+	w, st := ks.fixed(i)
+	st, d := w.decide(st, now, 0)
+	f = append(f, Field{Name: "limit", Int: w.Limit}, Field{Name: "window_ms", Int: w.Window},
+		Field{Name: "window_start_ms", Int: st.Start}, Field{Name: "count", Int: st.Count})
+	return budgetFields(f, d, ks.expiresAt(i)-now)
+}
+
+func (fixedAlgorithm) valid(params, st [3]int64, _ []logEntry) bool {
+	return validArgs(OpFixed, params) && validTime(st[0]) && validCount(st[1]) && st[2] == 0
 }

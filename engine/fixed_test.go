@@ -3,7 +3,7 @@ package engine
 import "testing"
 
 func TestFixedWindowDecide(t *testing.T) {
-	w := FixedWindow{Limit: 3, Window: 1000}
+	w := fixedWindow{Limit: 3, Window: 1000}
 	cases := []struct {
 		name string
 		st   windowCount
@@ -21,7 +21,7 @@ func TestFixedWindowDecide(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, d := w.Decide(c.st, c.now, c.cost); d != c.want {
+			if _, d := w.decide(c.st, c.now, c.cost); d != c.want {
 				t.Errorf("decision %+v, want %+v", d, c.want)
 			}
 		})
@@ -29,10 +29,10 @@ func TestFixedWindowDecide(t *testing.T) {
 }
 
 func TestFixedWindowAdopt(t *testing.T) {
-	old := FixedWindow{Limit: 10, Window: 60_000}
+	old := fixedWindow{Limit: 10, Window: 60_000}
 	st := windowCount{Start: 60_000, Count: 10}
-	w := FixedWindow{Limit: 10, Window: 1000}
-	if _, d := w.Decide(w.adopt(old, st, 90_500), 90_500, 1); d.Allowed {
+	w := fixedWindow{Limit: 10, Window: 1000}
+	if _, d := w.decide(w.adopt(old, st, 90_500), 90_500, 1); d.Allowed {
 		t.Errorf("the count of a window in progress was dropped: %+v", d)
 	}
 	if got := w.adopt(old, st, 120_000); got != (windowCount{}) {

@@ -123,76 +123,7 @@ func (s *Shard) digest() string {
 // peek would report, for RL.INFO.
 func (ks *keyspace) describe(i int32, now int64) []Field {
 	kind := ks.kind(i)
-	f := []Field{{Name: "algorithm", Text: kind.String()}}
-	var d Decision
-	switch kind {
-	case KindSliding:
-		w, st := ks.sliding(i)
-		st, d = w.Decide(st, now, 0)
-		f = append(f, Field{Name: "limit", Int: w.Limit}, Field{Name: "window_ms", Int: w.Window},
-			Field{Name: "window_start_ms", Int: st.Start}, Field{Name: "previous_count", Int: st.Prev},
-			Field{Name: "current_count", Int: st.Cur})
-	case KindFixed:
-		w, st := ks.fixed(i)
-		st, d = w.Decide(st, now, 0)
-		f = append(f, Field{Name: "limit", Int: w.Limit}, Field{Name: "window_ms", Int: w.Window},
-			Field{Name: "window_start_ms", Int: st.Start}, Field{Name: "count", Int: st.Count})
-	case KindLog:
-		l, entries := ks.slidingLog(i)
-		entries, d = l.Decide(entries, now, 0)
-		f = append(f, Field{Name: "limit", Int: l.Limit}, Field{Name: "window_ms", Int: l.Window},
-			Field{Name: "count", Int: l.used(entries)}, Field{Name: "entries", Int: int64(len(entries))})
-	case KindToken:
-		b, st := ks.bucket(i)
-		_, d = b.Decide(st, now, 0)
-		f = append(f, Field{Name: "capacity", Int: b.Capacity}, Field{Name: "refill_tokens", Int: b.Rate},
-			Field{Name: "refill_ms", Int: b.Period}, Field{Name: "tokens", Int: d.Remaining})
-	case KindLeaky:
-		b, st := ks.bucket(i)
-		_, d = b.Decide(st, now, 0)
-		f = append(f, Field{Name: "capacity", Int: b.Capacity}, Field{Name: "leak_tokens", Int: b.Rate},
-			Field{Name: "leak_ms", Int: b.Period}, Field{Name: "level", Int: b.Capacity - d.Remaining})
-	case KindGCRA:
-		b, st := ks.bucket(i)
-		_, d = b.Decide(st, now, 0)
-		f = append(f, Field{Name: "burst", Int: b.Capacity - 1}, Field{Name: "count", Int: b.Rate},
-			Field{Name: "period_ms", Int: b.Period}, Field{Name: "tat_ms", Int: now + d.ResetAfter})
-	case KindShape:
-		b, st := ks.bucket(i)
-		_, d = b.Decide(st, now, 0)
-		f = append(f, Field{Name: "capacity", Int: b.Capacity}, Field{Name: "leak_tokens", Int: b.Rate},
-			Field{Name: "leak_ms", Int: b.Period}, Field{Name: "queued", Int: b.Capacity - d.Remaining},
-			Field{Name: "delay_ms", Int: b.drainTo(b.drain(st, now), 0)})
-	case KindQuota:
-		q, st := ks.quota(i)
-		_, d = q.Decide(st, now, 0)
-		f = append(f, Field{Name: "limit", Int: q.Limit}, Field{Name: "period", Text: PeriodNames[q.Period]},
-			Field{Name: "offset_minutes", Int: q.Offset / 60_000}, Field{Name: "count", Int: q.Limit - d.Remaining})
-	case KindLease:
-		p, leases := ks.paramsOf(i), liveLeases(ks.log(i), now)
-		d = Decision{Limit: p[0], Remaining: max(p[0]-int64(len(leases)), 0)}
-		if n := len(leases); n > 0 {
-			d.ResetAfter = leases[n-1].At - now
-		}
-		f = append(f, Field{Name: "limit", Int: p[0]}, Field{Name: "lease_ms", Int: p[1]},
-			Field{Name: "held", Int: int64(len(leases))})
-	case KindString:
-		st := ks.records[i].state
-		ttl := int64(-1)
-		if st[1] != 0 {
-			ttl = st[1] - now
-		}
-		return append(f, Field{Name: "ttl_ms", Int: ttl})
-	case KindThrottle:
-		t, tat := ks.throttle(i)
-		_, reply := t.Decide(tat, now, 0)
-		d = Decision{Limit: reply.Limit, Remaining: reply.Remaining}
-		d.ResetAfter = throttleExpiresAt(max(tat, now*nsPerMs)) - now
-		f = append(f, Field{Name: "max_burst", Int: t.MaxBurst}, Field{Name: "count", Int: t.Count},
-			Field{Name: "period_s", Int: t.Period}, Field{Name: "tat_ns", Int: tat})
-	}
-	return append(f, Field{Name: "remaining", Int: d.Remaining},
-		Field{Name: "reset_after_ms", Int: d.ResetAfter}, Field{Name: "ttl_ms", Int: ks.expiresAt(i) - now})
+	return kinds[kind].describe(ks, i, now, []Field{{Name: "algorithm", Text: kind.String()}})
 }
 
 // Inspect answers a read-only, shard-wide command (OpDBSize, OpScan,

@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"hash/maphash"
-	"unsafe"
-)
+import "hash/maphash"
 
 // keyspace holds a shard's keys compactly: every key's limiter is one
 // fixed-size record in a slice, with no pointers for the garbage collector
@@ -53,7 +50,14 @@ type record struct {
 	key    [inlineKey]byte
 }
 
-const recordSize = int64(unsafe.Sizeof(record{}))
+// recordSize and logEntrySize are what a record and a log entry take, as
+// literals: every replica charges keys by them (memory.go) and must charge
+// alike whatever compiler built it. TestSizes checks them against the real
+// sizes.
+const (
+	recordSize   = 56
+	logEntrySize = 16
+)
 
 func newKeyspace() keyspace {
 	return keyspace{
@@ -251,7 +255,7 @@ func (ks *keyspace) bytes() int64 {
 
 // usage estimates the bytes record i holds.
 func (ks *keyspace) usage(i int32) int64 {
-	n := recordSize + indexSlotSize
+	n := int64(recordSize + indexSlotSize)
 	if ks.records[i].klen == longKey {
 		n += 48 + int64(len(ks.long[i]))
 	}
@@ -263,8 +267,6 @@ func (ks *keyspace) usage(i int32) int64 {
 	}
 	return n
 }
-
-const logEntrySize = int64(unsafe.Sizeof(logEntry{}))
 
 // reclaim examines up to budget records from the sweep cursor and removes
 // those that have expired by now.

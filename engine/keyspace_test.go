@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // The keyspace against a Go map, under random adds and removes of short and
@@ -54,5 +55,21 @@ func TestKeyspaceMatchesAMap(t *testing.T) {
 func TestRecordIsCompact(t *testing.T) {
 	if recordSize != 56 {
 		t.Fatalf("record is %d bytes", recordSize)
+	}
+}
+
+// TestSizes checks the sizes the memory limit charges, written as literals
+// so that every replica charges alike, against what the compiler lays out.
+// A change of layout must change the literals, knowingly: replicas of
+// different versions would otherwise refuse or evict differently.
+func TestSizes(t *testing.T) {
+	if got := unsafe.Sizeof(record{}); got != recordSize {
+		t.Errorf("a record takes %d bytes; recordSize says %d", got, recordSize)
+	}
+	if got := unsafe.Sizeof(logEntry{}); got != logEntrySize {
+		t.Errorf("a log entry takes %d bytes; logEntrySize says %d", got, logEntrySize)
+	}
+	if got := unsafe.Sizeof(keyIndex{}.slots[0]) + unsafe.Sizeof(keyIndex{}.ctrl[0]); got != indexSlotSize {
+		t.Errorf("an index slot takes %d bytes; indexSlotSize says %d", got, indexSlotSize)
 	}
 }

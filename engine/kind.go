@@ -4,10 +4,10 @@ package engine
 // expires or is deleted; using it with another algorithm is a WRONGTYPE error.
 type Kind uint8
 
-// The kinds, one per decision command, and Redis's string. Their values are
-// written into snapshots: add new kinds at the end, never reorder.
+// The kinds, one per algorithm, and Redis's string. Their values are written
+// into snapshots: add new kinds at the end, never reorder.
 const (
-	kindNone Kind = iota // a free slot
+	kindNone Kind = iota // a free record
 	KindSliding
 	KindFixed
 	KindLog
@@ -22,20 +22,43 @@ const (
 	kindCount
 )
 
-var kindNames = [kindCount]string{
-	kindNone:     "none",
-	KindSliding:  "rl.sliding",
-	KindFixed:    "rl.fixed",
-	KindLog:      "rl.log",
-	KindToken:    "rl.token",
-	KindLeaky:    "rl.leaky",
-	KindGCRA:     "rl.gcra",
-	KindThrottle: "cl.throttle",
-	KindShape:    "rl.shape",
-	KindQuota:    "rl.quota",
-	KindLease:    "rl.lease",
-	KindString:   "string",
+// keyKind is what the keyspace needs of a kind of key: when it expires, how
+// RL.INFO describes it and which stored states are valid. Every algorithm is
+// one (see algorithm), and so is the string.
+type keyKind interface {
+	// expiresAt is the first instant (ms) at which record i is back to
+	// "never seen": from then on the key no longer exists.
+	expiresAt(ks *keyspace, i int32) int64
+	// describe appends RL.INFO's fields for record i as of now, after the
+	// algorithm's name (see budgetFields for those that end every limiter's).
+	describe(ks *keyspace, i int32, now int64, f []Field) []Field
+	// valid reports whether params, state and log, read from a snapshot,
+	// are ones this kind can hold.
+	valid(params, state [3]int64, log []logEntry) bool
 }
+
+// kindSpec is a kind's name and behaviour.
+type kindSpec struct {
+	name string // what TYPE reports: the command that owns the key, in lower case
+	keyKind
+}
+
+// kinds is every kind, by value. The algorithms' rows come from the ops
+// that decide with them (ops.go), so a kind is described once.
+var kinds = func() (t [kindCount]kindSpec) {
+	t[kindNone].name = "none"
+	t[KindString] = kindSpec{"string", stringKind{}}
+	for op := range ops {
+		if spec := &ops[op]; spec.algo != nil {
+			name := spec.typeName
+			if name == "" {
+				name = spec.Name
+			}
+			t[spec.kind] = kindSpec{name, spec.algo}
+		}
+	}
+	return t
+}()
 
 // String is the name TYPE reports: the command that owns the key, in lower
 // case ("none" for no key).
@@ -43,13 +66,13 @@ func (k Kind) String() string {
 	if k >= kindCount {
 		return "unknown"
 	}
-	return kindNames[k]
+	return kinds[k].name
 }
 
 // KindByName returns the kind whose String is name, for SCAN's TYPE filter.
 func KindByName(name string) (Kind, bool) {
 	for k := KindSliding; k < kindCount; k++ {
-		if kindNames[k] == name {
+		if kinds[k].name == name {
 			return k, true
 		}
 	}

@@ -1,13 +1,16 @@
 package engine
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
-// Leases is RL.ACQUIRE's concurrency limit: at most Limit leases held on a
+// leases is RL.ACQUIRE's concurrency limit: at most Limit leases held on a
 // key at once, each until it is released or its TTL passes, so the leases of
 // a client that crashed expire by themselves. A lease is a logEntry: At is
 // when it expires, N its id. Ids are the same on every replica, and never
 // repeat on a key, even once it has expired and come back: see leaseID.
-type Leases struct {
+type leases struct {
 	Limit int64 // leases held at once, 1..MaxLogLimit
 	TTL   int64 // ms a lease lasts unless released, 1..MaxDuration
 }
@@ -21,9 +24,9 @@ func liveLeases(entries []logEntry, now int64) []logEntry {
 	return entries[i:]
 }
 
-// Acquire grants a new lease, numbered next, or refuses it: the leases to
+// acquire grants a new lease, numbered next, or refuses it: the leases to
 // keep, and the decision. It changes nothing given.
-func (l Leases) Acquire(entries []logEntry, next, now int64) ([]logEntry, Decision) {
+func (l leases) acquire(entries []logEntry, next, now int64) ([]logEntry, Decision) {
 	entries = liveLeases(entries, now)
 	held := int64(len(entries))
 	if held >= l.Limit {
@@ -67,17 +70,25 @@ func leasesExpireAt(leases []logEntry, last int64) int64 {
 	return at
 }
 
-// evaluateLease evaluates RL.ACQUIRE. The key's state holds the last id.
-func (s *Shard) evaluateLease(now int64, c *Command, i int32, v *verdict) {
-	l := Leases{Limit: c.Args[0], TTL: c.Args[1]}
+// leaseAlgorithm is RL.ACQUIRE: a record holds the limit and the lease's
+// TTL, the last id granted, and its log the leases held.
+type leaseAlgorithm struct{}
+
+// leaseParams are RL.ACQUIRE's parameters.
+var leaseParams = []Param{{Name: "limit", Min: 1, Max: MaxLogLimit}, {Name: "lease_ms", Min: 1, Max: MaxDuration}}
+
+// evaluate takes a lease (cost 1) or peeks (cost 0). The key's state holds
+// the last id.
+func (leaseAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cost int64, v *verdict) {
+	l := leases{Limit: p[0], TTL: p[1]}
 	var entries []logEntry
 	var last int64
 	if i >= 0 {
-		entries, last = s.keys.log(i), s.keys.records[i].state[0]
+		entries, last = ks.log(i), ks.records[i].state[0]
 	}
 	next := leaseID(last, now)
 	v.params = [3]int64{l.Limit, l.TTL}
-	if c.Args[3] == 0 { // a peek
+	if cost == 0 {
 		entries = liveLeases(entries, now)
 		v.d = Decision{Allowed: int64(len(entries)) < l.Limit, Limit: l.Limit, Remaining: max(l.Limit-int64(len(entries)), 0)}
 		if len(entries) > 0 {
@@ -88,10 +99,45 @@ func (s *Shard) evaluateLease(now int64, c *Command, i int32, v *verdict) {
 		}
 		return
 	}
-	v.log, v.d = l.Acquire(entries, next, now)
+	v.log, v.d = l.acquire(entries, next, now)
 	if v.d.Allowed {
 		v.write, v.extra, v.state = true, next, [3]int64{next}
 	}
+}
+
+func (leaseAlgorithm) expiresAt(ks *keyspace, i int32) int64 {
+	return leasesExpireAt(ks.log(i), ks.records[i].state[0])
+}
+
+func (leaseAlgorithm) describe(ks *keyspace, i int32, now int64, f []Field) []Field {
+	p, held := ks.paramsOf(i), liveLeases(ks.log(i), now)
+	d := Decision{Limit: p[0], Remaining: max(p[0]-int64(len(held)), 0)}
+	if n := len(held); n > 0 {
+		d.ResetAfter = held[n-1].At - now
+	}
+	f = append(f, Field{Name: "limit", Int: p[0]}, Field{Name: "lease_ms", Int: p[1]},
+		Field{Name: "held", Int: int64(len(held))})
+	return budgetFields(f, d, ks.expiresAt(i)-now)
+}
+
+// valid checks the leases: sorted by expiry, ids up to the last granted, no
+// more than the limit.
+func (leaseAlgorithm) valid(params, st [3]int64, log []logEntry) bool {
+	prev := int64(math.MinInt64)
+	for _, le := range log {
+		if le.At < prev || le.At < 0 || le.At > MaxTime+MaxDuration || le.N < 1 || le.N > st[0] {
+			return false
+		}
+		prev = le.At
+	}
+	return validArgs(OpAcquire, params) && params[2] == 0 && len(log) <= int(params[0]) &&
+		st[0] >= 0 && st[1] == 0 && st[2] == 0
+}
+
+// liveLog is the part of record i's leases a snapshot keeps: those held at
+// now.
+func (leaseAlgorithm) liveLog(ks *keyspace, i int32, now int64) []logEntry {
+	return liveLeases(ks.log(i), now)
 }
 
 // release ends lease id of the key, as RL.RELEASE: 1 if it was held.

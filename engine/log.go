@@ -1,10 +1,10 @@
 package engine
 
-// SlidingLog is the exact sliding window: it remembers when each granted unit
+// slidingLog is the exact sliding window: it remembers when each granted unit
 // was spent and counts those spent in the last Window milliseconds, so it
 // never errs, at the price of memory that grows with the limit (one 16-byte
 // entry per distinct millisecond with grants; see MaxLogLimit).
-type SlidingLog struct {
+type slidingLog struct {
 	Limit  int64 // units per window, 1..MaxLogLimit
 	Window int64 // window length in ms, 1..MaxDuration
 }
@@ -16,7 +16,7 @@ type logEntry struct {
 
 // live returns the suffix of entries (sorted by At, At distinct) still inside
 // the window that ends at now.
-func (l SlidingLog) live(entries []logEntry, now int64) []logEntry {
+func (l slidingLog) live(entries []logEntry, now int64) []logEntry {
 	i := 0
 	for i < len(entries) && entries[i].At <= now-l.Window {
 		i++
@@ -25,7 +25,7 @@ func (l SlidingLog) live(entries []logEntry, now int64) []logEntry {
 }
 
 // used sums the units in entries.
-func (l SlidingLog) used(entries []logEntry) int64 {
+func (l slidingLog) used(entries []logEntry) int64 {
 	var n int64
 	for _, e := range entries {
 		n += e.N
@@ -33,10 +33,10 @@ func (l SlidingLog) used(entries []logEntry) int64 {
 	return n
 }
 
-// Decide grants or refuses cost against the units spent in the last Window
+// decide grants or refuses cost against the units spent in the last Window
 // ms. It changes nothing: it returns the live entries, and a granted cost is
 // recorded by record, when the decision is committed.
-func (l SlidingLog) Decide(entries []logEntry, now, cost int64) ([]logEntry, Decision) {
+func (l slidingLog) decide(entries []logEntry, now, cost int64) ([]logEntry, Decision) {
 	entries = l.live(entries, now)
 	used := l.used(entries)
 	available := l.Limit - used
@@ -64,7 +64,7 @@ func (l SlidingLog) Decide(entries []logEntry, now, cost int64) ([]logEntry, Dec
 
 // refund takes up to n units back, newest first, and returns the entries
 // left (in a new array: the old one may be shared with a decision pending).
-func (l SlidingLog) refund(entries []logEntry, n int64) []logEntry {
+func (l slidingLog) refund(entries []logEntry, n int64) []logEntry {
 	out := append([]logEntry(nil), entries...)
 	for len(out) > 0 && n > 0 {
 		last := &out[len(out)-1]
@@ -80,7 +80,7 @@ func (l SlidingLog) refund(entries []logEntry, n int64) []logEntry {
 
 // retryAfter is the time until the oldest entries holding at least excess
 // units have left the window.
-func (l SlidingLog) retryAfter(entries []logEntry, now, excess int64) int64 {
+func (l slidingLog) retryAfter(entries []logEntry, now, excess int64) int64 {
 	for _, e := range entries {
 		excess -= e.N
 		if excess <= 0 {
@@ -108,9 +108,67 @@ func recordLog(entries []logEntry, now, cost int64) []logEntry {
 }
 
 // expiresAt is when the newest entry leaves the window.
-func (l SlidingLog) expiresAt(entries []logEntry) int64 {
+func (l slidingLog) expiresAt(entries []logEntry) int64 {
 	if len(entries) == 0 {
 		return 0
 	}
 	return entries[len(entries)-1].At + l.Window
+}
+
+// logAlgorithm is RL.LOG: a record holds the limit and the window's length,
+// and its log the units granted at each instant still in the window.
+// Timestamps are absolute, so new parameters need no conversion.
+type logAlgorithm struct{}
+
+func (ks *keyspace) slidingLog(i int32) (slidingLog, []logEntry) {
+	p := ks.paramsOf(i)
+	return slidingLog{Limit: p[0], Window: p[1]}, ks.log(i)
+}
+
+func (logAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cost int64, v *verdict) {
+	l := slidingLog{Limit: p[0], Window: p[1]}
+	var entries []logEntry
+	if i >= 0 {
+		entries = ks.log(i)
+	}
+	if cost < 0 {
+		entries = l.refund(l.live(entries, now), -cost)
+	}
+	v.log, v.d = l.decide(entries, now, max(cost, 0))
+	v.write, v.params = keepState(i >= 0, cost, false, v.d.Allowed), [3]int64{l.Limit, l.Window}
+	if v.d.Allowed && cost > 0 {
+		v.logCost = cost
+	}
+}
+
+func (logAlgorithm) expiresAt(ks *keyspace, i int32) int64 {
+	l, entries := ks.slidingLog(i)
+	return l.expiresAt(entries)
+}
+
+func (logAlgorithm) describe(ks *keyspace, i int32, now int64, f []Field) []Field {
+	l, entries := ks.slidingLog(i)
+	entries, d := l.decide(entries, now, 0)
+	f = append(f, Field{Name: "limit", Int: l.Limit}, Field{Name: "window_ms", Int: l.Window},
+		Field{Name: "count", Int: l.used(entries)}, Field{Name: "entries", Int: int64(len(entries))})
+	return budgetFields(f, d, ks.expiresAt(i)-now)
+}
+
+// valid checks a log: instants in range and increasing, counts positive.
+func (logAlgorithm) valid(params, st [3]int64, log []logEntry) bool {
+	prev := int64(-1)
+	for _, le := range log {
+		if le.At <= prev || !validTime(le.At) || le.N < 1 || !validCount(le.N) {
+			return false
+		}
+		prev = le.At
+	}
+	return validArgs(OpLog, params) && st == [3]int64{}
+}
+
+// liveLog is the part of record i's log a snapshot keeps: the entries still
+// in the window at now.
+func (logAlgorithm) liveLog(ks *keyspace, i int32, now int64) []logEntry {
+	l, entries := ks.slidingLog(i)
+	return l.live(entries, now)
 }

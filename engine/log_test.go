@@ -3,10 +3,10 @@ package engine
 import "testing"
 
 func TestSlidingLogDecide(t *testing.T) {
-	l := SlidingLog{Limit: 3, Window: 1000}
+	l := slidingLog{Limit: 3, Window: 1000}
 	var entries []logEntry
 	step := func(now, cost int64) Decision {
-		next, d := l.Decide(entries, now, cost)
+		next, d := l.decide(entries, now, cost)
 		if d.Allowed && cost > 0 {
 			entries = recordLog(next, now, cost)
 		}
@@ -36,12 +36,12 @@ func TestSlidingLogDecide(t *testing.T) {
 
 // The log is exact: in every span of Window ms it grants at most Limit.
 func TestSlidingLogIsExactOverEverySpan(t *testing.T) {
-	l := SlidingLog{Limit: 5, Window: 100}
+	l := slidingLog{Limit: 5, Window: 100}
 	var entries []logEntry
 	var grants []int64
 	for now := int64(0); now < 2000; now += 7 {
 		for range 3 {
-			if next, d := l.Decide(entries, now, 1); d.Allowed {
+			if next, d := l.decide(entries, now, 1); d.Allowed {
 				entries = recordLog(next, now, 1)
 				grants = append(grants, now)
 			}

@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"errors"
-	"slices"
-)
+import "slices"
 
 // A shard may be given a memory limit (--maxmemory, divided among the
 // shards). Its keys are charged by a deterministic estimate of what they
@@ -31,9 +28,6 @@ const (
 
 // MemoryPolicyNames are the policies' names, for --maxmemory-policy.
 var MemoryPolicyNames = [memoryPolicies]string{NoEviction: "noeviction", VolatileTTL: "volatile-ttl"}
-
-// ErrOOM is Redis's refusal of a command over the memory limit.
-var ErrOOM = errors.New("OOM command not allowed when used memory > 'maxmemory'.")
 
 // evictionSample is how many records an eviction examines to choose one.
 const evictionSample = 16
@@ -63,7 +57,7 @@ func (s *Shard) admit(now int64, n int, keep []int32) error {
 		return nil
 	}
 	ks := &s.keys
-	perKey := recordSize + 2*indexSlotSize
+	perKey := int64(recordSize + 2*indexSlotSize)
 	if ks.charged()+int64(n)*perKey <= s.memLimit {
 		return nil
 	}

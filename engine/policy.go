@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,21 +12,22 @@ import (
 // the shard's state: replicated with it, in its snapshots and its digest.
 // Every shard holds every policy; the server sets and deletes them on all.
 
-// Policy is a named limit: the decision command it runs and that command's
-// parameters, as the command takes them.
-type Policy struct {
-	Op     Op       // OpSliding .. OpQuota, see PolicyOp
-	Params [3]int64 // the command's parameters (RL.GCRA: burst)
-	// Shadow makes the policy allow everything while still counting, and
+// definition is what RL.POLICY SET says of a policy: the decision it runs
+// and that command's parameters, as the command takes them.
+type definition struct {
+	op     Op       // a decision with a Word, see policyOp
+	params [3]int64 // the command's parameters (RL.GCRA: burst)
+	// shadow makes the policy allow everything while still counting, and
 	// reporting, what it would have denied: a way to try a limit on live
 	// traffic before enforcing it.
-	Shadow bool
+	shadow bool
 }
 
-// policy is a Policy and the counters RL.POLICY GET reports. The counters
-// are statistics of this process, like INFO's, not replicated state.
+// policy is a definition and the counters RL.POLICY GET reports. The
+// counters are statistics of this process, like INFO's, not replicated
+// state.
 type policy struct {
-	Policy
+	definition
 	// previous is the op the policy ran before its algorithm last changed
 	// (opNone if it never did): RL.CHECK restarts a key of that algorithm
 	// under the new one, and refuses any other with WRONGTYPE, so that two
@@ -40,31 +40,55 @@ type policy struct {
 // MaxPolicyName bounds a policy's name.
 const MaxPolicyName = 200
 
-// ErrNoPolicy answers RL.CHECK with a name no policy has.
-var ErrNoPolicy = errors.New("ERR no such policy")
+// policyOp reports whether op is a decision a policy may run: those with a
+// Word. CL.THROTTLE has its own reply, and leases need their id back.
+func policyOp(op Op) bool { return op.Known() && op.Spec().Word != "" }
 
-// PolicyOp reports whether op is a decision command a policy may run.
-// CL.THROTTLE has its own reply, and leases need their id back.
-func PolicyOp(op Op) bool {
-	switch op {
-	case OpSliding, OpFixed, OpLog, OpToken, OpLeaky, OpGCRA, OpShape, OpQuota:
-		return true
+// checkPolicyName checks the name RL.CHECK, RL.POLICY DEL and GET take.
+func checkPolicyName(c Command) error {
+	if !ValidPolicyName(c.Value) {
+		return errPolicyName
 	}
-	return false
+	return nil
 }
+
+// checkPolicyListName checks RL.POLICY LIST's empty name or GET's name.
+func checkPolicyListName(c Command) error {
+	if len(c.Value) == 0 {
+		return nil
+	}
+	return checkPolicyName(c)
+}
+
+// checkPolicySet checks RL.POLICY SET: a name, and a decision a policy may
+// run (Args[3]) with parameters it takes.
+func checkPolicySet(c Command) error {
+	if err := checkPolicyName(c); err != nil {
+		return err
+	}
+	op := Op(c.Args[3])
+	if !policyOp(op) {
+		return paramError("no policy runs op %d", op)
+	}
+	run := Command{Op: op, Args: [4]int64{c.Args[0], c.Args[1], c.Args[2]}}
+	return run.Check()
+}
+
+// errPolicyName is the error for a name ValidPolicyName refuses.
+var errPolicyName = paramError("a policy name is 1 to %d letters, digits or _ - . /", MaxPolicyName)
 
 // evaluateCheck evaluates RL.CHECK: the policy named by c.Value, applied to
 // c's key with c's cost.
 func (s *Shard) evaluateCheck(now int64, c *Command, i int32, v *verdict) error {
 	p, ok := s.policies[string(c.Value)]
 	if !ok {
-		return fmt.Errorf("%w '%s'", ErrNoPolicy, c.Value)
+		return &Error{CodeNoPolicy, fmt.Sprintf("%s '%s'", ErrNoPolicy.Msg, c.Value)}
 	}
-	run := Command{Op: p.Op, Flags: c.Flags & FlagPartial, Key: c.Key}
-	copy(run.Args[:3], p.Params[:])
+	run := Command{Op: p.op, Flags: c.Flags & FlagPartial, Key: c.Key}
+	copy(run.Args[:3], p.params[:])
 	run.Args[3] = c.Args[3]
 	if i >= 0 {
-		if k := s.keys.kind(i); k != p.Op.kind() {
+		if k := s.keys.kind(i); k != p.op.kind() {
 			if p.previous == opNone || k != p.previous.kind() {
 				return ErrWrongType
 			}
@@ -76,10 +100,10 @@ func (s *Shard) evaluateCheck(now int64, c *Command, i int32, v *verdict) error 
 	if err := s.evaluate(now, &run, i, v); err != nil {
 		return err
 	}
-	v.policy, v.shadow = p, p.Shadow
+	v.policy, v.shadow = p, p.shadow
 	cost := c.Args[3]
 	partial := c.Flags&FlagPartial != 0 && cost > 0
-	if p.Shadow && (!v.d.Allowed || partial && v.granted < cost) {
+	if p.shadow && (!v.d.Allowed || partial && v.granted < cost) {
 		// What the policy would have refused is allowed, in full, and
 		// reported; the state keeps what enforcing would have spent.
 		v.wouldDeny, v.d.Allowed, v.d.RetryAfter = true, true, 0
@@ -106,17 +130,17 @@ func (s *Shard) policyCommand(c *Command, r *Result) {
 	name := string(c.Value)
 	switch c.Op {
 	case OpPolicySet:
-		p := Policy{Op: Op(c.Args[3]), Params: [3]int64{c.Args[0], c.Args[1], c.Args[2]}, Shadow: c.Flags&FlagShadow != 0}
+		p := definition{op: Op(c.Args[3]), params: [3]int64{c.Args[0], c.Args[1], c.Args[2]}, shadow: c.Flags&FlagShadow != 0}
 		old, ok := s.policies[name]
-		if ok && old.Policy == p {
+		if ok && old.definition == p {
 			r.Type = ResOK
 			return
 		}
-		np := &policy{Policy: p} // new limits: counters restart
+		np := &policy{definition: p} // new limits: counters restart
 		if ok {
 			np.previous = old.previous
-			if old.Op != p.Op {
-				np.previous = old.Op
+			if old.op != p.op {
+				np.previous = old.op
 			}
 		}
 		s.policies[name] = np
@@ -148,7 +172,7 @@ func (s *Shard) listPolicies(name string) Result {
 		return Result{Type: ResNil}
 	}
 	shadow := int64(0)
-	if p.Shadow {
+	if p.shadow {
 		shadow = 1
 	}
 	return Result{Type: ResFields, Fields: []Field{
@@ -167,33 +191,22 @@ func (s *Shard) policyNames() []string {
 	return names
 }
 
-// policyWords are the algorithm names RL.POLICY SET takes, by op.
-var policyWords = map[Op]string{
-	OpSliding: "SLIDING", OpFixed: "FIXED", OpLog: "LOG", OpToken: "TOKEN",
-	OpLeaky: "LEAKY", OpGCRA: "GCRA", OpShape: "SHAPE", OpQuota: "QUOTA",
-}
-
-// String is the policy as RL.POLICY SET takes it, after the name:
+// String is the definition as RL.POLICY SET takes it, after the name:
 // "SLIDING 100 60000", "QUOTA 1000000 MONTH OFFSET 180", "... SHADOW".
-func (p Policy) String() string {
-	b := []byte(policyWords[p.Op])
-	n := 3
-	switch p.Op {
-	case OpSliding, OpFixed, OpLog:
-		n = 2
-	case OpQuota:
-		n = 1
-	}
-	for _, v := range p.Params[:n] {
-		b = strconv.AppendInt(append(b, ' '), v, 10)
-	}
-	if p.Op == OpQuota {
-		b = append(append(b, ' '), PeriodNames[Period(p.Params[1])]...)
-		if p.Params[2] != 0 {
-			b = strconv.AppendInt(append(b, " OFFSET "...), p.Params[2]/60_000, 10)
+func (p definition) String() string {
+	spec := p.op.Spec()
+	b := append([]byte(spec.Word), ' ')
+	if spec.policyArgs != nil {
+		b = spec.policyArgs(b, p.params)
+	} else {
+		for i := range spec.Params {
+			if i > 0 {
+				b = append(b, ' ')
+			}
+			b = strconv.AppendInt(b, p.params[i], 10)
 		}
 	}
-	if p.Shadow {
+	if p.shadow {
 		b = append(b, " SHADOW"...)
 	}
 	return string(b)

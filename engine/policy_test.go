@@ -128,7 +128,7 @@ func TestShadowPolicyAllowsButCounts(t *testing.T) {
 
 func TestPolicyErrorsListAndDelete(t *testing.T) {
 	s := NewShard()
-	if r := check(s, 1000, "nope", "k", 1); !errors.Is(r.Err, ErrNoPolicy) || r.Err.Error() != "ERR no such policy 'nope'" {
+	if r := check(s, 1000, "nope", "k", 1); !errors.Is(r.Err, ErrNoPolicy) || r.Err.Error() != "no such policy 'nope'" {
 		t.Fatalf("unknown policy: %+v", r)
 	}
 	setPolicy(t, s, "b", OpQuota, false, 1_000_000, int64(PeriodMonth), 180*60_000)
@@ -160,7 +160,7 @@ func TestPoliciesSurviveSnapshots(t *testing.T) {
 	if r.digest() != before {
 		t.Fatal("digest changed across a snapshot")
 	}
-	if p := r.policies["orders"]; p == nil || p.Policy != (Policy{Op: OpSliding, Params: [3]int64{100, 60_000}, Shadow: true}) {
+	if p := r.policies["orders"]; p == nil || p.definition != (definition{op: OpSliding, params: [3]int64{100, 60_000}, shadow: true}) {
 		t.Fatalf("restored policy %+v", p)
 	}
 	if NewShard().digest() == before {

@@ -95,7 +95,7 @@ func TestPropertyNoAlgorithmExceedsItsBudget(t *testing.T) {
 		})
 		t.Run("throttle: burst plus one per emission interval", func(t *testing.T) {
 			s := NewShard()
-			th := Throttle{MaxBurst: limit - 1, Count: rate, Period: 1 + window%5}
+			th := throttle{MaxBurst: limit - 1, Count: rate, Period: 1 + window%5}
 			gs := traffic(seed, 600, 400, maxCost, func(now, cost int64) bool {
 				r := apply(s, now, OpThrottle, "k", th.MaxBurst, th.Count, th.Period, cost)
 				return !r.Throttle.Limited
@@ -103,8 +103,8 @@ func TestPropertyNoAlgorithmExceedsItsBudget(t *testing.T) {
 			for i := range gs {
 				for j := i; j < len(gs); j++ {
 					span := (gs[j].at - gs[i].at) * nsPerMs
-					if n := sumIn(gs, gs[i].at, gs[j].at+1); n > limit+span/th.Emission() {
-						t.Fatalf("seed %d: %d granted in %d ns, limit %d, T %d", seed, n, span, limit, th.Emission())
+					if n := sumIn(gs, gs[i].at, gs[j].at+1); n > limit+span/th.emission() {
+						t.Fatalf("seed %d: %d granted in %d ns, limit %d, T %d", seed, n, span, limit, th.emission())
 					}
 				}
 			}
@@ -113,7 +113,7 @@ func TestPropertyNoAlgorithmExceedsItsBudget(t *testing.T) {
 }
 
 // seedScript is the seed article's Lua script evaluated in exact rationals:
-// the oracle the integer SlidingWindow must match, decision for decision.
+// the oracle the integer slidingWindow must match, decision for decision.
 type seedScript struct {
 	limit, window   int64
 	start, cur, prv int64

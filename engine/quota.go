@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // Period is RL.QUOTA's calendar period.
 type Period int64
@@ -20,11 +23,11 @@ var PeriodNames = map[Period]string{PeriodDay: "DAY", PeriodWeek: "WEEK", Period
 // span UTC-12 to UTC+14.
 const MaxQuotaOffset = 14 * 3600 * 1000
 
-// Quota counts units in calendar periods: days, weeks, months or years, in
+// quota counts units in calendar periods: days, weeks, months or years, in
 // UTC shifted by Offset (ms east of UTC, e.g. +03:00 is 10,800,000), so that
 // "a million requests a month" resets when the month turns, not 30 days
 // after the first request.
-type Quota struct {
+type quota struct {
 	Limit  int64  // units per period, 1..MaxCount
 	Period Period // PeriodDay .. PeriodYear
 	Offset int64  // ms east of UTC, -MaxQuotaOffset..MaxQuotaOffset
@@ -32,7 +35,7 @@ type Quota struct {
 
 // bounds returns the start and end (ms, end excluded) of the period that
 // contains now.
-func (q Quota) bounds(now int64) (start, end int64) {
+func (q quota) bounds(now int64) (start, end int64) {
 	t := time.UnixMilli(now + q.Offset).UTC()
 	y, m, d := t.Date()
 	var from, to time.Time
@@ -53,23 +56,23 @@ func (q Quota) bounds(now int64) (start, end int64) {
 	return from.UnixMilli() - q.Offset, to.UnixMilli() - q.Offset
 }
 
-// Decide grants or refuses cost in the period that contains now; like a fixed
+// decide grants or refuses cost in the period that contains now; like a fixed
 // window whose windows are calendar periods.
-func (q Quota) Decide(st windowCount, now, cost int64) (windowCount, Decision) {
+func (q quota) decide(st windowCount, now, cost int64) (windowCount, Decision) {
 	now = max(now, st.Start)
 	start, end := q.bounds(now)
 	return decideInWindow(q.Limit, st, start, end, now, cost)
 }
 
 // periodEnd is when st's period ends.
-func (q Quota) periodEnd(st windowCount) int64 {
+func (q quota) periodEnd(st windowCount) int64 {
 	_, end := q.bounds(st.Start)
 	return end
 }
 
 // expiresAt is when st is back to "never seen": at once when nothing is
 // counted (a refund gave everything back), else when its period ends.
-func (q Quota) expiresAt(st windowCount) int64 {
+func (q quota) expiresAt(st windowCount) int64 {
 	if st.Count == 0 {
 		return st.Start
 	}
@@ -79,7 +82,7 @@ func (q Quota) expiresAt(st windowCount) int64 {
 // adopt converts state kept under old to q's: a new limit needs nothing; a
 // new period or offset carries the count of a period still in progress into
 // the current new one.
-func (q Quota) adopt(old Quota, st windowCount, now int64) windowCount {
+func (q quota) adopt(old quota, st windowCount, now int64) windowCount {
 	if old.Period == q.Period && old.Offset == q.Offset {
 		return st
 	}
@@ -92,7 +95,7 @@ func (q Quota) adopt(old Quota, st windowCount, now int64) windowCount {
 }
 
 // refund takes up to n units back from the period in progress.
-func (q Quota) refund(st windowCount, now, n int64) windowCount {
+func (q quota) refund(st windowCount, now, n int64) windowCount {
 	if max(now, st.Start) >= q.periodEnd(st) {
 		return windowCount{}
 	}
@@ -100,24 +103,66 @@ func (q Quota) refund(st windowCount, now, n int64) windowCount {
 	return st
 }
 
-func (ks *keyspace) quota(i int32) (Quota, windowCount) {
-	p, st := ks.paramsOf(i), &ks.records[i].state
-	return Quota{Limit: p[0], Period: Period(p[1]), Offset: p[2]}, windowCount{Start: st[0], Count: st[1]}
+// quotaAlgorithm is RL.QUOTA: a record holds the limit, the period and the
+// offset, and the count of the period it was written in.
+type quotaAlgorithm struct{}
+
+// quotaParams are RL.QUOTA's parameters as a command holds them: the period
+// as a Period, the offset in ms (the command takes minutes).
+var quotaParams = []Param{
+	pLimit,
+	{Name: "period", Min: int64(PeriodDay), Max: int64(PeriodYear)},
+	{Name: "offset_ms", Min: -MaxQuotaOffset, Max: MaxQuotaOffset},
 }
 
-// evaluateQuota evaluates RL.QUOTA.
-func (s *Shard) evaluateQuota(now int64, c *Command, i int32, cost int64, v *verdict) {
-	q := Quota{Limit: c.Args[0], Period: Period(c.Args[1]), Offset: c.Args[2]}
+// appendQuotaArgs writes a quota's parameters as RL.POLICY SET takes them:
+// "1000000 MONTH OFFSET 180".
+func appendQuotaArgs(b []byte, p [3]int64) []byte {
+	b = strconv.AppendInt(b, p[0], 10)
+	b = append(append(b, ' '), PeriodNames[Period(p[1])]...)
+	if p[2] != 0 {
+		b = strconv.AppendInt(append(b, " OFFSET "...), p[2]/60_000, 10)
+	}
+	return b
+}
+
+func (ks *keyspace) quota(i int32) (quota, windowCount) {
+	p, st := ks.paramsOf(i), &ks.records[i].state
+	return quota{Limit: p[0], Period: Period(p[1]), Offset: p[2]}, windowCount{Start: st[0], Count: st[1]}
+}
+
+func (quotaAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cost int64, v *verdict) {
+	q := quota{Limit: p[0], Period: Period(p[1]), Offset: p[2]}
 	var st windowCount
 	converted := false
 	if i >= 0 {
-		old, ost := s.keys.quota(i)
+		old, ost := ks.quota(i)
 		st, converted = q.adopt(old, ost, now), old != q
 	}
 	if cost < 0 {
 		st = q.refund(st, now, -cost)
 	}
 	v.params = [3]int64{q.Limit, int64(q.Period), q.Offset}
-	st, v.d = q.Decide(st, now, max(cost, 0))
+	st, v.d = q.decide(st, now, max(cost, 0))
 	v.write, v.state = keepState(i >= 0, cost, converted, v.d.Allowed), [3]int64{st.Start, st.Count}
+}
+
+func (quotaAlgorithm) expiresAt(ks *keyspace, i int32) int64 {
+	q, st := ks.quota(i)
+	return q.expiresAt(st)
+}
+
+func (quotaAlgorithm) describe(ks *keyspace, i int32, now int64, f []Field) []Field {
+	q, st := ks.quota(i)
+	_, d := q.decide(st, now, 0)
+	f = append(f, Field{Name: "limit", Int: q.Limit}, Field{Name: "period", Text: PeriodNames[q.Period]},
+		Field{Name: "offset_minutes", Int: q.Offset / 60_000}, Field{Name: "count", Int: q.Limit - d.Remaining})
+	return budgetFields(f, d, ks.expiresAt(i)-now)
+}
+
+// valid checks the stored count: a period starts before its first instant
+// by up to a year and an offset.
+func (quotaAlgorithm) valid(params, st [3]int64, _ []logEntry) bool {
+	return validArgs(OpQuota, params) && st[0] >= -(366*24*3600*1000+MaxQuotaOffset) && st[0] <= MaxTime &&
+		validCount(st[1]) && st[2] == 0
 }

@@ -35,7 +35,7 @@ func TestQuotaPeriodBounds(t *testing.T) {
 		{"year", PeriodYear, 0, "2026-12-31T23:59:59Z", "2026-01-01T00:00:00Z", "2027-01-01T00:00:00Z"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := Quota{Limit: 1, Period: tc.period, Offset: tc.offsetMinutes * 60_000}
+			q := quota{Limit: 1, Period: tc.period, Offset: tc.offsetMinutes * 60_000}
 			start, end := q.bounds(at(t, tc.now))
 			if start != at(t, tc.start) || end != at(t, tc.end) {
 				t.Fatalf("bounds %s .. %s, want %s .. %s", time.UnixMilli(start).UTC(), time.UnixMilli(end).UTC(), tc.start, tc.end)

@@ -57,12 +57,12 @@ func (s *Shard) appendPolicies(b []byte) []byte {
 		p := s.policies[n]
 		b = binary.AppendUvarint(b, uint64(len(n)))
 		b = append(b, n...)
-		b = append(b, byte(p.Op))
-		for _, v := range p.Params {
+		b = append(b, byte(p.op))
+		for _, v := range p.params {
 			b = binary.AppendVarint(b, v)
 		}
 		shadow := byte(0)
-		if p.Shadow {
+		if p.shadow {
 			shadow = 1
 		}
 		b = append(b, shadow, byte(p.previous))
@@ -84,29 +84,28 @@ func (d *decoder) policies(s *Shard) {
 		}
 		op := Op(d.b[0])
 		d.b = d.b[1:]
-		var p Policy
-		p.Op = op
-		for k := range p.Params {
-			p.Params[k] = d.varint()
+		p := definition{op: op}
+		for k := range p.params {
+			p.params[k] = d.varint()
 		}
 		if d.err != nil || len(d.b) == 0 || d.b[0] > 1 {
 			d.fail("bad policy")
 			return
 		}
-		p.Shadow = d.b[0] == 1
+		p.shadow = d.b[0] == 1
 		d.b = d.b[1:]
-		if len(d.b) == 0 || (Op(d.b[0]) != opNone && !PolicyOp(Op(d.b[0]))) {
+		if len(d.b) == 0 || (Op(d.b[0]) != opNone && !policyOp(Op(d.b[0]))) {
 			d.fail("bad policy")
 			return
 		}
 		previous := Op(d.b[0])
 		d.b = d.b[1:]
-		set := Command{Op: OpPolicySet, Value: name, Args: [4]int64{p.Params[0], p.Params[1], p.Params[2], int64(op)}}
+		set := Command{Op: OpPolicySet, Value: name, Args: [4]int64{p.params[0], p.params[1], p.params[2], int64(op)}}
 		if _, dup := s.policies[string(name)]; dup || !set.Valid() {
 			d.fail("policy %q: invalid or twice", name)
 			return
 		}
-		s.policies[string(name)] = &policy{Policy: p, previous: previous}
+		s.policies[string(name)] = &policy{definition: p, previous: previous}
 	}
 }
 

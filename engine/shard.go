@@ -4,14 +4,22 @@ package engine
 // safe for concurrent use; it belongs to one goroutine (the shard's runner or
 // its Raft FSM), which is what makes every command on it atomic.
 type Shard struct {
-	keys     keyspace
-	now      int64 // the latest time applied; decisions never go back in time
-	stat     Stats
-	policies map[string]*policy // RL.POLICY's named limits
+	keys      keyspace
+	now       int64 // the latest time applied; decisions never go back in time
+	stat      Stats // the counters kept as they happen (see Stats)
+	decisions [opCount]DecisionCount
+	policies  map[string]*policy // RL.POLICY's named limits
 
 	memLimit    int64 // bytes the keys may be charged, 0: no limit (see memory.go)
 	memPolicy   MemoryPolicy
 	evictCursor int // next record an eviction examines
+
+	// The verdicts of the decision being applied, and of an RL.ALL's
+	// limits: scratch, kept here because the algorithms are reached through
+	// an interface, which a verdict on the stack would escape through to
+	// the heap, once per decision.
+	verdict  verdict
+	verdicts [MaxAllLimits]verdict
 }
 
 // Stats are a shard's counters, for INFO and metrics.
@@ -20,8 +28,14 @@ type Stats struct {
 	// Persistent counts the keys that never expire: strings without one.
 	Persistent int
 	Bytes      int64 // estimated memory held by keys and their state
-	Allowed    int64 // decisions granted
-	Denied     int64 // decisions refused
+	// Allowed and Denied are the decisions granted and refused: the sums
+	// of Decisions.
+	Allowed, Denied int64
+	// Decisions are the decisions by the op that asked for them:
+	// Decisions[OpSliding] are RL.SLIDING's. RL.ALL's limits count under
+	// their own ops and RL.CHECK's under OpCheck; CL.THROTTLE counts
+	// allowed what it did not limit.
+	Decisions [opCount]DecisionCount
 	// ShadowDenied counts the checks of shadow policies that were allowed
 	// only because the policy is in shadow mode.
 	ShadowDenied int64
@@ -36,6 +50,9 @@ type Stats struct {
 	MemoryPolicy         MemoryPolicy
 }
 
+// DecisionCount is how many decisions allowed and denied.
+type DecisionCount struct{ Allowed, Denied int64 }
+
 // sweepPerCommand is how many slots the expiry sweep examines per command
 // applied, so reclaiming keeps pace with the traffic that creates keys.
 const sweepPerCommand = 2
@@ -48,6 +65,11 @@ func NewShard() *Shard {
 // Stats returns the shard's counters.
 func (s *Shard) Stats() Stats {
 	st := s.stat
+	st.Decisions = s.decisions
+	for _, d := range s.decisions {
+		st.Allowed += d.Allowed
+		st.Denied += d.Denied
+	}
 	st.Keys = s.keys.len()
 	st.Persistent = s.keys.persistent
 	st.Bytes = s.keys.bytes()
@@ -68,10 +90,11 @@ func (s *Shard) Apply(now int64, cmds []Command, out []Result) {
 	for i := 0; i < len(cmds); i++ {
 		c, r := &cmds[i], &out[i]
 		*r = Result{}
-		switch c.Op {
-		case OpSliding, OpFixed, OpLog, OpToken, OpLeaky, OpGCRA, OpThrottle,
-			OpShape, OpQuota, OpAcquire, OpCheck:
+		if c.Op.decides() {
 			s.decide(now, c, r)
+			continue
+		}
+		switch c.Op {
 		case OpAll:
 			// The group is the head and the limits that follow it; a
 			// truncated one (never built by commands) takes what is there.

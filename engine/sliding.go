@@ -1,6 +1,6 @@
 package engine
 
-// SlidingWindow is the sliding-window counter of the seed article: windows
+// slidingWindow is the sliding-window counter of the seed article: windows
 // aligned to multiples of Window since the Unix epoch, and the estimate
 //
 //	estimate = prev * (Window - elapsed) / Window + cur
@@ -10,7 +10,7 @@ package engine
 // estimate + cost <= Limit. The article's Lua script computes the estimate in
 // doubles; here it is exact, so the two agree except where the doubles round
 // a millisecond up.
-type SlidingWindow struct {
+type slidingWindow struct {
 	Limit  int64 // requests (units) per window, 1..MaxCount
 	Window int64 // window length in ms, 1..MaxDuration
 }
@@ -24,7 +24,7 @@ type windowCounts struct {
 // roll moves st to the window that contains now, as the seed script does:
 // the current count becomes the previous one when exactly one window has
 // passed, and both are forgotten after two.
-func (w SlidingWindow) roll(st windowCounts, now int64) windowCounts {
+func (w slidingWindow) roll(st windowCounts, now int64) windowCounts {
 	start := now - now%w.Window
 	switch st.Start {
 	case start:
@@ -37,11 +37,11 @@ func (w SlidingWindow) roll(st windowCounts, now int64) windowCounts {
 	return st
 }
 
-// Decide rolls st to now and grants or refuses cost. It returns the state to
+// decide rolls st to now and grants or refuses cost. It returns the state to
 // store when the decision is an approval of a non-zero cost. A now before the
 // window the state was written in (the debug clock moved back) is taken as
 // that window's start, so the counts are kept, never forgotten.
-func (w SlidingWindow) Decide(st windowCounts, now, cost int64) (windowCounts, Decision) {
+func (w slidingWindow) decide(st windowCounts, now, cost int64) (windowCounts, Decision) {
 	now = max(now, st.Start)
 	st = w.roll(st, now)
 	left := st.Start + w.Window - now // ms until the current window ends, >= 1
@@ -67,7 +67,7 @@ func (w SlidingWindow) Decide(st windowCounts, now, cost int64) (windowCounts, D
 // window alone leaves room for the cost, the wait is for the previous
 // window's weight to decay enough; otherwise it is for the next window, in
 // which the current count decays in turn.
-func (w SlidingWindow) retryAfter(st windowCounts, left, cost int64) int64 {
+func (w slidingWindow) retryAfter(st windowCounts, left, cost int64) int64 {
 	var wait int64
 	if st.Cur+cost <= w.Limit && st.Prev > 0 {
 		wait = left - mulDivFloor(w.Limit-st.Cur-cost, w.Window, st.Prev)
@@ -81,7 +81,7 @@ func (w SlidingWindow) retryAfter(st windowCounts, left, cost int64) int64 {
 // resetAfter is the time until the estimate reaches zero: the current count
 // weighs in until the end of the next window, the previous one until the end
 // of this window.
-func (w SlidingWindow) resetAfter(st windowCounts, left int64) int64 {
+func (w slidingWindow) resetAfter(st windowCounts, left int64) int64 {
 	switch {
 	case st.Cur > 0:
 		return left + w.Window
@@ -92,7 +92,7 @@ func (w SlidingWindow) resetAfter(st windowCounts, left int64) int64 {
 }
 
 // expiresAt is when st becomes indistinguishable from no state at all.
-func (w SlidingWindow) expiresAt(st windowCounts) int64 {
+func (w slidingWindow) expiresAt(st windowCounts) int64 {
 	switch {
 	case st.Cur > 0:
 		return st.Start + 2*w.Window
@@ -107,7 +107,7 @@ func (w SlidingWindow) expiresAt(st windowCounts) int64 {
 // current estimate under the old window is carried whole into the current new
 // window. That is never more generous than the old state: a caller switching
 // parameters back and forth never gets a fresh budget.
-func (w SlidingWindow) adopt(old SlidingWindow, st windowCounts, now int64) windowCounts {
+func (w slidingWindow) adopt(old slidingWindow, st windowCounts, now int64) windowCounts {
 	if old.Window == w.Window {
 		return st
 	}
@@ -120,10 +120,53 @@ func (w SlidingWindow) adopt(old SlidingWindow, st windowCounts, now int64) wind
 
 // refund takes up to n units back: from the current window, then from the
 // previous one. It never gives back more than was spent.
-func (w SlidingWindow) refund(st windowCounts, now, n int64) windowCounts {
+func (w slidingWindow) refund(st windowCounts, now, n int64) windowCounts {
 	st = w.roll(st, max(now, st.Start))
 	take := min(st.Cur, n)
 	st.Cur -= take
 	st.Prev = max(st.Prev-(n-take), 0)
 	return st
+}
+
+// slidingAlgorithm is RL.SLIDING: a record holds the window's limit and
+// length, and the counts of the current window and the one before it.
+type slidingAlgorithm struct{}
+
+func (ks *keyspace) sliding(i int32) (slidingWindow, windowCounts) {
+	p, st := ks.paramsOf(i), &ks.records[i].state
+	return slidingWindow{Limit: p[0], Window: p[1]}, windowCounts{Start: st[0], Prev: st[1], Cur: st[2]}
+}
+
+func (slidingAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cost int64, v *verdict) {
+	w := slidingWindow{Limit: p[0], Window: p[1]}
+	var st windowCounts
+	converted := false
+	if i >= 0 {
+		old, ost := ks.sliding(i)
+		st, converted = w.adopt(old, ost, now), old != w
+	}
+	if cost < 0 {
+		st = w.refund(st, now, -cost)
+	}
+	st, v.d = w.decide(st, now, max(cost, 0))
+	v.write = keepState(i >= 0, cost, converted, v.d.Allowed)
+	v.params, v.state = [3]int64{w.Limit, w.Window}, [3]int64{st.Start, st.Prev, st.Cur}
+}
+
+func (slidingAlgorithm) expiresAt(ks *keyspace, i int32) int64 {
+	w, st := ks.sliding(i)
+	return w.expiresAt(st)
+}
+
+func (slidingAlgorithm) describe(ks *keyspace, i int32, now int64, f []Field) []Field {
+	w, st := ks.sliding(i)
+	st, d := w.decide(st, now, 0)
+	f = append(f, Field{Name: "limit", Int: w.Limit}, Field{Name: "window_ms", Int: w.Window},
+		Field{Name: "window_start_ms", Int: st.Start}, Field{Name: "previous_count", Int: st.Prev},
+		Field{Name: "current_count", Int: st.Cur})
+	return budgetFields(f, d, ks.expiresAt(i)-now)
+}
+
+func (slidingAlgorithm) valid(params, st [3]int64, _ []logEntry) bool {
+	return validArgs(OpSliding, params) && validTime(st[0]) && validCount(st[1]) && validCount(st[2])
 }

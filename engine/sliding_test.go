@@ -3,7 +3,7 @@ package engine
 import "testing"
 
 func TestSlidingWindowDecide(t *testing.T) {
-	w := SlidingWindow{Limit: 10, Window: 1000}
+	w := slidingWindow{Limit: 10, Window: 1000}
 	cases := []struct {
 		name string
 		st   windowCounts
@@ -48,7 +48,7 @@ func TestSlidingWindowDecide(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			next, d := w.Decide(c.st, c.now, c.cost)
+			next, d := w.decide(c.st, c.now, c.cost)
 			if d != c.want {
 				t.Errorf("decision %+v, want %+v", d, c.want)
 			}
@@ -62,7 +62,7 @@ func TestSlidingWindowDecide(t *testing.T) {
 // The retry-after of a refusal is exact: one millisecond earlier the same
 // request is still refused, at the retry time it is granted.
 func TestSlidingWindowRetryAfterIsExact(t *testing.T) {
-	for _, w := range []SlidingWindow{{100, 60_000}, {7, 1000}, {3, 10}, {1000, 3_600_000}} {
+	for _, w := range []slidingWindow{{100, 60_000}, {7, 1000}, {3, 10}, {1000, 3_600_000}} {
 		for prevFill := int64(0); prevFill <= w.Limit; prevFill += max(w.Limit/5, 1) {
 			for elapsed := int64(0); elapsed < w.Window; elapsed += max(w.Window/7, 1) {
 				for _, cost := range []int64{1, 2, w.Limit} {
@@ -70,20 +70,20 @@ func TestSlidingWindowRetryAfterIsExact(t *testing.T) {
 					now := w.Window + elapsed
 					// fill what is left of the current window
 					for {
-						next, d := w.Decide(st, now, 1)
+						next, d := w.decide(st, now, 1)
 						if !d.Allowed {
 							break
 						}
 						st = next
 					}
-					_, d := w.Decide(st, now, cost)
+					_, d := w.decide(st, now, cost)
 					if d.Allowed || d.RetryAfter < 1 {
 						continue
 					}
-					if _, early := w.Decide(st, now+d.RetryAfter-1, cost); early.Allowed && d.RetryAfter > 1 {
+					if _, early := w.decide(st, now+d.RetryAfter-1, cost); early.Allowed && d.RetryAfter > 1 {
 						t.Fatalf("%+v %+v cost %d at %d: granted at retry-1 (%d)", w, st, cost, now, d.RetryAfter)
 					}
-					if _, on := w.Decide(st, now+d.RetryAfter, cost); !on.Allowed {
+					if _, on := w.decide(st, now+d.RetryAfter, cost); !on.Allowed {
 						t.Fatalf("%+v %+v cost %d at %d: refused at retry (%d): %+v", w, st, cost, now, d.RetryAfter, on)
 					}
 				}
@@ -93,17 +93,17 @@ func TestSlidingWindowRetryAfterIsExact(t *testing.T) {
 }
 
 func TestSlidingWindowAdoptNeverFreesBudget(t *testing.T) {
-	old := SlidingWindow{Limit: 100, Window: 60_000}
+	old := slidingWindow{Limit: 100, Window: 60_000}
 	st := windowCounts{Start: 60_000, Prev: 100, Cur: 0}
 	now := int64(60_100) // the previous window still weighs 99.83
-	for _, w := range []SlidingWindow{{100, 30_000}, {100, 120_000}, {100, 1000}} {
-		_, d := w.Decide(w.adopt(old, st, now), now, 1)
+	for _, w := range []slidingWindow{{100, 30_000}, {100, 120_000}, {100, 1000}} {
+		_, d := w.decide(w.adopt(old, st, now), now, 1)
 		if d.Allowed {
 			t.Errorf("window %d: a new window length freed budget: %+v", w.Window, d)
 		}
 	}
 	// A new limit alone keeps the counts as they are.
-	if got := (SlidingWindow{Limit: 200, Window: 60_000}).adopt(old, st, now); got != st {
+	if got := (slidingWindow{Limit: 200, Window: 60_000}).adopt(old, st, now); got != st {
 		t.Errorf("limit change altered state: %+v", got)
 	}
 }

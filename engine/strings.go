@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"errors"
-	"math"
-)
+import "math"
 
 // Redis strings, for the limiters written against Redis: INCR/INCRBY with
 // EXPIRE (envoyproxy/ratelimit's fixed window), SET NX PX, GET. A string's
@@ -25,12 +22,6 @@ const MaxValue = 1 << 20
 // MaxExpiry bounds an absolute expiry: no later than MaxDuration after the
 // latest clock a shard may have.
 const MaxExpiry = MaxTime + MaxDuration
-
-// The errors of the string commands, in Redis's words.
-var (
-	ErrNotInteger = errors.New("ERR value is not an integer or out of range")
-	ErrOverflow   = errors.New("ERR increment or decrement would overflow")
-)
 
 // stringCommand applies GET, SET, INCRBY and EXPIRE.
 func (s *Shard) stringCommand(now int64, c *Command, r *Result) {
@@ -232,4 +223,57 @@ func stringExpiresAt(st [3]int64) int64 {
 		return math.MaxInt64
 	}
 	return st[1]
+}
+
+// stringKind is a Redis string's record: its integer or the mark of a value
+// kept aside, and its expiry.
+type stringKind struct{}
+
+func (stringKind) expiresAt(ks *keyspace, i int32) int64 {
+	return stringExpiresAt(ks.records[i].state)
+}
+
+// describe gives a string's expiry only: it has no budget.
+func (stringKind) describe(ks *keyspace, i int32, now int64, f []Field) []Field {
+	ttl := int64(-1)
+	if at := ks.records[i].state[1]; at != 0 {
+		ttl = at - now
+	}
+	return append(f, Field{Name: "ttl_ms", Int: ttl})
+}
+
+// valid checks a string: no parameters, an expiry in range, and a value kept
+// aside only without an integer.
+func (stringKind) valid(params, st [3]int64, _ []logEntry) bool {
+	return params == [3]int64{} && st[1] >= 0 && st[1] <= MaxExpiry && (st[2] == 0 || (st[2] == 1 && st[0] == 0))
+}
+
+// checkSet checks SET's value and expiry.
+func checkSet(c Command) error {
+	if len(c.Value) > MaxValue || !validExpiry(c.Args[0], c.Args[1], ExpiryAbsolute) {
+		return paramError("invalid SET")
+	}
+	return nil
+}
+
+// checkExpire checks EXPIRE's time and mode.
+func checkExpire(c Command) error {
+	if !validExpiry(c.Args[0], c.Args[1], ExpiryPersist) || c.Args[1] == ExpiryNone {
+		return paramError("invalid EXPIRE")
+	}
+	return nil
+}
+
+// validExpiry checks an expiry given as value v in mode (up to maxMode):
+// relative, at most MaxDuration; absolute, within [0, MaxExpiry].
+func validExpiry(v, mode, maxMode int64) bool {
+	switch {
+	case mode < ExpiryNone || mode > maxMode:
+		return false
+	case mode == ExpiryRelative:
+		return v >= -MaxDuration && v <= MaxDuration
+	case mode == ExpiryAbsolute:
+		return v >= 0 && v <= MaxExpiry
+	}
+	return v == 0
 }

@@ -7,7 +7,7 @@ import "testing"
 // to seconds as CL.THROTTLE sends them.
 func TestThrottleRedisCellVectors(t *testing.T) {
 	const t0 = 1_700_000_000_000
-	th := Throttle{MaxBurst: 4, Count: 1, Period: 1}
+	th := throttle{MaxBurst: 4, Count: 1, Period: 1}
 	cases := []struct {
 		at, quantity int64
 		want         ThrottleReply

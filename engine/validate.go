@@ -1,73 +1,43 @@
 package engine
 
-// Valid reports whether c is within the bounds the engine's arithmetic relies
-// on. commands checks every parameter with a message naming it before a
-// command is built; Valid is the engine's own guard for commands decoded from
-// a log or a peer, which must never reach a shard unchecked (a zero window
-// would divide by zero).
-func (c *Command) Valid() bool {
-	a := c.Args
-	if c.Flags&^allowedFlags(c.Op) != 0 {
-		return false
+// Check returns nil when c is a command the engine can apply, and otherwise
+// the error that says why: each parameter within its bounds (ErrParam, naming
+// it), the flags its op takes, and what its op checks across parameters.
+// commands asks it about every command it builds; the codec asks Valid about
+// every command it reads from a log or a peer, which must never reach a shard
+// unchecked (a zero window would divide by zero).
+func (c Command) Check() error {
+	if !c.Op.Known() {
+		return ErrUnknownOp
 	}
-	if k := c.Op.kind(); k != kindNone {
-		return validCost(c.Op, a[3]) && validParams(k, [3]int64{a[0], a[1], a[2]}, k == KindGCRA)
+	spec := c.Op.Spec()
+	if c.Flags&^spec.Flags != 0 {
+		return paramError("flags %#x are not %s's", uint16(c.Flags&^spec.Flags), spec.Name)
 	}
-	switch c.Op {
-	case OpDel, OpExists, OpType, OpPTTL, OpTTL, OpInfo, OpUsage, OpDBSize, OpFlush, OpDigest, OpGet, OpIncrBy:
-		return true
-	case OpCheck:
-		return ValidPolicyName(c.Value) && validCost(c.Op, a[3])
-	case OpAll:
-		return a[0] >= 1 && a[0] <= MaxAllLimits
-	case OpRelease:
-		return a[0] >= 1
-	case OpPolicySet:
-		op := Op(a[3])
-		return ValidPolicyName(c.Value) && PolicyOp(op) && validParams(op.kind(), [3]int64{a[0], a[1], a[2]}, op == OpGCRA)
-	case OpPolicyDel:
-		return ValidPolicyName(c.Value)
-	case OpPolicyList:
-		return len(c.Value) == 0 || ValidPolicyName(c.Value)
-	case OpSet:
-		return len(c.Value) <= MaxValue && validExpiry(a[0], a[1], ExpiryAbsolute)
-	case OpMemoryLimit:
-		return a[0] >= 0 && a[1] >= 0 && a[1] < int64(memoryPolicies)
-	case OpExpire:
-		return validExpiry(a[0], a[1], ExpiryPersist) && a[1] != ExpiryNone
-	case OpScan:
-		return a[0] >= 0 && a[1] >= 1 && a[2] >= 0 && a[2] <= 255
-	case OpSetClock, OpSweep:
-		return a[0] >= 0 && (c.Op != OpSetClock || a[0] <= MaxTime)
+	for i, p := range spec.Params {
+		if err := p.Check(c.Args[i]); err != nil {
+			return err
+		}
 	}
-	return false
+	if spec.Cost.Name != "" {
+		if err := spec.Cost.Check(c.Args[3]); err != nil {
+			return err
+		}
+	}
+	if spec.check != nil {
+		return spec.check(c)
+	}
+	return nil
 }
 
-// allowedFlags are the flags op takes.
-func allowedFlags(op Op) Flags {
-	switch op {
-	case OpSliding, OpFixed, OpLog, OpToken, OpLeaky, OpGCRA, OpShape, OpQuota, OpCheck:
-		return FlagPartial
-	case OpPolicySet:
-		return FlagShadow
-	case OpSet:
-		return FlagNX | FlagXX | FlagKeepTTL | FlagGet
-	case OpExpire:
-		return FlagNX | FlagXX | FlagGT | FlagLT
-	}
-	return 0
-}
+// Valid reports whether Check finds nothing wrong with c.
+func (c Command) Valid() bool { return c.Check() == nil }
 
-// validCost checks a decision's cost: a negative cost is a refund, which
-// CL.THROTTLE does not take; RL.ACQUIRE takes one lease, or 0 to peek.
-func validCost(op Op, cost int64) bool {
-	switch op {
-	case OpThrottle:
-		return cost >= 0 && cost <= MaxCount
-	case OpAcquire:
-		return cost == 0 || cost == 1
-	}
-	return cost >= -MaxCount && cost <= MaxCount
+// validArgs reports whether p are parameters op may be given: those a
+// record of op's kind stores, for most algorithms (see each one's valid).
+func validArgs(op Op, p [3]int64) bool {
+	c := Command{Op: op, Args: [4]int64{p[0], p[1], p[2]}}
+	return c.Valid()
 }
 
 // ValidPolicyName reports whether name may name a policy: 1 to
@@ -85,53 +55,7 @@ func ValidPolicyName(name []byte) bool {
 	return true
 }
 
-// validExpiry checks an expiry given as value v in mode (up to maxMode):
-// relative, at most MaxDuration; absolute, within [0, MaxExpiry].
-func validExpiry(v, mode, maxMode int64) bool {
-	switch {
-	case mode < ExpiryNone || mode > maxMode:
-		return false
-	case mode == ExpiryRelative:
-		return v >= -MaxDuration && v <= MaxDuration
-	case mode == ExpiryAbsolute:
-		return v >= 0 && v <= MaxExpiry
-	}
-	return v == 0
-}
-
 // MaxTime is the latest instant (ms) a shard's clock may reach: 2100-01-01.
 // CL.THROTTLE counts in nanoseconds, which must fit in 64 bits together with
 // a bucket's depth.
 const MaxTime = 4_102_444_800_000
-
-// validParams checks a kind's parameters as stored (asCommand: GCRA's first
-// parameter is the command's burst, not the stored capacity).
-func validParams(k Kind, p [3]int64, asCommand bool) bool {
-	count := func(v, lo int64) bool { return v >= lo && v <= MaxCount }
-	duration := func(v int64) bool { return v >= 1 && v <= MaxDuration }
-	switch k {
-	case KindSliding, KindFixed:
-		return count(p[0], 1) && duration(p[1])
-	case KindLog:
-		return p[0] >= 1 && p[0] <= MaxLogLimit && duration(p[1])
-	case KindToken, KindLeaky, KindShape:
-		return count(p[0], 1) && count(p[1], 1) && duration(p[2]) && (Bucket{p[0], p[1], p[2]}).DrainTime() <= MaxDuration
-	case KindQuota:
-		return count(p[0], 1) && p[1] >= int64(PeriodDay) && p[1] <= int64(PeriodYear) && p[2] >= -MaxQuotaOffset && p[2] <= MaxQuotaOffset
-	case KindLease:
-		return p[0] >= 1 && p[0] <= MaxLogLimit && duration(p[1]) && p[2] == 0
-	case KindString:
-		return p == [3]int64{}
-	case KindGCRA:
-		capacity := p[0]
-		if asCommand {
-			capacity++
-		}
-		return count(capacity, 1) && count(p[1], 1) && duration(p[2]) && (Bucket{capacity, p[1], p[2]}).DrainTime() <= MaxDuration
-	case KindThrottle:
-		t := Throttle{MaxBurst: p[0], Count: p[1], Period: p[2]}
-		return p[0] >= 0 && p[0] < MaxCount && count(p[1], 1) && p[2] >= 1 && p[2] <= MaxDuration/1000 &&
-			t.Emission() > 0 && t.Tolerance() <= MaxDuration*nsPerMs
-	}
-	return false
-}

@@ -114,12 +114,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.evicted, float64(st.Evicted), label)
 		counter(c.oom, float64(st.RejectedOOM), label)
 		counter(c.shadow, float64(st.ShadowDenied), label)
-		counts := c.src.Shards.Decisions(shard)
-		counts.Ops(func(op engine.Op, allowed, denied int64) {
-			name := commandName(op)
-			counter(c.decisions, float64(allowed), label, name, "allowed")
-			counter(c.decisions, float64(denied), label, name, "denied")
-		})
+		for op, d := range st.Decisions {
+			if d != (engine.DecisionCount{}) {
+				name := engine.Op(op).Spec().Name
+				counter(c.decisions, float64(d.Allowed), label, name, "allowed")
+				counter(c.decisions, float64(d.Denied), label, name, "denied")
+			}
+		}
 	}
 
 	st := c.src.Server.Stats()

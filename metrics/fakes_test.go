@@ -10,13 +10,11 @@ import (
 
 // fakeShards are two shards with fixed counters.
 type fakeShards struct {
-	stats     []engine.Stats
-	decisions []cluster.DecisionCounts
+	stats []engine.Stats
 }
 
-func (f *fakeShards) Shards() int                                { return len(f.stats) }
-func (f *fakeShards) Stats(shard int) engine.Stats               { return f.stats[shard] }
-func (f *fakeShards) Decisions(shard int) cluster.DecisionCounts { return f.decisions[shard] }
+func (f *fakeShards) Shards() int                  { return len(f.stats) }
+func (f *fakeShards) Stats(shard int) engine.Stats { return f.stats[shard] }
 
 type fakeRaft []cluster.RaftState
 
@@ -46,17 +44,15 @@ func (f *fakeReady) set(err error) {
 
 // testSources are sources with something in every figure.
 func testSources() Sources {
-	var d0, d1 cluster.DecisionCounts
-	d0.Allowed[engine.OpSliding], d0.Denied[engine.OpSliding] = 7, 3
-	d0.Allowed[engine.OpThrottle] = 2
-	d1.Denied[engine.OpToken] = 5
+	s0 := engine.Stats{Keys: 4, Bytes: 400, Allowed: 9, Denied: 3}
+	s0.Decisions[engine.OpSliding] = engine.DecisionCount{Allowed: 7, Denied: 3}
+	s0.Decisions[engine.OpThrottle] = engine.DecisionCount{Allowed: 2}
+	s1 := engine.Stats{Keys: 1, Bytes: 100, Denied: 5, Evicted: 6, RejectedOOM: 7, ShadowDenied: 8}
+	s1.Decisions[engine.OpToken] = engine.DecisionCount{Denied: 5}
 	return Sources{
 		Version: "9.9.9",
-		Shards: &fakeShards{
-			stats:     []engine.Stats{{Keys: 4, Bytes: 400, Allowed: 9, Denied: 3}, {Keys: 1, Bytes: 100, Denied: 5, Evicted: 6, RejectedOOM: 7, ShadowDenied: 8}},
-			decisions: []cluster.DecisionCounts{d0, d1},
-		},
-		Server: fakeServer{ConnectedClients: 3, MaxClients: 100, ConnectionsReceived: 10, RejectedConnections: 1, CommandsProcessed: 42},
+		Shards:  &fakeShards{stats: []engine.Stats{s0, s1}},
+		Server:  fakeServer{ConnectedClients: 3, MaxClients: 100, ConnectionsReceived: 10, RejectedConnections: 1, CommandsProcessed: 42},
 		Raft: fakeRaft{
 			{Shard: 0, State: "Leader", Term: 4, CommitIndex: 20, AppliedIndex: 19, LastContact: "0", Leader: "n1"},
 			{Shard: 1, State: "Candidate", Term: 5, CommitIndex: 8, AppliedIndex: 8, LastContact: "never", SinceContact: -1},

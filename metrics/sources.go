@@ -7,12 +7,10 @@ import (
 )
 
 // Shards is what the metrics read of the shard layer: each shard's engine
-// counters and its decisions by command (cluster.MemoryShards and
-// cluster.RaftShards provide both).
+// counters (cluster.MemoryShards and cluster.RaftShards provide them).
 type Shards interface {
 	Shards() int
 	Stats(shard int) engine.Stats
-	Decisions(shard int) cluster.DecisionCounts
 }
 
 // Raft describes this node's Raft replicas (cluster.RaftShards).

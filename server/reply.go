@@ -66,19 +66,6 @@ func appendSimple(b []byte, s string) []byte {
 
 func appendOK(b []byte) []byte { return append(b, "+OK\r\n"...) }
 
-// appendError appends an error reply; the text starts with its code (ERR,
-// WRONGTYPE ...). Line breaks in it are replaced so the reply stays one line.
-func appendError(b []byte, err error) []byte {
-	b = append(b, '-')
-	for _, c := range []byte(err.Error()) {
-		if c == '\r' || c == '\n' {
-			c = ' '
-		}
-		b = append(b, c)
-	}
-	return append(b, '\r', '\n')
-}
-
 func appendNull(b []byte, resp3 bool) []byte {
 	if resp3 {
 		return append(b, "_\r\n"...)

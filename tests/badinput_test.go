@@ -86,11 +86,14 @@ func TestBadArgumentsAreAnsweredWithErrors(t *testing.T) {
 		{words("RL.SLIDING k 10 1000 COST 1 COST 2"), errSyntax},
 		{words("RL.TOKEN k 10 1 1000 1"), errSyntax},
 		// CL.THROTTLE
-		{words("CL.THROTTLE k 15 0 60"), outOfRange("count", 1, maxCount)},
+		// redis-cell's own words for a zero rate, as it sends them.
+		{words("CL.THROTTLE k 15 0 60"), "Cell error: Zero rates are not supported"},
+		{words("CL.THROTTLE k 15 -1 60"), outOfRange("count", 1, maxCount)},
 		{words("CL.THROTTLE k -1 30 60"), outOfRange("max_burst", 0, maxCount-1)},
-		{words("CL.THROTTLE k 15 30 0"), outOfRange("period", 1, maxDuration/1000)},
+		{words("CL.THROTTLE k 15 30 0"), "Cell error: Zero rates are not supported"},
+		{words("CL.THROTTLE k 15 30 -1"), outOfRange("period", 1, maxDuration/1000)},
 		{words("CL.THROTTLE k 15 30 60 -1"), outOfRange("quantity", 0, maxCount)},
-		{words("CL.THROTTLE k 15 2000000000 1"), "ERR zero rates are not supported: count must not exceed the nanoseconds in period"},
+		{words("CL.THROTTLE k 15 2000000000 1"), "Cell error: Zero rates are not supported"},
 		{words("CL.THROTTLE k 999999 1 1000000000"), "ERR (max_burst + 1) * period / count must be at most 1000000000 s"},
 		// arity
 		{words("RL.SLIDING k 10"), wrongArity("rl.sliding")},

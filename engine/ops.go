@@ -1,0 +1,212 @@
+package engine
+
+import "math"
+
+// Op is what a Command asks a shard to do.
+type Op uint8
+
+// The operations. Their values are written into Raft logs: add new ops at
+// the end, never reorder. What each one takes and answers is its row in ops.
+const (
+	opNone Op = iota
+
+	OpSliding
+	OpFixed
+	OpLog
+	OpToken
+	OpLeaky
+	OpGCRA
+	OpThrottle
+
+	OpDel    // remove Key: Int 1 if it existed (DEL, RL.RESET)
+	OpExists // Int 1 if Key exists
+	OpType   // Text: Key's kind name, "none" if absent
+	OpPTTL   // Int: ms until Key expires, -2 if absent
+	OpTTL    // Int: seconds until Key expires (rounded), -2 if absent
+	OpInfo   // Fields describing Key, nil result if absent
+
+	OpDBSize   // Int: keys held
+	OpScan     // Args: cursor, count, kind filter (0: any); Keys and Cursor
+	OpFlush    // remove every key
+	OpDigest   // Text: hex SHA-256 of the live state
+	OpSetClock // Args[0]: the shard's time from now on, even if earlier
+	OpSweep    // Args[0]: how many records the expiry sweep examines
+	OpUsage    // Int: estimated bytes Key holds, nil result if absent
+
+	OpShape   // Extra: delay_ms
+	OpQuota   // Args[1] is a Period, Args[2] the offset in ms
+	OpAcquire // Args[3]: 1 takes a lease, 0 peeks; Extra: lease_id
+	OpRelease // Args[0]: lease id; Int 1 if released
+	OpCheck   // Value: policy; Args[3]: cost; Extra: shadow_denied
+	OpAll     // Args[0]: n; the next n commands are its limits, all or none
+
+	OpPolicySet  // Value: name; Args[0..2]: its op's parameters, Args[3]: its op; FlagShadow
+	OpPolicyDel  // Value: name; Int 1 if it existed
+	OpPolicyList // Fields: one per policy (name, then its definition)
+
+	OpGet    // Text (bulk) or nil
+	OpSet    // Value; Args[0]: expiry (see SET), Args[1]: expiry mode; Flags
+	OpIncrBy // Args[0]: the increment; Int: the new value
+	OpExpire // Args[0]: ms, Args[1]: 1 when absolute; Flags NX XX GT LT
+
+	OpMemoryLimit // Args[0]: bytes (0: no limit), Args[1]: MemoryPolicy
+
+	opCount // one past the latest op
+)
+
+// OpSpec is what the engine says of an operation: what its command is
+// called, which parameters it takes and within which bounds, and which
+// flags. The layers above read it rather than keep their own copy: commands
+// parses parameters in this order and asks Param.Check about each, metrics
+// name decisions by Name, and the codec checks a command read from a log
+// with Command.Valid, which reads the same row.
+//
+// A decision's algorithm is its file (sliding.go, bucket.go, ...) and its
+// row here: the row names the Kind of key it keeps and the algorithm that
+// decides, and the engine dispatches through it.
+type OpSpec struct {
+	// Name is the command that asks for a decision, in lower case, as
+	// Redis's INFO commandstats names commands ("rl.sliding"); "" for the
+	// ops that are not decisions, which several commands share.
+	Name string
+	// Word is the algorithm's name in RL.POLICY SET and RL.ALL ("SLIDING");
+	// "" when a policy cannot run the op.
+	Word string
+	// Params are what Args[0], Args[1] and Args[2] hold, in the order the
+	// command takes them. Args past them are not read.
+	Params []Param
+	// Cost bounds Args[3]: the cost of a decision (negative: a refund), or
+	// CL.THROTTLE's quantity. Its Name is "" for ops without a cost.
+	Cost Param
+	// Flags are the flags the op takes.
+	Flags Flags
+
+	// kind is the kind of key the op's algorithm keeps (kindNone when the
+	// op is no algorithm's); typeName, TYPE's name for such keys when it is
+	// not Name.
+	kind     Kind
+	typeName string
+	// algo decides the op (nil for ops that are not an algorithm's).
+	algo algorithm
+	// check verifies what the bounds of each parameter cannot: bounds
+	// across parameters, and what is not a number (a policy's name).
+	check func(c Command) error
+	// policyArgs, when set, writes the parameters as RL.POLICY SET takes
+	// them, for a policy's definition; by default, Params as numbers.
+	policyArgs func(b []byte, p [3]int64) []byte
+}
+
+// Param is one integer parameter of an op and its bounds.
+type Param struct {
+	Name     string
+	Min, Max int64
+	// Zero, when set, is the error for 0 where Min excludes it: redis-cell
+	// answers that a rate of zero is not supported, not that it is out of
+	// range.
+	Zero error
+}
+
+// Check returns nil when v is within p's bounds, and otherwise an error
+// (ErrParam) that names the parameter and its bounds.
+func (p Param) Check(v int64) error {
+	if v >= p.Min && v <= p.Max {
+		return nil
+	}
+	if v == 0 && p.Zero != nil {
+		return p.Zero
+	}
+	return paramError("%s must be an integer from %d to %d", p.Name, p.Min, p.Max)
+}
+
+// The parameters the decisions share.
+var (
+	pLimit    = Param{Name: "limit", Min: 1, Max: MaxCount}
+	pWindow   = Param{Name: "window_ms", Min: 1, Max: MaxDuration}
+	pCapacity = Param{Name: "capacity", Min: 1, Max: MaxCount}
+	pCost     = Param{Name: "cost", Min: -MaxCount, Max: MaxCount}
+)
+
+// ops describes every op, by value. An op without a row is unknown: an
+// entry that holds one was written by a newer rlserver.
+var ops = [opCount]OpSpec{
+	OpSliding: {Name: "rl.sliding", Word: "SLIDING", Params: []Param{pLimit, pWindow}, Cost: pCost,
+		Flags: FlagPartial, kind: KindSliding, algo: slidingAlgorithm{}},
+	OpFixed: {Name: "rl.fixed", Word: "FIXED", Params: []Param{pLimit, pWindow}, Cost: pCost,
+		Flags: FlagPartial, kind: KindFixed, algo: fixedAlgorithm{}},
+	OpLog: {Name: "rl.log", Word: "LOG", Params: []Param{{Name: "limit", Min: 1, Max: MaxLogLimit}, pWindow}, Cost: pCost,
+		Flags: FlagPartial, kind: KindLog, algo: logAlgorithm{}},
+	OpToken: {Name: "rl.token", Word: "TOKEN", Params: tokenParams, Cost: pCost,
+		Flags: FlagPartial, kind: KindToken, algo: bucketAlgorithm{OpToken},
+		check: drainCheck("capacity * refill_ms / refill_tokens", false)},
+	OpLeaky: {Name: "rl.leaky", Word: "LEAKY", Params: leakyParams, Cost: pCost,
+		Flags: FlagPartial, kind: KindLeaky, algo: bucketAlgorithm{OpLeaky},
+		check: drainCheck("capacity * leak_ms / leak_tokens", false)},
+	OpGCRA: {Name: "rl.gcra", Word: "GCRA", Params: gcraParams, Cost: pCost,
+		Flags: FlagPartial, kind: KindGCRA, algo: bucketAlgorithm{OpGCRA},
+		check: drainCheck("(burst + 1) * period_ms / count", true)},
+	OpShape: {Name: "rl.shape", Word: "SHAPE", Params: leakyParams, Cost: pCost,
+		Flags: FlagPartial, kind: KindShape, algo: bucketAlgorithm{OpShape},
+		check: drainCheck("capacity * leak_ms / leak_tokens", false)},
+	OpQuota: {Name: "rl.quota", Word: "QUOTA", Params: quotaParams, Cost: pCost,
+		Flags: FlagPartial, kind: KindQuota, algo: quotaAlgorithm{}, policyArgs: appendQuotaArgs},
+	OpThrottle: {Name: "cl.throttle", Params: throttleParams, Cost: Param{Name: "quantity", Max: MaxCount},
+		kind: KindThrottle, algo: throttleAlgorithm{}, check: checkThrottle},
+	OpAcquire: {Name: "rl.acquire", Params: leaseParams, Cost: Param{Name: "cost", Max: 1},
+		kind: KindLease, typeName: "rl.lease", algo: leaseAlgorithm{}},
+	OpCheck: {Name: "rl.check", Cost: pCost, Flags: FlagPartial, check: checkPolicyName},
+	OpAll:   {Name: "rl.all", Params: []Param{{Name: "limits", Min: 1, Max: MaxAllLimits}}, Cost: pCost},
+
+	// The ops that are not decisions take no parameters, or bounds that
+	// only keep a command read from a log from misleading a shard.
+	OpRelease:    {Params: []Param{{Name: "lease_id", Min: 1, Max: math.MaxInt64}}},
+	OpDel:        {},
+	OpExists:     {},
+	OpType:       {},
+	OpPTTL:       {},
+	OpTTL:        {},
+	OpInfo:       {},
+	OpUsage:      {},
+	OpDBSize:     {},
+	OpFlush:      {},
+	OpDigest:     {},
+	OpScan:       {Params: []Param{{Name: "cursor", Max: math.MaxInt64}, {Name: "count", Min: 1, Max: math.MaxInt64}, {Name: "type", Max: math.MaxUint8}}},
+	OpSetClock:   {Params: []Param{{Name: "time", Max: MaxTime}}},
+	OpSweep:      {Params: []Param{{Name: "count", Max: math.MaxInt64}}},
+	OpPolicySet:  {Flags: FlagShadow}, // check: set in init, as it reads this table
+	OpPolicyDel:  {check: checkPolicyName},
+	OpPolicyList: {check: checkPolicyListName},
+	OpGet:        {},
+	OpSet:        {Flags: FlagNX | FlagXX | FlagKeepTTL | FlagGet, check: checkSet},
+	OpIncrBy:     {},
+	OpExpire:     {Flags: FlagNX | FlagXX | FlagGT | FlagLT, check: checkExpire},
+	OpMemoryLimit: {Params: []Param{{Name: "bytes", Max: math.MaxInt64},
+		{Name: "policy", Max: int64(memoryPolicies) - 1}}},
+}
+
+func init() { ops[OpPolicySet].check = checkPolicySet }
+
+// Spec describes op. An unknown op's spec is empty.
+func (op Op) Spec() *OpSpec {
+	if op >= opCount {
+		return &ops[opNone]
+	}
+	return &ops[op]
+}
+
+// Known reports whether this engine knows op: a log entry holding an op it
+// does not know was written by a newer rlserver.
+func (op Op) Known() bool { return op > opNone && op < opCount }
+
+// kind is the algorithm a decision op uses, or kindNone (RL.CHECK's is its
+// policy's).
+func (op Op) kind() Kind { return op.Spec().kind }
+
+// decides reports whether op is a decision: counted allowed or denied.
+func (op Op) decides() bool { return op.Spec().algo != nil || op == OpCheck }
+
+// Ops calls fn for every op a command asks for, in op order.
+func Ops(fn func(op Op, spec *OpSpec)) {
+	for op := opNone + 1; op < opCount; op++ {
+		fn(op, &ops[op])
+	}
+}
