@@ -63,7 +63,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("connected_clients", s.clientCount())
 		line("maxclients", s.cfg.MaxClients)
 		line("blocked_clients", 0)
-		line("tracking_clients", s.tracking.clients.Load())
+		line("tracking_clients", s.trackingTable.clients.Load())
 	case "memory":
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
@@ -98,7 +98,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("expired_keys", 0)
 		line("evicted_keys", s.total().Evicted)
 		line("rl_rejected_oom", s.total().RejectedOOM)
-		keys, items := s.tracking.stats()
+		keys, items := s.trackingTable.stats()
 		line("tracking_total_keys", keys)
 		line("tracking_total_items", items)
 		line("tracking_total_prefixes", 0)

@@ -117,10 +117,10 @@ type Server struct {
 	shards Shards
 	clock  Clock
 	debug  DebugClock // nil unless DEBUG is enabled
-	// tracking remembers which connections read which keys, for
+	// trackingTable remembers which connections read which keys, for
 	// client-side caching; the shards report their writes to it.
-	tracking *trackingTable
-	acl      *ACL // the users: Config.ACL, or the default user alone
+	trackingTable *trackingTable
+	acl           *ACL // the users: Config.ACL, or the default user alone
 
 	// listeners are the sockets Serve and ServeTLS answer on, each with
 	// what its accept loop takes connections from.
@@ -154,7 +154,7 @@ func New(cfg Config, shards Shards, clock Clock, debug DebugClock) *Server {
 	s := &Server{
 		cfg: cfg, shards: shards, clock: clock, debug: debug,
 		started: time.Now(), runID: hex.EncodeToString(id),
-		clients: make(map[int64]*client), tracking: newTrackingTable(cfg.TrackingMaxKeys),
+		clients: make(map[int64]*client), trackingTable: newTrackingTable(cfg.TrackingMaxKeys),
 		stop: make(chan struct{}),
 	}
 	s.acl = cfg.ACL
@@ -162,7 +162,7 @@ func New(cfg Config, shards Shards, clock Clock, debug DebugClock) *Server {
 		s.acl = NewACL(cfg.RequirePass)
 	}
 	if o, ok := shards.(writeObservable); ok {
-		o.SetWriteObserver(s.tracking)
+		o.SetWriteObserver(s.trackingTable)
 	}
 	return s
 }
@@ -199,6 +199,29 @@ func (s *Server) serve(sock, ln net.Listener, isTLS bool) error {
 		}
 	})
 	return s.accept(guardListener{Listener: dl, limits: s.cfg.Limits})
+}
+
+// accept takes connections from ln until it closes, and serves each on its
+// own goroutine.
+func (s *Server) accept(ln net.Listener) error {
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return nil
+		}
+		if err != nil {
+			// Out of file descriptors, say: wait a little, as net/http does,
+			// rather than spin.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		if c := s.admit(nc); c != nil {
+			go c.serve()
+		}
+	}
 }
 
 // ACL is the users the server checks clients against.
@@ -242,10 +265,10 @@ func (s *Server) Close() error {
 	}
 	listeners, drained := s.listeners, s.drained
 	close(s.stop)
-	var conns []*trackedConn
+	var conns []*drainConn
 	for _, c := range s.clients {
-		if c.tracked != nil {
-			conns = append(conns, c.tracked)
+		if c.drain != nil {
+			conns = append(conns, c.drain)
 		}
 	}
 	s.mu.Unlock()

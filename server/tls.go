@@ -28,10 +28,10 @@ func (s *Server) ServeTLS(ln net.Listener, config *tls.Config) error {
 	return s.serve(ln, tls.NewListener(ln, config), true)
 }
 
-// handshake completes a TLS connection's handshake, within
+// tlsHandshake completes a TLS connection's handshake, within
 // tlsHandshakeTimeout; false if it failed (the connection is then closed by
 // the caller). A plain connection has none to do.
-func (c *client) handshake() bool {
+func (c *client) tlsHandshake() bool {
 	if c.tlsConn == nil {
 		return true
 	}
@@ -54,7 +54,7 @@ func refuse(nc net.Conn, reply string) {
 
 // tlsOf returns the TLS connection under a connection Serve accepted, nil
 // for a plain one.
-func tlsOf(t *trackedConn) *tls.Conn {
+func tlsOf(t *drainConn) *tls.Conn {
 	if t == nil {
 		return nil
 	}
