@@ -63,21 +63,21 @@ type client struct {
 	wmu     sync.Mutex
 }
 
-func newClient(s *Server, nc net.Conn) *client {
+// newClient is the state of a connection accepted (or made by a test) with
+// the layers cc names.
+func newClient(s *Server, cc clientConn) *client {
 	c := &client{
 		srv:     s,
-		nc:      nc,
+		nc:      cc.Conn,
+		drain:   cc.drain,
+		tlsConn: cc.tls,
 		id:      s.nextID.Add(1),
-		addr:    nc.RemoteAddr().String(),
-		laddr:   nc.LocalAddr().String(),
+		addr:    cc.RemoteAddr().String(),
+		laddr:   cc.LocalAddr().String(),
 		created: time.Now(),
 		authed:  s.acl.openAccess(),
 		in:      make([]byte, readSize),
 	}
-	if g, ok := nc.(*guardConn); ok {
-		c.drain, _ = g.Conn.(*drainConn)
-	}
-	c.tlsConn = tlsOf(c.drain)
 	c.setUser(s.acl.def)
 	c.lastCmd.Store(c.created.UnixMilli())
 	c.batch.init(s.shards.Shards())

@@ -106,17 +106,14 @@ func newDrainingListener(ln net.Listener) *drainingListener {
 	return &drainingListener{Listener: ln, stop: make(chan struct{})}
 }
 
-// Accept returns the next connection, tracked.
+// Accept returns the next connection; while draining, it waits for Close.
 func (l *drainingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if err != nil {
-		if l.draining.Load() {
-			<-l.stop
-			return nil, net.ErrClosed
-		}
-		return nil, err
+	if err != nil && l.draining.Load() {
+		<-l.stop
+		return nil, net.ErrClosed
 	}
-	return &drainConn{Conn: c}, nil
+	return c, err
 }
 
 // drain closes the socket, so no connection is accepted any more, and keeps

@@ -268,17 +268,3 @@ func (g *guardConn) nextArg() {
 		g.state = atCommand
 	}
 }
-
-// guardListener wraps every accepted connection in a guardConn.
-type guardListener struct {
-	net.Listener
-	limits Limits
-}
-
-func (l guardListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &guardConn{Conn: c, limits: l.limits}, nil
-}

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +26,12 @@ type Shards interface {
 	// DIGEST) from this node's replica of a shard without going through the
 	// log (through the shard's leader where the node holds no replica).
 	Read(shard int, cmd engine.Command) (engine.Result, error)
+	// SetWriteObserver makes o hear of the writes the shards apply on this
+	// node, for client-side caching (tracking.go).
+	SetWriteObserver(o cluster.WriteObserver)
+	// ObservesWrites reports whether the write observer hears of every
+	// write to shard: not when this node holds no replica of it.
+	ObservesWrites(shard int) bool
 }
 
 // Cluster is what the server needs to answer as a node of a cluster.
@@ -144,10 +149,9 @@ type Server struct {
 }
 
 // New returns a server over shards. debug is nil unless DEBUG commands are
-// enabled; clock is the clock the shards stamp their batches with. When the
-// shards can report the writes they apply (SetWriteObserver), the server
-// installs itself to hear of them, for client-side caching; it costs them
-// nothing while no connection tracks keys.
+// enabled; clock is the clock the shards stamp their batches with. The
+// server installs itself as the shards' write observer, for client-side
+// caching; it costs them nothing while no connection tracks keys.
 func New(cfg Config, shards Shards, clock Clock, debug DebugClock) *Server {
 	id := make([]byte, 20)
 	rand.Read(id)
@@ -161,92 +165,12 @@ func New(cfg Config, shards Shards, clock Clock, debug DebugClock) *Server {
 	if s.acl == nil {
 		s.acl = NewACL(cfg.RequirePass)
 	}
-	if o, ok := shards.(writeObservable); ok {
-		o.SetWriteObserver(s.trackingTable)
-	}
+	shards.SetWriteObserver(s.trackingTable)
 	return s
-}
-
-// servedListener is one socket the server answers on.
-type servedListener struct {
-	ln  net.Listener      // the socket, for Addr
-	dl  *drainingListener // what the accept loop takes connections from
-	tls bool              // ServeTLS: the connections speak TLS
-}
-
-// Serve answers clients on ln until Close. It returns nil after Close, and
-// closes ln when it returns. A server may serve several listeners at once
-// (a plain port and a TLS one, see ServeTLS).
-func (s *Server) Serve(ln net.Listener) error {
-	return s.serve(ln, ln, false)
-}
-
-// serve is Serve; sock is the socket under ln, for Addr.
-func (s *Server) serve(sock, ln net.Listener, isTLS bool) error {
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
-		ln.Close()
-		return errors.New("server closed")
-	}
-	dl := newDrainingListener(ln)
-	s.listeners = append(s.listeners, servedListener{ln: sock, dl: dl, tls: isTLS})
-	s.mu.Unlock()
-	s.startOnce.Do(func() {
-		go s.syncMemoryLimit()
-		if s.cfg.IdleTimeout > 0 {
-			go s.closeIdle(s.cfg.IdleTimeout)
-		}
-	})
-	return s.accept(guardListener{Listener: dl, limits: s.cfg.Limits})
-}
-
-// accept takes connections from ln until it closes, and serves each on its
-// own goroutine.
-func (s *Server) accept(ln net.Listener) error {
-	var delay time.Duration
-	for {
-		nc, err := ln.Accept()
-		if errors.Is(err, net.ErrClosed) {
-			return nil
-		}
-		if err != nil {
-			// Out of file descriptors, say: wait a little, as net/http does,
-			// rather than spin.
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			time.Sleep(delay)
-			continue
-		}
-		delay = 0
-		if c := s.admit(nc); c != nil {
-			go c.serve()
-		}
-	}
 }
 
 // ACL is the users the server checks clients against.
 func (s *Server) ACL() *ACL { return s.acl }
-
-// Addr is the address clients connect to: the first plain listener's, else
-// the first TLS listener's; nil before Serve.
-func (s *Server) Addr() net.Addr {
-	if a := s.listenerAddr(false); a != nil {
-		return a
-	}
-	return s.listenerAddr(true)
-}
-
-// listenerAddr is the first plain or TLS listener's address, nil if none.
-func (s *Server) listenerAddr(isTLS bool) net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, l := range s.listeners {
-		if l.tls == isTLS {
-			return l.ln.Addr()
-		}
-	}
-	return nil
-}
 
 // Close stops accepting connections and closes the open ones, each after
 // the pipeline it is answering: it waits, up to Config.Shutdown, until every
@@ -299,19 +223,19 @@ func (s *Server) Close() error {
 
 // admit registers a connection, or refuses it when the server is full or
 // closing.
-func (s *Server) admit(nc net.Conn) *client {
+func (s *Server) admit(cc clientConn) *client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		nc.Close()
+		cc.Close()
 		return nil
 	}
 	if s.cfg.MaxClients > 0 && len(s.clients) >= s.cfg.MaxClients {
 		s.stats.rejected.Add(1)
-		refuse(nc, "-ERR max number of clients reached\r\n")
+		refuse(cc, "-ERR max number of clients reached\r\n")
 		return nil
 	}
-	c := newClient(s, nc)
+	c := newClient(s, cc)
 	s.clients[c.id] = c
 	s.stats.connections.Add(1)
 	return c

@@ -93,14 +93,6 @@ func appendInvalidation(b, key []byte) []byte {
 	return append(b, '\r', '\n')
 }
 
-// writeObservable is what the shards offer when they can report the writes
-// they apply (cluster.MemoryShards and cluster.RaftShards do).
-type writeObservable interface {
-	SetWriteObserver(cluster.WriteObserver)
-	// ObservesWrites reports whether every write to shard is reported here.
-	ObservesWrites(shard int) bool
-}
-
 // tracker is one connection's tracking state.
 type tracker struct {
 	c *client
@@ -208,12 +200,6 @@ func (tr *tracker) flush() {
 	tr.mu.Unlock()
 }
 
-// observes reports whether the server hears of every write to shard.
-func (s *Server) observes(shard int) bool {
-	o, ok := s.shards.(writeObservable)
-	return ok && o.ObservesWrites(shard)
-}
-
 // noteKeys remembers the keys a read-only command reads, when the tracking
 // mode says so. A write in NOLOOP mode forgets its keys for this connection
 // first, so that its own write does not invalidate them; as in Redis, the
@@ -230,7 +216,7 @@ func (c *client) noteKeys(spec *commands.Spec, args [][]byte) {
 		return
 	}
 	spec.Keys(args, func(k []byte) {
-		if c.srv.observes(c.srv.shards.ShardOf(cluster.Slot(k))) {
+		if c.srv.shards.ObservesWrites(c.srv.shards.ShardOf(cluster.Slot(k))) {
 			t.remember(tr, k)
 		} else {
 			tr.late = appendInvalidation(tr.late, k)
