@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/server/acl"
 )
 
 // client is one connection's state. Its handler goroutine owns it; the
@@ -41,7 +42,7 @@ type client struct {
 	// HELLO AUTH names another (setUser; CLIENT LIST reads its name under
 	// mu). authed: it may run commands (the default user is on and takes no
 	// password, or a password was given).
-	user   *User
+	user   *acl.User
 	authed bool
 	quit   bool // QUIT: close once the replies are written
 	// clusterAware: the connection asked for the topology, so it is a
@@ -75,10 +76,10 @@ func newClient(s *Server, cc clientConn) *client {
 		addr:    cc.RemoteAddr().String(),
 		laddr:   cc.LocalAddr().String(),
 		created: time.Now(),
-		authed:  s.acl.openAccess(),
+		authed:  s.users.OpenAccess(),
 		in:      make([]byte, readSize),
 	}
-	c.setUser(s.acl.def)
+	c.setUser(s.users.Default())
 	c.lastCmd.Store(c.created.UnixMilli())
 	c.batch.init(s.shards.Shards())
 	c.tx.reset()
@@ -93,10 +94,10 @@ func (c *client) setName(name string) {
 }
 
 // setUser makes the connection act as u.
-func (c *client) setUser(u *User) {
+func (c *client) setUser(u *acl.User) {
 	c.user = u
 	c.mu.Lock()
-	c.userName = u.name
+	c.userName = u.Name()
 	c.mu.Unlock()
 }
 
@@ -111,8 +112,8 @@ func (c *client) names() (name, libName, libVer string) {
 func (c *client) resetState() {
 	c.resp3.Store(false)
 	c.setName("")
-	c.setUser(c.srv.acl.def)
-	c.authed = c.srv.acl.openAccess()
+	c.setUser(c.srv.users.Default())
+	c.authed = c.srv.users.OpenAccess()
 	c.clusterAware = false
 	c.tx.reset()
 	c.stopTracking() // Redis's RESET turns tracking off too

@@ -32,10 +32,10 @@ func (c *client) execOne(args [][]byte, out []byte) []byte {
 		err = spec.CheckArity(args)
 	case !c.authed && !noAuth(spec.ID):
 		err = errNoAuth
-	case !c.user.unrestricted && !noAuth(spec.ID):
+	case !c.user.Unrestricted() && !noAuth(spec.ID):
 		// Redis checks permissions right after authentication, before the
 		// key's slot, and never for the commands that authenticate.
-		err = c.user.permission(spec, args)
+		err = c.user.Check(spec, args)
 	}
 	if err != nil {
 		c.batch.addError(err)

@@ -13,7 +13,6 @@ import (
 // Redis's texts for authentication and handshake errors.
 var (
 	errNoAuth     = errors.New("NOAUTH Authentication required.")
-	errWrongPass  = errors.New("WRONGPASS invalid username-password pair or user is disabled.")
 	errNoPassword = errors.New("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	errNoProto    = errors.New("NOPROTO unsupported protocol version")
 	errProtoInt   = errors.New("ERR Protocol version is not an integer or out of range")
@@ -23,13 +22,13 @@ var (
 )
 
 // authenticate checks a user and password (the default user when user is
-// nil) against the users (see acl.go), and on success makes the connection
-// act as that user. A failure leaves it as it was, as in Redis.
+// nil) against the users, and on success makes the connection act as that
+// user. A failure leaves it as it was, as in Redis.
 func (c *client) authenticate(user, pass []byte) error {
 	if user == nil {
 		user = []byte("default")
 	}
-	u, err := c.srv.acl.authenticate(user, pass)
+	u, err := c.srv.users.Authenticate(user, pass)
 	if err != nil {
 		return err
 	}
@@ -44,7 +43,7 @@ func (c *client) auth(args [][]byte, out []byte) []byte {
 	switch len(args) {
 	case 2:
 		// Redis refuses only this form when there is no password to check.
-		if c.srv.acl.def.nopass {
+		if c.srv.users.Default().NoPass() {
 			return appendError(out, errNoPassword)
 		}
 		err = c.authenticate(nil, args[1])

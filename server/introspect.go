@@ -151,7 +151,7 @@ func (s *Server) configParams() [][2]string {
 	l := s.cfg.Limits
 	yesNo := map[bool]string{true: "yes", false: "no"}
 	return [][2]string{
-		{"aclfile", s.acl.file},
+		{"aclfile", s.users.File()},
 		{"appendonly", "no"},
 		{"cluster-enabled", yesNo[s.cfg.Cluster != nil]},
 		{"databases", "1"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/server/acl"
 )
 
 // Shards is what the server needs from the layer that owns shard state.
@@ -73,9 +74,9 @@ type Config struct {
 	// RequirePass, when set, is the default user's password, which AUTH and
 	// HELLO AUTH must give. Ignored when ACL is set.
 	RequirePass string
-	// ACL, when set, are the users (LoadACL); nil: the default user alone,
-	// with RequirePass (NewACL).
-	ACL *ACL
+	// ACL, when set, are the users (acl.Load); nil: the default user alone,
+	// with RequirePass (acl.New).
+	ACL *acl.Users
 	// ProtectedMode refuses clients that are not on loopback while the
 	// default user takes no password (see protected.go), as Redis's
 	// protected-mode yes.
@@ -125,7 +126,7 @@ type Server struct {
 	// trackingTable remembers which connections read which keys, for
 	// client-side caching; the shards report their writes to it.
 	trackingTable *trackingTable
-	acl           *ACL // the users: Config.ACL, or the default user alone
+	users         *acl.Users // Config.ACL, or the default user alone
 
 	// listeners are the sockets Serve and ServeTLS answer on, each with
 	// what its accept loop takes connections from.
@@ -161,16 +162,16 @@ func New(cfg Config, shards Shards, clock Clock, debug DebugClock) *Server {
 		clients: make(map[int64]*client), trackingTable: newTrackingTable(cfg.TrackingMaxKeys),
 		stop: make(chan struct{}),
 	}
-	s.acl = cfg.ACL
-	if s.acl == nil {
-		s.acl = NewACL(cfg.RequirePass)
+	s.users = cfg.ACL
+	if s.users == nil {
+		s.users = acl.New(cfg.RequirePass)
 	}
 	shards.SetWriteObserver(s.trackingTable)
 	return s
 }
 
 // ACL is the users the server checks clients against.
-func (s *Server) ACL() *ACL { return s.acl }
+func (s *Server) ACL() *acl.Users { return s.users }
 
 // Close stops accepting connections and closes the open ones, each after
 // the pipeline it is answering: it waits, up to Config.Shutdown, until every

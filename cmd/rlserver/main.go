@@ -95,7 +95,7 @@ func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 		MaxClients:    o.maxClients,
 		MaxMemory:     memory,
 		RequirePass:   o.requirePass,
-		ACL:           o.access.acl,
+		ACL:           o.access.users,
 		ProtectedMode: bool(o.sec.protectedMode),
 		IdleTimeout:   o.idleTimeout(),
 		Version:       version,

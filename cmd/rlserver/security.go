@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
-	"github.com/rlserver/rlserver/server"
+	"github.com/rlserver/rlserver/server/acl"
 )
 
 // The settings that decide who may talk to rlserver: users (--requirepass
@@ -35,7 +35,7 @@ type security struct {
 // access is what the access settings load: the users, and the TLS
 // configurations of the client port and of the bus (nil where off).
 type access struct {
-	acl       *server.ACL
+	users     *acl.Users
 	clientTLS *tls.Config
 	busTLS    *cluster.BusTLS
 }
@@ -126,11 +126,11 @@ func (o options) loadAccess() (access, error) {
 	s := o.sec
 	var a access
 	if s.aclFile != "" {
-		acl, err := server.LoadACL(absPath(s.aclFile))
+		users, err := acl.Load(absPath(s.aclFile))
 		if err != nil {
 			return a, &settingError{name: "aclfile", msg: fmt.Sprintf("--aclfile %v", err), err: err}
 		}
-		a.acl = acl
+		a.users = users
 	}
 	if s.tlsPort == 0 && !s.tlsCluster {
 		return a, nil
