@@ -33,7 +33,7 @@ func withACL(t testing.TB, text string) option {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return withConfig(func(c *Config) { c.ACL = users })
+	return withConfig(func(c *Config) { c.Users = users })
 }
 
 // noPerm is the wire text of Redis's NOPERM for a command.
@@ -240,7 +240,7 @@ func TestACLFileWithoutDefault(t *testing.T) {
 // decisions without allocating, as the default user does.
 func TestPipelineAllocationsRestrictedUser(t *testing.T) {
 	s := startServer(t, withShards(4), withACL(t, "user default on nopass ~user:* ~t:* +@ratelimit +exists\n"))
-	if s.users.Default().Unrestricted() {
+	if s.cfg.Users.Default().Unrestricted() {
 		t.Fatal("the user is not restricted")
 	}
 	checkPipelineAllocations(t, s)

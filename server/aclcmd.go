@@ -30,7 +30,7 @@ func (c *client) aclCommand(spec *commands.Spec, args [][]byte, out []byte) []by
 	if err != nil {
 		return appendError(out, err)
 	}
-	users := c.srv.users
+	users := c.srv.cfg.Users
 	switch sub.Name {
 	case "acl|whoami":
 		return appendBulkString(out, c.user.Name())

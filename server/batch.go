@@ -102,7 +102,7 @@ func (c *client) batchKeyed(spec *commands.Spec, args [][]byte) {
 func checkKeys(spec *commands.Spec, args [][]byte, maxLen int) error {
 	var err error
 	spec.Keys(args, func(k []byte) {
-		if err == nil && maxLen > 0 && len(k) > maxLen {
+		if err == nil && len(k) > maxLen {
 			err = fmt.Errorf("ERR key is %d bytes long, longer than the %d bytes allowed (--max-key-len)", len(k), maxLen)
 		}
 	})

@@ -76,10 +76,10 @@ func newClient(s *Server, cc clientConn) *client {
 		addr:    cc.RemoteAddr().String(),
 		laddr:   cc.LocalAddr().String(),
 		created: time.Now(),
-		authed:  s.users.OpenAccess(),
+		authed:  s.cfg.Users.OpenAccess(),
 		in:      make([]byte, readSize),
 	}
-	c.setUser(s.users.Default())
+	c.setUser(s.cfg.Users.Default())
 	c.lastCmd.Store(c.created.UnixMilli())
 	c.batch.init(s.shards.Shards())
 	c.tx.reset()
@@ -112,8 +112,8 @@ func (c *client) names() (name, libName, libVer string) {
 func (c *client) resetState() {
 	c.resp3.Store(false)
 	c.setName("")
-	c.setUser(c.srv.users.Default())
-	c.authed = c.srv.users.OpenAccess()
+	c.setUser(c.srv.cfg.Users.Default())
+	c.authed = c.srv.cfg.Users.OpenAccess()
 	c.clusterAware = false
 	c.tx.reset()
 	c.stopTracking() // Redis's RESET turns tracking off too

@@ -28,7 +28,7 @@ func (c *client) authenticate(user, pass []byte) error {
 	if user == nil {
 		user = []byte("default")
 	}
-	u, err := c.srv.users.Authenticate(user, pass)
+	u, err := c.srv.cfg.Users.Authenticate(user, pass)
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (c *client) auth(args [][]byte, out []byte) []byte {
 	switch len(args) {
 	case 2:
 		// Redis refuses only this form when there is no password to check.
-		if c.srv.users.Default().NoPass() {
+		if c.srv.cfg.Users.Default().NoPass() {
 			return appendError(out, errNoPassword)
 		}
 		err = c.authenticate(nil, args[1])

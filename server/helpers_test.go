@@ -25,6 +25,13 @@ const ioTimeout = 10 * time.Second
 // testLimits are small enough that tests can cross them cheaply.
 var testLimits = Limits{MaxBulkLen: 4096, MaxArgs: 64, MaxRequestLen: 256 << 10, MaxKeyLen: 128}
 
+// testConfig is DefaultConfig with the test limits.
+func testConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Limits, cfg.Version = testLimits, "test"
+	return cfg
+}
+
 // testServer is a server on a free loopback port, over memory shards that
 // read a debug clock fixed at testNow.
 type testServer struct {
@@ -97,19 +104,16 @@ func startServer(t testing.TB, opts ...option) *testServer {
 // startServerOn is startServer listening on addr.
 func startServerOn(t testing.TB, addr string, opts ...option) *testServer {
 	t.Helper()
-	o := serverOptions{
-		cfg:    Config{Limits: testLimits, Version: "test", Shutdown: 5 * time.Second},
-		shards: 4,
-	}
+	o := serverOptions{cfg: testConfig(), shards: 4}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	clock := &cluster.DebugClock{}
 	clock.Set(testNow)
 	shards := cluster.NewMemoryShards(o.shards, clock)
-	var debug DebugClock
+	o.cfg.Clock = clock
 	if !o.noDebug {
-		debug = clock
+		o.cfg.Debug = clock
 	}
 	var backend Shards = shards
 	if o.partial {
@@ -119,7 +123,10 @@ func startServerOn(t testing.TB, addr string, opts ...option) *testServer {
 		}
 		backend = p
 	}
-	srv := New(o.cfg, backend, clock, debug)
+	srv, err := New(o.cfg, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -54,7 +54,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("process_id", os.Getpid())
 		line("run_id", s.runID)
 		line("tcp_port", s.port())
-		line("server_time_usec", s.clock.Now()*1000)
+		line("server_time_usec", s.cfg.Clock.Now()*1000)
 		line("uptime_in_seconds", int64(uptime.Seconds()))
 		line("uptime_in_days", int64(uptime.Hours()/24))
 		line("executable", executable())
@@ -122,7 +122,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("rl_shadow_denied", t.ShadowDenied)
 		line("rl_policies", s.shards.Stats(0).Policies)
 		line("rl_keys", t.Keys)
-		line("rl_clock_ms", s.clock.Now())
+		line("rl_clock_ms", s.cfg.Clock.Now())
 	case "policies":
 		s.writePolicyInfo(b)
 	case "cluster":
@@ -140,7 +140,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 
 // time is TIME: the clock decisions use, as [seconds, microseconds].
 func (c *client) time(out []byte) []byte {
-	ms := c.srv.clock.Now()
+	ms := c.srv.cfg.Clock.Now()
 	out = appendArray(out, 2)
 	out = appendBulkInt(out, ms/1000)
 	return appendBulkInt(out, ms%1000*1000)
@@ -151,7 +151,7 @@ func (s *Server) configParams() [][2]string {
 	l := s.cfg.Limits
 	yesNo := map[bool]string{true: "yes", false: "no"}
 	return [][2]string{
-		{"aclfile", s.users.File()},
+		{"aclfile", s.cfg.Users.File()},
 		{"appendonly", "no"},
 		{"cluster-enabled", yesNo[s.cfg.Cluster != nil]},
 		{"databases", "1"},

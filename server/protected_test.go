@@ -55,13 +55,13 @@ func TestProtectedModeDecision(t *testing.T) {
 		{"aclfile with the default user off", true, "", "user default off\nuser app on >pw ~* +@all\n", false},
 		{"aclfile that leaves default nopass", true, "", "user app on >pw ~* +@all\n", true},
 	} {
-		s := &Server{cfg: Config{ProtectedMode: tc.protected}, users: acl.New(tc.pass)}
+		s := &Server{cfg: Config{ProtectedMode: tc.protected, Users: acl.New(tc.pass)}}
 		if tc.acl != "" {
 			users, err := acl.Parse(strings.NewReader(tc.acl), "f")
 			if err != nil {
 				t.Fatal(err)
 			}
-			s.users = users
+			s.cfg.Users = users
 		}
 		if got := s.protectedRefuses(remote); got != tc.refuses {
 			t.Errorf("%s: refuses a remote client: %v, want %v", tc.name, got, tc.refuses)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
-	"github.com/rlserver/rlserver/server/acl"
 )
 
 // Shards is what the server needs from the layer that owns shard state.
@@ -65,54 +64,6 @@ type DebugClock interface {
 	Real()
 }
 
-// Config is the server's configuration.
-type Config struct {
-	// Limits bounds what one command may make the server hold.
-	Limits Limits
-	// MaxClients bounds the connections open at once.
-	MaxClients int
-	// RequirePass, when set, is the default user's password, which AUTH and
-	// HELLO AUTH must give. Ignored when ACL is set.
-	RequirePass string
-	// ACL, when set, are the users (acl.Load); nil: the default user alone,
-	// with RequirePass (acl.New).
-	ACL *acl.Users
-	// ProtectedMode refuses clients that are not on loopback while the
-	// default user takes no password (see protected.go), as Redis's
-	// protected-mode yes.
-	ProtectedMode bool
-	// IdleTimeout closes a connection that has sent no command for that
-	// long, as Redis's timeout; 0 never does.
-	IdleTimeout time.Duration
-	// Version is rlserver's version, reported by INFO.
-	Version string
-	// ConfigFile is reported by INFO (empty when none was used).
-	ConfigFile string
-	// Shutdown bounds how long Close waits for connections to finish their
-	// current pipeline.
-	Shutdown time.Duration
-	// Cluster, when set, makes the server answer as a cluster node: CLUSTER
-	// SLOTS, SHARDS and NODES describe the cluster, clients that asked for
-	// them get MOVED for slots led elsewhere (others are served by
-	// forwarding), and multi-key commands must stay within one slot. Nil: a
-	// standalone server.
-	Cluster Cluster
-	// Raft, when set, adds the shards' Raft state to INFO. Nil in memory.
-	Raft RaftInfo
-	// DataDir is the data directory, for INFO (empty in memory).
-	DataDir string
-	// MaxMemory bounds the memory the keys hold (see MemoryLimit).
-	MaxMemory MemoryLimit
-	// Observer, when set, is told how long commands took to answer (for
-	// latency metrics). Nil: nothing is timed.
-	Observer Observer
-	// TrackingMaxKeys bounds the keys remembered for client-side caching
-	// (CLIENT TRACKING), as Redis's tracking-table-max-keys: when the table
-	// is full, every tracking connection is told to drop its whole cache.
-	// 0: DefaultTrackingMaxKeys.
-	TrackingMaxKeys int
-}
-
 // RedisVersion is the Redis version rlserver reports: clients pick their
 // behaviour from it, and rlserver answers as Redis 7 does.
 const RedisVersion = "7.4.0"
@@ -121,12 +72,9 @@ const RedisVersion = "7.4.0"
 type Server struct {
 	cfg    Config
 	shards Shards
-	clock  Clock
-	debug  DebugClock // nil unless DEBUG is enabled
 	// trackingTable remembers which connections read which keys, for
 	// client-side caching; the shards report their writes to it.
 	trackingTable *trackingTable
-	users         *acl.Users // Config.ACL, or the default user alone
 
 	// listeners are the sockets Serve and ServeTLS answer on, each with
 	// what its accept loop takes connections from.
@@ -149,29 +97,28 @@ type Server struct {
 	}
 }
 
-// New returns a server over shards. debug is nil unless DEBUG commands are
-// enabled; clock is the clock the shards stamp their batches with. The
-// server installs itself as the shards' write observer, for client-side
-// caching; it costs them nothing while no connection tracks keys.
-func New(cfg Config, shards Shards, clock Clock, debug DebugClock) *Server {
+// New returns a server over shards, configured by cfg, or the error that
+// Validate finds in cfg. The server installs itself as the shards' write
+// observer, for client-side caching; it costs them nothing while no
+// connection tracks keys.
+func New(cfg Config, shards Shards) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if shards == nil {
+		return nil, errors.New("server: no shards")
+	}
 	id := make([]byte, 20)
 	rand.Read(id)
 	s := &Server{
-		cfg: cfg, shards: shards, clock: clock, debug: debug,
+		cfg: cfg, shards: shards,
 		started: time.Now(), runID: hex.EncodeToString(id),
 		clients: make(map[int64]*client), trackingTable: newTrackingTable(cfg.TrackingMaxKeys),
 		stop: make(chan struct{}),
 	}
-	s.users = cfg.ACL
-	if s.users == nil {
-		s.users = acl.New(cfg.RequirePass)
-	}
 	shards.SetWriteObserver(s.trackingTable)
-	return s
+	return s, nil
 }
-
-// ACL is the users the server checks clients against.
-func (s *Server) ACL() *acl.Users { return s.users }
 
 // Close stops accepting connections and closes the open ones, each after
 // the pipeline it is answering: it waits, up to Config.Shutdown, until every
@@ -231,7 +178,7 @@ func (s *Server) admit(cc clientConn) *client {
 		cc.Close()
 		return nil
 	}
-	if s.cfg.MaxClients > 0 && len(s.clients) >= s.cfg.MaxClients {
+	if len(s.clients) >= s.cfg.MaxClients {
 		s.stats.rejected.Add(1)
 		refuse(cc, "-ERR max number of clients reached\r\n")
 		return nil

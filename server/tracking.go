@@ -73,8 +73,6 @@ var (
 )
 
 const (
-	// DefaultTrackingMaxKeys is Redis's tracking-table-max-keys default.
-	DefaultTrackingMaxKeys = 1_000_000
 	// maxPendingPushes bounds the invalidations waiting for one connection;
 	// past it they are replaced by one null invalidation.
 	maxPendingPushes = 256 << 10

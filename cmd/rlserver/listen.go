@@ -4,8 +4,6 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
-
-	"github.com/rlserver/rlserver/server"
 )
 
 // listeners are the client ports: plain, TLS, or both.
@@ -53,8 +51,8 @@ func (l *listeners) close() {
 // logAccess says at start who may connect: the users, whether protected
 // mode refuses remote clients, TLS, and the idle timeout. An open door is a
 // warning.
-func logAccess(log *slog.Logger, o options, srv *server.Server) {
-	users := srv.ACL()
+func logAccess(log *slog.Logger, o options) {
+	users := o.access.users
 	def := "password"
 	switch {
 	case !users.Default().Enabled():
