@@ -22,22 +22,9 @@ func (c *client) execOne(args [][]byte, out []byte) []byte {
 	if len(c.batch.replies) >= maxSegment {
 		out = c.flush(out)
 	}
-	// Checked in Redis's order; inside MULTI a refusal also dooms the EXEC.
 	spec := commands.Lookup(args[0])
-	var err error
-	switch {
-	case spec == nil:
-		err = commands.UnknownCommand(args)
-	case spec.CheckArity(args) != nil:
-		err = spec.CheckArity(args)
-	case !c.authed && !noAuth(spec.ID):
-		err = errNoAuth
-	case !c.user.Unrestricted() && !noAuth(spec.ID):
-		// Redis checks permissions right after authentication, before the
-		// key's slot, and never for the commands that authenticate.
-		err = c.user.Check(spec, args)
-	}
-	if err != nil {
+	if err := c.refusal(spec, args); err != nil {
+		// Inside MULTI a refusal also dooms the EXEC.
 		c.batch.addError(err)
 		c.tx.markDirty()
 		return out
@@ -60,6 +47,28 @@ func (c *client) execOne(args [][]byte, out []byte) []byte {
 	// every shard: answer what is pending first.
 	out = c.flush(out)
 	return c.serverCommand(spec, args, out)
+}
+
+// refusal is the error that refuses a command before it runs, or nil. It
+// checks in Redis's order: a command the table knows (spec is nil when not),
+// its arity, authentication, then permissions, right after authentication and
+// before the key's slot, never for the commands that authenticate.
+func (c *client) refusal(spec *commands.Spec, args [][]byte) error {
+	if spec == nil {
+		return commands.UnknownCommand(args)
+	}
+	if err := spec.CheckArity(args); err != nil {
+		return err
+	}
+	switch {
+	case noAuth(spec.ID):
+		return nil
+	case !c.authed:
+		return errNoAuth
+	case !c.user.Unrestricted():
+		return c.user.Check(spec, args)
+	}
+	return nil
 }
 
 // noAuth reports whether a command may run before authentication, and
