@@ -99,15 +99,6 @@ func (s *Server) accept(ln net.Listener, config *tls.Config) error {
 	}
 }
 
-// Addr is the address clients connect to: the first plain listener's, else
-// the first TLS listener's; nil before Serve.
-func (s *Server) Addr() net.Addr {
-	if a := s.listenerAddr(false); a != nil {
-		return a
-	}
-	return s.listenerAddr(true)
-}
-
 // listenerAddr is the first plain or TLS listener's address, nil if none.
 func (s *Server) listenerAddr(isTLS bool) net.Addr {
 	s.mu.Lock()

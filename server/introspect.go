@@ -47,7 +47,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string, t *engine.Stats) 
 	switch section {
 	case "server":
 		uptime := time.Since(s.started)
-		line("redis_version", RedisVersion)
+		line("redis_version", redisVersion)
 		line("rlserver_version", s.cfg.Version)
 		line("redis_mode", s.mode())
 		line("os", runtime.GOOS+" "+runtime.GOARCH)

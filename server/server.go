@@ -64,9 +64,9 @@ type DebugClock interface {
 	Real()
 }
 
-// RedisVersion is the Redis version rlserver reports: clients pick their
+// redisVersion is the Redis version rlserver reports: clients pick their
 // behaviour from it, and rlserver answers as Redis 7 does.
-const RedisVersion = "7.4.0"
+const redisVersion = "7.4.0"
 
 // Server serves the Redis protocol on one listener.
 type Server struct {

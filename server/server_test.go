@@ -88,8 +88,8 @@ func TestServeAfterClose(t *testing.T) {
 	if err := srv.Serve(ln); err == nil {
 		t.Fatal("Serve after Close returned nil")
 	}
-	if srv.Addr() != nil {
-		t.Fatalf("Addr after a refused Serve: %v", srv.Addr())
+	if a := srv.listenerAddr(false); a != nil {
+		t.Fatalf("a listener after a refused Serve: %v", a)
 	}
 }
 
