@@ -11,9 +11,9 @@ import (
 // answers every complete command in it as one pipeline (redcon's
 // ReadNextCommand parses them in place, allocating nothing), writes all the
 // replies with one write, and reads again. redcon's own server loop would
-// copy each command it reads into two new allocations, which a profile of a
-// pipelining client showed to be a fifth of the server's CPU with the
-// garbage collection that followed.
+// copy each command it reads into two new allocations: garbage per command,
+// which a pipelining client turns into a large share of the server's CPU
+// (docs/performance.md).
 
 // readSize is how much a connection reads at a time; its buffer grows only
 // to hold a command longer than that (the guard bounds how long).
