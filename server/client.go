@@ -3,7 +3,6 @@ package server
 import (
 	"crypto/tls"
 	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,5 +117,3 @@ func (c *client) resetState() {
 	c.tx.reset()
 	c.stopTracking() // Redis's RESET turns tracking off too
 }
-
-func sortInt64s(v []int64) { slices.Sort(v) }

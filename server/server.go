@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -208,7 +209,7 @@ func (s *Server) eachClient(fn func(c *client)) {
 	for id := range s.clients {
 		ids = append(ids, id)
 	}
-	sortInt64s(ids)
+	slices.Sort(ids)
 	for _, id := range ids {
 		fn(s.clients[id])
 	}
