@@ -34,7 +34,7 @@ const (
 const lingerTimeout = 2 * time.Second
 
 // drainConn is a client connection whose pipeline boundaries Close can see.
-// It wraps the socket itself, below the protocol guard.
+// It wraps the socket (or its TLS layer), below the protocol guard.
 type drainConn struct {
 	net.Conn
 	state atomic.Int32

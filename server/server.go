@@ -69,7 +69,7 @@ type DebugClock interface {
 // behaviour from it, and rlserver answers as Redis 7 does.
 const redisVersion = "7.4.0"
 
-// Server serves the Redis protocol on one listener.
+// Server serves the Redis protocol on its listeners (Serve, ServeTLS).
 type Server struct {
 	cfg    Config
 	shards Shards
