@@ -8,11 +8,13 @@ import (
 	"strings"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/server/acl"
 )
 
-// The ACL command reads the users; it never changes them. The users come
-// from one file read at start-up, so every node of a cluster, given the
-// same file, enforces the same rules, and no command can grant itself more.
+// The ACL command reads the users (package acl); it never changes them. The
+// users come from one file read at start-up, so every node of a cluster,
+// given the same file, enforces the same rules, and no command can grant
+// itself more. The command stays here, with the reply encoders it needs.
 
 // errACLReadOnly answers the ACL subcommands that would change the users.
 func errACLReadOnly(sub string) error {
@@ -28,28 +30,30 @@ func (c *client) aclCommand(spec *commands.Spec, args [][]byte, out []byte) []by
 	if err != nil {
 		return appendError(out, err)
 	}
-	acl := c.srv.acl
+	users := c.srv.cfg.Users
 	switch sub.Name {
 	case "acl|whoami":
-		return appendBulkString(out, c.user.name)
+		return appendBulkString(out, c.user.Name())
 	case "acl|users":
-		out = appendArray(out, len(acl.names))
-		for _, n := range acl.names {
+		names := users.Names()
+		out = appendArray(out, len(names))
+		for _, n := range names {
 			out = appendBulkString(out, n)
 		}
 		return out
 	case "acl|list":
-		out = appendArray(out, len(acl.names))
-		for _, n := range acl.names {
-			out = appendBulkString(out, acl.users[n].describe())
+		names := users.Names()
+		out = appendArray(out, len(names))
+		for _, n := range names {
+			out = appendBulkString(out, users.Lookup(n).String())
 		}
 		return out
 	case "acl|getuser":
-		u := acl.users[string(args[2])]
+		u := users.Lookup(string(args[2]))
 		if u == nil {
 			return appendNull(out, c.resp3.Load())
 		}
-		return c.appendUser(out, u)
+		return appendUser(out, u.Describe(), c.resp3.Load())
 	case "acl|cat":
 		return c.aclCat(args, out)
 	case "acl|genpass":
@@ -62,40 +66,24 @@ func (c *client) aclCommand(spec *commands.Spec, args [][]byte, out []byte) []by
 
 // appendUser is ACL GETUSER's map: flags, passwords (their SHA-256),
 // commands, keys, channels, and no selectors.
-func (c *client) appendUser(out []byte, u *User) []byte {
-	resp3 := c.resp3.Load()
+func appendUser(out []byte, d acl.Description, resp3 bool) []byte {
 	out = appendMap(out, 6, resp3)
 	out = appendBulkString(out, "flags")
-	flags := []string{"off"}
-	if u.enabled {
-		flags[0] = "on"
-	}
-	if u.nopass {
-		flags = append(flags, "nopass")
-	}
-	out = appendSet(out, len(flags), resp3)
-	for _, f := range flags {
+	out = appendSet(out, len(d.Flags), resp3)
+	for _, f := range d.Flags {
 		out = appendBulkString(out, f)
 	}
 	out = appendBulkString(out, "passwords")
-	out = appendArray(out, len(u.hashes))
-	for _, h := range u.hashes {
-		out = appendBulkString(out, hex.EncodeToString(h[:]))
+	out = appendArray(out, len(d.Passwords))
+	for _, p := range d.Passwords {
+		out = appendBulkString(out, p)
 	}
 	out = appendBulkString(out, "commands")
-	out = appendBulkString(out, u.describeCommands())
+	out = appendBulkString(out, d.Commands)
 	out = appendBulkString(out, "keys")
-	keys := u.describeKeys()
-	if keys == "resetkeys" {
-		keys = ""
-	}
-	out = appendBulkString(out, keys)
+	out = appendBulkString(out, d.Keys)
 	out = appendBulkString(out, "channels")
-	if u.allChannels {
-		out = appendBulkString(out, "&*")
-	} else {
-		out = appendBulkString(out, "")
-	}
+	out = appendBulkString(out, d.Channels)
 	out = appendBulkString(out, "selectors")
 	return appendArray(out, 0)
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/server/acl"
 )
 
 // Redis's texts for authentication errors, as they go on the wire.
@@ -15,7 +17,7 @@ const (
 
 // withPassword starts the server with --requirepass.
 func withPassword(pw string) option {
-	return withConfig(func(c *Config) { c.RequirePass = pw })
+	return withConfig(func(c *Config) { c.Users = acl.New(pw) })
 }
 
 // step is one command and the wire text of its expected reply.

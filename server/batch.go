@@ -62,9 +62,9 @@ func (b *batch) addLocal(encode func([]byte) []byte) {
 	b.replies = append(b.replies, pending{local: true, from: int32(from), to: int32(len(b.side))})
 }
 
-// addKeyCommand parses a keyed command and routes each of its engine
-// commands to the shard that owns its key.
-func (b *batch) addKeyCommand(s *Server, spec *commands.Spec, args [][]byte) {
+// addKeyed parses a keyed command and routes each of its engine commands to
+// the shard that owns its key.
+func (b *batch) addKeyed(s *Server, spec *commands.Spec, args [][]byte) {
 	if err := checkKeys(spec, args, s.cfg.Limits.MaxKeyLen); err != nil {
 		b.addError(err)
 		return
@@ -88,11 +88,21 @@ func (b *batch) addKeyCommand(s *Server, spec *commands.Spec, args [][]byte) {
 	}
 }
 
+// batchKeyed adds a keyed command (RouteKey) to the pipeline's batch, after
+// noting for client-side caching the keys it reads (or, in NOLOOP mode,
+// writes). Its reply comes when the batch is flushed.
+func (c *client) batchKeyed(spec *commands.Spec, args [][]byte) {
+	if c.tracker != nil {
+		c.noteKeys(spec, args)
+	}
+	c.batch.addKeyed(c.srv, spec, args)
+}
+
 // checkKeys refuses keys longer than the server allows.
 func checkKeys(spec *commands.Spec, args [][]byte, maxLen int) error {
 	var err error
 	spec.Keys(args, func(k []byte) {
-		if err == nil && maxLen > 0 && len(k) > maxLen {
+		if err == nil && len(k) > maxLen {
 			err = fmt.Errorf("ERR key is %d bytes long, longer than the %d bytes allowed (--max-key-len)", len(k), maxLen)
 		}
 	})

@@ -13,7 +13,7 @@ func helloReply(resp3 bool, id int64) string {
 	if resp3 {
 		head, proto = "%7\r\n", intReply(3)
 	}
-	return head + bulkReply("server") + bulkReply("rlserver") + bulkReply("version") + bulkReply(RedisVersion) +
+	return head + bulkReply("server") + bulkReply("rlserver") + bulkReply("version") + bulkReply(redisVersion) +
 		bulkReply("proto") + proto + bulkReply("id") + intReply(id) + bulkReply("mode") + bulkReply("standalone") +
 		bulkReply("role") + bulkReply("master") + bulkReply("modules") + "*0\r\n"
 }

@@ -6,6 +6,77 @@ import (
 	"github.com/rlserver/rlserver/commands"
 )
 
+// exec runs or queues one command, appending to out any replies that are due
+// before it.
+func (c *client) exec(args [][]byte, out []byte) []byte {
+	if c.tracker == nil || !c.tracker.caching {
+		return c.execOne(args, out)
+	}
+	out = c.execOne(args, out)
+	c.afterCommand(args[0])
+	return out
+}
+
+// execOne is exec without CLIENT CACHING's bookkeeping.
+func (c *client) execOne(args [][]byte, out []byte) []byte {
+	if len(c.batch.replies) >= maxSegment {
+		out = c.flush(out)
+	}
+	spec := commands.Lookup(args[0])
+	if err := c.refusal(spec, args); err != nil {
+		// Inside MULTI a refusal also dooms the EXEC.
+		c.batch.addError(err)
+		c.tx.markDirty()
+		return out
+	}
+	c.lastSpec.Store(spec)
+	if c.tx.active && !endsTransaction(spec.ID) {
+		c.queue(spec, args)
+		return out
+	}
+	if spec.Route == commands.RouteKey {
+		if err := c.checkRoute(spec, args); err != nil {
+			c.batch.addError(err)
+			return out
+		}
+		c.batchKeyed(spec, args)
+		c.keyed++
+		return out
+	}
+	// Everything else depends on, or changes, the state of the connection or of
+	// every shard: answer what is pending first.
+	out = c.flush(out)
+	return c.serverCommand(spec, args, out)
+}
+
+// refusal is the error that refuses a command before it runs, or nil. It
+// checks in Redis's order: a command the table knows (spec is nil when not),
+// its arity, authentication, then permissions, right after authentication and
+// before the key's slot, never for the commands that authenticate.
+func (c *client) refusal(spec *commands.Spec, args [][]byte) error {
+	if spec == nil {
+		return commands.UnknownCommand(args)
+	}
+	if err := spec.CheckArity(args); err != nil {
+		return err
+	}
+	switch {
+	case noAuth(spec.ID):
+		return nil
+	case !c.authed:
+		return errNoAuth
+	case !c.user.Unrestricted():
+		return c.user.Check(spec, args)
+	}
+	return nil
+}
+
+// noAuth reports whether a command may run before authentication, and
+// whatever the user's permissions (Redis's no-auth commands).
+func noAuth(id commands.ID) bool {
+	return id == commands.IDAuth || id == commands.IDHello || id == commands.IDQuit || id == commands.IDResetConn
+}
+
 // serverCommand answers a command the server handles itself (RouteServer) or
 // that spans every shard (RouteAll). Its arity has been checked.
 func (c *client) serverCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {

@@ -9,4 +9,16 @@
 // request order with one write. The server reaches shard state only through
 // the small Shards interface it declares, so it does not know whether Raft is
 // behind it.
+//
+// Where things are: server.go has the Server and what it needs from the
+// layers below, config.go its configuration; accept.go takes connections and
+// puts TLS (tls.go), the drain (drain.go) and the protocol guard (guard.go)
+// over each; client.go is a connection's state, loop.go its read, answer and
+// write loop, dispatch.go the path of one command, batch.go the keyed
+// commands on their way to the shards, reply.go the RESP encoders. The
+// built-in commands are in files named after them (handshake.go: HELLO, AUTH,
+// SELECT; clientcmd.go: CLIENT; aclcmd.go, memorycmd.go, commandinfo.go,
+// introspect.go: INFO, CONFIG, TIME; shardwide.go: DBSIZE, FLUSHALL, SCAN,
+// DEBUG; cluster.go, multi.go, policy.go, tracking.go). The users and their
+// permissions are package acl.
 package server

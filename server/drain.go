@@ -11,7 +11,7 @@ import (
 // An orderly shutdown must deliver the reply of every decision already taken.
 // A connection's loop reads a client's bytes, runs the commands they
 // complete, writes the replies, and only then reads again: a connection is
-// between pipelines exactly when it is in Read. trackedConn records that, so
+// between pipelines exactly when it is in Read. drainConn records that, so
 // Close can shut an idle connection at once and let a busy one finish its
 // pipeline, its replies written, and close at its next Read.
 //
@@ -22,7 +22,7 @@ import (
 // end with a FIN, then the client's bytes are read and discarded until it
 // closes too or lingerTimeout passes.
 
-// The states of a trackedConn.
+// The states of a drainConn.
 const (
 	connIdle       int32 = iota // the connection's loop is waiting in Read
 	connBusy                    // commands read are being run and answered
@@ -33,9 +33,9 @@ const (
 // lingerTimeout bounds the lingering close of a busy connection.
 const lingerTimeout = 2 * time.Second
 
-// trackedConn is a client connection whose pipeline boundaries Close can see.
-// It wraps the socket itself, below the protocol guard.
-type trackedConn struct {
+// drainConn is a client connection whose pipeline boundaries Close can see.
+// It wraps the socket (or its TLS layer), below the protocol guard.
+type drainConn struct {
 	net.Conn
 	state atomic.Int32
 }
@@ -43,7 +43,7 @@ type trackedConn struct {
 // Read marks the connection idle while it waits and busy once bytes arrive.
 // Bytes that arrive after a shutdown began are not handed on: their commands
 // are never run, so no decision goes unanswered.
-func (c *trackedConn) Read(p []byte) (int, error) {
+func (c *drainConn) Read(p []byte) (int, error) {
 	if !c.state.CompareAndSwap(connBusy, connIdle) && c.state.Load() != connIdle {
 		c.closeLingering()
 		return 0, net.ErrClosed
@@ -57,7 +57,7 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 
 // closeLingering closes the write side, discards what the client still sends
 // until it closes or lingerTimeout passes, and then closes the socket.
-func (c *trackedConn) closeLingering() {
+func (c *drainConn) closeLingering() {
 	if hc, ok := c.Conn.(interface{ CloseWrite() error }); ok && hc.CloseWrite() == nil {
 		c.Conn.SetReadDeadline(time.Now().Add(lingerTimeout))
 		io.Copy(io.Discard, c.Conn)
@@ -67,7 +67,7 @@ func (c *trackedConn) closeLingering() {
 
 // shutdown closes the connection now if it is idle, or after the pipeline it
 // is answering.
-func (c *trackedConn) shutdown() {
+func (c *drainConn) shutdown() {
 	for {
 		switch c.state.Load() {
 		case connIdle:
@@ -87,7 +87,7 @@ func (c *trackedConn) shutdown() {
 
 // closeIfIdle closes the connection if it is waiting for a command (for
 // the idle timeout): one whose commands are being answered is left alone.
-func (c *trackedConn) closeIfIdle() {
+func (c *drainConn) closeIfIdle() {
 	if c.state.CompareAndSwap(connIdle, connClosed) {
 		c.Conn.Close()
 	}
@@ -106,17 +106,14 @@ func newDrainingListener(ln net.Listener) *drainingListener {
 	return &drainingListener{Listener: ln, stop: make(chan struct{})}
 }
 
-// Accept returns the next connection, tracked.
+// Accept returns the next connection; while draining, it waits for Close.
 func (l *drainingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if err != nil {
-		if l.draining.Load() {
-			<-l.stop
-			return nil, net.ErrClosed
-		}
-		return nil, err
+	if err != nil && l.draining.Load() {
+		<-l.stop
+		return nil, net.ErrClosed
 	}
-	return &trackedConn{Conn: c}, nil
+	return c, err
 }
 
 // drain closes the socket, so no connection is accepted any more, and keeps

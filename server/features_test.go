@@ -123,3 +123,27 @@ func TestPoliciesOnTheWire(t *testing.T) {
 		t.Fatalf("RL.POLICY HELP: %v", got)
 	}
 }
+
+// On a node that holds no replica of shard 0 (a cluster of more than three
+// nodes), INFO counts the policies and lists them from a shard it holds, and
+// RL.POLICY LIST answers through the shards' leaders as on any node.
+func TestPoliciesOnANodeWithoutShardZero(t *testing.T) {
+	s := startServer(t, withShards(4), withReplicas(1, 3))
+	c := s.dial(t)
+	c.expect("+OK\r\n", "RL.POLICY", "SET", "orders", "SLIDING", "2", "60000")
+	c.expect("+OK\r\n", "RL.POLICY", "SET", "trial", "FIXED", "1", "1000", "SHADOW")
+	for _, key := range []string{"a", "b", "c", "d", "e", "f"} {
+		c.expect(decisionWith(1, 2, 1, 0, 100_000, 0), "RL.CHECK", key, "orders")
+	}
+	c.expect(arrayReply(bulkReply("orders"), bulkReply("SLIDING 2 60000"), bulkReply("trial"), bulkReply("FIXED 1 1000 SHADOW")),
+		"RL.POLICY", "LIST")
+	if ratelimit := parse(t, c.do("INFO", "ratelimit")).(string); !contains(ratelimit, "rl_policies:2\r\n") {
+		t.Errorf("INFO ratelimit:\n%s", ratelimit)
+	}
+	info := parse(t, c.do("INFO", "policies")).(string)
+	for _, line := range []string{"policy_orders:shadow=0,checks=6,denied=0,shadow_denied=0\r\n", "policy_trial:shadow=1,checks=0,denied=0,shadow_denied=0\r\n"} {
+		if !contains(info, line) {
+			t.Errorf("INFO policies misses %q:\n%s", line, info)
+		}
+	}
+}

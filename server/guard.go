@@ -15,8 +15,8 @@ import (
 // error text, before a command can exceed the limits. Commands complete
 // before the offending one are still executed and answered.
 
-// Limits bounds what one command may make the server hold. The first three
-// must be set: a zero refuses every command. A MaxKeyLen of 0 sets no limit.
+// Limits bounds what one command may make the server hold (Config.Validate
+// says how small each may be).
 type Limits struct {
 	MaxBulkLen    int64 // bytes in one argument
 	MaxArgs       int64 // arguments in one command, its name included
@@ -267,18 +267,4 @@ func (g *guardConn) nextArg() {
 	} else {
 		g.state = atCommand
 	}
-}
-
-// guardListener wraps every accepted connection in a guardConn.
-type guardListener struct {
-	net.Listener
-	limits Limits
-}
-
-func (l guardListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &guardConn{Conn: c, limits: l.limits}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/engine"
 )
 
 // testNow is the instant the test clock starts at (2023-11-14T22:13:20Z).
@@ -23,6 +24,13 @@ const ioTimeout = 10 * time.Second
 
 // testLimits are small enough that tests can cross them cheaply.
 var testLimits = Limits{MaxBulkLen: 4096, MaxArgs: 64, MaxRequestLen: 256 << 10, MaxKeyLen: 128}
+
+// testConfig is DefaultConfig with the test limits.
+func testConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Limits, cfg.Version = testLimits, "test"
+	return cfg
+}
 
 // testServer is a server on a free loopback port, over memory shards that
 // read a debug clock fixed at testNow.
@@ -38,8 +46,9 @@ type testServer struct {
 type serverOptions struct {
 	cfg     Config
 	shards  int
-	noDebug bool // start without DEBUG (no DebugClock given to New)
-	hidden  bool // hide the shards' write observer from the server
+	noDebug bool  // start without DEBUG (no DebugClock given to New)
+	held    []int // with withReplicas: the shards this node holds replicas of
+	partial bool  // withReplicas was given
 	tls     *tls.Config
 }
 
@@ -52,15 +61,32 @@ func withShards(n int) option { return func(o *serverOptions) { o.shards = n } }
 // withoutDebug refuses DEBUG, as rlserver does without --enable-debug-command.
 func withoutDebug() option { return func(o *serverOptions) { o.noDebug = true } }
 
-// withoutWriteObserver gives the server shards that cannot report their
-// writes, as a node's shards it holds no replica of.
-func withoutWriteObserver() option { return func(o *serverOptions) { o.hidden = true } }
+// withReplicas makes the server a node that holds replicas of the given
+// shards only (none when none are given), as a node of a cluster of more
+// than three nodes: see partialShards.
+func withReplicas(shards ...int) option {
+	return func(o *serverOptions) { o.held, o.partial = shards, true }
+}
 
-// plainShards is Shards and nothing more: no write observer. (Embedded
-// through an alias, so that the field's name does not hide Shards.Shards.)
-type plainShards struct{ shardsOnly }
+// partialShards are memory shards as a node that holds replicas of some of
+// them sees them (cluster.RaftShards): the counters of the others read zero,
+// their writes are not reported to the write observer, and they are read and
+// written through their leader, which the memory shards stand for.
+type partialShards struct {
+	*cluster.MemoryShards
+	held map[int]bool
+}
 
-type shardsOnly = Shards
+// Stats are zero for a shard this node holds no replica of.
+func (p partialShards) Stats(shard int) engine.Stats {
+	if !p.held[shard] {
+		return engine.Stats{}
+	}
+	return p.MemoryShards.Stats(shard)
+}
+
+// ObservesWrites is false for a shard this node holds no replica of.
+func (p partialShards) ObservesWrites(shard int) bool { return p.held[shard] }
 
 // withTLS also serves TLS clients, on a listener of their own.
 func withTLS(cfg *tls.Config) option { return func(o *serverOptions) { o.tls = cfg } }
@@ -78,25 +104,29 @@ func startServer(t testing.TB, opts ...option) *testServer {
 // startServerOn is startServer listening on addr.
 func startServerOn(t testing.TB, addr string, opts ...option) *testServer {
 	t.Helper()
-	o := serverOptions{
-		cfg:    Config{Limits: testLimits, Version: "test", Shutdown: 5 * time.Second},
-		shards: 4,
-	}
+	o := serverOptions{cfg: testConfig(), shards: 4}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	clock := &cluster.DebugClock{}
 	clock.Set(testNow)
 	shards := cluster.NewMemoryShards(o.shards, clock)
-	var debug DebugClock
+	o.cfg.Clock = clock
 	if !o.noDebug {
-		debug = clock
+		o.cfg.Debug = clock
 	}
 	var backend Shards = shards
-	if o.hidden {
-		backend = plainShards{shards}
+	if o.partial {
+		p := partialShards{MemoryShards: shards, held: map[int]bool{}}
+		for _, shard := range o.held {
+			p.held[shard] = true
+		}
+		backend = p
 	}
-	srv := New(o.cfg, backend, clock, debug)
+	srv, err := New(o.cfg, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -35,8 +35,8 @@ func (s *Server) sweepIdle(since int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.clients {
-		if c.tracked != nil && c.lastCmd.Load() < since {
-			c.tracked.closeIfIdle()
+		if c.drain != nil && c.lastCmd.Load() < since {
+			c.drain.closeIfIdle()
 		}
 	}
 }

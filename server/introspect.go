@@ -25,6 +25,7 @@ func (c *client) info(args [][]byte, out []byte) []byte {
 		want[strings.ToLower(string(a))] = true
 	}
 	all := len(want) == 0 || want["all"] || want["default"] || want["everything"]
+	totals := c.srv.total()
 	var b strings.Builder
 	for _, section := range infoSections {
 		if !all && !want[section] {
@@ -34,18 +35,19 @@ func (c *client) info(args [][]byte, out []byte) []byte {
 			b.WriteString("\r\n")
 		}
 		fmt.Fprintf(&b, "# %s\r\n", strings.ToUpper(section[:1])+section[1:])
-		c.srv.writeInfo(&b, section)
+		c.srv.writeInfo(&b, section, &totals)
 	}
 	return appendBulkString(out, b.String())
 }
 
-// writeInfo writes one INFO section's "name:value" lines.
-func (s *Server) writeInfo(b *strings.Builder, section string) {
+// writeInfo writes one INFO section's "name:value" lines; t is the shards'
+// counters added up.
+func (s *Server) writeInfo(b *strings.Builder, section string, t *engine.Stats) {
 	line := func(name string, v any) { fmt.Fprintf(b, "%s:%v\r\n", name, v) }
 	switch section {
 	case "server":
 		uptime := time.Since(s.started)
-		line("redis_version", RedisVersion)
+		line("redis_version", redisVersion)
 		line("rlserver_version", s.cfg.Version)
 		line("redis_mode", s.mode())
 		line("os", runtime.GOOS+" "+runtime.GOARCH)
@@ -54,7 +56,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("process_id", os.Getpid())
 		line("run_id", s.runID)
 		line("tcp_port", s.port())
-		line("server_time_usec", s.clock.Now()*1000)
+		line("server_time_usec", s.cfg.Clock.Now()*1000)
 		line("uptime_in_seconds", int64(uptime.Seconds()))
 		line("uptime_in_days", int64(uptime.Hours()/24))
 		line("executable", executable())
@@ -63,7 +65,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("connected_clients", s.clientCount())
 		line("maxclients", s.cfg.MaxClients)
 		line("blocked_clients", 0)
-		line("tracking_clients", s.tracking.clients.Load())
+		line("tracking_clients", s.trackingTable.clients.Load())
 	case "memory":
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
@@ -71,13 +73,13 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("used_memory_human", humanBytes(m.HeapAlloc))
 		line("used_memory_rss", m.Sys)
 		line("used_memory_rss_human", humanBytes(m.Sys))
-		line("used_memory_dataset", s.total().Bytes)
-		line("used_memory_dataset_human", humanBytes(uint64(s.total().Bytes)))
+		line("used_memory_dataset", t.Bytes)
+		line("used_memory_dataset_human", humanBytes(uint64(t.Bytes)))
 		limit := s.memoryLimit()
 		line("maxmemory", limit.Bytes)
 		line("maxmemory_human", humanBytes(uint64(limit.Bytes)))
 		line("maxmemory_policy", engine.MemoryPolicyNames[limit.Policy])
-		line("rl_memory_charged", s.total().Charged)
+		line("rl_memory_charged", t.Charged)
 		line("mem_allocator", "go")
 	case "persistence":
 		line("loading", 0)
@@ -96,9 +98,9 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("total_commands_processed", s.stats.commands.Load())
 		line("rejected_connections", s.stats.rejected.Load())
 		line("expired_keys", 0)
-		line("evicted_keys", s.total().Evicted)
-		line("rl_rejected_oom", s.total().RejectedOOM)
-		keys, items := s.tracking.stats()
+		line("evicted_keys", t.Evicted)
+		line("rl_rejected_oom", t.RejectedOOM)
+		keys, items := s.trackingTable.stats()
 		line("tracking_total_keys", keys)
 		line("tracking_total_items", items)
 		line("tracking_total_prefixes", 0)
@@ -115,14 +117,13 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("used_cpu_sys", fmt.Sprintf("%.6f", sys))
 		line("used_cpu_user", fmt.Sprintf("%.6f", user))
 	case "ratelimit":
-		t := s.total()
 		line("rl_shards", s.shards.Shards())
 		line("rl_decisions_allowed", t.Allowed)
 		line("rl_decisions_denied", t.Denied)
 		line("rl_shadow_denied", t.ShadowDenied)
-		line("rl_policies", s.shards.Stats(0).Policies)
+		line("rl_policies", t.Policies)
 		line("rl_keys", t.Keys)
-		line("rl_clock_ms", s.clock.Now())
+		line("rl_clock_ms", s.cfg.Clock.Now())
 	case "policies":
 		s.writePolicyInfo(b)
 	case "cluster":
@@ -132,7 +133,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 			line("cluster_enabled", 0)
 		}
 	case "keyspace":
-		if t := s.total(); t.Keys > 0 {
+		if t.Keys > 0 {
 			fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", t.Keys, t.Keys-t.Persistent)
 		}
 	}
@@ -140,7 +141,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 
 // time is TIME: the clock decisions use, as [seconds, microseconds].
 func (c *client) time(out []byte) []byte {
-	ms := c.srv.clock.Now()
+	ms := c.srv.cfg.Clock.Now()
 	out = appendArray(out, 2)
 	out = appendBulkInt(out, ms/1000)
 	return appendBulkInt(out, ms%1000*1000)
@@ -148,16 +149,16 @@ func (c *client) time(out []byte) []byte {
 
 // configParams are the parameters CONFIG GET knows, with their values.
 func (s *Server) configParams() [][2]string {
-	l := s.cfg.Limits
+	l, memory := s.cfg.Limits, s.memoryLimit()
 	yesNo := map[bool]string{true: "yes", false: "no"}
 	return [][2]string{
-		{"aclfile", s.acl.file},
+		{"aclfile", s.cfg.Users.File()},
 		{"appendonly", "no"},
 		{"cluster-enabled", yesNo[s.cfg.Cluster != nil]},
 		{"databases", "1"},
 		{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
-		{"maxmemory", strconv.FormatInt(s.memoryLimit().Bytes, 10)},
-		{"maxmemory-policy", engine.MemoryPolicyNames[s.memoryLimit().Policy]},
+		{"maxmemory", strconv.FormatInt(memory.Bytes, 10)},
+		{"maxmemory-policy", engine.MemoryPolicyNames[memory.Policy]},
 		{"port", s.port()},
 		{"protected-mode", yesNo[s.cfg.ProtectedMode]},
 		{"proto-max-bulk-len", strconv.FormatInt(l.MaxBulkLen, 10)},
@@ -265,7 +266,9 @@ func (s *Server) tlsPort() string {
 	return "0"
 }
 
-// total adds up the shards' counters.
+// total adds up the shards' counters, but for Policies, which every shard
+// holds alike: the most any shard reports, since those this node holds no
+// replica of report zero.
 func (s *Server) total() engine.Stats {
 	var t engine.Stats
 	for i := range s.shards.Shards() {
@@ -279,6 +282,7 @@ func (s *Server) total() engine.Stats {
 		t.Evicted += st.Evicted
 		t.RejectedOOM += st.RejectedOOM
 		t.Charged += st.Charged
+		t.Policies = max(t.Policies, st.Policies)
 	}
 	return t
 }

@@ -185,7 +185,7 @@ func (c *client) execTransaction(out []byte) []byte {
 	out = appendArray(out, len(tx.queued))
 	for _, q := range tx.queued {
 		if q.spec.Route == commands.RouteKey {
-			c.keyCommand(q.spec, q.args)
+			c.batchKeyed(q.spec, q.args)
 		} else {
 			c.batch.addLocal(func(b []byte) []byte { return c.serverCommand(q.spec, q.args, b) })
 		}

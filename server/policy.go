@@ -56,6 +56,8 @@ func (c *client) policyCommand(spec *commands.Spec, args [][]byte, out []byte) [
 		r := sumPolicy(results)
 		return appendResult(out, &r, c.resp3.Load())
 	case "rl.policy|list":
+		// Every shard holds every policy: one shard's log answers, read
+		// through its leader whether this node holds a replica of it or not.
 		results, err := c.everyShard(engine.Command{Op: engine.OpPolicyList}, func(shard int) bool { return shard == 0 })
 		if err != nil {
 			return appendError(out, err)
@@ -77,6 +79,21 @@ func (s *Server) policy(name string) (engine.Result, error) {
 		results[shard] = r
 	}
 	return sumPolicy(results), nil
+}
+
+// policyListShard is the shard INFO reads the list of policies from. Every
+// shard holds every policy, but a node of a cluster of more than three nodes
+// holds no replica of some shards (their Stats are zero, and reading them goes
+// to their leader): one this node holds, the one that reports the most
+// policies; shard 0 when none reports any.
+func (s *Server) policyListShard() int {
+	best, most := 0, 0
+	for shard := range s.shards.Shards() {
+		if n := s.shards.Stats(shard).Policies; n > most {
+			best, most = shard, n
+		}
+	}
+	return best
 }
 
 // sumPolicy is one policy's definition, with the counters of every shard
@@ -106,7 +123,7 @@ func sumPolicy(results []engine.Result) engine.Result {
 // writePolicyInfo writes INFO's policies section: each policy's counters, in
 // the form of Redis's keyspace lines.
 func (s *Server) writePolicyInfo(b *strings.Builder) {
-	list, err := s.shards.Read(0, engine.Command{Op: engine.OpPolicyList})
+	list, err := s.shards.Read(s.policyListShard(), engine.Command{Op: engine.OpPolicyList})
 	if err != nil {
 		return
 	}

@@ -26,7 +26,7 @@ const deniedReply = "-DENIED rlserver is running in protected mode because prote
 // protectedRefuses reports whether protected mode refuses a client whose
 // address is remote.
 func (s *Server) protectedRefuses(remote net.Addr) bool {
-	return s.cfg.ProtectedMode && s.acl.def.nopass && !isLoopback(remote)
+	return s.cfg.ProtectedMode && s.cfg.Users.Default().NoPass() && !isLoopback(remote)
 }
 
 // isLoopback reports whether addr is a loopback address: 127.0.0.0/8, ::1,

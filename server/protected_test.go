@@ -4,6 +4,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/server/acl"
 )
 
 // Loopback is 127.0.0.0/8 and ::1, also written as an IPv4-mapped IPv6
@@ -53,15 +55,14 @@ func TestProtectedModeDecision(t *testing.T) {
 		{"aclfile with the default user off", true, "", "user default off\nuser app on >pw ~* +@all\n", false},
 		{"aclfile that leaves default nopass", true, "", "user app on >pw ~* +@all\n", true},
 	} {
-		cfg := Config{ProtectedMode: tc.protected, RequirePass: tc.pass}
+		s := &Server{cfg: Config{ProtectedMode: tc.protected, Users: acl.New(tc.pass)}}
 		if tc.acl != "" {
-			acl, err := ParseACL(strings.NewReader(tc.acl), "f")
+			users, err := acl.Parse(strings.NewReader(tc.acl), "f")
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.ACL = acl
+			s.cfg.Users = users
 		}
-		s := New(cfg, nil, nil, nil)
 		if got := s.protectedRefuses(remote); got != tc.refuses {
 			t.Errorf("%s: refuses a remote client: %v, want %v", tc.name, got, tc.refuses)
 		}

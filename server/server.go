@@ -4,7 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +27,12 @@ type Shards interface {
 	// DIGEST) from this node's replica of a shard without going through the
 	// log (through the shard's leader where the node holds no replica).
 	Read(shard int, cmd engine.Command) (engine.Result, error)
+	// SetWriteObserver makes o hear of the writes the shards apply on this
+	// node, for client-side caching (tracking.go).
+	SetWriteObserver(o cluster.WriteObserver)
+	// ObservesWrites reports whether the write observer hears of every
+	// write to shard: not when this node holds no replica of it.
+	ObservesWrites(shard int) bool
 }
 
 // Cluster is what the server needs to answer as a node of a cluster.
@@ -59,68 +65,17 @@ type DebugClock interface {
 	Real()
 }
 
-// Config is the server's configuration.
-type Config struct {
-	// Limits bounds what one command may make the server hold.
-	Limits Limits
-	// MaxClients bounds the connections open at once.
-	MaxClients int
-	// RequirePass, when set, is the default user's password, which AUTH and
-	// HELLO AUTH must give. Ignored when ACL is set.
-	RequirePass string
-	// ACL, when set, are the users (LoadACL); nil: the default user alone,
-	// with RequirePass (NewACL).
-	ACL *ACL
-	// ProtectedMode refuses clients that are not on loopback while the
-	// default user takes no password (see protected.go), as Redis's
-	// protected-mode yes.
-	ProtectedMode bool
-	// IdleTimeout closes a connection that has sent no command for that
-	// long, as Redis's timeout; 0 never does.
-	IdleTimeout time.Duration
-	// Version is rlserver's version, reported by INFO.
-	Version string
-	// ConfigFile is reported by INFO (empty when none was used).
-	ConfigFile string
-	// Shutdown bounds how long Close waits for connections to finish their
-	// current pipeline.
-	Shutdown time.Duration
-	// Cluster, when set, makes the server answer as a cluster node: CLUSTER
-	// SLOTS, SHARDS and NODES describe the cluster, clients that asked for
-	// them get MOVED for slots led elsewhere (others are served by
-	// forwarding), and multi-key commands must stay within one slot. Nil: a
-	// standalone server.
-	Cluster Cluster
-	// Raft, when set, adds the shards' Raft state to INFO. Nil in memory.
-	Raft RaftInfo
-	// DataDir is the data directory, for INFO (empty in memory).
-	DataDir string
-	// MaxMemory bounds the memory the keys hold (see MemoryLimit).
-	MaxMemory MemoryLimit
-	// Observer, when set, is told how long commands took to answer (for
-	// latency metrics). Nil: nothing is timed.
-	Observer Observer
-	// TrackingMaxKeys bounds the keys remembered for client-side caching
-	// (CLIENT TRACKING), as Redis's tracking-table-max-keys: when the table
-	// is full, every tracking connection is told to drop its whole cache.
-	// 0: DefaultTrackingMaxKeys.
-	TrackingMaxKeys int
-}
-
-// RedisVersion is the Redis version rlserver reports: clients pick their
+// redisVersion is the Redis version rlserver reports: clients pick their
 // behaviour from it, and rlserver answers as Redis 7 does.
-const RedisVersion = "7.4.0"
+const redisVersion = "7.4.0"
 
-// Server serves the Redis protocol on one listener.
+// Server serves the Redis protocol on its listeners (Serve, ServeTLS).
 type Server struct {
 	cfg    Config
 	shards Shards
-	clock  Clock
-	debug  DebugClock // nil unless DEBUG is enabled
-	// tracking remembers which connections read which keys, for
+	// trackingTable remembers which connections read which keys, for
 	// client-side caching; the shards report their writes to it.
-	tracking *trackingTable
-	acl      *ACL // the users: Config.ACL, or the default user alone
+	trackingTable *trackingTable
 
 	// listeners are the sockets Serve and ServeTLS answer on, each with
 	// what its accept loop takes connections from.
@@ -143,86 +98,27 @@ type Server struct {
 	}
 }
 
-// New returns a server over shards. debug is nil unless DEBUG commands are
-// enabled; clock is the clock the shards stamp their batches with. When the
-// shards can report the writes they apply (SetWriteObserver), the server
-// installs itself to hear of them, for client-side caching; it costs them
-// nothing while no connection tracks keys.
-func New(cfg Config, shards Shards, clock Clock, debug DebugClock) *Server {
+// New returns a server over shards, configured by cfg, or the error that
+// Validate finds in cfg. The server installs itself as the shards' write
+// observer, for client-side caching; it costs them nothing while no
+// connection tracks keys.
+func New(cfg Config, shards Shards) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if shards == nil {
+		return nil, errors.New("server: no shards")
+	}
 	id := make([]byte, 20)
 	rand.Read(id)
 	s := &Server{
-		cfg: cfg, shards: shards, clock: clock, debug: debug,
+		cfg: cfg, shards: shards,
 		started: time.Now(), runID: hex.EncodeToString(id),
-		clients: make(map[int64]*client), tracking: newTrackingTable(cfg.TrackingMaxKeys),
+		clients: make(map[int64]*client), trackingTable: newTrackingTable(cfg.TrackingMaxKeys),
 		stop: make(chan struct{}),
 	}
-	s.acl = cfg.ACL
-	if s.acl == nil {
-		s.acl = NewACL(cfg.RequirePass)
-	}
-	if o, ok := shards.(writeObservable); ok {
-		o.SetWriteObserver(s.tracking)
-	}
-	return s
-}
-
-// servedListener is one socket the server answers on.
-type servedListener struct {
-	ln  net.Listener      // the socket, for Addr
-	dl  *drainingListener // what the accept loop takes connections from
-	tls bool              // ServeTLS: the connections speak TLS
-}
-
-// Serve answers clients on ln until Close. It returns nil after Close, and
-// closes ln when it returns. A server may serve several listeners at once
-// (a plain port and a TLS one, see ServeTLS).
-func (s *Server) Serve(ln net.Listener) error {
-	return s.serve(ln, ln, false)
-}
-
-// serve is Serve; sock is the socket under ln, for Addr.
-func (s *Server) serve(sock, ln net.Listener, isTLS bool) error {
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
-		ln.Close()
-		return errors.New("server closed")
-	}
-	dl := newDrainingListener(ln)
-	s.listeners = append(s.listeners, servedListener{ln: sock, dl: dl, tls: isTLS})
-	s.mu.Unlock()
-	s.startOnce.Do(func() {
-		go s.syncMemoryLimit()
-		if s.cfg.IdleTimeout > 0 {
-			go s.closeIdle(s.cfg.IdleTimeout)
-		}
-	})
-	return s.accept(guardListener{Listener: dl, limits: s.cfg.Limits})
-}
-
-// ACL is the users the server checks clients against.
-func (s *Server) ACL() *ACL { return s.acl }
-
-// Addr is the address clients connect to: the first plain listener's, else
-// the first TLS listener's; nil before Serve.
-func (s *Server) Addr() net.Addr {
-	if a := s.listenerAddr(false); a != nil {
-		return a
-	}
-	return s.listenerAddr(true)
-}
-
-// listenerAddr is the first plain or TLS listener's address, nil if none.
-func (s *Server) listenerAddr(isTLS bool) net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, l := range s.listeners {
-		if l.tls == isTLS {
-			return l.ln.Addr()
-		}
-	}
-	return nil
+	shards.SetWriteObserver(s.trackingTable)
+	return s, nil
 }
 
 // Close stops accepting connections and closes the open ones, each after
@@ -242,10 +138,10 @@ func (s *Server) Close() error {
 	}
 	listeners, drained := s.listeners, s.drained
 	close(s.stop)
-	var conns []*trackedConn
+	var conns []*drainConn
 	for _, c := range s.clients {
-		if c.tracked != nil {
-			conns = append(conns, c.tracked)
+		if c.drain != nil {
+			conns = append(conns, c.drain)
 		}
 	}
 	s.mu.Unlock()
@@ -276,19 +172,19 @@ func (s *Server) Close() error {
 
 // admit registers a connection, or refuses it when the server is full or
 // closing.
-func (s *Server) admit(nc net.Conn) *client {
+func (s *Server) admit(cc clientConn) *client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		nc.Close()
+		cc.Close()
 		return nil
 	}
-	if s.cfg.MaxClients > 0 && len(s.clients) >= s.cfg.MaxClients {
+	if len(s.clients) >= s.cfg.MaxClients {
 		s.stats.rejected.Add(1)
-		refuse(nc, "-ERR max number of clients reached\r\n")
+		refuse(cc, "-ERR max number of clients reached\r\n")
 		return nil
 	}
-	c := newClient(s, nc)
+	c := newClient(s, cc)
 	s.clients[c.id] = c
 	s.stats.connections.Add(1)
 	return c
@@ -313,7 +209,7 @@ func (s *Server) eachClient(fn func(c *client)) {
 	for id := range s.clients {
 		ids = append(ids, id)
 	}
-	sortInt64s(ids)
+	slices.Sort(ids)
 	for _, id := range ids {
 		fn(s.clients[id])
 	}

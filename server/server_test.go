@@ -39,8 +39,13 @@ func TestCloseRightAfterServe(t *testing.T) {
 	clock := &cluster.DebugClock{}
 	shards := cluster.NewMemoryShards(1, clock)
 	defer shards.Close()
+	cfg := testConfig()
+	cfg.Clock, cfg.Shutdown = clock, time.Second
 	for range 200 {
-		srv := New(Config{Limits: testLimits, Shutdown: time.Second}, shards, clock, nil)
+		srv, err := New(cfg, shards)
+		if err != nil {
+			t.Fatal(err)
+		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +71,12 @@ func TestServeAfterClose(t *testing.T) {
 	clock := &cluster.DebugClock{}
 	shards := cluster.NewMemoryShards(1, clock)
 	defer shards.Close()
-	srv := New(Config{Limits: testLimits}, shards, clock, nil)
+	cfg := testConfig()
+	cfg.Clock = clock
+	srv, err := New(cfg, shards)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := srv.Close(); err != nil {
 		t.Fatalf("Close before Serve: %v", err)
 	}
@@ -78,8 +88,8 @@ func TestServeAfterClose(t *testing.T) {
 	if err := srv.Serve(ln); err == nil {
 		t.Fatal("Serve after Close returned nil")
 	}
-	if srv.Addr() != nil {
-		t.Fatalf("Addr after a refused Serve: %v", srv.Addr())
+	if a := srv.listenerAddr(false); a != nil {
+		t.Fatalf("a listener after a refused Serve: %v", a)
 	}
 }
 

@@ -112,7 +112,7 @@ var errDebugDisabled = errors.New("ERR DEBUG command not allowed. Start rlserver
 
 // debugCommand is DEBUG CLOCK and DEBUG DIGEST, for tests and operators.
 func (c *client) debugCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	if c.srv.debug == nil {
+	if c.srv.cfg.Debug == nil {
 		return appendError(out, errDebugDisabled)
 	}
 	sub, err := c.subcommand(spec, args)
@@ -150,7 +150,7 @@ var errClockUsage = errors.New("ERR DEBUG CLOCK SET <unix_ms> | ADVANCE <ms> | G
 // debugClock is DEBUG CLOCK SET|ADVANCE|GET|REAL. Every shard adopts the new
 // time at once, even an earlier one, so a test can replay a scenario.
 func (c *client) debugClock(args [][]byte, out []byte) []byte {
-	clock := c.srv.debug
+	clock := c.srv.cfg.Debug
 	action := args[2]
 	switch {
 	case commands.EqualFold(action, "get") && len(args) == 3:

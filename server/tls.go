@@ -2,14 +2,13 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"net"
 	"time"
 )
 
 // Clients may speak TLS on a listener of their own (--tls-port), served
 // by the same loop as plain connections: the TLS connection sits under the
-// shutdown tracking and the protocol guard, so both see the clear bytes.
+// drain and the protocol guard, so both see the clear bytes (accept.go).
 // Its handshake runs on the connection's own goroutine, never on the
 // accept loop, and is bounded in time, so a client that connects and says
 // nothing holds no more than a plain one does.
@@ -21,17 +20,10 @@ const tlsHandshakeTimeout = 10 * time.Second
 // needs on a TLS connection).
 const refuseTimeout = tlsHandshakeTimeout
 
-// ServeTLS answers clients over TLS on ln until Close, as Serve does. config
-// is the server's side of TLS: its certificate and whether clients must
-// present one (ClientAuth, ClientCAs).
-func (s *Server) ServeTLS(ln net.Listener, config *tls.Config) error {
-	return s.serve(ln, tls.NewListener(ln, config), true)
-}
-
-// handshake completes a TLS connection's handshake, within
+// tlsHandshake completes a TLS connection's handshake, within
 // tlsHandshakeTimeout; false if it failed (the connection is then closed by
 // the caller). A plain connection has none to do.
-func (c *client) handshake() bool {
+func (c *client) tlsHandshake() bool {
 	if c.tlsConn == nil {
 		return true
 	}
@@ -50,14 +42,4 @@ func refuse(nc net.Conn, reply string) {
 		nc.Write([]byte(reply))
 		nc.Close()
 	}()
-}
-
-// tlsOf returns the TLS connection under a connection Serve accepted, nil
-// for a plain one.
-func tlsOf(t *trackedConn) *tls.Conn {
-	if t == nil {
-		return nil
-	}
-	tc, _ := t.Conn.(*tls.Conn)
-	return tc
 }

@@ -73,8 +73,6 @@ var (
 )
 
 const (
-	// DefaultTrackingMaxKeys is Redis's tracking-table-max-keys default.
-	DefaultTrackingMaxKeys = 1_000_000
 	// maxPendingPushes bounds the invalidations waiting for one connection;
 	// past it they are replaced by one null invalidation.
 	maxPendingPushes = 256 << 10
@@ -91,14 +89,6 @@ func appendInvalidation(b, key []byte) []byte {
 	b = append(b, '\r', '\n')
 	b = append(b, key...)
 	return append(b, '\r', '\n')
-}
-
-// writeObservable is what the shards offer when they can report the writes
-// they apply (cluster.MemoryShards and cluster.RaftShards do).
-type writeObservable interface {
-	SetWriteObserver(cluster.WriteObserver)
-	// ObservesWrites reports whether every write to shard is reported here.
-	ObservesWrites(shard int) bool
 }
 
 // tracker is one connection's tracking state.
@@ -208,27 +198,12 @@ func (tr *tracker) flush() {
 	tr.mu.Unlock()
 }
 
-// observes reports whether the server hears of every write to shard.
-func (s *Server) observes(shard int) bool {
-	o, ok := s.shards.(writeObservable)
-	return ok && o.ObservesWrites(shard)
-}
-
-// keyCommand adds a keyed command to the pipeline's batch, after noting for
-// client-side caching the keys it reads (or, in NOLOOP mode, writes).
-func (c *client) keyCommand(spec *commands.Spec, args [][]byte) {
-	if c.track != nil {
-		c.noteKeys(spec, args)
-	}
-	c.batch.addKeyCommand(c.srv, spec, args)
-}
-
 // noteKeys remembers the keys a read-only command reads, when the tracking
 // mode says so. A write in NOLOOP mode forgets its keys for this connection
 // first, so that its own write does not invalidate them; as in Redis, the
 // connection must read a key again to hear of later changes.
 func (c *client) noteKeys(spec *commands.Spec, args [][]byte) {
-	tr, t := c.track, c.srv.tracking
+	tr, t := c.tracker, c.srv.trackingTable
 	if !slices.Contains(spec.Flags, "readonly") {
 		if tr.noloop {
 			spec.Keys(args, func(k []byte) { t.forget(tr, k) })
@@ -239,7 +214,7 @@ func (c *client) noteKeys(spec *commands.Spec, args [][]byte) {
 		return
 	}
 	spec.Keys(args, func(k []byte) {
-		if c.srv.observes(c.srv.shards.ShardOf(cluster.Slot(k))) {
+		if c.srv.shards.ObservesWrites(c.srv.shards.ShardOf(cluster.Slot(k))) {
 			t.remember(tr, k)
 		} else {
 			tr.late = appendInvalidation(tr.late, k)
@@ -251,9 +226,9 @@ func (c *client) noteKeys(spec *commands.Spec, args [][]byte) {
 // after the replies that read them.
 func (c *client) appendLate(out []byte) []byte {
 	if c.resp3.Load() {
-		out = append(out, c.track.late...)
+		out = append(out, c.tracker.late...)
 	}
-	c.track.late = c.track.late[:0]
+	c.tracker.late = c.tracker.late[:0]
 	return out
 }
 
@@ -262,38 +237,38 @@ func (c *client) appendLate(out []byte) []byte {
 // transaction ends, so that CLIENT CACHING YES, MULTI, reads, EXEC tracks the
 // reads.
 func (c *client) afterCommand(name []byte) {
-	if c.track == nil || c.tx.active {
+	if c.tracker == nil || c.tx.active {
 		return
 	}
 	if spec := commands.Lookup(name); spec != nil && spec.ID == commands.IDClient {
 		return
 	}
-	c.track.caching = false
+	c.tracker.caching = false
 }
 
 // startTracking turns tracking on with the given options, or changes them.
 func (c *client) startTracking(optin, optout, noloop bool) {
-	if tr := c.track; tr != nil {
+	if tr := c.tracker; tr != nil {
 		tr.optin, tr.optout, tr.noloop = optin, optout, noloop
 		return
 	}
 	tr := &tracker{c: c, optin: optin, optout: optout, noloop: noloop, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	c.track = tr
-	c.tracking.Store(true)
-	c.srv.tracking.start(tr)
+	c.tracker = tr
+	c.trackingOn.Store(true)
+	c.srv.trackingTable.start(tr)
 	go tr.run()
 }
 
 // stopTracking turns tracking off: nothing more is sent, and the keys the
 // connection read are forgotten.
 func (c *client) stopTracking() {
-	tr := c.track
+	tr := c.tracker
 	if tr == nil {
 		return
 	}
-	c.track = nil
-	c.tracking.Store(false)
-	c.srv.tracking.stop(tr)
+	c.tracker = nil
+	c.trackingOn.Store(false)
+	c.srv.trackingTable.stop(tr)
 	close(tr.done)
 	tr.mu.Lock()
 	tr.pending = nil
@@ -336,7 +311,7 @@ func (c *client) trackingCommand(args [][]byte) error {
 		return errTrackingBcast
 	case optin && optout:
 		return errTrackingBoth
-	case c.track != nil && (optin && c.track.optout || optout && c.track.optin):
+	case c.tracker != nil && (optin && c.tracker.optout || optout && c.tracker.optin):
 		return errTrackingSwitch
 	case !c.resp3.Load():
 		return errTrackingRESP2
@@ -347,7 +322,7 @@ func (c *client) trackingCommand(args [][]byte) error {
 
 // cachingCommand is CLIENT CACHING YES|NO.
 func (c *client) cachingCommand(arg []byte) error {
-	tr := c.track
+	tr := c.tracker
 	if tr == nil {
 		return errCachingNotOpt
 	}
@@ -374,7 +349,7 @@ func (c *client) trackingInfo(out []byte) []byte {
 	resp3 := c.resp3.Load()
 	flags := []string{"off"}
 	redirect := int64(-1)
-	if tr := c.track; tr != nil {
+	if tr := c.tracker; tr != nil {
 		flags, redirect = []string{"on"}, 0
 		if tr.optin {
 			flags = append(flags, "optin")

@@ -357,7 +357,7 @@ func TestTrackingQueueOverflowBecomesANullInvalidation(t *testing.T) {
 // without a replica of them) cannot be tracked: their invalidation follows
 // the reply at once, so the client does not keep them.
 func TestTrackingUnobservedShardsInvalidateAtOnce(t *testing.T) {
-	s := startServer(t, withoutWriteObserver())
+	s := startServer(t, withReplicas())
 	a := s.tracking(t)
 	a.expect("_\r\n", "GET", "k")
 	if got := a.read(); got != invalidation("k") {

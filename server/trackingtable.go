@@ -80,9 +80,6 @@ type trackingTable struct {
 }
 
 func newTrackingTable(max int) *trackingTable {
-	if max <= 0 {
-		max = DefaultTrackingMaxKeys
-	}
 	return &trackingTable{max: max, keys: map[string]holders{}, all: map[*tracker]struct{}{}}
 }
 

@@ -4,8 +4,6 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
-
-	"github.com/rlserver/rlserver/server"
 )
 
 // listeners are the client ports: plain, TLS, or both.
@@ -53,17 +51,17 @@ func (l *listeners) close() {
 // logAccess says at start who may connect: the users, whether protected
 // mode refuses remote clients, TLS, and the idle timeout. An open door is a
 // warning.
-func logAccess(log *slog.Logger, o options, srv *server.Server) {
-	acl := srv.ACL()
+func logAccess(log *slog.Logger, o options) {
+	users := o.access.users
 	def := "password"
 	switch {
-	case !acl.Default().Enabled():
+	case !users.Default().Enabled():
 		def = "off"
-	case acl.Default().NoPass():
+	case users.Default().NoPass():
 		def = "nopass"
 	}
-	protected := bool(o.sec.protectedMode) && acl.Default().NoPass()
-	log.Info("access", "users", acl.Users(), "aclfile", acl.File(), "default_user", def,
+	protected := bool(o.sec.protectedMode) && users.Default().NoPass()
+	log.Info("access", "users", len(users.Names()), "aclfile", users.File(), "default_user", def,
 		"protected_mode", protected, "tls_port", o.sec.tlsPort != 0, "tls_cluster", bool(o.sec.tlsCluster), "timeout_s", o.sec.timeout)
 	if def == "nopass" && !protected && !isLoopbackBind(o.bind) {
 		log.Warn("anyone who can reach --bind may run every command: the default user has no password and protected mode is off",

@@ -22,7 +22,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/metrics"
@@ -90,19 +89,18 @@ func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 		return err
 	}
 	memory, _ := o.memoryLimit() // validated with the other settings
-	cfg := server.Config{
-		Limits:        o.limits,
-		MaxClients:    o.maxClients,
-		MaxMemory:     memory,
-		RequirePass:   o.requirePass,
-		ACL:           o.access.acl,
-		ProtectedMode: bool(o.sec.protectedMode),
-		IdleTimeout:   o.idleTimeout(),
-		Version:       version,
-		Shutdown:      5 * time.Second,
-	}
+	cfg := server.DefaultConfig()
+	cfg.Limits, cfg.MaxClients, cfg.MaxMemory = o.limits, o.maxClients, memory
+	cfg.Users, cfg.ProtectedMode, cfg.IdleTimeout = o.access.users, bool(o.sec.protectedMode), o.idleTimeout()
+	cfg.Version, cfg.Clock, cfg.Debug = version, clock, debug
 	if o.configPath != "" {
 		cfg.ConfigFile = absPath(o.configPath)
+	}
+	// The flags were validated, so this holds; checked before the shards
+	// start all the same, so that New cannot fail after them.
+	if err := cfg.Validate(); err != nil {
+		lns.close()
+		return err
 	}
 	// The metrics' port is taken, and raft's measurements caught, before
 	// the shards start: a busy port fails the start at once, and the
@@ -127,7 +125,13 @@ func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 			cfg.Cluster = raft
 		}
 	}
-	srv := server.New(cfg, shards, clock, debug)
+	srv, err := server.New(cfg, shards)
+	if err != nil {
+		lns.close()
+		obs.close()
+		shards.Close()
+		return err
+	}
 	m, err := obs.serve(shards, raft, srv, log)
 	if err != nil {
 		lns.close()
@@ -138,7 +142,7 @@ func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 	// line must stop the server in order, not kill it.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	logAccess(log, o, srv)
+	logAccess(log, o)
 	ready := []any{"version", version, "addr", lns.clientAddr()}
 	if lns.tls != nil {
 		ready = append(ready, "tls_addr", lns.tls.Addr().String())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/server"
+	"github.com/rlserver/rlserver/server/acl"
 )
 
 // The settings that decide who may talk to rlserver: users (--requirepass
@@ -32,10 +33,11 @@ type security struct {
 	timeout        int // seconds; 0: never
 }
 
-// access is what the access settings load: the users, and the TLS
-// configurations of the client port and of the bus (nil where off).
+// access is what the access settings load: the users (the aclfile's, or
+// the default user alone with --requirepass), and the TLS configurations of
+// the client port and of the bus (nil where off).
 type access struct {
-	acl       *server.ACL
+	users     *acl.Users
 	clientTLS *tls.Config
 	busTLS    *cluster.BusTLS
 }
@@ -68,7 +70,7 @@ func (b *yesNo) Set(s string) error {
 
 // addFlags defines the access settings' flags on fs.
 func (s *security) addFlags(fs *flag.FlagSet) {
-	s.protectedMode = true
+	s.protectedMode = yesNo(server.DefaultConfig().ProtectedMode)
 	fs.StringVar(&s.aclFile, "aclfile", "", "read users, their passwords and permissions from this file (see docs/security.md); excludes --requirepass")
 	fs.Var(&s.protectedMode, "protected-mode", "yes: while the default user has no password, refuse clients that are not on loopback: yes or no")
 	fs.IntVar(&s.tlsPort, "tls-port", 0, "serve TLS clients on this port of --bind (0: no TLS port); with --port 0, TLS only")
@@ -126,11 +128,13 @@ func (o options) loadAccess() (access, error) {
 	s := o.sec
 	var a access
 	if s.aclFile != "" {
-		acl, err := server.LoadACL(absPath(s.aclFile))
+		users, err := acl.Load(absPath(s.aclFile))
 		if err != nil {
 			return a, &settingError{name: "aclfile", msg: fmt.Sprintf("--aclfile %v", err), err: err}
 		}
-		a.acl = acl
+		a.users = users
+	} else {
+		a.users = acl.New(o.requirePass)
 	}
 	if s.tlsPort == 0 && !s.tlsCluster {
 		return a, nil

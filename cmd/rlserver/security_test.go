@@ -94,8 +94,8 @@ func TestAccessSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	switch {
-	case o.access.acl == nil || o.access.acl.Users() != 2 || o.access.acl.Default().Enabled():
-		t.Errorf("users: %+v", o.access.acl)
+	case o.access.users == nil || len(o.access.users.Names()) != 2 || o.access.users.Default().Enabled():
+		t.Errorf("users: %+v", o.access.users)
 	case bool(o.sec.protectedMode):
 		t.Error("protected-mode no was not read")
 	case o.access.clientTLS == nil || o.access.clientTLS.ClientAuth != tls.VerifyClientCertIfGiven || o.access.clientTLS.ClientCAs == nil:

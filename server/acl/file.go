@@ -1,4 +1,4 @@
-package server
+package acl
 
 import (
 	"bufio"
@@ -51,19 +51,19 @@ var (
 	errRuleSelector = errors.New("Selectors are not supported by rlserver")
 )
 
-// LoadACL reads the users of an aclfile. Its errors name the file and line.
-func LoadACL(path string) (*ACL, error) {
+// Load reads the users of an aclfile. Its errors name the file and line.
+func Load(path string) (*Users, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ParseACL(f, path)
+	return Parse(f, path)
 }
 
-// ParseACL reads the users of an aclfile from r; name is the file's, for
+// Parse reads the users of an aclfile from r; name is the file's, for
 // errors and CONFIG GET aclfile.
-func ParseACL(r io.Reader, name string) (*ACL, error) {
+func Parse(r io.Reader, name string) (*Users, error) {
 	var users []*User
 	seen := map[string]int{}
 	sc := bufio.NewScanner(r)
@@ -91,7 +91,7 @@ func ParseACL(r io.Reader, name string) (*ACL, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return newACL(users, name), nil
+	return newUsers(users, name), nil
 }
 
 // redactRule keeps a clear-text password out of error messages and logs.
@@ -262,62 +262,4 @@ func (u *User) commandRule(rule string) error {
 	}
 	u.rules = append(u.rules, rule[:1]+name)
 	return nil
-}
-
-// describe is the user as ACL LIST shows it, in the aclfile's format:
-// flags, password hashes, keys, channels, then the command rules.
-func (u *User) describe() string {
-	var b strings.Builder
-	b.WriteString("user " + u.name)
-	if u.enabled {
-		b.WriteString(" on")
-	} else {
-		b.WriteString(" off")
-	}
-	if u.nopass {
-		b.WriteString(" nopass")
-	}
-	for _, h := range u.hashes {
-		b.WriteString(" #" + hex.EncodeToString(h[:]))
-	}
-	b.WriteString(" " + u.describeKeys())
-	if u.allChannels {
-		b.WriteString(" &*")
-	} else {
-		b.WriteString(" resetchannels")
-	}
-	b.WriteString(" " + u.describeCommands())
-	return b.String()
-}
-
-// describeKeys is the user's key patterns, "resetkeys" for none.
-func (u *User) describeKeys() string {
-	if u.allKeys {
-		return "~*"
-	}
-	if len(u.keys) == 0 {
-		return "resetkeys"
-	}
-	parts := make([]string, len(u.keys))
-	for i, p := range u.keys {
-		prefix := "~"
-		switch p.perm {
-		case keyRead:
-			prefix = "%R~"
-		case keyWrite:
-			prefix = "%W~"
-		}
-		parts[i] = prefix + string(p.pattern)
-	}
-	return strings.Join(parts, " ")
-}
-
-// describeCommands is the user's command rules as given, from nothing
-// (-@all) or everything (+@all).
-func (u *User) describeCommands() string {
-	rules := u.rules
-	if len(rules) == 0 || (rules[0] != "+@all" && rules[0] != "-@all") {
-		rules = append([]string{"-@all"}, rules...)
-	}
-	return strings.Join(rules, " ")
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"net"
 	"time"
 
 	"github.com/tidwall/redcon"
@@ -12,9 +11,9 @@ import (
 // answers every complete command in it as one pipeline (redcon's
 // ReadNextCommand parses them in place, allocating nothing), writes all the
 // replies with one write, and reads again. redcon's own server loop would
-// copy each command it reads into two new allocations, which a profile of a
-// pipelining client showed to be a fifth of the server's CPU with the
-// garbage collection that followed.
+// copy each command it reads into two new allocations: garbage per command,
+// which a pipelining client turns into a large share of the server's CPU
+// (docs/performance.md).
 
 // readSize is how much a connection reads at a time; its buffer grows only
 // to hold a command longer than that (the guard bounds how long).
@@ -25,7 +24,7 @@ func (c *client) serve() {
 	defer c.srv.forget(c)
 	defer c.stopTracking()
 	defer c.nc.Close()
-	if !c.handshake() {
+	if !c.tlsHandshake() {
 		return
 	}
 	if c.srv.protectedRefuses(c.nc.RemoteAddr()) {
@@ -58,8 +57,8 @@ func (c *client) answerAndWrite(in []byte) (rest []byte, ok bool, err error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	out := c.out[:0]
-	if c.track != nil {
-		out = c.track.takePending(out, c.resp3.Load())
+	if c.tracker != nil {
+		out = c.tracker.takePending(out, c.resp3.Load())
 	}
 	rest, out, ok = c.answer(in, out)
 	if len(out) > 0 {
@@ -114,7 +113,7 @@ func (c *client) answer(in, out []byte) (rest, reply []byte, ok bool) {
 		commands++
 	}
 	out = c.flush(out)
-	if c.track != nil && len(c.track.late) > 0 {
+	if c.tracker != nil && len(c.tracker.late) > 0 {
 		out = c.appendLate(out)
 	}
 	if commands > 0 {
@@ -131,27 +130,4 @@ func (c *client) answer(in, out []byte) (rest, reply []byte, ok bool) {
 // protocolError is the reply to bytes redcon cannot parse, in Redis's words.
 func protocolError(err error) error {
 	return errors.New("ERR " + err.Error())
-}
-
-// accept takes connections from ln until it closes, and serves each on its
-// own goroutine.
-func (s *Server) accept(ln net.Listener) error {
-	var delay time.Duration
-	for {
-		nc, err := ln.Accept()
-		if errors.Is(err, net.ErrClosed) {
-			return nil
-		}
-		if err != nil {
-			// Out of file descriptors, say: wait a little, as net/http does,
-			// rather than spin.
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			time.Sleep(delay)
-			continue
-		}
-		delay = 0
-		if c := s.admit(nc); c != nil {
-			go c.serve()
-		}
-	}
 }

@@ -18,7 +18,7 @@ func (c *client) memoryCommand(spec *commands.Spec, args [][]byte, out []byte) [
 		if err := c.checkRoute(sub, args); err != nil {
 			return appendError(out, err)
 		}
-		c.keyCommand(sub, args)
+		c.batchKeyed(sub, args)
 		return c.flush(out)
 	case "memory|stats":
 		var m runtime.MemStats

@@ -1,28 +1,20 @@
-package server
+package acl
 
 import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/rlserver/rlserver/commands"
 )
 
-// Access control as Redis 6+ has it: every connection acts as a user, at
-// first the user "default"; AUTH and HELLO AUTH switch to another. A user
-// is on or off, has passwords (kept as their SHA-256) or none ("nopass":
-// any password is accepted), and may run some commands on some keys. The
-// users come from --aclfile (aclfile.go), or, without one, are the default
-// user alone, with --requirepass as its password.
-//
 // Checking a command costs nothing for a user allowed everything (the
 // default user without an aclfile), and a bit test plus a glob match per key
 // for the others: nothing is allocated.
 
-// Redis's texts for permission errors (Redis 7.2's getAclErrorMessage,
-// non-verbose, as processCommand sends them).
+// Redis's text for a key the user may not access (Redis 7.2's
+// getAclErrorMessage, non-verbose, as processCommand sends it).
 var errNoPermKey = errors.New("NOPERM No permissions to access a key")
 
 // User is one ACL user. It does not change once loaded.
@@ -64,6 +56,10 @@ func (u *User) Enabled() bool { return u.enabled }
 
 // NoPass reports whether the user takes any password ("nopass").
 func (u *User) NoPass() bool { return u.nopass }
+
+// Unrestricted reports whether the user may run every command on every key,
+// so that Check need not be asked.
+func (u *User) Unrestricted() bool { return u.unrestricted }
 
 // newUser returns a user as Redis creates one: off, no password, no
 // command, no key.
@@ -116,11 +112,11 @@ func (u *User) checkPassword(sum *[sha256.Size]byte) bool {
 	return match == 1
 }
 
-// permission is nil when the user may run args, whose spec is spec, or the
-// NOPERM error to answer. A container's subcommand is checked as itself;
-// one the table does not know passes, to be answered "unknown subcommand"
-// (Redis checks that before permissions).
-func (u *User) permission(spec *commands.Spec, args [][]byte) error {
+// Check is nil when the user may run args, whose spec is spec, or the
+// NOPERM error to answer, in Redis's words. A container's subcommand is
+// checked as itself; one the table does not know passes, to be answered
+// "unknown subcommand" (Redis checks that before permissions).
+func (u *User) Check(spec *commands.Spec, args [][]byte) error {
 	if len(spec.Sub) > 0 {
 		sub := spec.Subcommand(args)
 		if sub == nil {
@@ -168,80 +164,4 @@ func (u *User) mayAccess(key []byte, need uint8) bool {
 		}
 	}
 	return false
-}
-
-// ACL is the set of users. It does not change once built.
-type ACL struct {
-	users map[string]*User
-	names []string // sorted, for ACL USERS and LIST
-	def   *User
-	file  string // the aclfile, "" when the users come from --requirepass
-}
-
-// NewACL returns the users of a server without an aclfile: the default
-// user alone, allowed everything, with requirepass as its password, or
-// without a password (nopass) when requirepass is empty, as Redis has it.
-func NewACL(requirepass string) *ACL {
-	rules := []string{"on", "nopass", "~*", "&*", "+@all"}
-	if requirepass != "" {
-		rules[1] = ">" + requirepass
-	}
-	u := newUser("default")
-	for _, r := range rules {
-		if err := u.apply(r); err != nil {
-			panic(err) // the rules above are valid
-		}
-	}
-	return newACL([]*User{u}, "")
-}
-
-// newACL builds the set; the default user is added, as Redis creates it,
-// when users does not define it.
-func newACL(users []*User, file string) *ACL {
-	a := &ACL{users: make(map[string]*User, len(users)+1), file: file}
-	for _, u := range users {
-		u.finish()
-		a.users[u.name] = u
-		a.names = append(a.names, u.name)
-	}
-	if a.users["default"] == nil {
-		d := NewACL("").def
-		a.users["default"] = d
-		a.names = append(a.names, "default")
-	}
-	slices.Sort(a.names)
-	a.def = a.users["default"]
-	return a
-}
-
-// Default is the default user, the one every connection starts as.
-func (a *ACL) Default() *User { return a.def }
-
-// Users is the number of users.
-func (a *ACL) Users() int { return len(a.names) }
-
-// File is the aclfile the users came from, "" for none.
-func (a *ACL) File() string { return a.file }
-
-// openAccess reports whether a new connection is authenticated at once: the
-// default user is on and takes no password.
-func (a *ACL) openAccess() bool { return a.def.enabled && a.def.nopass }
-
-// authenticate returns the user that name and pass identify, or
-// errWrongPass, also for a user that does not exist or is off: the reply
-// does not tell which. (The time may: user names are not secrets, as in
-// Redis; passwords are, and are compared in constant time.)
-func (a *ACL) authenticate(name, pass []byte) (*User, error) {
-	u := a.users[string(name)]
-	if u == nil || !u.enabled {
-		return nil, errWrongPass
-	}
-	if u.nopass {
-		return u, nil
-	}
-	sum := sha256.Sum256(pass)
-	if !u.checkPassword(&sum) {
-		return nil, errWrongPass
-	}
-	return u, nil
 }
