@@ -150,6 +150,28 @@ func (s *Spec) Keys(args [][]byte, fn func(key []byte)) {
 	}
 }
 
+// KeyUse is what a command does to the keys it names.
+type KeyUse uint8
+
+// The uses, as Redis's key specifications name them (COMMAND INFO's flags).
+const (
+	KeysUpdated KeyUse = iota // read and written (RW, UPDATE): a decision
+	KeysRead                  // read only (RO, ACCESS)
+	KeysDeleted               // removed, never read (RM, DELETE)
+)
+
+// KeyUse is what s does to its keys: COMMAND INFO's key specification says
+// it, and ACL key permissions check it.
+func (s *Spec) KeyUse() KeyUse {
+	switch {
+	case s.ID == IDDel || s.ID == IDUnlink || s.ID == IDReset:
+		return KeysDeleted
+	case len(s.Flags) > 0 && s.Flags[0] == "readonly":
+		return KeysRead
+	}
+	return KeysUpdated
+}
+
 // CheckArity returns the arity error for args, if any.
 func (s *Spec) CheckArity(args [][]byte) error {
 	if (s.Arity > 0 && len(args) != s.Arity) || (s.Arity < 0 && len(args) < -s.Arity) {

@@ -45,9 +45,9 @@ func paramNames(op engine.Op) []string {
 	return names
 }
 
-// decision builds the spec of an RL.* decision command: its name and
+// decisionSpec builds the spec of an RL.* decision command: its name and
 // parameters are the engine's op's.
-func decision(id ID, op engine.Op, fast bool, summary string) *Spec {
+func decisionSpec(id ID, op engine.Op, fast bool, summary string) *Spec {
 	names := paramNames(op)
 	flags, cats, complexity := []string{"write", "denyoom", "fast"}, []string{"@write", "@ratelimit", "@fast"}, "O(1)"
 	if !fast {
@@ -62,8 +62,8 @@ func decision(id ID, op engine.Op, fast bool, summary string) *Spec {
 	}
 }
 
-// keyCommand builds the spec of a command on one or more keys.
-func keyCommand(id ID, name string, arity int, op engine.Op, write bool, group, summary string) *Spec {
+// keyspaceSpec builds the spec of a command on one or more keys.
+func keyspaceSpec(id ID, name string, arity int, op engine.Op, write bool, group, summary string) *Spec {
 	flags, cats := []string{"readonly", "fast"}, []string{"@keyspace", "@read", "@fast"}
 	if write {
 		flags, cats = []string{"write"}, []string{"@keyspace", "@write", "@slow"}
@@ -79,8 +79,8 @@ func keyCommand(id ID, name string, arity int, op engine.Op, write bool, group, 
 	}
 }
 
-// limitCommand builds the spec of a ratelimit command on one key, first.
-func limitCommand(id ID, name string, arity int, write bool, summary string, parse parser, args ...Arg) *Spec {
+// limitSpec builds the spec of a ratelimit command on one key, first.
+func limitSpec(id ID, name string, arity int, write bool, summary string, parse parser, args ...Arg) *Spec {
 	flags, cats := []string{"readonly", "fast"}, []string{"@read", "@ratelimit", "@fast"}
 	if write {
 		flags, cats = []string{"write", "denyoom", "fast"}, []string{"@write", "@ratelimit", "@fast"}
@@ -92,8 +92,8 @@ func limitCommand(id ID, name string, arity int, write bool, summary string, par
 	}
 }
 
-// stringCommand builds the spec of one of Redis's string commands.
-func stringCommand(id ID, name string, arity int, flags []string, group, summary string, parse parser, args ...Arg) *Spec {
+// stringSpec builds the spec of one of Redis's string commands.
+func stringSpec(id ID, name string, arity int, flags []string, group, summary string, parse parser, args ...Arg) *Spec {
 	cats := []string{"@" + group, "@write", "@fast"}
 	if flags[0] == "readonly" {
 		cats[1] = "@read"
@@ -128,8 +128,8 @@ var (
 	}
 )
 
-// serverCommand builds the spec of a command the server answers itself.
-func serverCommand(id ID, name string, arity int, flags, cats []string, group, summary string, args ...Arg) *Spec {
+// serverSpec builds the spec of a command the server answers itself.
+func serverSpec(id ID, name string, arity int, flags, cats []string, group, summary string, args ...Arg) *Spec {
 	return &Spec{
 		ID: id, Name: name, Arity: arity, Flags: flags, Categories: cats, Group: group,
 		Since: "1.0.0", Complexity: "O(1)", Summary: summary, Args: args, Route: RouteServer,
@@ -171,17 +171,17 @@ var (
 )
 
 var table = []*Spec{
-	decision(IDSliding, engine.OpSliding, true,
+	decisionSpec(IDSliding, engine.OpSliding, true,
 		"Sliding-window counter: may this caller spend cost now? Replies [allowed, limit, remaining, retry_after_ms, reset_after_ms]."),
-	decision(IDFixed, engine.OpFixed, true,
+	decisionSpec(IDFixed, engine.OpFixed, true,
 		"Fixed window aligned to the epoch: may this caller spend cost now?"),
-	decision(IDLog, engine.OpLog, false,
+	decisionSpec(IDLog, engine.OpLog, false,
 		"Exact sliding log: may this caller spend cost now? Memory grows with the limit (at most 10000)."),
-	decision(IDToken, engine.OpToken, true,
+	decisionSpec(IDToken, engine.OpToken, true,
 		"Token bucket that starts full and refills continuously: may this caller spend cost now?"),
-	decision(IDLeaky, engine.OpLeaky, true,
+	decisionSpec(IDLeaky, engine.OpLeaky, true,
 		"Leaky bucket as a meter: may this caller pour cost into the bucket now?"),
-	decision(IDGCRA, engine.OpGCRA, true,
+	decisionSpec(IDGCRA, engine.OpGCRA, true,
 		"GCRA with redis-cell's parameters (limit = burst + 1) in milliseconds: may this caller spend cost now?"),
 	{
 		ID: IDThrottle, Name: "cl.throttle", Arity: -5, Flags: []string{"write", "denyoom", "fast"},
@@ -191,18 +191,18 @@ var table = []*Spec{
 		Args:    append(intArgs(paramNames(engine.OpThrottle)...), Arg{Name: "quantity", Type: "integer", Optional: true}),
 		Route:   RouteKey, parse: parseThrottle,
 	},
-	decision(IDShape, engine.OpShape, true,
+	decisionSpec(IDShape, engine.OpShape, true,
 		"Throttling: a leaky-bucket queue that admits while it has room and says how long to wait first (delay_ms); refuses only when full."),
-	limitCommand(IDQuota, "rl.quota", -4, true,
+	limitSpec(IDQuota, "rl.quota", -4, true,
 		"Calendar quota: units per day, ISO week, month or year, reset when the period turns (UTC, or OFFSET minutes east of it).",
 		parseQuota, Arg{Name: "limit", Type: "integer"}, argPeriod, argOffset, argCost, argPartial),
-	limitCommand(IDAcquire, "rl.acquire", 4, true,
+	limitSpec(IDAcquire, "rl.acquire", 4, true,
 		"Concurrency limit: takes a lease if fewer than limit are held; the reply's lease_id releases it, lease_ms expires it.",
 		parseAcquire, Arg{Name: "limit", Type: "integer"}, Arg{Name: "lease_ms", Type: "integer"}),
-	limitCommand(IDRelease, "rl.release", 3, true,
+	limitSpec(IDRelease, "rl.release", 3, true,
 		"Releases a lease RL.ACQUIRE granted. Replies 1 if it was held, 0 if it had expired or was released.",
 		parseRelease, Arg{Name: "lease_id", Type: "integer"}),
-	limitCommand(IDCheck, "rl.check", -3, true,
+	limitSpec(IDCheck, "rl.check", -3, true,
 		"Applies a policy defined with RL.POLICY SET to a key: the policy's algorithm and limits, the common reply.",
 		parseCheck, Arg{Name: "policy", Type: "string"}, argCost, argPartial),
 	{
@@ -230,45 +230,45 @@ var table = []*Spec{
 			sub("rl.policy", "help", 2, []string{"loading", "stale"}, policyReadCats, "Lists the RL.POLICY subcommands."),
 		},
 	},
-	keyCommand(IDInfoKey, "rl.info", 2, engine.OpInfo, false, "ratelimit",
+	keyspaceSpec(IDInfoKey, "rl.info", 2, engine.OpInfo, false, "ratelimit",
 		"Describes a limiter key: algorithm, parameters, state, remaining budget and TTL."),
-	keyCommand(IDReset, "rl.reset", 2, engine.OpDel, true, "ratelimit",
+	keyspaceSpec(IDReset, "rl.reset", 2, engine.OpDel, true, "ratelimit",
 		"Resets a limiter key to its full budget (deletes it). Replies 1 if it existed."),
-	keyCommand(IDDel, "del", -2, engine.OpDel, true, "generic", "Deletes keys. Replies the number deleted."),
-	keyCommand(IDUnlink, "unlink", -2, engine.OpDel, true, "generic", "Deletes keys (same as DEL). Replies the number deleted."),
-	keyCommand(IDExists, "exists", -2, engine.OpExists, false, "generic", "Counts how many of the keys exist."),
-	keyCommand(IDType, "type", 2, engine.OpType, false, "generic", "Names the algorithm that owns a key, or none."),
-	keyCommand(IDPTTL, "pttl", 2, engine.OpPTTL, false, "generic",
+	keyspaceSpec(IDDel, "del", -2, engine.OpDel, true, "generic", "Deletes keys. Replies the number deleted."),
+	keyspaceSpec(IDUnlink, "unlink", -2, engine.OpDel, true, "generic", "Deletes keys (same as DEL). Replies the number deleted."),
+	keyspaceSpec(IDExists, "exists", -2, engine.OpExists, false, "generic", "Counts how many of the keys exist."),
+	keyspaceSpec(IDType, "type", 2, engine.OpType, false, "generic", "Names the algorithm that owns a key, or none."),
+	keyspaceSpec(IDPTTL, "pttl", 2, engine.OpPTTL, false, "generic",
 		"Milliseconds until a key is back to its full budget and disappears; -2 if absent."),
-	keyCommand(IDTTL, "ttl", 2, engine.OpTTL, false, "generic",
+	keyspaceSpec(IDTTL, "ttl", 2, engine.OpTTL, false, "generic",
 		"Seconds (rounded) until a key is back to its full budget and disappears; -2 if absent."),
-	stringCommand(IDGet, "get", 2, []string{"readonly", "fast"}, "string", "The value of a string key; nil if absent.", parseGet),
-	stringCommand(IDSet, "set", -3, []string{"write", "denyoom"}, "string",
+	stringSpec(IDGet, "get", 2, []string{"readonly", "fast"}, "string", "The value of a string key; nil if absent.", parseGet),
+	stringSpec(IDSet, "set", -3, []string{"write", "denyoom"}, "string",
 		"Sets a string key, as Redis's SET: NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL.",
 		parseSet, append([]Arg{argValue}, argSetOptions...)...),
-	stringCommand(IDSetNX, "setnx", 3, writeFast, "string", "Sets a string key if it is absent. Replies 1 if it was set.", parseSetNX, argValue),
-	stringCommand(IDSetEX, "setex", 4, []string{"write", "denyoom"}, "string", "Sets a string key with an expiry in seconds.",
+	stringSpec(IDSetNX, "setnx", 3, writeFast, "string", "Sets a string key if it is absent. Replies 1 if it was set.", parseSetNX, argValue),
+	stringSpec(IDSetEX, "setex", 4, []string{"write", "denyoom"}, "string", "Sets a string key with an expiry in seconds.",
 		setexParser("setex", 1000), argSeconds, argValue),
-	stringCommand(IDPSetEX, "psetex", 4, []string{"write", "denyoom"}, "string", "Sets a string key with an expiry in milliseconds.",
+	stringSpec(IDPSetEX, "psetex", 4, []string{"write", "denyoom"}, "string", "Sets a string key with an expiry in milliseconds.",
 		setexParser("psetex", 1), argMillis, argValue),
-	stringCommand(IDGetSet, "getset", 3, writeFast, "string", "Sets a string key and replies its old value (SET key value GET).", parseGetSet, argValue),
-	stringCommand(IDIncr, "incr", 2, writeFast, "string", "Adds 1 to an integer string key (0 if absent); keeps its expiry.", incrParser(1, 1)),
-	stringCommand(IDIncrBy, "incrby", 3, writeFast, "string", "Adds the increment to an integer string key (0 if absent); keeps its expiry.", incrParser(0, 1), argIncr),
-	stringCommand(IDDecr, "decr", 2, writeFast, "string", "Subtracts 1 from an integer string key (0 if absent); keeps its expiry.", incrParser(-1, 1)),
-	stringCommand(IDDecrBy, "decrby", 3, writeFast, "string", "Subtracts the decrement from an integer string key (0 if absent); keeps its expiry.", incrParser(0, -1), argDecr),
-	stringCommand(IDExpire, "expire", -3, writeNoOOM, "keyspace",
+	stringSpec(IDGetSet, "getset", 3, writeFast, "string", "Sets a string key and replies its old value (SET key value GET).", parseGetSet, argValue),
+	stringSpec(IDIncr, "incr", 2, writeFast, "string", "Adds 1 to an integer string key (0 if absent); keeps its expiry.", incrParser(1, 1)),
+	stringSpec(IDIncrBy, "incrby", 3, writeFast, "string", "Adds the increment to an integer string key (0 if absent); keeps its expiry.", incrParser(0, 1), argIncr),
+	stringSpec(IDDecr, "decr", 2, writeFast, "string", "Subtracts 1 from an integer string key (0 if absent); keeps its expiry.", incrParser(-1, 1)),
+	stringSpec(IDDecrBy, "decrby", 3, writeFast, "string", "Subtracts the decrement from an integer string key (0 if absent); keeps its expiry.", incrParser(0, -1), argDecr),
+	stringSpec(IDExpire, "expire", -3, writeNoOOM, "keyspace",
 		"Sets a string key's expiry in seconds (NX, XX, GT, LT as Redis); 0 for a limiter key, whose expiry follows from its state.",
 		expireParser("expire", 1000, engine.ExpiryRelative), argSeconds, argExpireIf),
-	stringCommand(IDPExpire, "pexpire", -3, writeNoOOM, "keyspace",
+	stringSpec(IDPExpire, "pexpire", -3, writeNoOOM, "keyspace",
 		"Sets a string key's expiry in milliseconds (NX, XX, GT, LT as Redis); 0 for a limiter key.",
 		expireParser("pexpire", 1, engine.ExpiryRelative), argMillis, argExpireIf),
-	stringCommand(IDExpireAt, "expireat", -3, writeNoOOM, "keyspace",
+	stringSpec(IDExpireAt, "expireat", -3, writeNoOOM, "keyspace",
 		"Sets a string key's expiry to a Unix time in seconds; 0 for a limiter key.",
 		expireParser("expireat", 1000, engine.ExpiryAbsolute), Arg{Name: "unix-time-seconds", Type: "unix-time"}, argExpireIf),
-	stringCommand(IDPExpireAt, "pexpireat", -3, writeNoOOM, "keyspace",
+	stringSpec(IDPExpireAt, "pexpireat", -3, writeNoOOM, "keyspace",
 		"Sets a string key's expiry to a Unix time in milliseconds; 0 for a limiter key.",
 		expireParser("pexpireat", 1, engine.ExpiryAbsolute), Arg{Name: "unix-time-milliseconds", Type: "unix-time"}, argExpireIf),
-	stringCommand(IDPersist, "persist", 2, writeNoOOM, "keyspace", "Removes a string key's expiry. Replies 1 if it had one.", parsePersist),
+	stringSpec(IDPersist, "persist", 2, writeNoOOM, "keyspace", "Removes a string key's expiry. Replies 1 if it had one.", parsePersist),
 	{
 		ID: IDDBSize, Name: "dbsize", Arity: 1, Flags: []string{"readonly", "fast"},
 		Categories: []string{"@keyspace", "@read", "@fast"}, Group: "server", Since: "1.0.0",
@@ -298,22 +298,22 @@ var table = []*Spec{
 		Route: RouteAll,
 	},
 
-	serverCommand(IDPing, "ping", -1, []string{"fast"}, connCats, "connection", "Replies PONG, or the message.",
+	serverSpec(IDPing, "ping", -1, []string{"fast"}, connCats, "connection", "Replies PONG, or the message.",
 		Arg{Name: "message", Type: "string", Optional: true}),
-	serverCommand(IDEcho, "echo", 2, []string{"fast"}, connCats, "connection", "Replies the message.",
+	serverSpec(IDEcho, "echo", 2, []string{"fast"}, connCats, "connection", "Replies the message.",
 		Arg{Name: "message", Type: "string"}),
-	serverCommand(IDQuit, "quit", -1, connFlags, connCats, "connection", "Closes the connection."),
-	serverCommand(IDResetConn, "reset", 1, connFlags, connCats, "connection",
+	serverSpec(IDQuit, "quit", -1, connFlags, connCats, "connection", "Closes the connection."),
+	serverSpec(IDResetConn, "reset", 1, connFlags, connCats, "connection",
 		"Resets the connection: RESP2, no name, no transaction, not authenticated."),
-	serverCommand(IDHello, "hello", -1, connFlags, connCats, "connection",
+	serverSpec(IDHello, "hello", -1, connFlags, connCats, "connection",
 		"Handshake: chooses RESP2 or RESP3, optionally authenticates and names the connection.",
 		Arg{Name: "arguments", Type: "block", Optional: true, Args: []Arg{
 			{Name: "protover", Type: "integer"},
 			{Name: "username-password", Type: "block", Token: "AUTH", Optional: true, Args: []Arg{{Name: "username", Type: "string"}, {Name: "password", Type: "string"}}},
 			{Name: "clientname", Type: "string", Token: "SETNAME", Optional: true}}}),
-	serverCommand(IDAuth, "auth", -2, connFlags, connCats, "connection", "Authenticates the connection.",
+	serverSpec(IDAuth, "auth", -2, connFlags, connCats, "connection", "Authenticates the connection.",
 		Arg{Name: "username", Type: "string", Optional: true}, Arg{Name: "password", Type: "string"}),
-	serverCommand(IDSelect, "select", 2, []string{"loading", "stale", "fast"}, connCats, "connection",
+	serverSpec(IDSelect, "select", 2, []string{"loading", "stale", "fast"}, connCats, "connection",
 		"Selects database 0, the only one.", Arg{Name: "index", Type: "integer"}),
 	{
 		ID: IDClient, Name: "client", Arity: -2, Categories: []string{"@slow"}, Group: "connection", Since: "1.0.0",
@@ -345,7 +345,7 @@ var table = []*Spec{
 			sub("client", "help", 2, connFlags, connSubCats, "Lists the CLIENT subcommands."),
 		},
 	},
-	serverCommand(IDInfo, "info", -1, infoFlags, infoCats, "server",
+	serverSpec(IDInfo, "info", -1, infoFlags, infoCats, "server",
 		"Server information and statistics, in Redis's INFO format.",
 		Arg{Name: "section", Type: "string", Optional: true, Multiple: true}),
 	{
@@ -376,10 +376,10 @@ var table = []*Spec{
 			sub("config", "help", 2, infoFlags, slowCats, "Lists the CONFIG subcommands."),
 		},
 	},
-	serverCommand(IDTime, "time", 1, []string{"loading", "stale", "fast"}, []string{"@fast"}, "server",
+	serverSpec(IDTime, "time", 1, []string{"loading", "stale", "fast"}, []string{"@fast"}, "server",
 		"The server's clock, the one decisions use: [unix seconds, microseconds]."),
-	serverCommand(IDReadOnly, "readonly", 1, connFlags, connCats, "cluster", "Accepted for cluster clients; replies OK."),
-	serverCommand(IDReadWrite, "readwrite", 1, connFlags, connCats, "cluster", "Accepted for cluster clients; replies OK."),
+	serverSpec(IDReadOnly, "readonly", 1, connFlags, connCats, "cluster", "Accepted for cluster clients; replies OK."),
+	serverSpec(IDReadWrite, "readwrite", 1, connFlags, connCats, "cluster", "Accepted for cluster clients; replies OK."),
 	{
 		ID: IDCluster, Name: "cluster", Arity: -2, Categories: []string{"@slow"}, Group: "cluster", Since: "1.0.0",
 		Complexity: "O(1)", Summary: "Cluster topology.", Route: RouteServer,
@@ -393,11 +393,11 @@ var table = []*Spec{
 			sub("cluster", "help", 2, []string{"loading", "stale"}, slowCats, "Lists the CLUSTER subcommands."),
 		},
 	},
-	serverCommand(IDMulti, "multi", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"},
+	serverSpec(IDMulti, "multi", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"},
 		"transactions", "Starts a transaction; its commands must share one hash slot."),
-	serverCommand(IDExec, "exec", 1, []string{"noscript", "loading", "stale"}, []string{"@slow", "@transaction"},
+	serverSpec(IDExec, "exec", 1, []string{"noscript", "loading", "stale"}, []string{"@slow", "@transaction"},
 		"transactions", "Runs the queued commands as one atomic step."),
-	serverCommand(IDDiscard, "discard", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"},
+	serverSpec(IDDiscard, "discard", 1, []string{"noscript", "loading", "stale", "fast"}, []string{"@fast", "@transaction"},
 		"transactions", "Drops the queued commands."),
 	{
 		ID: IDACL, Name: "acl", Arity: -2, Categories: slowCats, Group: "server", Since: "1.2.0",

@@ -8,8 +8,8 @@ import (
 	"slices"
 )
 
-// keyCommand applies the ops that inspect or remove keys rather than decide.
-func (s *Shard) keyCommand(now int64, c *Command, r *Result) {
+// applyKeyspaceOp applies the ops that inspect or remove keys rather than decide.
+func (s *Shard) applyKeyspaceOp(now int64, c *Command, r *Result) {
 	switch c.Op {
 	case OpDel:
 		i := s.lookup(c.Key, now)

@@ -116,7 +116,7 @@ func (s *Shard) Apply(now int64, cmds []Command, out []Result) {
 			s.now = now
 			r.Type = ResOK
 		default:
-			s.keyCommand(now, c, r)
+			s.applyKeyspaceOp(now, c, r)
 		}
 	}
 	s.keys.reclaim(now, sweepPerCommand*len(cmds))

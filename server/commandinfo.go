@@ -142,10 +142,10 @@ func appendCommandInfo(out []byte, s *commands.Spec, resp3 bool) []byte {
 // from index FirstKey to LastKey (relative to the end when negative).
 func appendKeySpec(out []byte, s *commands.Spec, resp3 bool) []byte {
 	flags := []string{"RW", "UPDATE"}
-	switch {
-	case s.ID == commands.IDDel || s.ID == commands.IDUnlink || s.ID == commands.IDReset:
+	switch s.KeyUse() {
+	case commands.KeysDeleted:
 		flags = []string{"RM", "DELETE"}
-	case len(s.Flags) > 0 && s.Flags[0] == "readonly":
+	case commands.KeysRead:
 		flags = []string{"RO", "ACCESS"}
 	}
 	lastKey := int64(0)

@@ -143,14 +143,13 @@ func (u *User) Check(spec *commands.Spec, args [][]byte) error {
 	return nil
 }
 
-// keyAccess is what spec does to its keys, as its key specification says
-// (COMMAND INFO): deletes write, read-only commands read, the others (the
-// decisions) read and write.
+// keyAccess is the key permission spec needs: deletes write, read-only
+// commands read, the others (the decisions) read and write.
 func keyAccess(spec *commands.Spec) uint8 {
-	switch {
-	case spec.ID == commands.IDDel || spec.ID == commands.IDUnlink || spec.ID == commands.IDReset:
+	switch spec.KeyUse() {
+	case commands.KeysDeleted:
 		return keyWrite
-	case len(spec.Flags) > 0 && spec.Flags[0] == "readonly":
+	case commands.KeysRead:
 		return keyRead
 	}
 	return keyRead | keyWrite
