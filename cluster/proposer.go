@@ -14,10 +14,10 @@ import (
 // stamped once with the leader's clock, and hands each request its results
 // once the entry is committed and applied. While an entry commits, requests
 // pile up, and the next entry takes them all, and the callers it answers
-// too when they come straight back (groupCommit). Measured on a durable node
-// with 50 callers, before that wait: one entry in flight carried 26 requests
-// and served 34k requests/s, sixteen carried 2.4 each and served 30k (Raft's
-// cost per entry outweighs the overlap).
+// too when they come straight back (groupCommit). One entry in flight at a
+// time serves more than several: each of several entries carries only the
+// few requests that arrived since the last, and Raft's cost per entry
+// outweighs what their overlap saves (docs/performance.md has the figures).
 type proposer struct {
 	shard    int
 	raft     *raft.Raft
