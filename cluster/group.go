@@ -176,8 +176,12 @@ func (g *group) refreshLeader(members []Member) {
 }
 
 // awaitLeader returns the shard's leader, waiting up to wait for an election
-// to end.
+// to end. Every request routed to a shard asks, so a known leader costs one
+// atomic load: the timer is made only when there is something to wait for.
 func (g *group) awaitLeader(wait time.Duration, stop <-chan struct{}) (*Member, bool) {
+	if m := g.leader.Load(); m != nil {
+		return m, true
+	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
