@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,8 +10,6 @@ import (
 	"net"
 	"sync"
 	"time"
-
-	"github.com/rlserver/rlserver/engine"
 )
 
 // Forwarding lets a node answer a command for a shard another node leads:
@@ -56,7 +55,6 @@ type shardStatus struct {
 func serveForward(conn net.Conn, h forwardHandler) {
 	defer conn.Close()
 	rd := bufio.NewReader(conn)
-	done := make(chan struct{}, 1)
 	var out []byte
 	for {
 		frame, err := readFrame(rd)
@@ -66,7 +64,7 @@ func serveForward(conn net.Conn, h forwardHandler) {
 		out = out[:0]
 		switch {
 		case len(frame) > 0 && frame[0] == frameCommands:
-			out = answerCommands(out, frame[1:], h, done)
+			out = answerCommands(out, frame[1:], h)
 		case len(frame) > 0 && frame[0] == frameStatus:
 			out = append(out, 0)
 			status := h.status()
@@ -86,7 +84,7 @@ func serveForward(conn net.Conn, h forwardHandler) {
 }
 
 // answerCommands applies a forwarded batch and encodes its answer.
-func answerCommands(out, frame []byte, h forwardHandler, done chan struct{}) []byte {
+func answerCommands(out, frame []byte, h forwardHandler) []byte {
 	d := wire{b: frame}
 	shard := int(d.uvarint())
 	if d.err != nil {
@@ -96,20 +94,19 @@ func answerCommands(out, frame []byte, h forwardHandler, done chan struct{}) []b
 	if err != nil {
 		return append(append(out, 1), err.Error()...)
 	}
-	r := &Request{Cmds: cmds, Results: make([]engine.Result, len(cmds)), Done: done}
-	h.submitLocal(shard, r) // no re-route here: the node that forwarded it re-routes
-	<-done
-	if errors.Is(r.Err, ErrNotApplied) {
+	// No re-route here: the node that forwarded the request re-routes it.
+	results, err := Do(context.Background(), submitFunc(h.submitLocal), shard, cmds...)
+	if errors.Is(err, ErrNotApplied) {
 		if hint := h.leaderHint(shard); hint != "" {
 			return append(append(out, 2), hint...)
 		}
 	}
-	if r.Err != nil {
-		return append(append(out, 1), r.Err.Error()...)
+	if err != nil {
+		return append(append(out, 1), err.Error()...)
 	}
 	out = append(out, 0)
-	for i := range r.Results {
-		out = appendResult(out, &r.Results[i])
+	for i := range results {
+		out = appendResult(out, &results[i])
 	}
 	return out
 }

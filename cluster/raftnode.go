@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -400,11 +401,11 @@ func (n *RaftShards) Read(shard int, cmd engine.Command) (engine.Result, error) 
 	if g := n.groups[shard].Load(); g != nil {
 		return g.fsm.inspect(cmd), nil
 	}
-	done := make(chan struct{}, 1)
-	r := &Request{Cmds: []engine.Command{cmd}, Results: make([]engine.Result, 1), Done: done}
-	n.Submit(shard, r)
-	<-done
-	return r.Results[0], r.Err
+	res, err := Do(context.Background(), n, shard, cmd)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	return res[0], nil
 }
 
 // Halted reports, once, that a replica met an entry only a newer rlserver
