@@ -55,7 +55,7 @@ func checkCounts(t *testing.T, d DecisionCounts, st engine.Stats, n int64, allow
 }
 
 func TestDecisionCountsAgreeWithTheEngineInMemory(t *testing.T) {
-	m := NewMemoryShards(1, SystemClock{})
+	m := memoryShards(t, 1, SystemClock{})
 	defer m.Close()
 	cmds, allowed, denied := decisionMix("")
 	done := make(chan struct{}, 1)

@@ -12,7 +12,6 @@ import (
 // MemoryShards runs every shard's engine on a goroutine of its own, with no
 // Raft and no files: state lives only as long as the process.
 type MemoryShards struct {
-	clock    Clock
 	shards   []*memoryShard
 	observer observerSlot
 
@@ -33,19 +32,23 @@ type memoryShard struct {
 	results []engine.Result  // and their results
 }
 
-// NewMemoryShards starts n shards that read time from clock.
-func NewMemoryShards(n int, clock Clock) *MemoryShards {
-	m := &MemoryShards{clock: clock, shards: make([]*memoryShard, n)}
+// NewMemoryShards starts the shards cfg describes, after checking it with
+// Validate.
+func NewMemoryShards(cfg MemoryConfig) (*MemoryShards, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := &MemoryShards{shards: make([]*memoryShard, cfg.Shards)}
 	for i := range m.shards {
 		s := &memoryShard{replica: newReplica(i, &m.observer), in: make(chan *Request, queueLen), quit: make(chan struct{})}
 		m.shards[i] = s
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			s.run(clock)
+			s.run(cfg.Clock)
 		}()
 	}
-	return m
+	return m, nil
 }
 
 // Shards returns the number of shards.

@@ -28,7 +28,7 @@ func TestRaftReadyFollowsLeadership(t *testing.T) {
 }
 
 func TestMemoryShardsReadyUntilClosed(t *testing.T) {
-	m := NewMemoryShards(2, SystemClock{})
+	m := memoryShards(t, 2, SystemClock{})
 	if err := m.Ready(); err != nil {
 		t.Fatalf("Ready: %v", err)
 	}

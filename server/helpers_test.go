@@ -87,7 +87,10 @@ func startServerOn(t testing.TB, addr string, opts ...option) *testServer {
 	}
 	clock := &cluster.DebugClock{}
 	clock.Set(testNow)
-	shards := cluster.NewMemoryShards(o.shards, clock)
+	shards, err := cluster.NewMemoryShards(cluster.MemoryConfig{Shards: o.shards, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var debug DebugClock
 	if !o.noDebug {
 		debug = clock

@@ -66,7 +66,10 @@ func TestSyncMemoryLimitRetriesWithoutSleepingAndStopsOnClose(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			mem := cluster.NewMemoryShards(shards, cluster.SystemClock{})
+			mem, err := cluster.NewMemoryShards(cluster.MemoryConfig{Shards: shards, Clock: cluster.SystemClock{}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			defer mem.Close()
 			backend := &unreliableShards{MemoryShards: mem, refuse: c.refuse, err: c.err, hold: c.hold}
 			cfg := Config{Limits: testLimits, Version: "test", Shutdown: 5 * time.Second, MaxMemory: MemoryLimit{Bytes: 4096}}

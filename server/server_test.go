@@ -37,7 +37,10 @@ func TestMaxClients(t *testing.T) {
 // returns and the port is released.
 func TestCloseRightAfterServe(t *testing.T) {
 	clock := &cluster.DebugClock{}
-	shards := cluster.NewMemoryShards(1, clock)
+	shards, err := cluster.NewMemoryShards(cluster.MemoryConfig{Shards: 1, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer shards.Close()
 	for range 200 {
 		srv := New(Config{Limits: testLimits, Shutdown: time.Second}, shards, clock, nil)
@@ -64,7 +67,10 @@ func TestCloseRightAfterServe(t *testing.T) {
 // TestServeAfterClose checks that a closed server does not serve again.
 func TestServeAfterClose(t *testing.T) {
 	clock := &cluster.DebugClock{}
-	shards := cluster.NewMemoryShards(1, clock)
+	shards, err := cluster.NewMemoryShards(cluster.MemoryConfig{Shards: 1, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer shards.Close()
 	srv := New(Config{Limits: testLimits}, shards, clock, nil)
 	if err := srv.Close(); err != nil {

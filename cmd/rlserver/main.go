@@ -186,7 +186,13 @@ func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 // for, and names the mode for the log. raft is nil in memory.
 func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Logger, raftLog io.Writer) (shards backend, raft *cluster.RaftShards, mode string, err error) {
 	if o.inMemory {
-		return cluster.NewMemoryShards(o.shards, clock), nil, "in-memory", nil
+		cfg := cluster.DefaultMemoryConfig()
+		cfg.Shards, cfg.Clock = o.shards, clock
+		m, err := cluster.NewMemoryShards(cfg)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return m, nil, "in-memory", nil
 	}
 	self, members, err := o.members(clientAddr)
 	if err != nil {
@@ -196,9 +202,11 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 	if err != nil {
 		return nil, nil, "", err
 	}
-	cfg := cluster.RaftConfig{
-		Self: self, Members: members, Shards: o.shards, Layout: layout, Clock: clock,
-		Log: log, RaftLog: raftLog, HeartbeatTimeout: o.heartbeat, BusTLS: o.access.busTLS,
+	cfg := cluster.DefaultRaftConfig(self, members)
+	cfg.Shards, cfg.Layout, cfg.Clock, cfg.BusTLS = o.shards, layout, clock, o.access.busTLS
+	cfg.Log, cfg.RaftLog = log, raftLog
+	if o.heartbeat != 0 { // --raft-heartbeat is both timeouts
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout = o.heartbeat, o.heartbeat
 	}
 	mode = "durable single node (" + o.dataDir + ")"
 	if len(members) > 1 {
