@@ -200,7 +200,7 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 	}
 	layout, err := persistence.Open(o.dataDir, persistence.Identity{NodeID: self.ID, Shards: o.shards, Members: cluster.MemberList(members)})
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", identityInFlags(err)
 	}
 	cfg := cluster.DefaultRaftConfig(self, members)
 	cfg.Shards, cfg.Layout, cfg.Clock, cfg.BusTLS = o.shards, layout, clock, o.access.busTLS
