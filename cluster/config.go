@@ -53,10 +53,9 @@ type RaftConfig struct {
 	Layout persistence.Layout
 	// Clock is the time the leader stamps on each batch.
 	Clock Clock
-	// Log takes the node's own records.
+	// Log takes the node's records, hashicorp/raft's among them (see
+	// raftlog.go).
 	Log *slog.Logger
-	// RaftLog is where hashicorp/raft writes its own warnings.
-	RaftLog io.Writer
 	// Bus is the listener for Raft and forwarding; a cluster of more than
 	// one member needs it, a single node's groups need no network.
 	Bus net.Listener
@@ -106,7 +105,7 @@ func DefaultRaftConfig(self Member, members []Member) RaftConfig {
 	}
 	return RaftConfig{
 		Self: self, Members: members, Shards: len(members),
-		Clock: SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), RaftLog: io.Discard, Dial: tcpDial,
+		Clock: SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Dial: tcpDial,
 		HeartbeatTimeout: heartbeat, ElectionTimeout: heartbeat,
 		// Frequent, small snapshots keep the log, and so the disk, small
 		// under constant load: a shard's snapshot is its live keys, written
@@ -131,8 +130,6 @@ func (c RaftConfig) Validate() error {
 		return invalidSetting("RaftConfig.Clock", "must be set")
 	case c.Log == nil:
 		return invalidSetting("RaftConfig.Log", "must be set")
-	case c.RaftLog == nil:
-		return invalidSetting("RaftConfig.RaftLog", "must be set (io.Discard for none)")
 	case c.Dial == nil:
 		return invalidSetting("RaftConfig.Dial", "must be set")
 	case len(c.Members) > 1 && c.Bus == nil:

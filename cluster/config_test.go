@@ -97,7 +97,6 @@ func TestRaftConfigValidate(t *testing.T) {
 		{"no data directory", func(c *RaftConfig) { c.Layout = persistence.Layout{} }, "RaftConfig.Layout"},
 		{"no clock", func(c *RaftConfig) { c.Clock = nil }, "RaftConfig.Clock"},
 		{"no log", func(c *RaftConfig) { c.Log = nil }, "RaftConfig.Log"},
-		{"no raft log", func(c *RaftConfig) { c.RaftLog = nil }, "RaftConfig.RaftLog"},
 		{"no dialer", func(c *RaftConfig) { c.Dial = nil }, "RaftConfig.Dial"},
 		{"a cluster without a bus", func(c *RaftConfig) { c.Bus = nil }, "RaftConfig.Bus"},
 		{"bus TLS without a certificate", func(c *RaftConfig) { c.BusTLS = &BusTLS{} }, "RaftConfig.BusTLS.Certificate"},

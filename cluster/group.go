@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
@@ -55,7 +54,7 @@ func openGroup(cfg *RaftConfig, shard int, replicas []Member, trans raft.Transpo
 	if err != nil {
 		return nil, err
 	}
-	snaps, err := persistence.OpenSnapshotStore(dir, cfg.RaftLog)
+	snaps, err := persistence.OpenSnapshotStore(dir, newRaftLogger(cfg.Log, "snapshots"))
 	if err != nil {
 		return nil, err
 	}
@@ -127,9 +126,7 @@ func raftConfig(cfg *RaftConfig, shard int) *raft.Config {
 	c.SnapshotInterval = cfg.SnapshotInterval
 	c.TrailingLogs = cfg.TrailingLogs
 	c.ShutdownOnRemove = false
-	c.Logger = hclog.New(&hclog.LoggerOptions{
-		Name: fmt.Sprintf("raft.shard%d", shard), Level: hclog.Warn, Output: cfg.RaftLog,
-	})
+	c.Logger = newRaftLogger(cfg.Log, fmt.Sprintf("raft.shard%d", shard))
 	return c
 }
 

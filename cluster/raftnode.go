@@ -1,17 +1,14 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/rlserver/rlserver/engine"
@@ -63,7 +60,7 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 		} else {
 			transports[shard] = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 				Stream: n.bus.stream(shard), MaxPool: 3, Timeout: 10 * time.Second,
-				Logger: hclog.New(&hclog.LoggerOptions{Name: "raft.net", Level: hclog.Warn, Output: quietShutdown{cfg.RaftLog}}),
+				Logger: newRaftLogger(cfg.Log, "raft.net"),
 			})
 		}
 	}
@@ -101,17 +98,6 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 		}()
 	}
 	return n, nil
-}
-
-// quietShutdown drops the errors hashicorp/raft's transport logs for every
-// connection it closes while shutting down: an orderly stop is not an error.
-type quietShutdown struct{ w io.Writer }
-
-func (q quietShutdown) Write(p []byte) (int, error) {
-	if bytes.Contains(p, []byte("transport shutdown")) {
-		return len(p), nil
-	}
-	return q.w.Write(p)
 }
 
 func holds(replicas []Member, id string) bool {

@@ -67,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string
 			return 1
 		}
 	}
-	if err := serve(o, log, &hclogWriter{log: log}); err != nil {
+	if err := serve(o, log); err != nil {
 		fmt.Fprintln(stderr, "rlserver:", err)
 		return 1
 	}
@@ -77,8 +77,8 @@ func run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string
 // serve wires the layers, serves until a signal, and shuts down in order:
 // say not ready, stop taking commands and answer the ones in flight, stop
 // the shards (handing leadership over and snapshotting in durable mode),
-// and stop serving metrics last. raftLog takes hashicorp/raft's own log.
-func serve(o options, log *slog.Logger, raftLog io.Writer) error {
+// and stop serving metrics last.
+func serve(o options, log *slog.Logger) error {
 	var clock cluster.Clock = cluster.SystemClock{}
 	var debug server.DebugClock
 	if o.debug {
@@ -115,7 +115,7 @@ func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 	if obs.latency != nil {
 		cfg.Observer = obs.latency
 	}
-	shards, raft, mode, err := openShards(o, lns.clientAddr(), clock, log, raftLog)
+	shards, raft, mode, err := openShards(o, lns.clientAddr(), clock, log)
 	if err != nil {
 		lns.close()
 		obs.close()
@@ -183,8 +183,9 @@ func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 }
 
 // openShards starts the shard layer --in-memory, --data-dir and --cluster ask
-// for, and names the mode for the log. raft is nil in memory.
-func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Logger, raftLog io.Writer) (shards backend, raft *cluster.RaftShards, mode string, err error) {
+// for, and names the mode for the log. raft is nil in memory. hashicorp/raft
+// logs into log too, at the levels cluster gives its records.
+func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Logger) (shards backend, raft *cluster.RaftShards, mode string, err error) {
 	if o.inMemory {
 		cfg := cluster.DefaultMemoryConfig()
 		cfg.Shards, cfg.Clock = o.shards, clock
@@ -204,7 +205,7 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 	}
 	cfg := cluster.DefaultRaftConfig(self, members)
 	cfg.Shards, cfg.Layout, cfg.Clock, cfg.BusTLS = o.shards, layout, clock, o.access.busTLS
-	cfg.Log, cfg.RaftLog = log, raftLog
+	cfg.Log = log
 	if o.heartbeat != 0 { // --raft-heartbeat is both timeouts
 		cfg.HeartbeatTimeout, cfg.ElectionTimeout = o.heartbeat, o.heartbeat
 	}
