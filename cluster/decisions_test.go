@@ -104,8 +104,8 @@ func waitReady(t *testing.T, n *RaftShards) {
 		if err == nil {
 			return
 		}
-		if !errors.Is(err, ErrNotReady) {
-			t.Fatalf("Ready: %v, which does not wrap ErrNotReady", err)
+		if !errors.Is(err, errNotReady) {
+			t.Fatalf("Ready: %v, which does not wrap errNotReady", err)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("not ready after 10s: %v", err)

@@ -90,7 +90,7 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 			n.balance()
 		}()
 	}
-	if len(cfg.Members) > MaxReplicas {
+	if len(cfg.Members) > maxReplicas {
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()

@@ -21,7 +21,7 @@ func TestRaftReadyFollowsLeadership(t *testing.T) {
 	waitReady(t, tc.nodes[2])
 
 	tc.nodes[0].Close()
-	if err := tc.nodes[0].Ready(); !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "shutting down") {
+	if err := tc.nodes[0].Ready(); !errors.Is(err, errNotReady) || !strings.Contains(err.Error(), "shutting down") {
 		t.Errorf("Ready after Close: %v", err)
 	}
 	tc.nodes[0] = nil
@@ -33,8 +33,8 @@ func TestMemoryShardsReadyUntilClosed(t *testing.T) {
 		t.Fatalf("Ready: %v", err)
 	}
 	m.Close()
-	if err := m.Ready(); !errors.Is(err, ErrNotReady) {
-		t.Fatalf("Ready after Close: %v, want ErrNotReady", err)
+	if err := m.Ready(); !errors.Is(err, errNotReady) {
+		t.Fatalf("Ready after Close: %v, want errNotReady", err)
 	}
 }
 
@@ -44,7 +44,7 @@ func waitNotReady(t *testing.T, n *RaftShards, want string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := n.Ready()
-		if errors.Is(err, ErrNotReady) && strings.Contains(err.Error(), want) {
+		if errors.Is(err, errNotReady) && strings.Contains(err.Error(), want) {
 			return
 		}
 		if time.Now().After(deadline) {
