@@ -27,16 +27,13 @@ func TestMemoryConfigValidate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := DefaultMemoryConfig()
 			c.change(&cfg)
-			err := cfg.Validate()
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("Validate: %v, want an error naming %s", err, c.want)
-			}
-			if m, nerr := NewMemoryShards(cfg); nerr == nil || nerr.Error() != err.Error() {
+			checkRefused(t, c.want, cfg.Validate, func() error {
+				m, err := NewMemoryShards(cfg)
 				if m != nil {
 					m.Close()
 				}
-				t.Fatalf("NewMemoryShards: %v, want Validate's error", nerr)
-			}
+				return err
+			})
 		})
 	}
 	cfg := DefaultMemoryConfig()
@@ -114,16 +111,13 @@ func TestRaftConfigValidate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := valid()
 			c.change(&cfg)
-			err := cfg.Validate()
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("Validate: %v, want an error naming %s", err, c.want)
-			}
-			if n, serr := StartRaft(cfg); serr == nil || serr.Error() != err.Error() {
+			checkRefused(t, c.want, cfg.Validate, func() error {
+				n, err := StartRaft(cfg)
 				if n != nil {
 					n.Close()
 				}
-				t.Fatalf("StartRaft: %v, want Validate's error", serr)
-			}
+				return err
+			})
 		})
 	}
 	// A single node needs no bus.
@@ -131,5 +125,18 @@ func TestRaftConfigValidate(t *testing.T) {
 	cfg.Layout = persistence.Layout{Dir: t.TempDir()}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("a single node: %v", err)
+	}
+}
+
+// checkRefused checks that validate's error names setting, and that start,
+// which starts shards with the same config, fails with that error.
+func checkRefused(t *testing.T, setting string, validate, start func() error) {
+	t.Helper()
+	err := validate()
+	if err == nil || !strings.Contains(err.Error(), setting) {
+		t.Fatalf("Validate: %v, want an error naming %s", err, setting)
+	}
+	if serr := start(); serr == nil || serr.Error() != err.Error() {
+		t.Fatalf("starting: %v, want Validate's error", serr)
 	}
 }
