@@ -15,7 +15,7 @@ import (
 // nor can anyone on the network between nodes read or change the traffic.
 //
 // The peer's host name is not checked, as Redis does not check it between
-// its nodes: nodes are dialled at the addresses of --cluster, which are
+// its nodes: nodes are dialled at their bus addresses in Members, which are
 // often IP addresses a certificate does not name, and trust comes from the
 // CA. So the CA must be the cluster's own (one that signs nothing but the
 // nodes' certificates), or anyone it signed is a member.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,8 +10,6 @@ import (
 	"net"
 	"sync"
 	"time"
-
-	"github.com/rlserver/rlserver/engine"
 )
 
 // Forwarding lets a node answer a command for a shard another node leads:
@@ -66,7 +65,6 @@ type shardStatus struct {
 func serveForward(conn net.Conn, h forwardHandler) {
 	defer conn.Close()
 	rd := bufio.NewReader(conn)
-	done := make(chan struct{}, 1)
 	var out []byte
 	for {
 		frame, err := readFrame(rd)
@@ -76,7 +74,7 @@ func serveForward(conn net.Conn, h forwardHandler) {
 		out = out[:0]
 		switch {
 		case len(frame) > 0 && frame[0] == frameCommands:
-			out = answerCommands(out, frame[1:], h, done)
+			out = answerCommands(out, frame[1:], h)
 		case len(frame) > 0 && frame[0] == frameStatus:
 			out = append(out, replyOK)
 			status := h.status()
@@ -96,7 +94,7 @@ func serveForward(conn net.Conn, h forwardHandler) {
 }
 
 // answerCommands applies a forwarded batch and encodes its answer.
-func answerCommands(out, frame []byte, h forwardHandler, done chan struct{}) []byte {
+func answerCommands(out, frame []byte, h forwardHandler) []byte {
 	d := wire{b: frame}
 	shard := int(d.uvarint())
 	if d.err != nil {
@@ -106,20 +104,19 @@ func answerCommands(out, frame []byte, h forwardHandler, done chan struct{}) []b
 	if err != nil {
 		return appendError(out, replyError, err)
 	}
-	r := &Request{Cmds: cmds, Results: make([]engine.Result, len(cmds)), Done: done}
-	h.submitLocal(shard, r) // no re-route here: the node that forwarded it re-routes
-	<-done
-	if errors.Is(r.Err, ErrNotApplied) {
+	// No re-route here: the node that forwarded the request re-routes it.
+	results, err := Do(context.Background(), submitFunc(h.submitLocal), shard, cmds...)
+	if errors.Is(err, ErrNotApplied) {
 		if hint := h.leaderHint(shard); hint != "" {
 			return append(append(out, replyLeader), hint...)
 		}
 	}
-	if r.Err != nil {
-		return appendError(out, replyError, r.Err)
+	if err != nil {
+		return appendError(out, replyError, err)
 	}
 	out = append(out, replyOK)
-	for i := range r.Results {
-		out = appendResult(out, &r.Results[i])
+	for i := range results {
+		out = appendResult(out, &results[i])
 	}
 	return out
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/hashicorp/raft"
 
@@ -12,17 +11,13 @@ import (
 	"github.com/rlserver/rlserver/persistence"
 )
 
-// shardFSM is one shard's engine as a Raft state machine. Raft applies
-// batches on a goroutine of its own; mu (taken once per batch, never per
-// command) lets this node's readers look at the state between batches.
+// shardFSM is this node's replica of one shard as a Raft state machine.
+// Raft calls it on one goroutine of its own (ApplyBatch, Snapshot and
+// Restore alike); this node's readers look at the state between entries
+// (replica.mu).
 type shardFSM struct {
-	mu    sync.Mutex
-	shard *engine.Shard
-	cmds  []engine.Command // decoding scratch, Raft's goroutine only
-	// index is the shard's number; observer, when set, hears of what it
-	// applies (see WriteObserver).
-	index    int
-	observer *observerSlot
+	replica
+	cmds []engine.Command // decoding scratch
 	// halted is set by an entry only a newer rlserver can apply: from then
 	// on the replica applies nothing and takes no snapshot, and halt is
 	// told, so that the process stops rather than let its state diverge.
@@ -31,7 +26,7 @@ type shardFSM struct {
 }
 
 func newShardFSM(index int, observer *observerSlot, halt chan<- error) *shardFSM {
-	return &shardFSM{shard: engine.NewShard(), index: index, observer: observer, halt: halt}
+	return &shardFSM{replica: newReplica(index, observer), halt: halt}
 }
 
 // Apply applies one entry; Raft calls ApplyBatch instead when it can.
@@ -45,8 +40,6 @@ func (f *shardFSM) Apply(l *raft.Log) any {
 // replica, so they stay in agreement.
 func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue
@@ -70,11 +63,9 @@ func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 			out[i] = err
 			continue
 		}
+		// The leader's proposer keeps the results: one slice per entry.
 		results := make([]engine.Result, len(cmds))
-		f.shard.Apply(now, cmds, results)
-		if o := f.observer.active(); o != nil {
-			o.Written(f.index, cmds)
-		}
+		f.apply(now, cmds, results)
 		out[i] = results
 	}
 	clear(f.cmds[:cap(f.cmds)]) // do not keep entries' memory alive through the keys
@@ -84,11 +75,11 @@ func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 // Snapshot captures the state as bytes; Raft writes them out with Persist
 // while later batches apply.
 func (f *shardFSM) Snapshot() (raft.FSMSnapshot, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.halted != nil {
 		return nil, f.halted // its state is not the state at the applied index
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return &fsmSnapshot{state: f.shard.AppendSnapshot(nil)}, nil
 }
 
@@ -104,25 +95,11 @@ func (f *shardFSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	f.mu.Lock()
-	f.shard = shard
+	f.shard = shard // its counters start again from zero, as INFO's do
 	f.mu.Unlock()
 	// Any key may have changed, and no write command says which.
 	f.observer.flushed(f.index)
 	return nil
-}
-
-// inspect answers a read-only shard-wide command from this replica's state.
-func (f *shardFSM) inspect(c engine.Command) engine.Result {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.shard.Inspect(&c)
-}
-
-// stats returns the replica's counters.
-func (f *shardFSM) stats() engine.Stats {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.shard.Stats()
 }
 
 type fsmSnapshot struct {

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
@@ -55,7 +54,7 @@ func openGroup(cfg *RaftConfig, shard int, replicas []Member, trans raft.Transpo
 	if err != nil {
 		return nil, err
 	}
-	snaps, err := persistence.OpenSnapshotStore(dir, cfg.RaftLog)
+	snaps, err := persistence.OpenSnapshotStore(dir, newRaftLogger(cfg.Log, "snapshots"))
 	if err != nil {
 		return nil, err
 	}
@@ -127,9 +126,7 @@ func raftConfig(cfg *RaftConfig, shard int) *raft.Config {
 	c.SnapshotInterval = cfg.SnapshotInterval
 	c.TrailingLogs = cfg.TrailingLogs
 	c.ShutdownOnRemove = false
-	c.Logger = hclog.New(&hclog.LoggerOptions{
-		Name: fmt.Sprintf("raft.shard%d", shard), Level: hclog.Warn, Output: cfg.RaftLog,
-	})
+	c.Logger = newRaftLogger(cfg.Log, fmt.Sprintf("raft.shard%d", shard))
 	return c
 }
 
@@ -176,8 +173,12 @@ func (g *group) refreshLeader(members []Member) {
 }
 
 // awaitLeader returns the shard's leader, waiting up to wait for an election
-// to end.
+// to end. Every request routed to a shard asks, so a known leader costs one
+// atomic load: the timer is made only when there is something to wait for.
 func (g *group) awaitLeader(wait time.Duration, stop <-chan struct{}) (*Member, bool) {
+	if m := g.leader.Load(); m != nil {
+		return m, true
+	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {

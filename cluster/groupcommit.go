@@ -14,8 +14,8 @@ import (
 // the callers that arrived while it committed: the ones it answered are still
 // receiving their replies. The callers split into two halves that alternate,
 // each paying for a commit of its own. Waiting a moment for the half just
-// answered merges them, and every commit serves everyone: a 3-node cluster
-// served 1.4 to 1.5 times the decisions at pipeline 1 (docs/performance.md).
+// answered merges them, and every commit serves everyone, so more decisions
+// are served per commit at pipeline 1 (docs/performance.md has the figures).
 //
 // The wait ends as soon as the callers expected are back and lasts at most
 // one commit, so no request waits more than twice what it would have. Callers

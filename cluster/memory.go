@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -10,7 +12,6 @@ import (
 // MemoryShards runs every shard's engine on a goroutine of its own, with no
 // Raft and no files: state lives only as long as the process.
 type MemoryShards struct {
-	clock    Clock
 	shards   []*memoryShard
 	observer observerSlot
 
@@ -19,40 +20,35 @@ type MemoryShards struct {
 	wg     sync.WaitGroup
 }
 
+// memoryShard is one shard's replica with the queue its goroutine applies.
 type memoryShard struct {
-	index    int
-	in       chan *Request
-	quit     chan struct{}
-	engine   *engine.Shard
-	observer *observerSlot
+	replica
+	in   chan *Request
+	quit chan struct{}
 
-	mu    sync.Mutex
-	stats engine.Stats // published after every batch
+	// The goroutine's own, reused from one batch to the next.
+	batch   batch
+	cmds    []engine.Command // the batch's commands, in order
+	results []engine.Result  // and their results
 }
 
-const (
-	// maxBatch bounds how many requests one batch applies before their
-	// connections hear back, so a flood cannot delay everyone's replies.
-	maxBatch = 256
-	// sweepInterval and sweepBudget pace the reclaiming of expired keys on a
-	// shard with little traffic (traffic reclaims as it goes).
-	sweepInterval = 100 * time.Millisecond
-	sweepBudget   = 10_000
-)
-
-// NewMemoryShards starts n shards that read time from clock.
-func NewMemoryShards(n int, clock Clock) *MemoryShards {
-	m := &MemoryShards{clock: clock, shards: make([]*memoryShard, n)}
+// NewMemoryShards starts the shards cfg describes, after checking it with
+// Validate.
+func NewMemoryShards(cfg MemoryConfig) (*MemoryShards, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := &MemoryShards{shards: make([]*memoryShard, cfg.Shards)}
 	for i := range m.shards {
-		s := &memoryShard{index: i, in: make(chan *Request, 1024), quit: make(chan struct{}), engine: engine.NewShard(), observer: &m.observer}
+		s := &memoryShard{replica: newReplica(i, &m.observer), in: make(chan *Request, queueLen), quit: make(chan struct{})}
 		m.shards[i] = s
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			s.run(clock)
+			s.run(cfg.Clock)
 		}()
 	}
-	return m
+	return m, nil
 }
 
 // Shards returns the number of shards.
@@ -75,12 +71,7 @@ func (m *MemoryShards) Submit(shard int, r *Request) {
 }
 
 // Stats returns shard's counters as of its latest batch.
-func (m *MemoryShards) Stats(shard int) engine.Stats {
-	s := m.shards[shard]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stats
-}
+func (m *MemoryShards) Stats(shard int) engine.Stats { return m.shards[shard].stats() }
 
 // Close stops the shards after applying every request already submitted;
 // later requests fail with ErrShuttingDown.
@@ -101,35 +92,25 @@ func (m *MemoryShards) Close() error {
 
 // run applies batches of requests until quit, then what is still queued.
 func (s *memoryShard) run(clock Clock) {
-	batch := make([]*Request, 0, maxBatch)
-	sweep := []engine.Command{{Op: engine.OpSweep, Args: [4]int64{sweepBudget}}}
+	var sweeps sweepPolicy
+	sweep := []engine.Command{sweepCommand()}
 	sweepOut := make([]engine.Result, 1)
 	tick := time.NewTicker(sweepInterval)
 	defer tick.Stop()
 	for {
 		select {
 		case r := <-s.in:
-			batch = append(batch[:0], r)
-		drain:
-			for len(batch) < maxBatch {
-				select {
-				case r := <-s.in:
-					batch = append(batch, r)
-				default:
-					break drain
-				}
-			}
-			s.apply(clock.Now(), batch)
+			sweeps.request()
+			s.applyFrom(r, clock)
 		case <-tick.C:
-			if s.engine.Stats().Keys > 0 {
-				s.engine.Apply(clock.Now(), sweep, sweepOut)
-				s.publish()
+			if sweeps.due(s.stats().Keys) {
+				s.apply(clock.Now(), sweep, sweepOut)
 			}
 		case <-s.quit:
 			for {
 				select {
 				case r := <-s.in:
-					s.apply(clock.Now(), []*Request{r})
+					s.applyFrom(r, clock)
 				default:
 					return
 				}
@@ -138,36 +119,31 @@ func (s *memoryShard) run(clock Clock) {
 	}
 }
 
-// apply runs each request of a batch at the same instant and signals them,
-// after telling the write observer, if any, what was applied.
-func (s *memoryShard) apply(now int64, batch []*Request) {
-	for _, r := range batch {
-		s.engine.Apply(now, r.Cmds, r.Results)
+// applyFrom applies a batch of first and the requests waiting after it, at
+// one instant, and answers them.
+func (s *memoryShard) applyFrom(first *Request, clock Clock) {
+	b := &s.batch
+	b.add(first)
+	b.addWaiting(s.in)
+	for _, r := range b.reqs {
+		s.cmds = append(s.cmds, r.Cmds...)
 	}
-	if o := s.observer.active(); o != nil {
-		for _, r := range batch {
-			o.Written(s.index, r.Cmds)
-		}
-	}
-	s.publish()
-	for _, r := range batch {
-		r.Done <- struct{}{}
-	}
-}
-
-func (s *memoryShard) publish() {
-	st := s.engine.Stats()
-	s.mu.Lock()
-	s.stats = st
-	s.mu.Unlock()
+	s.results = slices.Grow(s.results[:0], len(s.cmds))[:len(s.cmds)]
+	s.apply(clock.Now(), s.cmds, s.results)
+	deliver(b.reqs, s.results, nil)
+	// Keep no request, key or value alive until the next batch.
+	b.reset()
+	clear(s.cmds)
+	clear(s.results)
+	s.cmds, s.results = s.cmds[:0], s.results[:0]
 }
 
 // Read answers a read-only shard-wide command (DBSIZE, SCAN, DEBUG DIGEST) on
 // shard, in turn with its other requests.
 func (m *MemoryShards) Read(shard int, cmd engine.Command) (engine.Result, error) {
-	done := make(chan struct{}, 1)
-	r := &Request{Cmds: []engine.Command{cmd}, Results: make([]engine.Result, 1), Done: done}
-	m.Submit(shard, r)
-	<-done
-	return r.Results[0], r.Err
+	res, err := Do(context.Background(), m, shard, cmd)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	return res[0], nil
 }

@@ -9,6 +9,16 @@ import (
 	"github.com/rlserver/rlserver/engine"
 )
 
+// memoryShards starts n memory shards that read time from clock.
+func memoryShards(t testing.TB, n int, clock Clock) *MemoryShards {
+	t.Helper()
+	m, err := NewMemoryShards(MemoryConfig{Shards: n, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // call submits cmds to shard and waits for the result.
 func call(m *MemoryShards, shard int, cmds ...engine.Command) (*Request, []engine.Result) {
 	done := make(chan struct{}, 1)
@@ -19,7 +29,7 @@ func call(m *MemoryShards, shard int, cmds ...engine.Command) (*Request, []engin
 }
 
 func TestMemoryShardsAdmitExactlyTheLimitUnderConcurrency(t *testing.T) {
-	m := NewMemoryShards(4, SystemClock{})
+	m := memoryShards(t, 4, SystemClock{})
 	defer m.Close()
 	key := []byte("rl:{user:ada}")
 	shard := m.ShardOf(Slot(key))
@@ -49,7 +59,7 @@ func TestMemoryShardsAdmitExactlyTheLimitUnderConcurrency(t *testing.T) {
 func TestMemoryShardsStampOneTimePerBatch(t *testing.T) {
 	clock := &DebugClock{}
 	clock.Set(59_900)
-	m := NewMemoryShards(1, clock)
+	m := memoryShards(t, 1, clock)
 	defer m.Close()
 	cmds := make([]engine.Command, 200)
 	for i := range cmds {
@@ -70,7 +80,7 @@ func TestMemoryShardsStampOneTimePerBatch(t *testing.T) {
 }
 
 func TestMemoryShardsRefuseAfterClose(t *testing.T) {
-	m := NewMemoryShards(2, SystemClock{})
+	m := memoryShards(t, 2, SystemClock{})
 	m.Close()
 	m.Close() // idempotent
 	r, _ := call(m, 1, engine.Command{Op: engine.OpDBSize})

@@ -127,7 +127,7 @@ func TestRaftObserverOnlyForShardsTheNodeReplicates(t *testing.T) {
 
 // MemoryShards tell the observer of each request before answering it.
 func TestMemoryShardsObserverHearsWritesBeforeTheReply(t *testing.T) {
-	m := NewMemoryShards(2, SystemClock{})
+	m := memoryShards(t, 2, SystemClock{})
 	defer m.Close()
 	rec := newRecorder()
 	m.SetWriteObserver(rec)

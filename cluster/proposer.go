@@ -14,10 +14,10 @@ import (
 // stamped once with the leader's clock, and hands each request its results
 // once the entry is committed and applied. While an entry commits, requests
 // pile up, and the next entry takes them all, and the callers it answers
-// too when they come straight back (groupCommit). Measured on a durable node
-// with 50 callers, before that wait: one entry in flight carried 26 requests
-// and served 34k requests/s, sixteen carried 2.4 each and served 30k (Raft's
-// cost per entry outweighs the overlap).
+// too when they come straight back (groupCommit). One entry in flight at a
+// time serves more than several: each of several entries carries only the
+// few requests that arrived since the last, and Raft's cost per entry
+// outweighs what their overlap saves (docs/performance.md has the figures).
 type proposer struct {
 	shard    int
 	raft     *raft.Raft
@@ -44,14 +44,9 @@ type inflightEntry struct {
 }
 
 const (
-	maxInflight  = 1
-	maxEntrySize = 256 << 10 // soft: one request is never split
+	maxInflight = 1
 	// enqueueTimeout bounds how long Apply may wait for room in Raft's queue.
 	enqueueTimeout = 2 * time.Second
-	// raftSweepInterval paces the expiry sweep entries an idle leader
-	// proposes (traffic sweeps as it goes).
-	raftSweepInterval = time.Second
-	raftSweepBudget   = 50_000
 )
 
 // Errors a request can end with in Raft mode. Their texts are the replies.
@@ -69,7 +64,7 @@ var (
 func newProposer(shard int, r *raft.Raft, fsm *shardFSM, clock Clock) *proposer {
 	return &proposer{
 		shard: shard, raft: r, fsm: fsm, clock: clock,
-		in:       make(chan *Request, 1024),
+		in:       make(chan *Request, queueLen),
 		inflight: make(chan inflightEntry, maxInflight+1),
 		slots:    make(chan struct{}, maxInflight),
 		hold:     make(chan func(), 1),
@@ -93,16 +88,17 @@ func (p *proposer) stop() {
 	<-p.done
 }
 
-// propose gathers requests into entries until stopped.
+// propose gathers requests into entries until stopped. Only the leader
+// proposes a sweep; every replica applies it.
 func (p *proposer) propose() {
 	defer close(p.inflight)
-	tick := time.NewTicker(raftSweepInterval)
+	var sweeps sweepPolicy
+	tick := time.NewTicker(sweepInterval)
 	defer tick.Stop()
-	busy := false
 	for {
 		select {
 		case r := <-p.in:
-			busy = true
+			sweeps.request()
 			// Wait for room before gathering: while the entries in flight
 			// commit, requests pile up, and the next entry takes them all.
 			waited := false
@@ -114,10 +110,9 @@ func (p *proposer) propose() {
 			}
 			p.apply(p.gather(r, waited))
 		case <-tick.C:
-			if !busy && p.raft.State() == raft.Leader && p.fsm.stats().Keys > 0 {
+			if sweeps.due(p.fsm.stats().Keys) && p.raft.State() == raft.Leader {
 				p.sweep()
 			}
-			busy = false
 		case fn := <-p.hold:
 			p.drain()
 			fn()
@@ -157,12 +152,12 @@ func (p *proposer) drain() {
 	<-marker
 }
 
-// gather takes first and every request already waiting, up to maxEntrySize,
+// gather takes first and every request already waiting, as one batch,
 // after waiting as long as groupCommit says for the callers the last entry
 // answered. waited says whether first arrived while that entry committed.
 func (p *proposer) gather(first *Request, waited bool) []*Request {
-	batch := []*Request{first}
-	size := requestSize(first)
+	var b batch // travels with its entry to complete: not reused
+	b.add(first)
 	want, wait := p.group.plan(1+len(p.in), waited)
 	timedOut := false
 	if want > 0 {
@@ -171,36 +166,19 @@ func (p *proposer) gather(first *Request, waited bool) []*Request {
 		} else {
 			p.timer.Reset(wait)
 		}
-		for len(batch) < want && size < maxEntrySize && !timedOut {
+		for len(b.reqs) < want && !b.full() && !timedOut {
 			select {
 			case r := <-p.in:
-				batch = append(batch, r)
-				size += requestSize(r)
+				b.add(r)
 			case <-p.timer.C:
 				timedOut = true
 			}
 		}
 		p.timer.Stop()
 	}
-	for more := true; more && size < maxEntrySize; {
-		select {
-		case r := <-p.in:
-			batch = append(batch, r)
-			size += requestSize(r)
-		default:
-			more = false
-		}
-	}
-	p.group.gathered(len(batch), want > 0, timedOut)
-	return batch
-}
-
-func requestSize(r *Request) int {
-	n := 0
-	for i := range r.Cmds {
-		n += len(r.Cmds[i].Key) + len(r.Cmds[i].Value) + 24
-	}
-	return n
+	b.addWaiting(p.in)
+	p.group.gathered(len(b.reqs), want > 0, timedOut)
+	return b.reqs
 }
 
 // apply proposes one entry for batch.
@@ -210,15 +188,11 @@ func (p *proposer) apply(batch []*Request) {
 	p.inflight <- inflightEntry{future: p.raft.Apply(data, enqueueTimeout), proposed: proposed, reqs: batch}
 }
 
-// sweep proposes an entry that reclaims expired keys on every replica alike.
+// sweep proposes an entry that reclaims expired keys on every replica
+// alike. Nobody waits for its answer.
 func (p *proposer) sweep() {
 	p.slots <- struct{}{}
-	done := make(chan struct{}, 1)
-	r := &Request{
-		Cmds:    []engine.Command{{Op: engine.OpSweep, Args: [4]int64{raftSweepBudget}}},
-		Results: make([]engine.Result, 1),
-		Done:    done,
-	}
+	r, _ := newRequest([]engine.Command{sweepCommand()})
 	p.apply([]*Request{r})
 }
 
@@ -245,16 +219,7 @@ func (p *proposer) complete() {
 				err = fmt.Errorf("ERR shard commit failed: unexpected apply response %T", v)
 			}
 		}
-		off := 0
-		for _, r := range e.reqs {
-			if err != nil {
-				r.Err = err
-			} else {
-				copy(r.Results, results[off:off+len(r.Cmds)])
-				off += len(r.Cmds)
-			}
-			finish(r)
-		}
+		deliver(e.reqs, results, err)
 	}
 }
 

@@ -22,7 +22,9 @@ func BenchmarkRaftSingleNode(b *testing.B) {
 				b.Fatal(err)
 			}
 			self := Member{ID: "n1", Client: "127.0.0.1:1", Bus: "local"}
-			n, err := StartRaft(RaftConfig{Self: self, Members: []Member{self}, Shards: 1, Layout: layout, Clock: SystemClock{}})
+			cfg := DefaultRaftConfig(self, []Member{self})
+			cfg.Layout = layout
+			n, err := StartRaft(cfg)
 			if err != nil {
 				b.Fatal(err)
 			}

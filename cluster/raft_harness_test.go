@@ -3,7 +3,6 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -164,12 +163,13 @@ func (tc *testCluster) tryStart(i int, ln net.Listener) error {
 	if i < len(tc.busTLS) {
 		sec = tc.busTLS[i]
 	}
-	n, err := StartRaft(RaftConfig{
-		Self: m, Members: members, Shards: tc.shards, Layout: layout, Clock: tc.clock, Bus: ln, BusTLS: sec,
-		Dial: tc.net.dialer(m.ID), HeartbeatTimeout: 250 * time.Millisecond, ElectionTimeout: 250 * time.Millisecond,
-		LeaderWait: 3 * time.Second, RaftLog: io.Discard,
-		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	cfg := DefaultRaftConfig(m, members)
+	cfg.Shards, cfg.Layout, cfg.Clock, cfg.Bus, cfg.BusTLS = tc.shards, layout, tc.clock, ln, sec
+	cfg.Dial = tc.net.dialer(m.ID)
+	cfg.HeartbeatTimeout, cfg.ElectionTimeout = 250*time.Millisecond, 250*time.Millisecond
+	cfg.LeaderWait = 3 * time.Second
+	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	n, err := StartRaft(cfg)
 	if err != nil {
 		return err
 	}

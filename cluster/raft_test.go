@@ -252,3 +252,20 @@ func TestRaftRefusesANodeConfiguredDifferently(t *testing.T) {
 		}
 	}
 }
+
+// Every request Submit routes first asks who leads its shard. With the
+// leader known that is one atomic load: no timer for a wait that will not
+// happen, nothing allocated.
+func TestRaftSubmitToAKnownLeaderAllocatesNoWait(t *testing.T) {
+	tc := startTestCluster(t, 1, 1)
+	tc.leaderOf(0)
+	n := tc.nodes[0]
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, ok := n.leaderOf(0, time.Second); !ok {
+			t.Fatal("the leader was lost")
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations to find a known leader, want 0", allocs)
+	}
+}

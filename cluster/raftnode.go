@@ -1,87 +1,18 @@
 package cluster
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/rlserver/rlserver/engine"
-	"github.com/rlserver/rlserver/persistence"
 )
-
-// RaftConfig configures a node's shards in Raft mode.
-type RaftConfig struct {
-	Self    Member   // this node
-	Members []Member // every member, Self included; just Self for a single node
-	Shards  int
-	Layout  persistence.Layout
-	Clock   Clock
-	Log     *slog.Logger
-	RaftLog io.Writer // where hashicorp/raft writes its own warnings
-	// Bus is the listener for Raft and forwarding; nil for a single node,
-	// whose groups need no network.
-	Bus net.Listener
-	// Dial opens connections to other nodes' buses; default net.DialTimeout.
-	Dial Dialer
-	// BusTLS, when set, makes the bus mutual TLS: nodes without a
-	// certificate signed by its CAs cannot connect (see bustls.go).
-	BusTLS *BusTLS
-
-	HeartbeatTimeout  time.Duration // default 1 s (100 ms for a single node)
-	ElectionTimeout   time.Duration // default 1 s (100 ms for a single node)
-	SnapshotThreshold uint64        // entries between snapshots, default 4096
-	SnapshotInterval  time.Duration // how often to check, default 5 s
-	TrailingLogs      uint64        // entries kept after a snapshot, default 1024
-	// LeaderWait bounds how long a request waits for an election to end
-	// before it fails with ErrNotApplied; default 5 s.
-	LeaderWait time.Duration
-}
-
-func (c *RaftConfig) setDefaults() {
-	single := len(c.Members) == 1
-	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = time.Second
-		if single {
-			c.HeartbeatTimeout = 100 * time.Millisecond
-		}
-	}
-	if c.ElectionTimeout == 0 {
-		c.ElectionTimeout = c.HeartbeatTimeout
-	}
-	// Frequent, small snapshots keep the log, and so the disk, small under
-	// constant load: a shard's snapshot is its live keys, written in
-	// milliseconds, while its log grows with every decision.
-	if c.SnapshotThreshold == 0 {
-		c.SnapshotThreshold = 4096
-	}
-	if c.SnapshotInterval == 0 {
-		c.SnapshotInterval = 5 * time.Second
-	}
-	if c.TrailingLogs == 0 {
-		c.TrailingLogs = 1024
-	}
-	if c.LeaderWait == 0 {
-		c.LeaderWait = 5 * time.Second
-	}
-	if c.Dial == nil {
-		c.Dial = tcpDial
-	}
-	if c.Log == nil {
-		c.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if c.RaftLog == nil {
-		c.RaftLog = io.Discard
-	}
-}
 
 // RaftShards runs this node's replicas of the shards, each a Raft group, and
 // routes every request to its shard's leader: the local proposer, or another
@@ -105,16 +36,16 @@ type RaftShards struct {
 	closed bool
 }
 
-// StartRaft opens this node's shard replicas and starts their groups.
+// StartRaft opens this node's shard replicas and starts their groups, after
+// checking cfg with Validate.
 func StartRaft(cfg RaftConfig) (*RaftShards, error) {
-	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	dialer := newBusDialer(cfg.Dial, fingerprint(cfg.Members, cfg.Shards), cfg.BusTLS)
 	n := &RaftShards{
 		cfg: cfg, groups: make([]atomic.Pointer[group], cfg.Shards), foreign: make([]atomic.Pointer[Member], cfg.Shards),
 		fwd: newForwarder(dialer), stop: make(chan struct{}), halted: make(chan error, 1),
-	}
-	if len(cfg.Members) > 1 && cfg.Bus == nil {
-		return nil, errors.New("a cluster needs a bus listener")
 	}
 	transports := make([]raft.Transport, cfg.Shards)
 	if cfg.Bus != nil {
@@ -129,7 +60,7 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 		} else {
 			transports[shard] = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 				Stream: n.bus.stream(shard), MaxPool: 3, Timeout: 10 * time.Second,
-				Logger: hclog.New(&hclog.LoggerOptions{Name: "raft.net", Level: hclog.Warn, Output: quietShutdown{cfg.RaftLog}}),
+				Logger: newRaftLogger(cfg.Log, "raft.net"),
 			})
 		}
 	}
@@ -159,7 +90,7 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 			n.balance()
 		}()
 	}
-	if len(cfg.Members) > MaxReplicas {
+	if len(cfg.Members) > maxReplicas {
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
@@ -167,17 +98,6 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 		}()
 	}
 	return n, nil
-}
-
-// quietShutdown drops the errors hashicorp/raft's transport logs for every
-// connection it closes while shutting down: an orderly stop is not an error.
-type quietShutdown struct{ w io.Writer }
-
-func (q quietShutdown) Write(p []byte) (int, error) {
-	if bytes.Contains(p, []byte("transport shutdown")) {
-		return len(p), nil
-	}
-	return q.w.Write(p)
 }
 
 func holds(replicas []Member, id string) bool {
@@ -400,11 +320,11 @@ func (n *RaftShards) Read(shard int, cmd engine.Command) (engine.Result, error) 
 	if g := n.groups[shard].Load(); g != nil {
 		return g.fsm.inspect(cmd), nil
 	}
-	done := make(chan struct{}, 1)
-	r := &Request{Cmds: []engine.Command{cmd}, Results: make([]engine.Result, 1), Done: done}
-	n.Submit(shard, r)
-	<-done
-	return r.Results[0], r.Err
+	res, err := Do(context.Background(), n, shard, cmd)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	return res[0], nil
 }
 
 // Halted reports, once, that a replica met an entry only a newer rlserver

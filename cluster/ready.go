@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 )
 
-// ErrNotReady is what Ready's errors wrap: the node cannot serve every shard
+// errNotReady is what Ready's errors wrap: the node cannot serve every shard
 // yet.
-var ErrNotReady = errors.New("not ready")
+var errNotReady = errors.New("not ready")
 
 // loadLatch remembers when a replica has caught up with the state it had
 // when this process started it: its snapshot restored (NewRaft does that
@@ -49,25 +49,25 @@ func (g *group) loaded() (ok bool, applied, target uint64) {
 
 // Ready returns nil once this node can serve every shard: each replica it
 // holds has loaded its state, and each shard's leader is known. Otherwise
-// it returns an error wrapping ErrNotReady that names the first shard that
-// is not. Leadership is checked at every call, so a node that loses sight
+// it returns an error, "not ready: ...", that names the first shard that is
+// not. Leadership is checked at every call, so a node that loses sight
 // of a shard's leader (an election, a partition) is not ready until one is
 // known again.
 func (n *RaftShards) Ready() error {
 	if n.isClosed() {
-		return fmt.Errorf("%w: shutting down", ErrNotReady)
+		return fmt.Errorf("%w: shutting down", errNotReady)
 	}
 	for shard := range n.groups {
 		if g := n.groups[shard].Load(); g != nil {
 			if ok, applied, target := g.loaded(); !ok {
 				if target == 0 {
-					return fmt.Errorf("%w: shard %d is loading: no leader has committed yet", ErrNotReady, shard)
+					return fmt.Errorf("%w: shard %d is loading: no leader has committed yet", errNotReady, shard)
 				}
-				return fmt.Errorf("%w: shard %d is loading: applied %d of %d entries", ErrNotReady, shard, applied, target)
+				return fmt.Errorf("%w: shard %d is loading: applied %d of %d entries", errNotReady, shard, applied, target)
 			}
 		}
 		if _, _, known := n.Leader(shard); !known {
-			return fmt.Errorf("%w: shard %d has no known leader", ErrNotReady, shard)
+			return fmt.Errorf("%w: shard %d has no known leader", errNotReady, shard)
 		}
 	}
 	return nil
@@ -79,7 +79,7 @@ func (m *MemoryShards) Ready() error {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed {
-		return fmt.Errorf("%w: shutting down", ErrNotReady)
+		return fmt.Errorf("%w: shutting down", errNotReady)
 	}
 	return nil
 }

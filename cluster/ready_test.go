@@ -21,20 +21,20 @@ func TestRaftReadyFollowsLeadership(t *testing.T) {
 	waitReady(t, tc.nodes[2])
 
 	tc.nodes[0].Close()
-	if err := tc.nodes[0].Ready(); !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "shutting down") {
+	if err := tc.nodes[0].Ready(); !errors.Is(err, errNotReady) || !strings.Contains(err.Error(), "shutting down") {
 		t.Errorf("Ready after Close: %v", err)
 	}
 	tc.nodes[0] = nil
 }
 
 func TestMemoryShardsReadyUntilClosed(t *testing.T) {
-	m := NewMemoryShards(2, SystemClock{})
+	m := memoryShards(t, 2, SystemClock{})
 	if err := m.Ready(); err != nil {
 		t.Fatalf("Ready: %v", err)
 	}
 	m.Close()
-	if err := m.Ready(); !errors.Is(err, ErrNotReady) {
-		t.Fatalf("Ready after Close: %v, want ErrNotReady", err)
+	if err := m.Ready(); !errors.Is(err, errNotReady) {
+		t.Fatalf("Ready after Close: %v, want errNotReady", err)
 	}
 }
 
@@ -44,7 +44,7 @@ func waitNotReady(t *testing.T, n *RaftShards, want string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := n.Ready()
-		if errors.Is(err, ErrNotReady) && strings.Contains(err.Error(), want) {
+		if errors.Is(err, errNotReady) && strings.Contains(err.Error(), want) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -63,8 +63,8 @@ func waitReady(t *testing.T, n *RaftShards) {
 		if err == nil {
 			return
 		}
-		if !errors.Is(err, ErrNotReady) {
-			t.Fatalf("Ready: %v, which does not wrap ErrNotReady", err)
+		if !errors.Is(err, errNotReady) {
+			t.Fatalf("Ready: %v, which does not wrap errNotReady", err)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("not ready after 10s: %v", err)

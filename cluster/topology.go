@@ -11,7 +11,7 @@ import (
 
 // Member is one node of a cluster.
 type Member struct {
-	ID     string // --node-id
+	ID     string // the node's id, the same on every start
 	Client string // host:port clients connect to
 	Bus    string // host:port nodes connect to (Raft and forwarding)
 }
@@ -23,13 +23,14 @@ func (m Member) RedisID() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// BusPortOffset is how far above the client port the bus listens unless
+// busPortOffset is how far above the client port the bus listens unless
 // told otherwise, as Redis Cluster's bus does.
-const BusPortOffset = 10000
+const busPortOffset = 10000
 
-// ParseMembers parses --cluster: "n1@127.0.0.1:6381,n2@127.0.0.1:6382,...".
-// A member's bus is its client port plus BusPortOffset, unless the member
-// names one, Redis Cluster style: "n1@127.0.0.1:6381@17381".
+// ParseMembers parses a list of members: "n1@127.0.0.1:6381,n2@127.0.0.1:6382,...".
+// A member's bus is its client port plus busPortOffset, unless the member
+// names one, Redis Cluster style: "n1@127.0.0.1:6381@17381". An error quotes
+// the member at fault; the caller names the setting the list came from.
 func ParseMembers(spec string) ([]Member, error) {
 	var out []Member
 	seen := map[string]bool{}
@@ -37,24 +38,24 @@ func ParseMembers(spec string) ([]Member, error) {
 		part = strings.TrimSpace(part)
 		fields := strings.Split(part, "@")
 		if len(fields) < 2 || len(fields) > 3 || fields[0] == "" {
-			return nil, fmt.Errorf("--cluster: %q is not id@host:port[@busport]", part)
+			return nil, fmt.Errorf("%q is not id@host:port[@busport]", part)
 		}
 		id, addr := fields[0], fields[1]
 		host, port, err := splitPort(addr)
 		if err != nil {
-			return nil, fmt.Errorf("--cluster: %q: %w", part, err)
+			return nil, fmt.Errorf("%q: %w", part, err)
 		}
-		bus := port + BusPortOffset
+		bus := port + busPortOffset
 		if len(fields) == 3 {
 			if bus, err = strconv.Atoi(fields[2]); err != nil || bus < 1 || bus > 65535 {
-				return nil, fmt.Errorf("--cluster: %q: the bus port must be from 1 to 65535", part)
+				return nil, fmt.Errorf("%q: the bus port must be from 1 to 65535", part)
 			}
 		} else if bus > 65535 {
-			return nil, fmt.Errorf("--cluster: %q: the bus port (client port + %d) would pass 65535; name one with @busport", part, BusPortOffset)
+			return nil, fmt.Errorf("%q: the bus port (client port + %d) would pass 65535; name one with @busport", part, busPortOffset)
 		}
 		busAddr := net.JoinHostPort(host, strconv.Itoa(bus))
 		if seen[id] || seen[addr] || seen[busAddr] {
-			return nil, fmt.Errorf("--cluster: %q repeats an id or address", part)
+			return nil, fmt.Errorf("%q repeats an id or address", part)
 		}
 		seen[id], seen[addr], seen[busAddr] = true, true, true
 		out = append(out, Member{ID: id, Client: addr, Bus: busAddr})
@@ -90,8 +91,8 @@ func MemberList(members []Member) []string {
 
 // fingerprint identifies a cluster's configuration: its members and shard
 // count. Nodes refuse bus connections from a node with another one, so a
-// node started with a different --cluster or --shards cannot join Raft
-// groups it does not agree with.
+// node configured with other members or another shard count cannot join
+// Raft groups it does not agree with.
 func fingerprint(members []Member, shards int) [8]byte {
 	h := sha1.New()
 	fmt.Fprintf(h, "%d", shards)
@@ -103,14 +104,14 @@ func fingerprint(members []Member, shards int) [8]byte {
 	return fp
 }
 
-// MaxReplicas is how many nodes hold each shard.
-const MaxReplicas = 3
+// maxReplicas is how many nodes hold each shard.
+const maxReplicas = 3
 
-// Replicas returns the members holding shard: up to MaxReplicas, starting at
+// Replicas returns the members holding shard: up to maxReplicas, starting at
 // member shard mod N, so shards spread evenly. The first is the shard's
 // preferred leader; leaders are moved back to it when it is healthy.
 func Replicas(members []Member, shard int) []Member {
-	n := min(len(members), MaxReplicas)
+	n := min(len(members), maxReplicas)
 	out := make([]Member, n)
 	for i := range out {
 		out[i] = members[(shard+i)%len(members)]

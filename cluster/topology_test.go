@@ -1,6 +1,9 @@
 package cluster
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseMembers(t *testing.T) {
 	m, err := ParseMembers("n1@127.0.0.1:6381,n2@127.0.0.1:6382,n3@127.0.0.1:6383")
@@ -13,8 +16,12 @@ func TestParseMembers(t *testing.T) {
 	for _, bad := range []string{"", "n1", "n1@", "@127.0.0.1:1", "n1@127.0.0.1", "n1@h:0", "n1@h:60000",
 		"n1@h:1@0", "n1@h:1@x", "n1@h:1@2@3", "n1@127.0.0.1:6381,n1@127.0.0.1:6382",
 		"n1@127.0.0.1:6381,n2@127.0.0.1:6381", "n1@h:1@5,n2@h:2@5"} {
-		if _, err := ParseMembers(bad); err == nil {
+		_, err := ParseMembers(bad)
+		switch {
+		case err == nil:
 			t.Errorf("%q accepted", bad)
+		case strings.Contains(err.Error(), "--"):
+			t.Errorf("%q: %v names a flag; the caller knows where the list came from", bad, err)
 		}
 	}
 	if id := m[0].RedisID(); len(id) != 40 || id == m[1].RedisID() {
@@ -27,7 +34,7 @@ func TestReplicasSpreadPreferredLeaders(t *testing.T) {
 	leads := map[string]int{}
 	for shard := range 10 {
 		r := Replicas(m, shard)
-		if len(r) != MaxReplicas {
+		if len(r) != maxReplicas {
 			t.Fatalf("shard %d: %d replicas", shard, len(r))
 		}
 		leads[r[0].ID]++

@@ -86,7 +86,7 @@ func (b *bus) route(conn net.Conn) {
 	if b.tls != nil {
 		tc := tls.Server(conn, b.tls)
 		if err := tc.Handshake(); err != nil {
-			b.refused("refused a bus connection that failed mutual TLS (--tls-cluster)", conn, err)
+			b.refused("refused a bus connection that failed mutual TLS", conn, err)
 			conn.Close()
 			return
 		}
@@ -98,7 +98,7 @@ func (b *bus) route(conn net.Conn) {
 		return
 	}
 	if [8]byte(h[5:]) != b.dialer.fp {
-		b.refused("refused a node configured with other members or another --shards", conn, nil)
+		b.refused("refused a node configured with other members or another shard count", conn, nil)
 		conn.Close()
 		return
 	}

@@ -110,16 +110,3 @@ func (n *RaftShards) RaftStates() []RaftState {
 	}
 	return out
 }
-
-// LastContact is how long ago this node's replica of shard heard from its
-// leader (0 on the leader itself), and false when it holds none.
-func (n *RaftShards) LastContact(shard int) (time.Duration, bool) {
-	g := n.groups[shard].Load()
-	if g == nil {
-		return 0, false
-	}
-	if g.raft.State() == raft.Leader {
-		return 0, true
-	}
-	return time.Since(g.raft.LastContact()), true
-}

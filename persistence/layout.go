@@ -34,8 +34,57 @@ type Layout struct {
 const identityFile = "rlserver.json"
 
 // ErrIdentityMismatch reports a data directory created for another node or
-// shard count.
+// shard count. Open's errors wrap it in an *IdentityError.
 var ErrIdentityMismatch = errors.New("data directory was created with other settings")
+
+// IdentityField names the field of Identity a data directory disagrees on.
+type IdentityField string
+
+// The fields of Identity, as IdentityError names them.
+const (
+	FieldFormat  IdentityField = "Format"
+	FieldNodeID  IdentityField = "NodeID"
+	FieldShards  IdentityField = "Shards"
+	FieldMembers IdentityField = "Members"
+)
+
+// IdentityError reports that a data directory was created with another
+// identity than the one it is opened with: which field differs, what the
+// directory holds and what it was opened with. It wraps ErrIdentityMismatch.
+type IdentityError struct {
+	Dir   string // the data directory (for FieldFormat, its identity file)
+	Field IdentityField
+	// Have is what the directory was created with, Want what it is opened
+	// with: int for FieldFormat and FieldShards, string for FieldNodeID,
+	// []string for FieldMembers.
+	Have, Want any
+}
+
+// Error names the setting that differs as Identity's field.
+func (e *IdentityError) Error() string {
+	return e.Explain(func(f IdentityField) string { return string(f) })
+}
+
+// Explain is Error with the setting that differs named by name: a program
+// words it as its own setting (a command-line flag, say).
+func (e *IdentityError) Explain(name func(IdentityField) string) string {
+	var detail string
+	switch e.Field {
+	case FieldFormat:
+		detail = fmt.Sprintf("%s has format %d, this rlserver reads format %d", e.Dir, e.Have, e.Want)
+	case FieldNodeID:
+		detail = fmt.Sprintf("%s belongs to node %q, not %s %q", e.Dir, e.Have, name(e.Field), e.Want)
+	case FieldShards:
+		detail = fmt.Sprintf("%s holds %d shards, not %s %d (the shard count cannot change)", e.Dir, e.Have, name(e.Field), e.Want)
+	default:
+		detail = fmt.Sprintf("%s belongs to a cluster of %v, not %v (the membership cannot change: use the original %s, or a new data directory)",
+			e.Dir, e.Have, e.Want, name(e.Field))
+	}
+	return ErrIdentityMismatch.Error() + ": " + detail
+}
+
+// Unwrap returns ErrIdentityMismatch.
+func (e *IdentityError) Unwrap() error { return ErrIdentityMismatch }
 
 // Open prepares dir for the node described by id: it creates the directory
 // and its identity file on first use and checks them on every later one.
@@ -59,14 +108,13 @@ func Open(dir string, id Identity) (Layout, error) {
 	}
 	switch {
 	case have.Format != FormatVersion:
-		return Layout{}, fmt.Errorf("%w: %s has format %d, this rlserver reads format %d", ErrIdentityMismatch, path, have.Format, FormatVersion)
+		return Layout{}, &IdentityError{Dir: path, Field: FieldFormat, Have: have.Format, Want: FormatVersion}
 	case have.NodeID != id.NodeID:
-		return Layout{}, fmt.Errorf("%w: %s belongs to node %q, not --node-id %q", ErrIdentityMismatch, dir, have.NodeID, id.NodeID)
+		return Layout{}, &IdentityError{Dir: dir, Field: FieldNodeID, Have: have.NodeID, Want: id.NodeID}
 	case have.Shards != id.Shards:
-		return Layout{}, fmt.Errorf("%w: %s holds %d shards, not --shards %d (the shard count cannot change)", ErrIdentityMismatch, dir, have.Shards, id.Shards)
+		return Layout{}, &IdentityError{Dir: dir, Field: FieldShards, Have: have.Shards, Want: id.Shards}
 	case !slices.Equal(have.Members, id.Members):
-		return Layout{}, fmt.Errorf("%w: %s belongs to a cluster of %v, not %v (the membership cannot change: use the original --cluster, or a new data directory)",
-			ErrIdentityMismatch, dir, have.Members, id.Members)
+		return Layout{}, &IdentityError{Dir: dir, Field: FieldMembers, Have: have.Members, Want: id.Members}
 	}
 	return l, nil
 }

@@ -3,6 +3,8 @@ package persistence
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -15,14 +17,35 @@ func TestOpenChecksIdentity(t *testing.T) {
 	if _, err := Open(dir, id); err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
-	for _, other := range []Identity{
-		{NodeID: "n2", Shards: 8, Members: id.Members},
-		{NodeID: "n1", Shards: 4, Members: id.Members},
-		{NodeID: "n1", Shards: 8, Members: []string{"n1"}}, // a single node's dir joining a cluster
-		{NodeID: "n1", Shards: 8, Members: []string{"n1@h:1", "n2@h:2", "n4@h:4"}},
-	} {
-		if _, err := Open(dir, other); !errors.Is(err, ErrIdentityMismatch) {
-			t.Errorf("%+v: %v, want ErrIdentityMismatch", other, err)
+	cases := []struct {
+		other      Identity
+		field      IdentityField
+		have, want string // as %v prints them
+	}{
+		{Identity{NodeID: "n2", Shards: 8, Members: id.Members}, FieldNodeID, "n1", "n2"},
+		{Identity{NodeID: "n1", Shards: 4, Members: id.Members}, FieldShards, "8", "4"},
+		// a single node's dir joining a cluster
+		{Identity{NodeID: "n1", Shards: 8, Members: []string{"n1"}}, FieldMembers, "[n1@h:1 n2@h:2 n3@h:3]", "[n1]"},
+		{Identity{NodeID: "n1", Shards: 8, Members: []string{"n1@h:1", "n2@h:2", "n4@h:4"}}, FieldMembers, "[n1@h:1 n2@h:2 n3@h:3]", "[n1@h:1 n2@h:2 n4@h:4]"},
+	}
+	for _, c := range cases {
+		_, err := Open(dir, c.other)
+		if !errors.Is(err, ErrIdentityMismatch) {
+			t.Errorf("%+v: %v, want ErrIdentityMismatch", c.other, err)
+			continue
+		}
+		var ie *IdentityError
+		if !errors.As(err, &ie) || ie.Field != c.field || fmt.Sprint(ie.Have) != c.have || fmt.Sprint(ie.Want) != c.want || ie.Dir != dir {
+			t.Errorf("%+v: %#v, want %s of %s: %s, not %s", c.other, err, c.field, dir, c.have, c.want)
+			continue
+		}
+		// The library names its own setting; a program words it as its own.
+		if !strings.Contains(err.Error(), string(c.field)) {
+			t.Errorf("%q does not name %s", err, c.field)
+		}
+		flag := ie.Explain(func(f IdentityField) string { return "--flag-" + string(f) })
+		if want := strings.Replace(err.Error(), string(c.field), "--flag-"+string(c.field), 1); flag != want {
+			t.Errorf("Explain: %q, want %q", flag, want)
 		}
 	}
 }

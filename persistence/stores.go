@@ -3,7 +3,6 @@ package persistence
 import (
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"time"
 
@@ -56,9 +55,9 @@ func openLogStoreAt(path string) (*raftboltdb.BoltStore, error) {
 // to fall back on.
 const SnapshotsRetained = 2
 
-// OpenSnapshotStore opens a shard's snapshot directory.
-func OpenSnapshotStore(shardDir string, logOutput io.Writer) (*raft.FileSnapshotStore, error) {
-	logger := hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: logOutput})
+// OpenSnapshotStore opens a shard's snapshot directory; the store logs
+// through logger.
+func OpenSnapshotStore(shardDir string, logger hclog.Logger) (*raft.FileSnapshotStore, error) {
 	store, err := raft.NewFileSnapshotStoreWithLogger(shardDir, SnapshotsRetained, logger)
 	if err != nil {
 		return nil, fmt.Errorf("open snapshots in %s: %w", shardDir, err)

@@ -110,7 +110,10 @@ func startServerOn(t testing.TB, addr string, opts ...option) *testServer {
 	}
 	clock := &cluster.DebugClock{}
 	clock.Set(testNow)
-	shards := cluster.NewMemoryShards(o.shards, clock)
+	shards, err := cluster.NewMemoryShards(cluster.MemoryConfig{Shards: o.shards, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	o.cfg.Clock = clock
 	if !o.noDebug {
 		o.cfg.Debug = clock

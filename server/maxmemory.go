@@ -1,11 +1,11 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
@@ -75,31 +75,36 @@ func (s *Server) memoryLimit() MemoryLimit {
 }
 
 // syncMemoryLimit gives every shard whose replicated limit differs from the
-// configured one its share, retrying while a shard has no leader, until
-// done or the server closes. It runs once, when Serve starts.
+// configured one its share. It runs once, when Serve starts, until done or
+// Close. A shard may have no leader yet (elections run at start): the
+// cluster waits for one before it gives up on a request (cluster.Do), so an
+// attempt that failed has already waited, and the next one starts at once.
+// It stops for good when the shards shut down, and on an error no retry
+// can mend (a replica that halted, a peer's reply that does not decode).
 func (s *Server) syncMemoryLimit() {
-	limit := s.memoryLimit()
-	for shard := 0; shard < s.shards.Shards(); {
-		cmd := limit.perShard(s.shards.Shards())
-		if st := s.shards.Stats(shard); st.MemoryLimit == cmd.Args[0] && int64(st.MemoryPolicy) == cmd.Args[1] {
-			shard++
-			continue
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
 		}
-		done := make(chan struct{}, 1)
-		r := &cluster.Request{Cmds: []engine.Command{cmd}, Results: make([]engine.Result, 1), Done: done}
-		s.shards.Submit(shard, r)
-		<-done
-		if r.Err == nil {
-			shard++
-			continue
+	}()
+	cmd := s.memoryLimit().perShard(s.shards.Shards())
+	for shard := range s.shards.Shards() {
+		for {
+			if st := s.shards.Stats(shard); st.MemoryLimit == cmd.Args[0] && int64(st.MemoryPolicy) == cmd.Args[1] {
+				break
+			}
+			_, err := cluster.Do(ctx, s.shards, shard, cmd)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, cluster.ErrNotApplied) && !errors.Is(err, cluster.ErrMayHaveBeenCounted) {
+				return
+			}
 		}
-		s.mu.Lock()
-		closing := s.closing
-		s.mu.Unlock()
-		if closing {
-			return
-		}
-		time.Sleep(200 * time.Millisecond) // no leader yet: elections take that long
 	}
 }
 

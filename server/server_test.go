@@ -37,7 +37,10 @@ func TestMaxClients(t *testing.T) {
 // returns and the port is released.
 func TestCloseRightAfterServe(t *testing.T) {
 	clock := &cluster.DebugClock{}
-	shards := cluster.NewMemoryShards(1, clock)
+	shards, err := cluster.NewMemoryShards(cluster.MemoryConfig{Shards: 1, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer shards.Close()
 	cfg := testConfig()
 	cfg.Clock, cfg.Shutdown = clock, time.Second
@@ -69,7 +72,10 @@ func TestCloseRightAfterServe(t *testing.T) {
 // TestServeAfterClose checks that a closed server does not serve again.
 func TestServeAfterClose(t *testing.T) {
 	clock := &cluster.DebugClock{}
-	shards := cluster.NewMemoryShards(1, clock)
+	shards, err := cluster.NewMemoryShards(cluster.MemoryConfig{Shards: 1, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer shards.Close()
 	cfg := testConfig()
 	cfg.Clock = clock

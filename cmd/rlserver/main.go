@@ -66,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string
 			return 1
 		}
 	}
-	if err := serve(o, log, &hclogWriter{log: log}); err != nil {
+	if err := serve(o, log); err != nil {
 		fmt.Fprintln(stderr, "rlserver:", err)
 		return 1
 	}
@@ -76,8 +76,8 @@ func run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string
 // serve wires the layers, serves until a signal, and shuts down in order:
 // say not ready, stop taking commands and answer the ones in flight, stop
 // the shards (handing leadership over and snapshotting in durable mode),
-// and stop serving metrics last. raftLog takes hashicorp/raft's own log.
-func serve(o options, log *slog.Logger, raftLog io.Writer) error {
+// and stop serving metrics last.
+func serve(o options, log *slog.Logger) error {
 	var clock cluster.Clock = cluster.SystemClock{}
 	var debug server.DebugClock
 	if o.debug {
@@ -113,7 +113,7 @@ func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 	if obs.latency != nil {
 		cfg.Observer = obs.latency
 	}
-	shards, raft, mode, err := openShards(o, lns.clientAddr(), clock, log, raftLog)
+	shards, raft, mode, err := openShards(o, lns.clientAddr(), clock, log)
 	if err != nil {
 		lns.close()
 		obs.close()
@@ -187,10 +187,17 @@ func serve(o options, log *slog.Logger, raftLog io.Writer) error {
 }
 
 // openShards starts the shard layer --in-memory, --data-dir and --cluster ask
-// for, and names the mode for the log. raft is nil in memory.
-func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Logger, raftLog io.Writer) (shards backend, raft *cluster.RaftShards, mode string, err error) {
+// for, and names the mode for the log. raft is nil in memory. hashicorp/raft
+// logs into log too, at the levels cluster gives its records.
+func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Logger) (shards backend, raft *cluster.RaftShards, mode string, err error) {
 	if o.inMemory {
-		return cluster.NewMemoryShards(o.shards, clock), nil, "in-memory", nil
+		cfg := cluster.DefaultMemoryConfig()
+		cfg.Shards, cfg.Clock = o.shards, clock
+		m, err := cluster.NewMemoryShards(cfg)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return m, nil, "in-memory", nil
 	}
 	self, members, err := o.members(clientAddr)
 	if err != nil {
@@ -198,11 +205,13 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 	}
 	layout, err := persistence.Open(o.dataDir, persistence.Identity{NodeID: self.ID, Shards: o.shards, Members: cluster.MemberList(members)})
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", identityInFlags(err)
 	}
-	cfg := cluster.RaftConfig{
-		Self: self, Members: members, Shards: o.shards, Layout: layout, Clock: clock,
-		Log: log, RaftLog: raftLog, HeartbeatTimeout: o.heartbeat, BusTLS: o.access.busTLS,
+	cfg := cluster.DefaultRaftConfig(self, members)
+	cfg.Shards, cfg.Layout, cfg.Clock, cfg.BusTLS = o.shards, layout, clock, o.access.busTLS
+	cfg.Log = log
+	if o.heartbeat != 0 { // --raft-heartbeat is both timeouts
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout = o.heartbeat, o.heartbeat
 	}
 	mode = "durable single node (" + o.dataDir + ")"
 	if len(members) > 1 {

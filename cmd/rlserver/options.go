@@ -130,13 +130,45 @@ func (o options) defaultShards() (int, error) {
 		}
 	}
 	if o.cluster != "" {
-		members, err := cluster.ParseMembers(o.cluster)
+		members, err := o.clusterMembers()
 		if err != nil {
-			return 0, &settingError{name: "cluster", msg: err.Error(), err: err}
+			return 0, err
 		}
 		return len(members), nil
 	}
 	return max(1, runtime.NumCPU()/2), nil
+}
+
+// clusterMembers parses --cluster; an error names the flag.
+func (o options) clusterMembers() ([]cluster.Member, error) {
+	members, err := cluster.ParseMembers(o.cluster)
+	if err != nil {
+		return nil, &settingError{name: "cluster", msg: "--cluster: " + err.Error(), err: err}
+	}
+	return members, nil
+}
+
+// identityFlags are the flags that set the fields of a data directory's
+// identity (persistence.Identity); no flag sets its format.
+var identityFlags = map[persistence.IdentityField]string{
+	persistence.FieldNodeID:  "node-id",
+	persistence.FieldShards:  "shards",
+	persistence.FieldMembers: "cluster",
+}
+
+// identityInFlags words a data directory that was created with other
+// settings with the flag that differs: "... holds 4 shards, not --shards 8".
+func identityInFlags(err error) error {
+	var ie *persistence.IdentityError
+	if !errors.As(err, &ie) {
+		return err
+	}
+	flag, ok := identityFlags[ie.Field]
+	if !ok {
+		return err
+	}
+	msg := ie.Explain(func(f persistence.IdentityField) string { return "--" + identityFlags[f] })
+	return &settingError{name: flag, msg: msg, err: err}
 }
 
 // validate names the setting at fault.
@@ -223,7 +255,7 @@ func (o options) members(clientAddr string) (self cluster.Member, all []cluster.
 		self = cluster.Member{ID: o.nodeID, Client: clientAddr, Bus: "local"}
 		return self, []cluster.Member{self}, nil
 	}
-	if all, err = cluster.ParseMembers(o.cluster); err != nil {
+	if all, err = o.clusterMembers(); err != nil {
 		return self, nil, err
 	}
 	for _, m := range all {

@@ -1,0 +1,199 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/rlserver/rlserver/persistence"
+)
+
+// Both runners take a configuration: start from DefaultMemoryConfig or
+// DefaultRaftConfig, set what differs, and NewMemoryShards or StartRaft
+// checks it with Validate before anything starts. No setting means something
+// else when left at its zero value: a zero setting is refused when it cannot
+// work.
+
+// MemoryConfig configures the memory-only shards.
+type MemoryConfig struct {
+	// Shards is the number of shards, from 1 to MaxShards.
+	Shards int
+	// Clock is the time each batch is stamped with.
+	Clock Clock
+}
+
+// DefaultMemoryConfig returns the defaults: one shard, on the system clock.
+func DefaultMemoryConfig() MemoryConfig {
+	return MemoryConfig{Shards: 1, Clock: SystemClock{}}
+}
+
+// Validate returns an error naming the first setting that cannot work.
+func (c MemoryConfig) Validate() error {
+	if err := validShards("MemoryConfig", c.Shards); err != nil {
+		return err
+	}
+	if c.Clock == nil {
+		return invalidSetting("MemoryConfig.Clock", "must be set")
+	}
+	return nil
+}
+
+// RaftConfig configures a node's shards in Raft mode.
+type RaftConfig struct {
+	Self    Member   // this node
+	Members []Member // every member, Self included; just Self for a single node
+	// Shards is the number of shards, from 1 to MaxShards.
+	Shards int
+	// Layout is the data directory that holds every shard's log and
+	// snapshots.
+	Layout persistence.Layout
+	// Clock is the time the leader stamps on each batch.
+	Clock Clock
+	// Log takes the node's records, hashicorp/raft's among them (see
+	// raftlog.go).
+	Log *slog.Logger
+	// Bus is the listener for Raft and forwarding; a cluster of more than
+	// one member needs it, a single node's groups need no network.
+	Bus net.Listener
+	// Dial opens connections to other nodes' buses.
+	Dial Dialer
+	// BusTLS, when set, makes the bus mutual TLS: nodes without a
+	// certificate signed by its CAs cannot connect (see bustls.go).
+	BusTLS *BusTLS
+
+	// HeartbeatTimeout is how long a follower waits to hear from its leader
+	// before it starts an election, and how long a leader that cannot reach
+	// a majority keeps leading; from 10 ms to 1 minute.
+	HeartbeatTimeout time.Duration
+	// ElectionTimeout is how long a candidate waits for votes; from
+	// HeartbeatTimeout to 1 minute.
+	ElectionTimeout time.Duration
+	// SnapshotThreshold is how many entries are written between snapshots
+	// (at least 1), SnapshotInterval how often that is checked (at least
+	// 5 ms), TrailingLogs how many entries a snapshot leaves in the log.
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
+	// LeaderWait bounds how long a request waits for an election to end
+	// before it fails with ErrNotApplied; 0 fails it at once.
+	LeaderWait time.Duration
+}
+
+// The bounds of the Raft timeouts: below the minimum a busy machine's pauses
+// would start elections, above the maximum a failover takes longer than any
+// client waits.
+const (
+	minHeartbeat = 10 * time.Millisecond
+	maxTimeout   = time.Minute
+)
+
+// DefaultRaftConfig returns the defaults for the node self among members
+// (self included). The Raft timeouts depend on the membership: a heartbeat
+// timeout of 1 s in a cluster, which rides out a loaded machine's pauses,
+// and of 100 ms for a single node, which has no network to wait for and
+// elects itself at start within that. There is one shard per member, so that
+// each node leads one. Layout is left to set: Validate refuses a config
+// without one.
+func DefaultRaftConfig(self Member, members []Member) RaftConfig {
+	heartbeat := time.Second
+	if len(members) == 1 {
+		heartbeat = 100 * time.Millisecond
+	}
+	return RaftConfig{
+		Self: self, Members: members, Shards: len(members),
+		Clock: SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Dial: tcpDial,
+		HeartbeatTimeout: heartbeat, ElectionTimeout: heartbeat,
+		// Frequent, small snapshots keep the log, and so the disk, small
+		// under constant load: a shard's snapshot is its live keys, written
+		// in milliseconds, while its log grows with every decision.
+		SnapshotThreshold: 4096, SnapshotInterval: 5 * time.Second, TrailingLogs: 1024,
+		LeaderWait: 5 * time.Second,
+	}
+}
+
+// Validate returns an error naming the first setting that cannot work.
+func (c RaftConfig) Validate() error {
+	if err := c.validateMembers(); err != nil {
+		return err
+	}
+	if err := validShards("RaftConfig", c.Shards); err != nil {
+		return err
+	}
+	switch {
+	case c.Layout.Dir == "":
+		return invalidSetting("RaftConfig.Layout", "names no data directory")
+	case c.Clock == nil:
+		return invalidSetting("RaftConfig.Clock", "must be set")
+	case c.Log == nil:
+		return invalidSetting("RaftConfig.Log", "must be set")
+	case c.Dial == nil:
+		return invalidSetting("RaftConfig.Dial", "must be set")
+	case len(c.Members) > 1 && c.Bus == nil:
+		return invalidSetting("RaftConfig.Bus", "a cluster of %d members needs a bus listener", len(c.Members))
+	case c.BusTLS != nil && len(c.BusTLS.Certificate.Certificate) == 0:
+		return invalidSetting("RaftConfig.BusTLS.Certificate", "must be set")
+	case c.BusTLS != nil && c.BusTLS.CAs == nil:
+		return invalidSetting("RaftConfig.BusTLS.CAs", "must be set")
+	case c.HeartbeatTimeout < minHeartbeat || c.HeartbeatTimeout > maxTimeout:
+		return invalidSetting("RaftConfig.HeartbeatTimeout", "%v: must be from %v to %v", c.HeartbeatTimeout, minHeartbeat, maxTimeout)
+	case c.ElectionTimeout < c.HeartbeatTimeout || c.ElectionTimeout > maxTimeout:
+		return invalidSetting("RaftConfig.ElectionTimeout", "%v: must be from HeartbeatTimeout (%v) to %v", c.ElectionTimeout, c.HeartbeatTimeout, maxTimeout)
+	case c.SnapshotThreshold < 1:
+		return invalidSetting("RaftConfig.SnapshotThreshold", "must be at least 1")
+	case c.LeaderWait < 0:
+		return invalidSetting("RaftConfig.LeaderWait", "%v: must not be negative", c.LeaderWait)
+	}
+	// What hashicorp/raft itself requires of the settings passed on to it
+	// (SnapshotInterval's minimum among them).
+	if err := raft.ValidateConfig(raftConfig(&c, 0)); err != nil {
+		return fmt.Errorf("RaftConfig: %w", err)
+	}
+	return nil
+}
+
+// validateMembers checks Self and Members.
+func (c RaftConfig) validateMembers() error {
+	if c.Self.ID == "" {
+		return invalidSetting("RaftConfig.Self.ID", "must not be empty")
+	}
+	found := false
+	for i, m := range c.Members {
+		if m.ID == "" {
+			return invalidSetting("RaftConfig.Members", "member %d has no id", i)
+		}
+		for _, other := range c.Members[:i] {
+			if other.ID == m.ID {
+				return invalidSetting("RaftConfig.Members", "%q is listed twice", m.ID)
+			}
+		}
+		if m.ID == c.Self.ID {
+			if m != c.Self {
+				return invalidSetting("RaftConfig.Self", "%+v differs from its entry in Members, %+v", c.Self, m)
+			}
+			found = true
+		}
+	}
+	if !found {
+		return invalidSetting("RaftConfig.Self", "%q is not among Members", c.Self.ID)
+	}
+	return nil
+}
+
+// validShards checks a shard count: the server's SCAN cursor carries the
+// shard in ShardBits bits.
+func validShards(config string, shards int) error {
+	if shards < 1 || shards > MaxShards {
+		return invalidSetting(config+".Shards", "%d: must be from 1 to %d", shards, MaxShards)
+	}
+	return nil
+}
+
+// invalidSetting is the error Validate returns about setting, the field's
+// name.
+func invalidSetting(setting, format string, args ...any) error {
+	return fmt.Errorf("%s: %s", setting, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,142 @@
+package cluster
+
+import (
+	"crypto/tls"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/persistence"
+)
+
+func TestMemoryConfigValidate(t *testing.T) {
+	if err := DefaultMemoryConfig().Validate(); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+	cases := []struct {
+		name   string
+		change func(*MemoryConfig)
+		want   string // in the error: the setting at fault
+	}{
+		{"no shards", func(c *MemoryConfig) { c.Shards = 0 }, "MemoryConfig.Shards"},
+		{"more shards than SCAN's cursor holds", func(c *MemoryConfig) { c.Shards = MaxShards + 1 }, "MemoryConfig.Shards"},
+		{"no clock", func(c *MemoryConfig) { c.Clock = nil }, "MemoryConfig.Clock"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultMemoryConfig()
+			c.change(&cfg)
+			checkRefused(t, c.want, cfg.Validate, func() error {
+				m, err := NewMemoryShards(cfg)
+				if m != nil {
+					m.Close()
+				}
+				return err
+			})
+		})
+	}
+	cfg := DefaultMemoryConfig()
+	cfg.Shards = MaxShards
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("%d shards: %v", MaxShards, err)
+	}
+}
+
+// The Raft defaults depend on the membership: a single node elects itself
+// faster than a cluster, whose heartbeat rides out a loaded machine's pauses.
+func TestDefaultRaftConfigFollowsTheMembership(t *testing.T) {
+	one := []Member{{ID: "n1", Bus: "local"}}
+	three := []Member{{ID: "n1", Bus: "a:1"}, {ID: "n2", Bus: "a:2"}, {ID: "n3", Bus: "a:3"}}
+	cases := []struct {
+		members   []Member
+		heartbeat time.Duration
+	}{
+		{one, 100 * time.Millisecond},
+		{three, time.Second},
+	}
+	for _, c := range cases {
+		cfg := DefaultRaftConfig(c.members[0], c.members)
+		if cfg.HeartbeatTimeout != c.heartbeat || cfg.ElectionTimeout != c.heartbeat || cfg.Shards != len(c.members) {
+			t.Errorf("%d members: heartbeat %v, election %v, %d shards; want %v and one shard a member",
+				len(c.members), cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.Shards, c.heartbeat)
+		}
+	}
+}
+
+func TestRaftConfigValidate(t *testing.T) {
+	self := Member{ID: "n1", Client: "127.0.0.1:6381", Bus: "127.0.0.1:16381"}
+	three := []Member{self, {ID: "n2", Client: "127.0.0.1:6382", Bus: "127.0.0.1:16382"}, {ID: "n3", Client: "127.0.0.1:6383", Bus: "127.0.0.1:16383"}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	valid := func() RaftConfig {
+		cfg := DefaultRaftConfig(self, three)
+		cfg.Layout, cfg.Bus = persistence.Layout{Dir: t.TempDir()}, ln
+		return cfg
+	}
+	if err := valid().Validate(); err != nil {
+		t.Fatalf("a valid config: %v", err)
+	}
+	cases := []struct {
+		name   string
+		change func(*RaftConfig)
+		want   string
+	}{
+		{"no self", func(c *RaftConfig) { c.Self = Member{} }, "RaftConfig.Self.ID"},
+		{"self not a member", func(c *RaftConfig) { c.Self = Member{ID: "n9"} }, "RaftConfig.Self"},
+		{"self unlike its entry", func(c *RaftConfig) { c.Self.Bus = "127.0.0.1:1" }, "RaftConfig.Self"},
+		{"a member twice", func(c *RaftConfig) { c.Members = append(c.Members[:3:3], c.Members[1]) }, "RaftConfig.Members"},
+		{"no shards", func(c *RaftConfig) { c.Shards = 0 }, "RaftConfig.Shards"},
+		{"too many shards", func(c *RaftConfig) { c.Shards = MaxShards + 1 }, "RaftConfig.Shards"},
+		{"no data directory", func(c *RaftConfig) { c.Layout = persistence.Layout{} }, "RaftConfig.Layout"},
+		{"no clock", func(c *RaftConfig) { c.Clock = nil }, "RaftConfig.Clock"},
+		{"no log", func(c *RaftConfig) { c.Log = nil }, "RaftConfig.Log"},
+		{"no dialer", func(c *RaftConfig) { c.Dial = nil }, "RaftConfig.Dial"},
+		{"a cluster without a bus", func(c *RaftConfig) { c.Bus = nil }, "RaftConfig.Bus"},
+		{"bus TLS without a certificate", func(c *RaftConfig) { c.BusTLS = &BusTLS{} }, "RaftConfig.BusTLS.Certificate"},
+		{"bus TLS without CAs", func(c *RaftConfig) {
+			c.BusTLS = &BusTLS{Certificate: tls.Certificate{Certificate: [][]byte{{1}}}}
+		}, "RaftConfig.BusTLS.CAs"},
+		{"heartbeat too short", func(c *RaftConfig) { c.HeartbeatTimeout = time.Millisecond }, "RaftConfig.HeartbeatTimeout"},
+		{"heartbeat too long", func(c *RaftConfig) { c.HeartbeatTimeout, c.ElectionTimeout = time.Hour, time.Hour }, "RaftConfig.HeartbeatTimeout"},
+		{"election shorter than the heartbeat", func(c *RaftConfig) { c.ElectionTimeout = c.HeartbeatTimeout / 2 }, "RaftConfig.ElectionTimeout"},
+		{"no snapshot threshold", func(c *RaftConfig) { c.SnapshotThreshold = 0 }, "RaftConfig.SnapshotThreshold"},
+		{"snapshot interval too short", func(c *RaftConfig) { c.SnapshotInterval = time.Millisecond }, "SnapshotInterval"},
+		{"negative leader wait", func(c *RaftConfig) { c.LeaderWait = -time.Second }, "RaftConfig.LeaderWait"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := valid()
+			c.change(&cfg)
+			checkRefused(t, c.want, cfg.Validate, func() error {
+				n, err := StartRaft(cfg)
+				if n != nil {
+					n.Close()
+				}
+				return err
+			})
+		})
+	}
+	// A single node needs no bus.
+	cfg := DefaultRaftConfig(Member{ID: "n1", Bus: "local"}, []Member{{ID: "n1", Bus: "local"}})
+	cfg.Layout = persistence.Layout{Dir: t.TempDir()}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("a single node: %v", err)
+	}
+}
+
+// checkRefused checks that validate's error names setting, and that start,
+// which starts shards with the same config, fails with that error.
+func checkRefused(t *testing.T, setting string, validate, start func() error) {
+	t.Helper()
+	err := validate()
+	if err == nil || !strings.Contains(err.Error(), setting) {
+		t.Fatalf("Validate: %v, want an error naming %s", err, setting)
+	}
+	if serr := start(); serr == nil || serr.Error() != err.Error() {
+		t.Fatalf("starting: %v, want Validate's error", serr)
+	}
+}
