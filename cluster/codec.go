@@ -203,7 +203,7 @@ func (d *wire) result() engine.Result {
 			r.Fields[i] = engine.Field{Name: string(d.bytes(256)), Text: string(d.bytes(256)), Int: d.varint()}
 		}
 	case engine.ResError: // the text of a release before typed errors: the reply as it is
-		r.Err = errors.New(string(d.bytes(maxWireError)))
+		r.Err = PeerReply(d.bytes(maxWireError))
 		r.Members = d.members()
 	case engine.ResultType(wireResultError):
 		r.Type, r.Err = engine.ResError, d.error()
@@ -244,14 +244,14 @@ func extraName(b []byte) string {
 //	errEngine        code byte, message: an engine error, rebuilt with its
 //	                 code (errors.Is compares codes)
 //	errNotApplied, errMayHaveBeenCounted, errShuttingDown: nothing more
-//	errText          message: any other error; its text is the reply
+//	errFailure       message: any other error, a Failure
 //
 // A result that is an error has its own result tag (wireResultError), and
 // so does a request that failed as a whole (see forward.go): the tags of the
 // releases before typed errors carried the reply's text alone, which is
-// still read as such.
+// still read as such (a PeerReply).
 const (
-	errText byte = iota
+	errFailure byte = iota
 	errEngine
 	errNotApplied
 	errMayHaveBeenCounted
@@ -278,7 +278,7 @@ func appendError(b []byte, tag byte, err error) []byte {
 	case errors.Is(err, ErrShuttingDown):
 		return append(b, errShuttingDown)
 	}
-	return appendString(append(b, errText), err.Error())
+	return appendString(append(b, errFailure), err.Error())
 }
 
 // error reads what appendError wrote after the tag.
@@ -295,8 +295,8 @@ func (d *wire) error() error {
 		return ErrMayHaveBeenCounted
 	case errShuttingDown:
 		return ErrShuttingDown
-	case errText:
-		return errors.New(string(d.bytes(maxWireError)))
+	case errFailure:
+		return &Failure{string(d.bytes(maxWireError))}
 	default:
 		d.fail("unknown error kind")
 		return errBadEntry

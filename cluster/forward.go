@@ -160,14 +160,14 @@ func (f *forwarder) forward(addr string, shard int, r *Request) (leaderHint stri
 		r.Err = d.error()
 		return ""
 	default: // replyText, from a release before typed errors
-		r.Err = errors.New(string(d.b))
+		r.Err = PeerReply(d.b)
 		return ""
 	}
 	for i := range r.Results {
 		r.Results[i] = d.result()
 	}
 	if d.err != nil {
-		r.Err = fmt.Errorf("ERR bad reply from %s: %v", addr, d.err)
+		r.Err = &Failure{fmt.Sprintf("bad reply from %s: %v", addr, d.err)}
 	}
 	return ""
 }

@@ -49,18 +49,6 @@ const (
 	enqueueTimeout = 2 * time.Second
 )
 
-// Errors a request can end with in Raft mode. Their texts are the replies.
-var (
-	// ErrNotApplied: the request reached no leader and changed nothing; the
-	// client may simply retry.
-	ErrNotApplied = errors.New("TRYAGAIN no leader for this shard right now; nothing was counted, retry")
-	// ErrMayHaveBeenCounted: leadership changed while the request's entry
-	// was being committed. Raft cannot say whether it was: it may still
-	// commit under the next leader. A retry is safe for a limiter (it can
-	// only count a request twice, never let one through uncounted).
-	ErrMayHaveBeenCounted = errors.New("TRYAGAIN leadership changed while this request was being committed: it may have been counted")
-)
-
 func newProposer(shard int, r *raft.Raft, fsm *shardFSM, clock Clock) *proposer {
 	return &proposer{
 		shard: shard, raft: r, fsm: fsm, clock: clock,
@@ -214,9 +202,9 @@ func (p *proposer) complete() {
 			case error:
 				// Committed, and refused alike by every replica (it does
 				// not decode): nothing was decided.
-				err = fmt.Errorf("ERR shard commit failed: %v", v)
+				err = &Failure{fmt.Sprintf("shard commit failed: %v", v)}
 			default:
-				err = fmt.Errorf("ERR shard commit failed: unexpected apply response %T", v)
+				err = &Failure{fmt.Sprintf("shard commit failed: unexpected apply response %T", v)}
 			}
 		}
 		deliver(e.reqs, results, err)

@@ -81,7 +81,3 @@ func finish(r *Request) {
 func notApplied(err error) bool {
 	return errors.Is(err, ErrNotApplied) || errors.Is(err, ErrShuttingDown)
 }
-
-// ErrShuttingDown answers requests that arrive while the node stops; their
-// commands were not applied.
-var ErrShuttingDown = errors.New("TRYAGAIN rlserver is shutting down")

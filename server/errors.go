@@ -1,19 +1,25 @@
 package server
 
-import "github.com/rlserver/rlserver/engine"
+import (
+	"errors"
 
-// Error replies. The errors of commands are Redis's texts already: the
-// command table is the protocol's vocabulary. The engine's are typed: a code
-// and a message, which crosses the bus between nodes as such, and this is
-// where the code becomes the reply's first word.
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// Error replies. The errors of commands, and the server's own, are Redis's
+// texts already: the command table is the protocol's vocabulary. The
+// engine's and the cluster's are typed (an engine error is a code and a
+// message, and crosses the bus between nodes as such), and this is where
+// they get the reply's first word.
 
 // appendError appends the error reply to err: its first word (ERR,
-// WRONGTYPE ...), then its text. Line breaks in the text are replaced so the
-// reply stays one line.
+// WRONGTYPE, TRYAGAIN ...), then its text. Line breaks in the text are
+// replaced so the reply stays one line.
 func appendError(b []byte, err error) []byte {
 	b = append(b, '-')
-	if e := engineError(err); e != nil {
-		b = append(append(b, engineWord(e.Code)...), ' ')
+	if word := errorWord(err); word != "" {
+		b = append(append(b, word...), ' ')
 	}
 	for _, c := range []byte(err.Error()) {
 		if c == '\r' || c == '\n' {
@@ -24,21 +30,37 @@ func appendError(b []byte, err error) []byte {
 	return append(b, '\r', '\n')
 }
 
-// engineError is the engine error err is or wraps, nil if none. It is
-// errors.As without the allocation of As's target, which every error reply
-// would pay.
-func engineError(err error) *engine.Error {
+// errorWord is the first word of the reply to a typed error, "" for an
+// error whose text has its own.
+func errorWord(err error) string {
+	if e := asError[*engine.Error](err); e != nil {
+		return engineWord(e.Code)
+	}
+	switch {
+	case errors.Is(err, cluster.ErrNotApplied), errors.Is(err, cluster.ErrMayHaveBeenCounted), errors.Is(err, cluster.ErrShuttingDown):
+		return "TRYAGAIN"
+	case asError[*cluster.Failure](err) != nil:
+		return "ERR"
+	}
+	return ""
+}
+
+// asError is the error of type T that err is or wraps, the zero T if none.
+// It is errors.As without the allocation of As's target, which every error
+// reply would pay.
+func asError[T error](err error) T {
 	for err != nil {
-		if e, ok := err.(*engine.Error); ok {
+		if e, ok := err.(T); ok {
 			return e
 		}
 		u, ok := err.(interface{ Unwrap() error })
 		if !ok {
-			return nil
+			break
 		}
 		err = u.Unwrap()
 	}
-	return nil
+	var zero T
+	return zero
 }
 
 // engineWord is the first word of the reply to an engine error of code:

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
 )
 
@@ -46,4 +48,34 @@ func TestShardErrorsReachTheClient(t *testing.T) {
 		{cmd("EXEC"), arrayReply(tryAgain)},
 		{cmd("PING"), "+PONG\r\n"},
 	})
+}
+
+// TestErrorWords: each typed error gets its first word here, in one place;
+// a text that has its own (commands', the server's, an older peer's reply)
+// goes out as it is, and nothing is allocated for it.
+func TestErrorWords(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{engine.ErrWrongType, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"},
+		{engine.ErrOOM, "-OOM command not allowed when used memory > 'maxmemory'.\r\n"},
+		{engine.ErrZeroRate, "-Cell error: Zero rates are not supported\r\n"},
+		{fmt.Errorf("%w 'x'", engine.ErrNoPolicy), "-ERR no such policy 'x'\r\n"},
+		{&engine.Error{Code: 200, Msg: "from a newer node"}, "-ERR from a newer node\r\n"},
+		{cluster.ErrNotApplied, "-TRYAGAIN no leader for this shard right now; nothing was counted, retry\r\n"},
+		{cluster.ErrMayHaveBeenCounted, "-TRYAGAIN leadership changed while this request was being committed: it may have been counted\r\n"},
+		{fmt.Errorf("%w (shard 3)", cluster.ErrShuttingDown), "-TRYAGAIN rlserver is shutting down (shard 3)\r\n"},
+		{&cluster.Failure{Msg: "shard commit failed: bad\nentry"}, "-ERR shard commit failed: bad entry\r\n"},
+		{cluster.PeerReply("TRYAGAIN from an older node"), "-TRYAGAIN from an older node\r\n"},
+		{commands.ErrSyntax, "-ERR syntax error\r\n"},
+	} {
+		if got := string(appendError(nil, c.err)); got != c.want {
+			t.Errorf("%v: %q, want %q", c.err, got, c.want)
+		}
+	}
+	b := make([]byte, 0, 256)
+	if n := testing.AllocsPerRun(100, func() { b = appendError(b[:0], commands.ErrSyntax) }); n != 0 {
+		t.Errorf("a text error reply allocates %v times", n)
+	}
 }
