@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/rlserver/rlserver/client/internal/rltest"
 )
 
 // testNow is the time the tests pin rlserver's clock to: Tuesday
@@ -30,8 +29,8 @@ func pinClock(t *testing.T, rdb *redis.Client, ms int64) {
 func eachProtocol(t *testing.T, fn func(t *testing.T, c *Client, rdb *redis.Client)) {
 	for _, protocol := range []int{2, 3} {
 		t.Run(fmt.Sprintf("RESP%d", protocol), func(t *testing.T) {
-			s := rltest.Start(t)
-			rdb := s.Client(t, protocol)
+			s := startServer(t)
+			rdb := s.Client(t, protocol, contextTimeouts)
 			pinClock(t, rdb, testNow)
 			fn(t, New(rdb), rdb)
 		})
