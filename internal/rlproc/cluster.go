@@ -168,7 +168,7 @@ var raftLine = regexp.MustCompile(`shard_(\d+):state=(\w+),term=(\d+),`)
 // RaftStates reads the node's INFO raft, per shard. It waits a second at
 // most, so a frozen or cut off node does not hold its caller up.
 func (n *Node) RaftStates(ctx context.Context) (map[int]RaftState, error) {
-	info, err := n.client().Info(ctx, "raft").Result()
+	info, err := n.Client().Info(ctx, "raft").Result()
 	if err != nil {
 		return nil, fmt.Errorf("%s: INFO raft: %w", n.ID, err)
 	}
@@ -181,10 +181,11 @@ func (n *Node) RaftStates(ctx context.Context) (map[int]RaftState, error) {
 	return out, nil
 }
 
-// client is the harness's client of the node: RESP2, no retries, short
-// timeouts. One per node, kept, so that polling opens no connection per
-// question.
-func (n *Node) client() *redis.Client {
+// Client is the harness's own client of the node, for questions such as
+// INFO or CLUSTER SLOTS: RESP2, the cluster's password, no retries, short
+// timeouts. It is made once and kept, so that polling opens no connection
+// per question, and closed by Terminate (or when the test ends).
+func (n *Node) Client() *redis.Client {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.query == nil {
@@ -302,7 +303,7 @@ func (c *Cluster) Health(ctx context.Context) ([]int, error) {
 		if !n.Running() {
 			continue
 		}
-		info, err := n.client().ClusterInfo(ctx).Result()
+		info, err := n.Client().ClusterInfo(ctx).Result()
 		if err != nil {
 			return nil, fmt.Errorf("%s: CLUSTER INFO: %w", n.ID, err)
 		}
