@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // decisionMix is one request of every kind the counts must tell apart: a
@@ -98,20 +99,13 @@ func TestDecisionCountsAgreeWithTheEngineAcrossARestart(t *testing.T) {
 // waitReady polls n.Ready until it returns nil.
 func waitReady(t *testing.T, n *RaftShards) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "the shards to be ready", func() (bool, error) {
 		err := n.Ready()
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, ErrNotReady) {
+		if err != nil && !errors.Is(err, ErrNotReady) {
 			t.Fatalf("Ready: %v, which does not wrap ErrNotReady", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready after 10s: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil, err
+	})
 }
 
 // BenchmarkDecisionCounts measures what counting adds to applying a batch,

@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // A node is ready once every shard has a known leader and its replicas have
@@ -41,15 +44,8 @@ func TestMemoryShardsReadyUntilClosed(t *testing.T) {
 // waitNotReady polls n.Ready until it fails with an error that says want.
 func waitNotReady(t *testing.T, n *RaftShards, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, fmt.Sprintf("Ready to fail saying %q", want), func() (bool, error) {
 		err := n.Ready()
-		if errors.Is(err, ErrNotReady) && strings.Contains(err.Error(), want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Ready still %v after 10s, want an error saying %q", err, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return errors.Is(err, ErrNotReady) && strings.Contains(err.Error(), want), fmt.Errorf("Ready: %v", err)
+	})
 }
