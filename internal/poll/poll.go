@@ -17,13 +17,13 @@ import (
 // being waited for.
 const interval = 5 * time.Millisecond
 
-// ErrTimeout is the error Wait returns once its time is up.
-var ErrTimeout = errors.New("timed out")
+// errTimeout is wrapped by the error Wait returns once its time is up.
+var errTimeout = errors.New("timed out")
 
 // Wait calls cond until it reports done, and returns nil; once timeout has
-// passed it returns an error wrapping ErrTimeout that names what it waited
-// for and ends with the error cond returned last. An error from cond means
-// "not yet, and this is why": it does not end the wait.
+// passed it returns an error that names what it waited for and ends with
+// the error cond returned last. An error from cond means "not yet, and
+// this is why": it does not end the wait.
 func Wait(timeout time.Duration, what string, cond func() (done bool, err error)) error {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -33,9 +33,9 @@ func Wait(timeout time.Duration, what string, cond func() (done bool, err error)
 		}
 		if time.Now().After(deadline) {
 			if err != nil {
-				return fmt.Errorf("%w after %v waiting for %s: %w", ErrTimeout, timeout, what, err)
+				return fmt.Errorf("%w after %v waiting for %s: %w", errTimeout, timeout, what, err)
 			}
-			return fmt.Errorf("%w after %v waiting for %s", ErrTimeout, timeout, what)
+			return fmt.Errorf("%w after %v waiting for %s", errTimeout, timeout, what)
 		}
 		time.Sleep(interval)
 	}

@@ -36,8 +36,8 @@ func TestWait(t *testing.T) {
 				t.Fatalf("cond called %d times, want %d", calls, tc.holdsAt)
 			case tc.want != "" && (err == nil || err.Error() != tc.want):
 				t.Fatalf("Wait: %v, want %q", err, tc.want)
-			case tc.want != "" && !errors.Is(err, ErrTimeout):
-				t.Fatalf("Wait: %v does not wrap ErrTimeout", err)
+			case tc.want != "" && !errors.Is(err, errTimeout):
+				t.Fatalf("Wait: %v does not wrap errTimeout", err)
 			case tc.err != nil && tc.want != "" && !errors.Is(err, tc.err):
 				t.Fatalf("Wait: %v does not wrap cond's error", err)
 			case tc.want != "" && calls < 2:

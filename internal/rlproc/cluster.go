@@ -84,7 +84,7 @@ func PlanCluster(cfg ClusterConfig) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := FreePorts(2 * n)
+	ports, err := freePorts(2 * n)
 	if err != nil {
 		return nil, err
 	}
@@ -121,10 +121,10 @@ func PlanCluster(cfg ClusterConfig) (*Cluster, error) {
 	return c, nil
 }
 
-// Start starts the node as its Config says and returns once it is ready,
+// start starts the node as its Config says and returns once it is ready,
 // as Start does; the error also says when it serves on another address
 // than Addr (it is then stopped).
-func (n *Node) Start(timeout time.Duration) (*Process, error) {
+func (n *Node) start(timeout time.Duration) (*Process, error) {
 	p, err := Start(n.Config, timeout)
 	if p != nil {
 		n.mu.Lock()
@@ -151,7 +151,7 @@ func (n *Node) Process() *Process {
 // Running reports whether the node's process runs.
 func (n *Node) Running() bool {
 	p := n.Process()
-	return p != nil && p.Running()
+	return p != nil && p.running()
 }
 
 // DataDir is the node's data directory.
@@ -224,7 +224,7 @@ func (c *Cluster) Start(timeout time.Duration) error {
 	var wg sync.WaitGroup
 	for i, n := range c.Nodes {
 		if !n.Running() {
-			wg.Go(func() { _, errs[i] = n.Start(timeout) })
+			wg.Go(func() { _, errs[i] = n.start(timeout) })
 		}
 	}
 	wg.Wait()
@@ -238,7 +238,7 @@ func (c *Cluster) Terminate(timeout time.Duration) error {
 	errs := make([]error, len(c.Nodes))
 	var wg sync.WaitGroup
 	for i, n := range c.Nodes {
-		if p := n.Process(); p != nil && p.Running() {
+		if p := n.Process(); p != nil && p.running() {
 			wg.Go(func() {
 				code, err := p.Terminate(timeout)
 				if err == nil && code != 0 {
@@ -262,8 +262,8 @@ func (c *Cluster) closeClients() {
 	}
 }
 
-// Preferred is the node shard prefers as its leader.
-func (c *Cluster) Preferred(shard int) int { return shard % len(c.Nodes) }
+// preferred is the node shard prefers as its leader.
+func (c *Cluster) preferred(shard int) int { return shard % len(c.Nodes) }
 
 // Leaders returns, per shard, the index of the node that leads it by its
 // own INFO raft: -1 if no running node does, -2 if several do (a term is
@@ -295,10 +295,10 @@ func (c *Cluster) Leaders(ctx context.Context) []int {
 	return out
 }
 
-// Health returns the shards' leaders (see Leaders), and an error that says
+// health returns the shards' leaders (see Leaders), and an error that says
 // what is wrong unless every shard has one leader and every running node
 // knows a leader for every slot (CLUSTER INFO says cluster_state:ok).
-func (c *Cluster) Health(ctx context.Context) ([]int, error) {
+func (c *Cluster) health(ctx context.Context) ([]int, error) {
 	for _, n := range c.Nodes {
 		if !n.Running() {
 			continue
@@ -320,13 +320,13 @@ func (c *Cluster) Health(ctx context.Context) ([]int, error) {
 	return leaders, nil
 }
 
-// WaitHealthy waits until the cluster is healthy (see Health) and returns
+// WaitHealthy waits until the cluster is healthy (see health) and returns
 // the shards' leaders.
 func (c *Cluster) WaitHealthy(timeout time.Duration) ([]int, error) {
 	var leaders []int
 	err := poll.Wait(timeout, "every shard of the cluster to have a leader", func() (bool, error) {
 		var err error
-		leaders, err = c.Health(context.Background())
+		leaders, err = c.health(context.Background())
 		return err == nil, err
 	})
 	return leaders, err
@@ -337,12 +337,12 @@ func (c *Cluster) WaitHealthy(timeout time.Duration) ([]int, error) {
 // start: from then on it moves only when something makes it.
 func (c *Cluster) WaitBalanced(timeout time.Duration) error {
 	return poll.Wait(timeout, "every shard to be led by its preferred node", func() (bool, error) {
-		leaders, err := c.Health(context.Background())
+		leaders, err := c.health(context.Background())
 		if err != nil {
 			return false, err
 		}
 		for shard, l := range leaders {
-			if l != c.Preferred(shard) {
+			if l != c.preferred(shard) {
 				return false, fmt.Errorf("leaders %v", leaders)
 			}
 		}

@@ -6,17 +6,17 @@ import (
 	"sync"
 )
 
-// handedOut are the ports FreePorts has returned in this program, never
+// handedOut are the ports freePorts has returned in this program, never
 // returned twice: clusters planned at the same time get distinct ports.
 var (
 	portsMu   sync.Mutex
 	handedOut = map[int]bool{}
 )
 
-// FreePorts returns n distinct loopback ports that were free when asked
+// freePorts returns n distinct loopback ports that were free when asked
 // and that it has not returned before. Another process may still take one
 // before rlserver binds it: Start's error then wraps ErrAddrInUse.
-func FreePorts(n int) ([]int, error) {
+func freePorts(n int) ([]int, error) {
 	portsMu.Lock()
 	defer portsMu.Unlock()
 	var lns []net.Listener

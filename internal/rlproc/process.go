@@ -35,24 +35,24 @@ const (
 	StopTimeout = 15 * time.Second
 )
 
-// ReadyLine matches the line rlserver logs (in its default text format)
+// readyLine matches the line rlserver logs (in its default text format)
 // once it accepts clients; its first submatch is the address it serves on.
-var ReadyLine = regexp.MustCompile(`msg="rlserver ready".* addr=(\S+)`)
+var readyLine = regexp.MustCompile(`msg="rlserver ready".* addr=(\S+)`)
 
 var (
-	// ErrExited is wrapped by Start's error when the process exited before
+	// errExited is wrapped by Start's error when the process exited before
 	// it was ready.
-	ErrExited = errors.New("rlserver exited before it was ready")
-	// ErrAddrInUse is wrapped, beside ErrExited, when it exited because an
+	errExited = errors.New("rlserver exited before it was ready")
+	// ErrAddrInUse is wrapped, beside errExited, when it exited because an
 	// address it was to listen on was taken: a port found free can be
 	// taken by another process before rlserver binds it.
 	ErrAddrInUse = errors.New("address already in use")
-	// ErrNotReady is wrapped by Start's error when no ready line came in
+	// errNotReady is wrapped by Start's error when no ready line came in
 	// time; the process has been killed.
-	ErrNotReady = errors.New("rlserver not ready in time")
-	// ErrStillRunning is wrapped by Terminate's error when the process
+	errNotReady = errors.New("rlserver not ready in time")
+	// errStillRunning is wrapped by Terminate's error when the process
 	// outlived SIGTERM by the timeout; it has been killed.
-	ErrStillRunning = errors.New("rlserver still running after SIGTERM")
+	errStillRunning = errors.New("rlserver still running after SIGTERM")
 )
 
 // Config says how to run rlserver.
@@ -69,7 +69,8 @@ type Config struct {
 	// arguments, so that the process signalled is rlserver itself.
 	Wrap []string
 	// Ready matches the log line that says the process serves, its first
-	// submatch the address; nil means ReadyLine.
+	// submatch the address; nil means the ready line of rlserver's
+	// default text log.
 	Ready *regexp.Regexp
 	// Output, if set, receives a copy of everything the process writes, as
 	// a log file does.
@@ -110,7 +111,7 @@ func Start(cfg Config, timeout time.Duration) (*Process, error) {
 	}
 	ready := cfg.Ready
 	if ready == nil {
-		ready = ReadyLine
+		ready = readyLine
 	}
 	p := &Process{log: newLogBuffer(ready, cfg.Output), done: make(chan struct{})}
 	p.cmd = cfg.command(context.Background())
@@ -130,12 +131,12 @@ func Start(cfg Config, timeout time.Duration) (*Process, error) {
 	case <-p.done:
 		p.ExpectExit()
 		if strings.Contains(p.Log(), "address already in use") {
-			return p, fmt.Errorf("%w: %w (%v); log:\n%s", ErrExited, ErrAddrInUse, p.err, p.Log())
+			return p, fmt.Errorf("%w: %w (%v); log:\n%s", errExited, ErrAddrInUse, p.err, p.Log())
 		}
-		return p, fmt.Errorf("%w (%v); log:\n%s", ErrExited, p.err, p.Log())
+		return p, fmt.Errorf("%w (%v); log:\n%s", errExited, p.err, p.Log())
 	case <-timer.C:
 		p.Kill()
-		return p, fmt.Errorf("%w: no ready line after %v; log:\n%s", ErrNotReady, timeout, p.Log())
+		return p, fmt.Errorf("%w: no ready line after %v; log:\n%s", errNotReady, timeout, p.Log())
 	}
 }
 
@@ -153,8 +154,8 @@ func (p *Process) Log() string { return p.log.String() }
 // Exited is closed once the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.done }
 
-// Running reports whether the process has not exited.
-func (p *Process) Running() bool {
+// running reports whether the process has not exited.
+func (p *Process) running() bool {
 	select {
 	case <-p.done:
 		return false
@@ -166,7 +167,7 @@ func (p *Process) Running() bool {
 // ExitCode is the process's exit status once it has exited: -1 while it
 // runs, or if a signal ended it.
 func (p *Process) ExitCode() int {
-	if p.Running() {
+	if p.running() {
 		return -1
 	}
 	return exitCode(p.err)
@@ -201,11 +202,10 @@ func (p *Process) Kill() {
 
 // Terminate sends SIGTERM and returns the exit code once the process has
 // exited. If it is still running after timeout it is killed, and the error
-// wraps ErrStillRunning. Terminating a process that has exited returns its
-// exit code.
+// says so. Terminating a process that has exited returns its exit code.
 func (p *Process) Terminate(timeout time.Duration) (int, error) {
 	p.ExpectExit()
-	if !p.Running() {
+	if !p.running() {
 		return p.ExitCode(), nil
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
@@ -219,7 +219,7 @@ func (p *Process) Terminate(timeout time.Duration) (int, error) {
 		return p.ExitCode(), nil
 	case <-timer.C:
 		p.Kill()
-		return p.ExitCode(), fmt.Errorf("%w %v later", ErrStillRunning, timeout)
+		return p.ExitCode(), fmt.Errorf("%w %v later", errStillRunning, timeout)
 	}
 }
 

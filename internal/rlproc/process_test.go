@@ -86,9 +86,9 @@ func TestStart(t *testing.T) {
 	}{
 		{mode: "serve", addr: "127.0.0.1:7000"},
 		{mode: "json", ready: jsonReady, addr: "127.0.0.1:7001"},
-		{mode: "port-taken", errs: []error{ErrExited, ErrAddrInUse}, exitCode: 1},
-		{mode: "bad-flag", errs: []error{ErrExited}, exitCode: 2},
-		{mode: "silent", timeout: 200 * time.Millisecond, errs: []error{ErrNotReady}, exitCode: -1},
+		{mode: "port-taken", errs: []error{errExited, ErrAddrInUse}, exitCode: 1},
+		{mode: "bad-flag", errs: []error{errExited}, exitCode: 2},
+		{mode: "silent", timeout: 200 * time.Millisecond, errs: []error{errNotReady}, exitCode: -1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.mode, func(t *testing.T) {
@@ -107,8 +107,8 @@ func TestStart(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Start: %v", err)
 				}
-				if p.Addr != tc.addr || p.Port() != tc.addr[len("127.0.0.1:"):] || !p.Running() {
-					t.Errorf("Addr %q, Port %q, running %v; want %q and running", p.Addr, p.Port(), p.Running(), tc.addr)
+				if p.Addr != tc.addr || p.Port() != tc.addr[len("127.0.0.1:"):] || !p.running() {
+					t.Errorf("Addr %q, Port %q, running %v; want %q and running", p.Addr, p.Port(), p.running(), tc.addr)
 				}
 				if code, err := p.Terminate(StopTimeout); code != 0 || err != nil {
 					t.Errorf("Terminate: %d, %v; want 0", code, err)
@@ -120,8 +120,8 @@ func TestStart(t *testing.T) {
 					t.Errorf("Start: %v, want it to wrap %v", err, want)
 				}
 			}
-			if p.Running() || p.ExitCode() != tc.exitCode || !p.exitExpected() {
-				t.Errorf("running %v, exit code %d, exit expected %v; want exited %d, expected", p.Running(), p.ExitCode(), p.exitExpected(), tc.exitCode)
+			if p.running() || p.ExitCode() != tc.exitCode || !p.exitExpected() {
+				t.Errorf("running %v, exit code %d, exit expected %v; want exited %d, expected", p.running(), p.ExitCode(), p.exitExpected(), tc.exitCode)
 			}
 		})
 	}
@@ -139,7 +139,7 @@ func TestStopping(t *testing.T) {
 	}{
 		{"serve", func(p *Process) (int, error) { return p.Terminate(StopTimeout) }, 0, nil, "msg=stopped"},
 		{"fail-on-term", func(p *Process) (int, error) { return p.Terminate(StopTimeout) }, 3, nil, "rlserver ready"},
-		{"ignore-term", func(p *Process) (int, error) { return p.Terminate(200 * time.Millisecond) }, -1, ErrStillRunning, "rlserver ready"},
+		{"ignore-term", func(p *Process) (int, error) { return p.Terminate(200 * time.Millisecond) }, -1, errStillRunning, "rlserver ready"},
 		{"serve", func(p *Process) (int, error) { p.Kill(); return p.ExitCode(), nil }, -1, nil, "rlserver ready"},
 	}
 	for _, tc := range cases {
@@ -153,8 +153,8 @@ func TestStopping(t *testing.T) {
 			if code != tc.code || !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
 				t.Errorf("stopped: %d, %v; want %d, %v", code, err, tc.code, tc.err)
 			}
-			if p.Running() || !p.exitExpected() || !strings.Contains(p.Log(), tc.logHas) {
-				t.Errorf("running %v, exit expected %v, log %q (want %q in it)", p.Running(), p.exitExpected(), p.Log(), tc.logHas)
+			if p.running() || !p.exitExpected() || !strings.Contains(p.Log(), tc.logHas) {
+				t.Errorf("running %v, exit expected %v, log %q (want %q in it)", p.running(), p.exitExpected(), p.Log(), tc.logHas)
 			}
 		})
 	}
@@ -237,7 +237,7 @@ func TestCheck(t *testing.T) {
 		case tc.want != "" && (len(rec.errors) != 1 || !strings.Contains(rec.errors[0], tc.want)):
 			t.Errorf("%s: check reported %q, want one error saying %q", tc.mode, rec.errors, tc.want)
 		}
-		if p.Running() {
+		if p.running() {
 			t.Errorf("%s: still running after check", tc.mode)
 		}
 	}
@@ -248,7 +248,7 @@ func TestCheck(t *testing.T) {
 func TestLogBufferFindsTheReadyLine(t *testing.T) {
 	log := "starting\n" + fakeReady + "\n" + strings.Replace(fakeReady, "7000", "7002", 1) + "\n"
 	for _, size := range []int{1, 7, len(log)} {
-		l := newLogBuffer(ReadyLine, nil)
+		l := newLogBuffer(readyLine, nil)
 		for i := 0; i < len(log); i += size {
 			l.Write([]byte(log[i:min(i+size, len(log))]))
 		}
@@ -266,11 +266,11 @@ func TestLogBufferFindsTheReadyLine(t *testing.T) {
 	}
 }
 
-// FreePorts never returns a port twice.
+// freePorts never returns a port twice.
 func TestFreePortsAreDistinct(t *testing.T) {
 	seen := map[int]bool{}
 	for range 5 {
-		ports, err := FreePorts(4)
+		ports, err := freePorts(4)
 		if err != nil {
 			t.Fatal(err)
 		}

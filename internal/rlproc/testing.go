@@ -107,7 +107,7 @@ func ready(t testing.TB, p *Process, err error) *Process {
 // is checked when the test ends.
 func exitedOrReady(t testing.TB, p *Process, err error) bool {
 	t.Helper()
-	if errors.Is(err, ErrExited) {
+	if errors.Is(err, errExited) {
 		return true
 	}
 	ready(t, p, err)
@@ -117,7 +117,7 @@ func exitedOrReady(t testing.TB, p *Process, err error) bool {
 // check is the end of a test for a process it started: one that died
 // while the test ran, or does not exit 0 on SIGTERM, fails the test.
 func (p *Process) check(t testing.TB) {
-	if !p.Running() {
+	if !p.running() {
 		if !p.exitExpected() {
 			t.Errorf("rlserver %s died during the test (%v); log:\n%s", p.Addr, p.err, p.Log())
 		}
@@ -153,10 +153,10 @@ func (p *Process) Client(t testing.TB, protocol int, tweak ...func(*redis.Option
 	return c
 }
 
-// Ports is FreePorts for a test.
+// Ports is freePorts for a test.
 func Ports(t testing.TB, n int) []int {
 	t.Helper()
-	ports, err := FreePorts(n)
+	ports, err := freePorts(n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func (c *Cluster) Launch(t testing.TB) []int {
 	}
 	err := c.Start(StartTimeout)
 	for _, n := range down {
-		if p := n.Process(); p != nil && p.Running() {
+		if p := n.Process(); p != nil && p.running() {
 			t.Cleanup(func() { p.check(t) })
 		}
 	}
@@ -226,13 +226,13 @@ func (c *Cluster) Launch(t testing.TB) []int {
 // Launch starts the node as its Config says, as Launch does.
 func (n *Node) Launch(t testing.TB) *Process {
 	t.Helper()
-	p, err := n.Start(StartTimeout)
+	p, err := n.start(StartTimeout)
 	return ready(t, p, err)
 }
 
 // Spawn starts the node as its Config says, as Spawn does.
 func (n *Node) Spawn(t testing.TB) (p *Process, exited bool) {
 	t.Helper()
-	p, err := n.Start(StartTimeout)
+	p, err := n.start(StartTimeout)
 	return p, exitedOrReady(t, p, err)
 }
