@@ -197,9 +197,8 @@ func StartCluster(t testing.TB, cfg ClusterConfig) *Cluster {
 
 // Launch starts every node that is not running, all at once, each stopped
 // and checked when the test ends as Launch's processes are, and waits
-// until the cluster is healthy (WaitHealthy); it returns the shards'
-// leaders.
-func (c *Cluster) Launch(t testing.TB) []int {
+// until the cluster is healthy (WaitHealthy).
+func (c *Cluster) Launch(t testing.TB) {
 	t.Helper()
 	var down []*Node
 	for _, n := range c.Nodes {
@@ -216,11 +215,9 @@ func (c *Cluster) Launch(t testing.TB) []int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaders, err := c.WaitHealthy(HealthTimeout)
-	if err != nil {
+	if _, err := c.WaitHealthy(HealthTimeout); err != nil {
 		t.Fatal(err)
 	}
-	return leaders
 }
 
 // Launch starts the node as its Config says, as Launch does.
