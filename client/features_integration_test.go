@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/rlserver/rlserver/client/internal/rltest"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // testNow is the time the tests pin rlserver's clock to: Tuesday
@@ -30,8 +30,8 @@ func pinClock(t *testing.T, rdb *redis.Client, ms int64) {
 func eachProtocol(t *testing.T, fn func(t *testing.T, c *Client, rdb *redis.Client)) {
 	for _, protocol := range []int{2, 3} {
 		t.Run(fmt.Sprintf("RESP%d", protocol), func(t *testing.T) {
-			s := rltest.Start(t)
-			rdb := s.Client(t, protocol)
+			s := startServer(t)
+			rdb := s.Client(t, protocol, contextTimeouts)
 			pinClock(t, rdb, testNow)
 			fn(t, New(rdb), rdb)
 		})
@@ -409,19 +409,13 @@ func TestFeaturesAgainstRLServerCluster(t *testing.T) {
 	// RL.POLICY LIST reads the node's own replica, which may not have
 	// applied the policy yet when SET answers: poll each node.
 	for i, c := range clients {
-		tick := time.NewTicker(20 * time.Millisecond)
-		for {
+		poll.Until(t, 20*time.Second, fmt.Sprintf("client %d's RL.POLICY LIST to show the policy", i), func() (bool, error) {
 			list, err := c.ListPolicies(ctx)
-			if err == nil && len(list) == 1 && list[0].Rule == hourly {
-				break
+			if err != nil {
+				return false, err
 			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("client %d: RL.POLICY LIST %+v %v", i, list, err)
-			case <-tick.C:
-			}
-		}
-		tick.Stop()
+			return len(list) == 1 && list[0].Rule == hourly, fmt.Errorf("RL.POLICY LIST %+v", list)
+		})
 	}
 	for u := range 8 { // enough hash tags to land on every shard
 		tag := fmt.Sprintf("{user%d}", u)

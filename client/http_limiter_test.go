@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/rlserver/rlserver/client/internal/rltest"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // The seed article's /orders: API keys mapped to client ids, 5 orders a
@@ -95,9 +95,9 @@ func postOrder(h http.Handler, apiKey string) *httptest.ResponseRecorder {
 }
 
 // setClock fixes rlserver's clock (DEBUG CLOCK SET), so decisions are exact.
-func setClock(t *testing.T, s *rltest.Server, unixMs int64) {
+func setClock(t *testing.T, s *rlproc.Process, unixMs int64) {
 	t.Helper()
-	if err := s.Client(t, 2).Do(context.Background(), "DEBUG", "CLOCK", "SET", unixMs).Err(); err != nil {
+	if err := s.Client(t, 2, contextTimeouts).Do(context.Background(), "DEBUG", "CLOCK", "SET", unixMs).Err(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -118,7 +118,7 @@ func decodeProblem(t *testing.T, rec *httptest.ResponseRecorder) Problem {
 // RateLimit fields, then a 429 with Retry-After, the fields and a problem
 // body. Over RESP2 and RESP3 alike.
 func TestMiddlewareAllowsThenRefuses(t *testing.T) {
-	s := rltest.Start(t)
+	s := startServer(t)
 	for _, protocol := range []int{2, 3} {
 		setClock(t, s, 1700000040000) // the start of a one-minute window
 		next := &accepted{}
@@ -164,7 +164,7 @@ func TestMiddlewareAllowsThenRefuses(t *testing.T) {
 // A cost above the whole quota can never be allowed: 429 without
 // Retry-After, since waiting would not help.
 func TestMiddlewareCostAboveQuota(t *testing.T) {
-	s := rltest.Start(t)
+	s := startServer(t)
 	l := newTestLimiter(t, HTTPConfig{
 		Client: testRedis(t, s.Addr, 3, nil), Unavailable: FailClosed,
 		Cost: func(*http.Request) int64 { return 6 },
@@ -184,7 +184,7 @@ func TestMiddlewareKeyFailure(t *testing.T) {
 	var dials atomic.Int64
 	next := &accepted{}
 	l := newTestLimiter(t, HTTPConfig{
-		Client:      testRedis(t, rltest.ClosedAddr(t), 3, &dials),
+		Client:      testRedis(t, rlproc.ClosedAddr(t), 3, &dials),
 		Unavailable: FailClosed,
 		Breaker:     NewBreaker(BreakerConfig{Failures: 1}),
 	})
@@ -205,7 +205,7 @@ func TestMiddlewareKeyFailure(t *testing.T) {
 	// The response is the application's to choose.
 	var got error
 	l = newTestLimiter(t, HTTPConfig{
-		Client: testRedis(t, rltest.ClosedAddr(t), 3, nil), Unavailable: FailClosed,
+		Client: testRedis(t, rlproc.ClosedAddr(t), 3, nil), Unavailable: FailClosed,
 		OnKeyError: func(w http.ResponseWriter, r *http.Request, err error) {
 			got = err
 			w.WriteHeader(http.StatusForbidden)
@@ -218,7 +218,7 @@ func TestMiddlewareKeyFailure(t *testing.T) {
 
 // With rlserver down (a closed port) each fail mode does what it says.
 func TestMiddlewareFailModesWhenServerIsDown(t *testing.T) {
-	down := rltest.ClosedAddr(t)
+	down := rlproc.ClosedAddr(t)
 
 	next := &accepted{}
 	open := newTestLimiter(t, HTTPConfig{Client: testRedis(t, down, 3, nil), Unavailable: FailOpen})
@@ -269,7 +269,7 @@ func TestMiddlewareBreakerStopsAskingADeadServer(t *testing.T) {
 	clock := newFakeClock()
 	next := &accepted{}
 	l := newTestLimiter(t, HTTPConfig{
-		Client:      testRedis(t, rltest.ClosedAddr(t), 3, &dials),
+		Client:      testRedis(t, rlproc.ClosedAddr(t), 3, &dials),
 		Unavailable: FailClosed,
 		Breaker:     newBreakerWithClock(BreakerConfig{Failures: 1, OpenFor: 5 * time.Second}, clock.Now),
 	})
@@ -351,7 +351,7 @@ func TestMiddlewareTimeoutOnASilentServer(t *testing.T) {
 // An error reply (a key another algorithm owns) proves the server is up: the
 // fail mode answers, the breaker stays closed.
 func TestMiddlewareErrorReplyDoesNotOpenTheBreaker(t *testing.T) {
-	s := rltest.Start(t)
+	s := startServer(t)
 	c := testRedis(t, s.Addr, 3, nil)
 	if _, err := c.Allow(context.Background(), "rl:orders:client:ada", FixedWindow{5, time.Minute}); err != nil {
 		t.Fatal(err)
@@ -370,7 +370,7 @@ func TestMiddlewareErrorReplyDoesNotOpenTheBreaker(t *testing.T) {
 func TestMiddlewareCallerGone(t *testing.T) {
 	next := &accepted{}
 	l := newTestLimiter(t, HTTPConfig{
-		Client: testRedis(t, rltest.ClosedAddr(t), 3, nil), Unavailable: FailOpen,
+		Client: testRedis(t, rlproc.ClosedAddr(t), 3, nil), Unavailable: FailOpen,
 		Breaker: NewBreaker(BreakerConfig{Failures: 1}),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -385,7 +385,7 @@ func TestMiddlewareCallerGone(t *testing.T) {
 }
 
 func TestHTTPConfigValidation(t *testing.T) {
-	c := New(redis.NewClient(&redis.Options{Addr: rltest.ClosedAddr(t)}))
+	c := New(redis.NewClient(&redis.Options{Addr: rlproc.ClosedAddr(t)}))
 	good := HTTPConfig{Client: c, Policy: "orders", Rule: seedRule, Key: seedKey(), Unavailable: FailOpen}
 	if _, err := NewHTTPLimiter(good); err != nil {
 		t.Fatalf("good config: %v", err)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/rlserver/rlserver/client/internal/rltest"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // call is one decision and the answer docs/commands.md gives for it.
@@ -57,10 +57,10 @@ var documentedCalls = []call{
 }
 
 func TestEveryAlgorithmAgainstRLServer(t *testing.T) {
-	s := rltest.Start(t)
+	s := startServer(t)
 	ctx := context.Background()
 	for _, protocol := range []int{2, 3} {
-		rdb := s.Client(t, protocol)
+		rdb := s.Client(t, protocol, contextTimeouts)
 		c := New(rdb)
 		for i, call := range documentedCalls {
 			if call.clockMs != 0 {
@@ -81,10 +81,10 @@ func TestEveryAlgorithmAgainstRLServer(t *testing.T) {
 }
 
 func TestInfoAndResetAgainstRLServer(t *testing.T) {
-	s := rltest.Start(t)
+	s := startServer(t)
 	ctx := context.Background()
 	for _, protocol := range []int{2, 3} {
-		rdb := s.Client(t, protocol)
+		rdb := s.Client(t, protocol, contextTimeouts)
 		c := New(rdb)
 		key := fmt.Sprintf("resp%d:user:ada", protocol)
 		if err := rdb.Do(ctx, "DEBUG", "CLOCK", "SET", 1700000070000).Err(); err != nil {
@@ -118,8 +118,8 @@ func TestInfoAndResetAgainstRLServer(t *testing.T) {
 
 // Error replies reach the caller wrapped, so redis's helpers still see them.
 func TestErrorRepliesAgainstRLServer(t *testing.T) {
-	s := rltest.Start(t)
-	c := New(s.Client(t, 3))
+	s := startServer(t)
+	c := New(s.Client(t, 3, contextTimeouts))
 	ctx := context.Background()
 	_, err := c.Allow(ctx, "k", SlidingWindow{0, time.Minute})
 	var reply redis.Error
@@ -168,7 +168,7 @@ func TestClusterClientAgainstRLServerCluster(t *testing.T) {
 // node speaking RESP protocol(node).
 func clusterClients(t *testing.T, protocol func(node int) int) []*Client {
 	t.Helper()
-	addrs := rltest.StartCluster(t, 3)
+	addrs := rlproc.StartCluster(t, rlproc.ClusterConfig{Shards: 3, Heartbeat: 100 * time.Millisecond}).Addrs()
 	cc := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs: addrs, MaxRetries: -1, ClusterStateReloadInterval: time.Second, ContextTimeoutEnabled: true,
 	})

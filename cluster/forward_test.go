@@ -4,6 +4,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // An idle forwarding connection whose peer has gone must be told from a live
@@ -34,13 +36,10 @@ func TestStillOpen(t *testing.T) {
 	gone, _ := net.Dial("tcp", ln.Addr().String())
 	defer gone.Close()
 	(<-accepted).Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for stillOpen(gone) {
-		if time.Now().After(deadline) {
-			t.Fatal("a connection its peer closed still looks open")
-		}
-		time.Sleep(time.Millisecond) // the FIN crosses loopback asynchronously
-	}
+	// The FIN crosses loopback asynchronously.
+	poll.Until(t, 5*time.Second, "a connection its peer closed to look closed", func() (bool, error) {
+		return !stillOpen(gone), nil
+	})
 	if !stillOpen(live) {
 		t.Fatal("checking changed a live connection")
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -10,8 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/poll"
 	"github.com/rlserver/rlserver/persistence"
 )
 
@@ -81,14 +82,10 @@ func TestRaftObserverHearsWritesForwardedFromAnotherNode(t *testing.T) {
 	if !recs[leader].saw(shard, engine.OpSliding, key) {
 		t.Fatalf("the leader's observer was not told of the write forwarded through node %d before it was answered", via)
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	for i, r := range recs {
-		for !r.saw(shard, engine.OpSliding, key) {
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d's observer never heard of the write", i)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		poll.Until(t, 10*time.Second, fmt.Sprintf("node %d's observer to hear of the write", i), func() (bool, error) {
+			return r.saw(shard, engine.OpSliding, key), nil
+		})
 	}
 
 	// An observer that is not observing is not called; one removed neither.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/poll"
 	"github.com/rlserver/rlserver/persistence"
 )
 
@@ -141,14 +142,12 @@ func (tc *testCluster) tryStart(i int, ln net.Listener) error {
 	tc.t.Helper()
 	m := tc.members[i]
 	if ln == nil {
-		var err error
-		deadline := time.Now().Add(5 * time.Second)
-		for ln, err = net.Listen("tcp", m.Bus); err != nil && time.Now().Before(deadline); ln, err = net.Listen("tcp", m.Bus) {
-			time.Sleep(20 * time.Millisecond) // the old listener's port is being released
-		}
-		if err != nil {
-			tc.t.Fatal(err)
-		}
+		// The old listener's port may still be being released.
+		poll.Until(tc.t, 5*time.Second, "the bus address "+m.Bus+" to be free", func() (bool, error) {
+			var err error
+			ln, err = net.Listen("tcp", m.Bus)
+			return err == nil, err
+		})
 	}
 	layout, err := persistence.Open(tc.dirs[i], persistence.Identity{NodeID: m.ID, Shards: tc.shards, Members: MemberList(tc.members)})
 	if err != nil {
@@ -206,8 +205,8 @@ func (tc *testCluster) leaderOfB(shard int) int { return tc.leaderOf(shard) }
 // returns its index.
 func (tc *testCluster) leaderOf(shard int) int {
 	tc.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	leader := -1
+	poll.Until(tc.t, 10*time.Second, fmt.Sprintf("an agreed leader for shard %d", shard), func() (bool, error) {
 		agreed, idx := true, -1
 		for _, n := range tc.nodes {
 			if n == nil || n.groups[shard].Load() == nil {
@@ -225,21 +224,20 @@ func (tc *testCluster) leaderOf(shard int) int {
 			}
 		}
 		if agreed && idx >= 0 && tc.nodes[idx] != nil {
-			return idx
+			leader = idx
+			return true, nil
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	tc.t.Fatalf("no agreed leader for shard %d", shard)
-	return -1
+		return false, nil
+	})
+	return leader
 }
 
 // digests waits until every running node's replica of shard has the same
 // state and returns that digest.
 func (tc *testCluster) converge(shard int) string {
 	tc.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
 	var last []string
-	for time.Now().Before(deadline) {
+	poll.Until(tc.t, 10*time.Second, fmt.Sprintf("shard %d's replicas to converge", shard), func() (bool, error) {
 		last = last[:0]
 		for _, n := range tc.nodes {
 			if n == nil || n.groups[shard].Load() == nil {
@@ -255,13 +253,9 @@ func (tc *testCluster) converge(shard int) string {
 		for _, d := range last {
 			same = same && d == last[0]
 		}
-		if same && len(last) > 0 {
-			return last[0]
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	tc.t.Fatalf("shard %d replicas never converged: %v", shard, last)
-	return ""
+		return same && len(last) > 0, fmt.Errorf("digests %v", last)
+	})
+	return last[0]
 }
 
 func sliding(key string, limit, window int64) engine.Command {

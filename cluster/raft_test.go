@@ -3,12 +3,14 @@ package cluster
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // Under a leadership change (a loaded machine can cause one) a request may
@@ -52,20 +54,13 @@ func TestRaftClusterAdmitsExactlyTheLimitFromEveryNode(t *testing.T) {
 
 func TestRaftLeadersSpreadOverTheNodes(t *testing.T) {
 	tc := startTestCluster(t, 3, 6)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.Until(t, 20*time.Second, "two shards led by each node", func() (bool, error) {
 		leads := map[int]int{}
 		for shard := range tc.shards {
 			leads[tc.leaderOf(shard)]++
 		}
-		if leads[0] == 2 && leads[1] == 2 && leads[2] == 2 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("leaders per node %v, want 2 each", leads)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return leads[0] == 2 && leads[1] == 2 && leads[2] == 2, fmt.Errorf("leaders per node %v", leads)
+	})
 }
 
 func TestRaftFailoverNeverExceedsTheLimit(t *testing.T) {
@@ -133,16 +128,10 @@ func TestRaftIsolatedLeaderMakesNoDecisions(t *testing.T) {
 	wg.Wait()
 	// The majority elects a new leader and serves.
 	other := (leader + 1) % 3
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "the majority to serve", func() (bool, error) {
 		r, err := tc.call(other, 0, sliding("k", 100, 60_000))
-		if err == nil && r.Results[0].Decision.Allowed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("majority never served: %v", err)
-		}
-	}
+		return err == nil && r.Results[0].Decision.Allowed, err
+	})
 	tc.net.heal(tc.members[leader].ID)
 	tc.converge(0)
 }
@@ -206,17 +195,10 @@ func TestRaftFourNodesRouteShardsTheyDoNotHold(t *testing.T) {
 	if tc.nodes[0].groups[1].Load() != nil {
 		t.Fatal("n1 holds a replica of shard 1")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "n1 to learn shard 1's leader", func() (bool, error) {
 		_, _, known := tc.nodes[0].Leader(1)
-		if known {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("n1 never learned shard 1's leader")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return known, nil
+	})
 	for _, v := range tc.nodes[0].Topology() {
 		if !v.LeaderKnown {
 			t.Fatalf("shard %d's leader unknown to n1", v.Shard)

@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // A node is ready once every shard has a known leader and its replicas have
@@ -41,34 +44,20 @@ func TestMemoryShardsReadyUntilClosed(t *testing.T) {
 // waitNotReady polls n.Ready until it fails with an error that says want.
 func waitNotReady(t *testing.T, n *RaftShards, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, fmt.Sprintf("Ready to fail saying %q", want), func() (bool, error) {
 		err := n.Ready()
-		if errors.Is(err, errNotReady) && strings.Contains(err.Error(), want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Ready still %v after 10s, want an error saying %q", err, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return errors.Is(err, errNotReady) && strings.Contains(err.Error(), want), fmt.Errorf("Ready: %v", err)
+	})
 }
 
 // waitReady polls n.Ready until it returns nil.
 func waitReady(t *testing.T, n *RaftShards) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "Ready", func() (bool, error) {
 		err := n.Ready()
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, errNotReady) {
+		if err != nil && !errors.Is(err, errNotReady) {
 			t.Fatalf("Ready: %v, which does not wrap errNotReady", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready after 10s: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil, err
+	})
 }

@@ -393,17 +393,5 @@ func decision3(allowed, limit, remaining, retry, reset int64) string {
 		bulkReply("reset_after_ms") + intReply(reset)
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(ioTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // contains reports whether s contains sub.
 func contains(s, sub string) bool { return strings.Contains(s, sub) }

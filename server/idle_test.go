@@ -3,6 +3,8 @@ package server
 import (
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // The sweep closes the connections that wait for a command and sent none
@@ -11,13 +13,13 @@ func TestSweepIdle(t *testing.T) {
 	s := startServer(t)
 	quiet, chatty := s.dial(t), s.dial(t)
 	quiet.expect("+PONG\r\n", "PING")
-	waitFor(t, "two connections", func() bool { return s.clientCount() == 2 })
+	poll.Until(t, ioTimeout, "two connections", func() (bool, error) { return s.clientCount() == 2, nil })
 	s.sweepIdle(time.Now().Add(-time.Hour).UnixMilli()) // nobody is an hour idle
 	chatty.expect("+PONG\r\n", "PING")
 	quiet.expect("+PONG\r\n", "PING")
 
 	cut := time.Now().UnixMilli() + 1
-	waitFor(t, "the clock to pass the cut", func() bool { return time.Now().UnixMilli() > cut })
+	poll.Until(t, ioTimeout, "the clock to pass the cut", func() (bool, error) { return time.Now().UnixMilli() > cut, nil })
 	chatty.expect("+PONG\r\n", "PING") // answered after the cut: not idle
 	s.sweepIdle(cut)
 	quiet.expectClosed()

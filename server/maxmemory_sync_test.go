@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // unreliableShards are memory shards whose Submit first answers some
@@ -84,7 +85,7 @@ func TestSyncMemoryLimitRetriesWithoutSleepingAndStopsOnClose(t *testing.T) {
 				srv.syncMemoryLimit()
 			}()
 			if c.close {
-				waitFor(t, "the first request", func() bool { return backend.sent() > 0 })
+				poll.Until(t, ioTimeout, "the first request", func() (bool, error) { return backend.sent() > 0, nil })
 				srv.Close()
 			}
 			select {

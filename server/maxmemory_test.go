@@ -3,12 +3,14 @@ package server
 import (
 	"fmt"
 	"testing"
+
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 func TestMaxMemoryRefusesNewKeysAndKeepsLimits(t *testing.T) {
 	s := startServer(t, withShards(1), withConfig(func(c *Config) { c.MaxMemory = MemoryLimit{Bytes: 4096} }))
 	c := s.dial(t)
-	waitFor(t, "the limit to reach the shard", func() bool { return s.shards.Stats(0).MemoryLimit == 4096 })
+	poll.Until(t, ioTimeout, "the limit to reach the shard", func() (bool, error) { return s.shards.Stats(0).MemoryLimit == 4096, nil })
 	c.expect(arrayReply(bulkReply("maxmemory"), bulkReply("4096")), "CONFIG", "GET", "maxmemory")
 	c.expect(decision2(1, 5, 4, 0, 100_000), "RL.SLIDING", "user:ada", "5", "60000")
 	oom := 0

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // TestMaxClients checks that the connection past --maxclients is refused
@@ -24,7 +25,7 @@ func TestMaxClients(t *testing.T) {
 	first.expect("+PONG\r\n", "PING")
 
 	first.conn.Close()
-	waitFor(t, "the server to forget a closed connection", func() bool { return s.clientCount() == 1 })
+	poll.Until(t, ioTimeout, "the server to forget a closed connection", func() (bool, error) { return s.clientCount() == 1, nil })
 	fourth := s.dial(t)
 	fourth.expect("+PONG\r\n", "PING")
 	if got := fourth.do("INFO", "stats"); !contains(got, "rejected_connections:1\r\n") {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // --requirepass: go-redis with Options.Password authenticates (HELLO AUTH);
@@ -87,11 +89,11 @@ func TestMaxClients(t *testing.T) {
 
 	first.conn.Close()
 	// The server notices the close asynchronously: retry until admitted.
-	waitFor(t, stopTimeout, "a free connection slot", func() bool {
+	poll.Until(t, rlproc.StopTimeout, "a free connection slot", func() (bool, error) {
 		c := dialRaw(t, srv.Addr)
 		c.send(command("PING"))
-		got, _ := c.tryReply()
+		got, err := c.tryReply()
 		c.conn.Close()
-		return got == "+PONG"
+		return got == "+PONG", err
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // Error texts rlserver shares with Redis (commands/errors.go).
@@ -179,7 +180,7 @@ func TestProtocolErrorsCloseOnlyTheirConnection(t *testing.T) {
 	defaults := startServer(t)
 	cases := []struct {
 		name  string
-		srv   *server
+		srv   *rlproc.Process
 		frame string
 		want  string
 	}{

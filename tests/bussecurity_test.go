@@ -1,16 +1,14 @@
 package tests
 
 import (
-	"net"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
+	"github.com/rlserver/rlserver/internal/poll"
 	"github.com/rlserver/rlserver/internal/testcert"
 )
 
@@ -33,10 +31,10 @@ func TestClusterMutualTLS(t *testing.T) {
 	t.Parallel()
 	ca := testcert.NewCA(t, "cluster CA")
 	tc := newCluster(t, 2)
-	for i := range tc.args {
-		tc.args[i] = append(tc.args[i], busTLSArgs(t, ca, t.TempDir(), "n"+strconv.Itoa(i+1))...)
+	for _, n := range tc.Nodes {
+		n.Config.Args = append(n.Config.Args, busTLSArgs(t, ca, t.TempDir(), n.ID)...)
 	}
-	tc.startAll()
+	tc.Launch(t)
 	c0 := tc.client(0)
 	keys := []string{keyOnShard(t, c0, "mtls", 0, 2), keyOnShard(t, c0, "mtls", 1, 2)}
 	for i := range 3 {
@@ -48,12 +46,12 @@ func TestClusterMutualTLS(t *testing.T) {
 	}
 
 	// A plain TCP connection to the bus: no handshake, no header read.
-	bus := dialRaw(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(tc.busPorts[0])))
+	bus := dialRaw(t, tc.Nodes[0].BusAddr)
 	bus.send("rlF\x00\x00intruder")
 	bus.expectClosed()
 
 	tc.stop(2)
-	impostorArgs := slices.Clone(tc.args[2])
+	impostorArgs := slices.Clone(tc.Nodes[2].Config.Args)
 	for i, a := range impostorArgs {
 		if a == "--data-dir" {
 			impostorArgs[i+1] = filepath.Join(t.TempDir(), "data")
@@ -76,8 +74,8 @@ func TestClusterMutualTLS(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, 10*time.Second, "a genuine node to log the impostor's refusal", func() bool {
-		return strings.Contains(tc.nodes[0].stderr.String()+tc.nodes[1].stderr.String(), "refused a bus connection that failed mutual TLS")
+	poll.Until(t, 10*time.Second, "a genuine node to log the impostor's refusal", func() (bool, error) {
+		return strings.Contains(tc.node(0).Log()+tc.node(1).Log(), "refused a bus connection that failed mutual TLS"), nil
 	})
 	impostor.Stop(t)
 

@@ -2,55 +2,29 @@ package tests
 
 import (
 	"fmt"
-	"net"
-	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // testCluster is three rlserver processes forming one cluster on loopback,
-// each with its own data directory, restartable with the same settings.
+// each with its own data directory, restartable with the same settings,
+// and the test they serve.
 type testCluster struct {
-	t        *testing.T
-	args     [][]string // each node's command line
-	wrap     [][]string // each node's command prefix, if any (see launchWrapped)
-	dirs     []string
-	busPorts []int // each node's bus port as --cluster names it
-	nodes    []*server
-	shards   int
-}
-
-// freePorts returns n loopback ports free at the time of asking.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var lns []net.Listener
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return ports
+	*rlproc.Cluster
+	t *testing.T
 }
 
 // startCluster starts a three-node cluster of shards shards, with short Raft
-// timeouts so that elections fit in a test.
+// timeouts so that elections fit in a test, and waits until every shard has
+// a leader.
 func startCluster(t *testing.T, shards int) *testCluster {
 	t.Helper()
 	tc := newCluster(t, shards)
-	tc.startAll()
+	tc.Launch(t)
 	return tc
 }
 
@@ -58,148 +32,86 @@ func startCluster(t *testing.T, shards int) *testCluster {
 // cluster without starting it, so a test can change them first.
 func newCluster(t *testing.T, shards int) *testCluster {
 	t.Helper()
-	ports := freePorts(t, 6)
-	var members []string
-	for i := range 3 {
-		members = append(members, fmt.Sprintf("n%d@127.0.0.1:%d@%d", i+1, ports[i], ports[3+i]))
-	}
-	tc := &testCluster{t: t, shards: shards, busPorts: ports[3:], wrap: make([][]string, 3)}
-	for i := range 3 {
-		dir := t.TempDir()
-		tc.dirs = append(tc.dirs, dir)
-		tc.args = append(tc.args, []string{
-			"--node-id", fmt.Sprintf("n%d", i+1), "--bind", "127.0.0.1", "--port", strconv.Itoa(ports[i]),
-			"--data-dir", filepath.Join(dir, "data"), "--cluster", strings.Join(members, ","),
-			"--shards", strconv.Itoa(shards), "--raft-heartbeat", "200ms", "--enable-debug-command",
-		})
-	}
-	tc.nodes = make([]*server, 3)
-	return tc
+	return &testCluster{t: t, Cluster: rlproc.NewCluster(t, rlproc.ClusterConfig{
+		Shards: shards, Heartbeat: 200 * time.Millisecond, Args: []string{"--enable-debug-command"},
+	})}
 }
 
-// startAll starts every node and waits until every shard has a leader.
-func (tc *testCluster) startAll() {
-	tc.t.Helper()
-	for i := range tc.nodes {
-		tc.start(i)
-	}
-	tc.waitLeaders()
+// node is node i's running process (its latest start).
+func (tc *testCluster) node(i int) *rlproc.Process {
+	return tc.Nodes[i].Process()
 }
 
 // start (re)starts node i with its settings and data.
 func (tc *testCluster) start(i int) {
 	tc.t.Helper()
-	tc.nodes[i] = launchWrapped(tc.t, tc.dirs[i], tc.wrap[i], tc.args[i]...)
+	tc.Nodes[i].Launch(tc.t)
 }
 
 // kill stops node i as kill -9 does.
 func (tc *testCluster) kill(i int) {
-	tc.t.Helper()
-	s := tc.nodes[i]
-	s.expectExit()
-	s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.done
+	tc.node(i).Kill()
 }
 
 // stop stops node i with SIGTERM and checks it exits 0.
 func (tc *testCluster) stop(i int) {
 	tc.t.Helper()
-	if code := tc.nodes[i].Stop(tc.t); code != 0 {
-		tc.t.Fatalf("node %d exited %d; stderr:\n%s", i+1, code, tc.nodes[i].stderr)
+	if code := tc.node(i).Stop(tc.t); code != 0 {
+		tc.t.Fatalf("node %d exited %d; stderr:\n%s", i+1, code, tc.node(i).Log())
 	}
 }
 
 // client is a plain client of node i (retries off: each decision is sent
 // once).
 func (tc *testCluster) client(i int) *redis.Client {
-	return tc.nodes[i].Client(tc.t, 2)
+	return tc.node(i).Client(tc.t, 2)
 }
 
 // clusterClient is go-redis's cluster client, seeded with every node and
 // reloading the topology every second, as docs/clients.md advises.
 func (tc *testCluster) clusterClient() *redis.ClusterClient {
-	var addrs []string
-	for _, s := range tc.nodes {
-		addrs = append(addrs, s.Addr)
-	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: addrs, Protocol: 2, ClusterStateReloadInterval: time.Second, MaxRetries: -1,
+		Addrs: tc.Addrs(), Protocol: 2, ClusterStateReloadInterval: time.Second, MaxRetries: -1,
 	})
 	tc.t.Cleanup(func() { c.Close() })
 	return c
 }
 
-var shardLine = regexp.MustCompile(`shard_(\d+):state=(\w+),`)
-
-// leaders returns, per shard, the node leading it (-1 if none), read from
-// each running node's INFO raft.
-func (tc *testCluster) leaders() []int {
-	out := make([]int, tc.shards)
-	for i := range out {
-		out[i] = -1
-	}
-	for i, s := range tc.nodes {
-		select {
-		case <-s.done:
-			continue
-		default:
-		}
-		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second})
-		info, err := c.Info(ctx(tc.t), "raft").Result()
-		c.Close()
-		if err != nil {
-			continue
-		}
-		for _, m := range shardLine.FindAllStringSubmatch(info, -1) {
-			if m[2] == "leader" {
-				shard, _ := strconv.Atoi(m[1])
-				out[shard] = i
-			}
-		}
-	}
-	return out
-}
-
-// waitLeaders waits until every shard has a leader.
+// waitLeaders waits until every shard has a leader, and returns them.
 func (tc *testCluster) waitLeaders() []int {
 	tc.t.Helper()
-	var l []int
-	waitFor(tc.t, 20*time.Second, "every shard to have a leader", func() bool {
-		l = tc.leaders()
-		for _, n := range l {
-			if n < 0 {
-				return false
-			}
-		}
-		return true
-	})
-	return l
+	leaders, err := tc.WaitHealthy(rlproc.HealthTimeout)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	return leaders
 }
 
 // converge waits until every running node's DEBUG DIGEST is the same.
 func (tc *testCluster) converge() string {
 	tc.t.Helper()
+	var clients []*redis.Client
+	for i, n := range tc.Nodes {
+		if n.Running() {
+			clients = append(clients, tc.client(i))
+		}
+	}
 	var digests []string
-	waitFor(tc.t, 20*time.Second, "the replicas to hold identical state", func() bool {
+	poll.Until(tc.t, 20*time.Second, "the replicas to hold identical state", func() (bool, error) {
 		digests = digests[:0]
-		for i, s := range tc.nodes {
-			select {
-			case <-s.done:
-				continue
-			default:
-			}
-			d, err := tc.client(i).Do(ctx(tc.t), "DEBUG", "DIGEST").Text()
+		for _, c := range clients {
+			d, err := c.Do(ctx(tc.t), "DEBUG", "DIGEST").Text()
 			if err != nil {
-				return false
+				return false, err
 			}
 			digests = append(digests, d)
 		}
 		for _, d := range digests {
 			if d != digests[0] {
-				return false
+				return false, fmt.Errorf("digests %q", digests)
 			}
 		}
-		return len(digests) > 0
+		return len(digests) > 0, nil
 	})
 	return digests[0]
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // The seed's scenario against the cluster: 600 requests in parallel, spread
@@ -48,8 +50,8 @@ func TestClusterClientReachesEveryShard(t *testing.T) {
 	tc := startCluster(t, 6)
 	cc := tc.clusterClient()
 	plain := tc.client(1)
-	for shard := range tc.shards {
-		key := keyOnShard(t, plain, "spread", shard, tc.shards)
+	for shard := range tc.Shards {
+		key := keyOnShard(t, plain, "spread", shard, tc.Shards)
 		for _, c := range []doer{cc, plain} {
 			v, err := c.Do(ctx(t), "RL.FIXED", key, 10, 60000).Result()
 			if err != nil {
@@ -64,7 +66,7 @@ func TestClusterClientReachesEveryShard(t *testing.T) {
 		}
 	}
 	slots, err := cc.ClusterSlots(ctx(t)).Result()
-	if err != nil || len(slots) != tc.shards {
+	if err != nil || len(slots) != tc.Shards {
 		t.Fatalf("CLUSTER SLOTS: %v %v", slots, err)
 	}
 	// A transaction on one hash tag, through the cluster client.
@@ -86,7 +88,7 @@ func TestClusterLeaderKilledUnderLoad(t *testing.T) {
 	leaders := tc.waitLeaders()
 	plain := tc.client(0)
 	victim := leaders[0]
-	key := keyOnShard(t, plain, "failover", 0, tc.shards)
+	key := keyOnShard(t, plain, "failover", 0, tc.Shards)
 	const limit = 400
 	var allowed, refused, unknown atomic.Int64
 	var stop atomic.Bool
@@ -120,15 +122,15 @@ func TestClusterLeaderKilledUnderLoad(t *testing.T) {
 		stop.Store(true)
 		wg.Wait()
 	}()
-	waitFor(t, 20*time.Second, "a third of the budget to be spent", func() bool { return allowed.Load() >= limit/3 })
+	poll.Until(t, 20*time.Second, "a third of the budget to be spent", func() (bool, error) { return allowed.Load() >= limit/3, nil })
 	tc.kill(victim)
 	killed := time.Now()
-	waitFor(t, 20*time.Second, "a new leader to serve", func() bool {
-		return lastServed.Load() > killed.UnixMilli()+50
+	poll.Until(t, 20*time.Second, "a new leader to serve", func() (bool, error) {
+		return lastServed.Load() > killed.UnixMilli()+50, nil
 	})
 	t.Logf("served again %v after kill -9 of the leader", time.Since(killed).Round(10*time.Millisecond))
 	// Run on until the budget is gone and refusals have come back.
-	waitFor(t, 30*time.Second, "the budget to be spent", func() bool { return refused.Load() >= 50 })
+	poll.Until(t, 30*time.Second, "the budget to be spent", func() (bool, error) { return refused.Load() >= 50, nil })
 	stop.Store(true)
 	wg.Wait()
 	if got := allowed.Load(); got > limit || got+unknown.Load() < limit {
@@ -190,14 +192,14 @@ func TestClusterMovedForClusterClients(t *testing.T) {
 	leaders := tc.waitLeaders()
 	from := (leaders[0] + 1) % 3
 	c := tc.client(from)
-	key := keyOnShard(t, c, "moved", 0, tc.shards)
+	key := keyOnShard(t, c, "moved", 0, tc.Shards)
 	conn := c.Conn()
 	defer conn.Close()
 	if err := conn.Do(ctx(t), "CLUSTER", "SLOTS").Err(); err != nil {
 		t.Fatal(err)
 	}
 	err := conn.Do(ctx(t), "RL.SLIDING", key, 10, 1000).Err()
-	want := fmt.Sprintf("MOVED %d %s", slotOf(t, c, key), tc.nodes[leaders[0]].Addr)
+	want := fmt.Sprintf("MOVED %d %s", slotOf(t, c, key), tc.Nodes[leaders[0]].Addr)
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %s", err, want)
 	}
@@ -222,7 +224,7 @@ func slotOf(t testing.TB, c *redis.Client, key string) int64 {
 func TestClusterRefusesADataDirOfAnotherMembership(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ports := freePorts(t, 2)
+	ports := rlproc.Ports(t, 2)
 	single := launch(t, dir, "--node-id", "n1", "--bind", "127.0.0.1", "--port", fmt.Sprint(ports[0]), "--shards", "2")
 	if code := single.Stop(t); code != 0 {
 		t.Fatalf("single node exited %d", code)

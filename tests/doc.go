@@ -7,5 +7,6 @@
 // Environment:
 //
 //	RLSERVER_E2E_DURABLE=1    run every server durable (Raft shards on disk), not --in-memory
+//	RLSERVER_BIN=path         run that rlserver binary rather than build ./cmd/rlserver
 //	RLSERVER_REQUIRE_TOOLS=1  fail, rather than skip, when redis-cli is missing
 package tests

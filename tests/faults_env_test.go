@@ -22,6 +22,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/rlserver/rlserver/internal/rlproc"
 	"go.etcd.io/bbolt"
 )
 
@@ -64,16 +65,16 @@ func (b *busLink) close() {
 // listeners to other free ports; tc must not have started.
 func newBusNet(t testing.TB, tc *testCluster) *busNet {
 	t.Helper()
-	n := &busNet{isolated: -1, links: map[*busLink]struct{}{}, pids: make([]int, len(tc.nodes))}
-	real := freePorts(t, len(tc.nodes))
-	for i, port := range tc.busPorts {
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	n := &busNet{isolated: -1, links: map[*busLink]struct{}{}, pids: make([]int, len(tc.Nodes))}
+	real := rlproc.Ports(t, len(tc.Nodes))
+	for i, node := range tc.Nodes {
+		ln, err := net.Listen("tcp", node.BusAddr)
 		if err != nil {
 			t.Fatalf("proxy for n%d's bus: %v", i+1, err)
 		}
 		n.proxies = append(n.proxies, ln)
 		n.targets = append(n.targets, fmt.Sprintf("127.0.0.1:%d", real[i]))
-		tc.args[i] = append(tc.args[i], "--bus-listen", n.targets[i])
+		node.Config.Args = append(node.Config.Args, "--bus-listen", n.targets[i])
 		n.wg.Add(1)
 		go n.accept(ln, i)
 	}
@@ -92,9 +93,9 @@ func newBusNet(t testing.TB, tc *testCluster) *busNet {
 }
 
 // started records node i's process, so its connections can be told apart.
-func (n *busNet) started(i int, s *server) {
+func (n *busNet) started(i int, p *rlproc.Process) {
 	n.mu.Lock()
-	n.pids[i] = s.cmd.Process.Pid
+	n.pids[i] = p.Pid()
 	n.mu.Unlock()
 }
 
@@ -232,7 +233,7 @@ type diskFault struct {
 	// a reason why this machine cannot make this fault.
 	wrap func(t testing.TB, dataDir string) ([]string, string)
 	// fill makes the node's data directory full; free undoes it.
-	fill, free func(t testing.TB, s *server, dataDir string)
+	fill, free func(t testing.TB, p *rlproc.Process, dataDir string)
 }
 
 // diskFaults are the ways a test can fill a node's disk without root: a
@@ -254,10 +255,10 @@ var diskFaults = []diskFault{
 			return []string{"unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
 				`mkdir -p "$1" && mount -t tmpfs -o size=64m tmpfs "$1" && shift && exec "$@"`, "sh", dataDir}, ""
 		},
-		fill: func(t testing.TB, s *server, dataDir string) {
+		fill: func(t testing.TB, p *rlproc.Process, dataDir string) {
 			t.Helper()
 			// The node's mount is reached through its /proc root.
-			ballast := fmt.Sprintf("/proc/%d/root%s/ballast", s.cmd.Process.Pid, dataDir)
+			ballast := fmt.Sprintf("/proc/%d/root%s/ballast", p.Pid(), dataDir)
 			f, err := os.Create(ballast)
 			if err != nil {
 				t.Fatalf("ballast: %v", err)
@@ -276,9 +277,9 @@ var diskFaults = []diskFault{
 			for _, err := f.Write(chunk[:4096]); err == nil; _, err = f.Write(chunk[:4096]) {
 			}
 		},
-		free: func(t testing.TB, s *server, dataDir string) {
+		free: func(t testing.TB, p *rlproc.Process, dataDir string) {
 			t.Helper()
-			if err := os.Remove(fmt.Sprintf("/proc/%d/root%s/ballast", s.cmd.Process.Pid, dataDir)); err != nil {
+			if err := os.Remove(fmt.Sprintf("/proc/%d/root%s/ballast", p.Pid(), dataDir)); err != nil {
 				t.Fatalf("removing the ballast: %v", err)
 			}
 		},
@@ -287,7 +288,7 @@ var diskFaults = []diskFault{
 		name: "rlimit",
 		how:  "EFBIG: RLIMIT_FSIZE at the size of its largest file",
 		wrap: func(testing.TB, string) ([]string, string) { return nil, "" },
-		fill: func(t testing.TB, s *server, dataDir string) {
+		fill: func(t testing.TB, p *rlproc.Process, dataDir string) {
 			t.Helper()
 			var largest int64
 			filepath.WalkDir(dataDir, func(_ string, d fs.DirEntry, err error) error {
@@ -298,11 +299,11 @@ var diskFaults = []diskFault{
 				}
 				return nil
 			})
-			setFileSizeLimit(t, s.cmd.Process.Pid, uint64(largest))
+			setFileSizeLimit(t, p.Pid(), uint64(largest))
 		},
-		free: func(t testing.TB, s *server, _ string) {
+		free: func(t testing.TB, p *rlproc.Process, _ string) {
 			t.Helper()
-			setFileSizeLimit(t, s.cmd.Process.Pid, rlimInfinity)
+			setFileSizeLimit(t, p.Pid(), rlimInfinity)
 		},
 	},
 }

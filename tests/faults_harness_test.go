@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // The fault tests drive a three-node cluster with a steady load of RL.FIXED
@@ -109,11 +110,11 @@ type faultLoad struct {
 func newFaultLoad(t *testing.T, tc *testCluster, tight int64) *faultLoad {
 	t.Helper()
 	l := &faultLoad{t: t, tc: tc}
-	c := tc.nodes[0].Client(t, 2)
-	for shard := range tc.shards {
+	c := tc.node(0).Client(t, 2)
+	for shard := range tc.Shards {
 		l.keys = append(l.keys,
-			faultKey{name: keyOnShard(t, c, "tight", shard, tc.shards), shard: shard, limit: tight},
-			faultKey{name: keyOnShard(t, c, "wide", shard, tc.shards), shard: shard, limit: 1_000_000})
+			faultKey{name: keyOnShard(t, c, "tight", shard, tc.Shards), shard: shard, limit: tight},
+			faultKey{name: keyOnShard(t, c, "wide", shard, tc.Shards), shard: shard, limit: 1_000_000})
 	}
 	return l
 }
@@ -123,7 +124,7 @@ func newFaultLoad(t *testing.T, tc *testCluster, tight int64) *faultLoad {
 // hold a request (an election, a forward to a frozen node). A restarted node
 // keeps its port, so the client reaches it again.
 func (l *faultLoad) faultClient(i int) *redis.Client {
-	return l.tc.nodes[i].Client(l.t, 2, func(o *redis.Options) {
+	return l.tc.node(i).Client(l.t, 2, func(o *redis.Options) {
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = time.Second, 20*time.Second, 5*time.Second
 		o.PoolSize = 1
 	})
@@ -133,11 +134,10 @@ func (l *faultLoad) faultClient(i int) *redis.Client {
 func (l *faultLoad) setPhase(phase int) {
 	l.t.Helper()
 	l.phase.Store(int64(phase))
-	for i, s := range l.tc.nodes {
-		if !running(s) {
-			continue
+	for i, n := range l.tc.Nodes {
+		if n.Running() {
+			l.setClock(i)
 		}
-		l.setClock(i)
 	}
 }
 
@@ -146,18 +146,18 @@ func (l *faultLoad) setPhase(phase int) {
 func (l *faultLoad) setClock(i int) {
 	l.t.Helper()
 	at := faultTime(int(l.phase.Load()))
-	c := l.tc.nodes[i].Client(l.t, 2)
+	c := l.tc.node(i).Client(l.t, 2)
 	defer c.Close()
-	waitFor(l.t, 20*time.Second, fmt.Sprintf("DEBUG CLOCK SET on n%d", i+1), func() bool {
+	poll.Until(l.t, 20*time.Second, fmt.Sprintf("DEBUG CLOCK SET on n%d", i+1), func() (bool, error) {
 		got, err := c.Do(ctx(l.t), "DEBUG", "CLOCK", "SET", at).Int64()
-		return err == nil && got == at
+		return err == nil && got == at, err
 	})
 }
 
 // start runs workers per node until stopLoad.
 func (l *faultLoad) start(workers int) {
 	l.stop = make(chan struct{})
-	for i := range l.tc.nodes {
+	for i := range l.tc.Nodes {
 		for w := range workers {
 			c := l.faultClient(i)
 			l.wg.Add(1)
@@ -245,16 +245,6 @@ func classify(v any, err error, limit int64, phase int) (outcome, decision, stri
 	return refused, d, ""
 }
 
-// running reports whether s has not exited.
-func running(s *server) bool {
-	select {
-	case <-s.done:
-		return false
-	default:
-		return true
-	}
-}
-
 // count returns how many recorded requests match.
 func (l *faultLoad) count(match func(*faultOp) bool) int {
 	l.mu.Lock()
@@ -274,11 +264,11 @@ func (l *faultLoad) count(match func(*faultOp) bool) int {
 func (l *faultLoad) waitServed(what string, node int, since time.Time, n int, keyMatch func(faultKey) bool) {
 	l.t.Helper()
 	phase := int(l.phase.Load())
-	waitFor(l.t, 30*time.Second, what, func() bool {
+	poll.Until(l.t, 30*time.Second, what, func() (bool, error) {
 		return l.count(func(op *faultOp) bool {
 			return (op.out == allowed || op.out == refused) && op.phase == phase && op.sent.After(since) &&
 				(node < 0 || op.node == node) && (keyMatch == nil || keyMatch(l.keys[op.key]))
-		}) >= n
+		}) >= n, nil
 	})
 }
 
@@ -288,9 +278,9 @@ func (l *faultLoad) exhaust(key faultKey, i int, since time.Time) {
 	l.t.Helper()
 	k := slices.IndexFunc(l.keys, func(fk faultKey) bool { return fk.name == key.name })
 	c := l.faultClient(i)
-	waitFor(l.t, 30*time.Second, "the budget of "+key.name+" to be spent through n"+strconv.Itoa(i+1), func() bool {
+	poll.Until(l.t, 30*time.Second, "the budget of "+key.name+" to be spent through n"+strconv.Itoa(i+1), func() (bool, error) {
 		l.send(c, i, k)
-		return l.count(func(op *faultOp) bool { return op.key == k && op.out == refused && op.sent.After(since) }) > 0
+		return l.count(func(op *faultOp) bool { return op.key == k && op.out == refused && op.sent.After(since) }) > 0, nil
 	})
 }
 
@@ -339,14 +329,13 @@ func (l *faultLoad) check() string {
 
 		// Every acknowledged grant is counted, through the shard's leader.
 		var d decision
-		waitFor(t, 20*time.Second, "a peek at "+key.name, func() bool {
+		poll.Until(t, 20*time.Second, "a peek at "+key.name, func() (bool, error) {
 			v, err := peeker.Do(ctx(t), "RL.FIXED", key.name, key.limit, faultWindow, "COST", 0).Result()
 			if err != nil {
-				return false
+				return false, err
 			}
-			var perr error
-			d, perr = parseDecision(v)
-			return perr == nil
+			d, err = parseDecision(v)
+			return err == nil, err
 		})
 		counted := key.limit - d.Remaining
 		if !d.Allowed || d.Remaining < 0 {
@@ -367,9 +356,9 @@ func (l *faultLoad) check() string {
 
 // anyClient returns a client of a running node, with retries off.
 func (l *faultLoad) anyClient() *redis.Client {
-	for _, s := range l.tc.nodes {
-		if running(s) {
-			return redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 2, MaxRetries: -1})
+	for _, n := range l.tc.Nodes {
+		if n.Running() {
+			return redis.NewClient(&redis.Options{Addr: n.Addr, Protocol: 2, MaxRetries: -1})
 		}
 	}
 	l.t.Fatal("no node is running")
@@ -431,30 +420,9 @@ func linearizabilityViolations(key faultKey, grants, refusals []faultOp) []strin
 	return out
 }
 
-// raftState is one replica's line of INFO raft.
-type raftState struct {
-	state string
-	term  int64
-}
-
-var raftLine = regexp.MustCompile(`shard_(\d+):state=(\w+),term=(\d+),`)
-
-// raftStates reads node i's INFO raft, with a short timeout: a frozen or cut
-// off node does not hold the test up.
-func (tc *testCluster) raftStates(i int) (map[int]raftState, error) {
-	c := redis.NewClient(&redis.Options{Addr: tc.nodes[i].Addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second})
-	defer c.Close()
-	info, err := c.Info(context.Background(), "raft").Result()
-	if err != nil {
-		return nil, err
-	}
-	out := map[int]raftState{}
-	for _, m := range raftLine.FindAllStringSubmatch(info, -1) {
-		shard, _ := strconv.Atoi(m[1])
-		term, _ := strconv.ParseInt(m[3], 10, 64)
-		out[shard] = raftState{state: m[2], term: term}
-	}
-	return out, nil
+// raftStates reads node i's INFO raft (see rlproc.Node.RaftStates).
+func (tc *testCluster) raftStates(i int) (map[int]rlproc.RaftState, error) {
+	return tc.Nodes[i].RaftStates(context.Background())
 }
 
 // waitPreferredLeaders waits until every shard is led by its preferred
@@ -463,14 +431,9 @@ func (tc *testCluster) raftStates(i int) (map[int]raftState, error) {
 // moves only when a test makes it.
 func (tc *testCluster) waitPreferredLeaders() {
 	tc.t.Helper()
-	waitFor(tc.t, 30*time.Second, "every shard to be led by its preferred node", func() bool {
-		for shard, leader := range tc.leaders() {
-			if leader != shard%len(tc.nodes) {
-				return false
-			}
-		}
-		return true
-	})
+	if err := tc.WaitBalanced(30 * time.Second); err != nil {
+		tc.t.Fatal(err)
+	}
 }
 
 // waitOtherLeader waits until a node other than not leads shard, asking only
@@ -478,17 +441,17 @@ func (tc *testCluster) waitPreferredLeaders() {
 func (tc *testCluster) waitOtherLeader(shard, not int) int {
 	tc.t.Helper()
 	leader := -1
-	waitFor(tc.t, 20*time.Second, fmt.Sprintf("a node other than n%d to lead shard %d", not+1, shard), func() bool {
-		for i := range tc.nodes {
-			if i == not || !running(tc.nodes[i]) {
+	poll.Until(tc.t, 20*time.Second, fmt.Sprintf("a node other than n%d to lead shard %d", not+1, shard), func() (bool, error) {
+		for i, n := range tc.Nodes {
+			if i == not || !n.Running() {
 				continue
 			}
-			if st, err := tc.raftStates(i); err == nil && st[shard].state == "leader" {
+			if st, err := tc.raftStates(i); err == nil && st[shard].State == "leader" {
 				leader = i
-				return true
+				return true, nil
 			}
 		}
-		return false
+		return false, nil
 	})
 	return leader
 }

@@ -5,6 +5,8 @@ package tests
 import (
 	"regexp"
 	"testing"
+
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // A durable node started on a disk where nothing can be written (a file
@@ -25,21 +27,21 @@ func TestFaultStartOnFullDisk(t *testing.T) {
 	}
 	c.Close()
 	if code := s.Stop(t); code != 0 {
-		t.Fatalf("SIGTERM: exit %d; stderr:\n%s", code, s.stderr)
+		t.Fatalf("SIGTERM: exit %d; stderr:\n%s", code, s.Log())
 	}
 
 	// sh sets the limit, then becomes rlserver; its stderr is a pipe, which
 	// the limit does not cover, so the error can still be read.
 	noRoom := []string{"sh", "-c", `ulimit -f 0 && exec "$@"`, "sh"}
-	refused, exited := spawn(t, dir, noRoom, baseArgs...)
+	refused, exited := rlproc.Spawn(t, rlproc.Config{Dir: dir, Wrap: noRoom, Args: baseArgs})
 	if !exited {
-		t.Fatalf("rlserver started with no room to write; stderr:\n%s", refused.stderr)
+		t.Fatalf("rlserver started with no room to write; stderr:\n%s", refused.Log())
 	}
-	if code := exitCode(refused.err); code == 0 {
+	if code := refused.ExitCode(); code == 0 {
 		t.Errorf("exit code 0 after refusing to start")
 	}
-	if !regexp.MustCompile(`raft\.db.*file too large`).MatchString(refused.stderr.String()) {
-		t.Errorf("the error does not name the file it could not write:\n%s", refused.stderr)
+	if !regexp.MustCompile(`raft\.db.*file too large`).MatchString(refused.Log()) {
+		t.Errorf("the error does not name the file it could not write:\n%s", refused.Log())
 	}
 
 	s = launch(t, dir, baseArgs...)

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // kill -9 of each node in turn, under load, then a restart: each node leads
@@ -29,13 +31,13 @@ func TestFaultKillAndRestartAnyNodeUnderLoad(t *testing.T) {
 		rounds = 3
 	}
 	for round := range rounds {
-		victim := round % len(tc.nodes)
+		victim := round % len(tc.Nodes)
 		l.setPhase(round + 1)
 		l.start(3)
 		l.waitServed("decisions before the kill", -1, time.Now(), 100, nil)
 		tc.kill(victim)
 		killed := time.Now()
-		for shard := range tc.shards {
+		for shard := range tc.Shards {
 			l.waitServed("the survivors to serve every shard", -1, killed, 10, func(k faultKey) bool { return k.shard == shard })
 		}
 		failover := time.Since(killed)
@@ -112,7 +114,7 @@ func TestFaultFrozenLeaderStepsDown(t *testing.T) {
 	l.waitServed("grants of the tight key", -1, began, int(tight.limit/4), isTight)
 	lap.lap("load")
 
-	victimProc := tc.nodes[victim].cmd.Process
+	victimProc := tc.node(victim)
 	if err := victimProc.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -146,18 +148,18 @@ func TestFaultFrozenLeaderStepsDown(t *testing.T) {
 	// It steps down from every shard it led: another node leads it, or it
 	// leads again in a later term (the leadership is handed back to it).
 	var stale time.Duration
-	waitFor(t, 20*time.Second, fmt.Sprintf("n%d to step down", victim+1), func() bool {
+	poll.Until(t, 20*time.Second, fmt.Sprintf("n%d to step down", victim+1), func() (bool, error) {
 		now, err := tc.raftStates(victim)
 		if err != nil {
-			return false
+			return false, err
 		}
 		for s, was := range led {
-			if was.state == "leader" && now[s].state == "leader" && now[s].term == was.term {
+			if was.State == "leader" && now[s].State == "leader" && now[s].Term == was.Term {
 				stale = time.Since(resumed)
-				return false
+				return false, nil
 			}
 		}
-		return true
+		return true, nil
 	})
 	lap.lap("step down")
 	probes.Wait()
@@ -183,9 +185,9 @@ func TestFaultPartitionedNodeIsCutOffThenHealed(t *testing.T) {
 	began := time.Now()
 	tc := newCluster(t, 3)
 	bn := newBusNet(t, tc)
-	for i := range tc.nodes {
+	for i := range tc.Nodes {
 		tc.start(i)
-		bn.started(i, tc.nodes[i])
+		bn.started(i, tc.node(i))
 	}
 	tc.waitPreferredLeaders()
 	const shard, victim = 0, 0 // n1 leads shard 0
@@ -205,15 +207,15 @@ func TestFaultPartitionedNodeIsCutOffThenHealed(t *testing.T) {
 	elected := time.Since(cut)
 	lap.lap("election")
 	var stepDown time.Duration
-	waitFor(t, 20*time.Second, fmt.Sprintf("n%d to step down", victim+1), func() bool {
+	poll.Until(t, 20*time.Second, fmt.Sprintf("n%d to step down", victim+1), func() (bool, error) {
 		st, err := tc.raftStates(victim)
 		for _, r := range st {
-			if r.state == "leader" {
-				return false
+			if r.State == "leader" {
+				return false, nil
 			}
 		}
 		stepDown = time.Since(cut)
-		return err == nil
+		return err == nil, err
 	})
 	steppedDown := time.Now()
 	lap.lap("step down")
@@ -221,8 +223,8 @@ func TestFaultPartitionedNodeIsCutOffThenHealed(t *testing.T) {
 	lap.lap("exhausted")
 	// The cut-off node's clients wait for a leader it cannot reach, and are
 	// told to try again: wait for some of those answers.
-	waitFor(t, 30*time.Second, fmt.Sprintf("n%d to answer requests while cut off", victim+1), func() bool {
-		return l.count(func(op *faultOp) bool { return op.node == victim && op.done.After(steppedDown) }) >= 3
+	poll.Until(t, 30*time.Second, fmt.Sprintf("n%d to answer requests while cut off", victim+1), func() (bool, error) {
+		return l.count(func(op *faultOp) bool { return op.node == victim && op.done.After(steppedDown) }) >= 3, nil
 	})
 	lap.lap("answers while cut off")
 	bn.heal()
@@ -257,13 +259,13 @@ func TestFaultFullDisk(t *testing.T) {
 			began := time.Now()
 			tc := newCluster(t, 3)
 			const victim = 0 // n1, the preferred leader of shard 0
-			dataDir := filepath.Join(tc.dirs[victim], "data")
+			dataDir := tc.Nodes[victim].DataDir()
 			wrap, reason := df.wrap(t, dataDir)
 			if reason != "" {
 				t.Skip(reason)
 			}
-			tc.wrap[victim] = wrap
-			tc.startAll()
+			tc.Nodes[victim].Config.Wrap = wrap
+			tc.Launch(t)
 			tc.waitPreferredLeaders() // n1 leads shard 0
 			lap := newLaps()
 			lap.lap("start")
@@ -274,31 +276,31 @@ func TestFaultFullDisk(t *testing.T) {
 			led, _ := tc.raftStates(victim)
 			lap.lap("load")
 
-			df.fill(t, tc.nodes[victim], dataDir)
+			df.fill(t, tc.node(victim), dataDir)
 			filled := time.Now()
 			failed := regexp.MustCompile(`no space left on device|file too large`)
-			waitFor(t, 30*time.Second, fmt.Sprintf("n%d to fail writing to its full disk", victim+1), func() bool {
-				return failed.MatchString(tc.nodes[victim].stderr.String())
+			poll.Until(t, 30*time.Second, fmt.Sprintf("n%d to fail writing to its full disk", victim+1), func() (bool, error) {
+				return failed.MatchString(tc.node(victim).Log()), nil
 			})
 			lap.lap("first failed write")
 			for shard, st := range led {
-				if st.state == "leader" {
+				if st.State == "leader" {
 					tc.waitOtherLeader(shard, victim)
 				}
 			}
-			for shard := range tc.shards {
+			for shard := range tc.Shards {
 				l.waitServed("every shard to be served with the disk full", -1, filled, 10, func(k faultKey) bool { return k.shard == shard })
 			}
 			lap.lap("served by the others")
 			// Spend a key of the shard the node led while it cannot follow:
 			// its state falls behind the others'.
-			l.exhaust(l.keys[0], (victim+1)%len(tc.nodes), filled)
+			l.exhaust(l.keys[0], (victim+1)%len(tc.Nodes), filled)
 			lap.lap("exhausted")
-			if !running(tc.nodes[victim]) {
-				t.Fatalf("n%d died with its disk full; stderr:\n%s", victim+1, tc.nodes[victim].stderr)
+			if !tc.Nodes[victim].Running() {
+				t.Fatalf("n%d died with its disk full; stderr:\n%s", victim+1, tc.node(victim).Log())
 			}
 
-			df.free(t, tc.nodes[victim], dataDir)
+			df.free(t, tc.node(victim), dataDir)
 			freed := time.Now()
 			l.waitServed(fmt.Sprintf("n%d to serve again", victim+1), victim, freed, 20, nil)
 			lap.lap("served again")
@@ -327,7 +329,7 @@ func TestFaultDamagedLogTail(t *testing.T) {
 		names = append(names, k.name)
 	}
 	const victim, shard = 2, 0 // n3, a follower of shard 0
-	dataDir := filepath.Join(tc.dirs[victim], "data")
+	dataDir := tc.Nodes[victim].DataDir()
 	store := filepath.Join(dataDir, "shards", "000", "raft.db")
 	refusal := regexp.MustCompile(`rlserver: .*the Raft log is damaged: ` + regexp.QuoteMeta(store))
 	for phase, ld := range logDamages {
@@ -338,15 +340,14 @@ func TestFaultDamagedLogTail(t *testing.T) {
 		l.stopLoad()
 		ld.damage(t, store, names)
 
-		s, exited := spawn(t, tc.dirs[victim], nil, tc.args[victim]...)
+		s, exited := tc.Nodes[victim].Spawn(t)
 		switch {
-		case exited && exitCode(s.err) == 1 && refusal.MatchString(s.stderr.String()):
-			t.Logf("%s: refused to start: %s", ld.name, strings.TrimSpace(s.stderr.String()))
+		case exited && s.ExitCode() == 1 && refusal.MatchString(s.Log()):
+			t.Logf("%s: refused to start: %s", ld.name, strings.TrimSpace(s.Log()))
 		case exited:
-			t.Errorf("%s: exited %d without saying its log is damaged; stderr:\n%s", ld.name, exitCode(s.err), s.stderr)
+			t.Errorf("%s: exited %d without saying its log is damaged; stderr:\n%s", ld.name, s.ExitCode(), s.Log())
 		default:
 			// It started: it must hold what the others hold.
-			tc.nodes[victim] = s
 			l.setClock(victim)
 			t.Logf("%s: started: %s", ld.name, l.check())
 			tc.kill(victim)

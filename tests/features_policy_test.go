@@ -161,7 +161,7 @@ func TestPoliciesSurviveRestart(t *testing.T) {
 	do(t, c, words("RL.POLICY SET trial QUOTA 100 MONTH OFFSET -300 SHADOW")...)
 	expectExt(t, c, "RL.CHECK user:ada uploads COST 3", allow(10, 7, 3*3600000), []string{"shadow_denied"}, 0)
 	if code := first.Stop(t); code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, first.stderr)
+		t.Fatalf("exit %d; stderr:\n%s", code, first.Log())
 	}
 
 	second := launch(t, dir, args...)
@@ -177,6 +177,6 @@ func TestPoliciesSurviveRestart(t *testing.T) {
 		t.Errorf("rl_policies after a restart = %d, want 2", got)
 	}
 	if code := second.Stop(t); code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, second.stderr)
+		t.Fatalf("exit %d; stderr:\n%s", code, second.Log())
 	}
 }

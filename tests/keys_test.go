@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // A limiter key seen through Redis's generic key commands and RL.INFO, then
@@ -285,8 +286,8 @@ func TestExpiredKeysAreReclaimed(t *testing.T) {
 		t.Fatalf("DBSIZE = %d, want 500", n)
 	}
 	advanceClock(t, c, 1000)
-	waitFor(t, 10*time.Second, "INFO rl_keys to fall to 0 after every key expired", func() bool {
-		return infoInt(t, c, "ratelimit", "rl_keys") == 0
+	poll.Until(t, 10*time.Second, "INFO rl_keys to fall to 0 after every key expired", func() (bool, error) {
+		return infoInt(t, c, "ratelimit", "rl_keys") == 0, nil
 	})
 	if n := doInt(t, c, "DBSIZE"); n != 0 {
 		t.Errorf("DBSIZE = %d once rl_keys is 0", n)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // --maxmemory: a flood of new keys is refused with -OOM once the keys hold
@@ -16,7 +18,7 @@ func TestMaxMemoryFloodLeavesExistingLimitsAlone(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, "--shards", "2", "--maxmemory", "64kb")
 	c := srv.Client(t, 2)
-	waitFor(t, 10*time.Second, "the limit to reach the shards", func() bool { return infoInt(t, c, "memory", "maxmemory") == 64<<10 })
+	poll.Until(t, 10*time.Second, "the limit to reach the shards", func() (bool, error) { return infoInt(t, c, "memory", "maxmemory") == 64<<10, nil })
 	if d := decide(t, c, "RL.SLIDING user:ada 3 600000"); !d.Allowed || d.Remaining != 2 {
 		t.Fatalf("before the flood: %v", d)
 	}
@@ -55,7 +57,9 @@ func TestMaxMemoryMillionsOfRandomKeys(t *testing.T) {
 			const users = 200
 			srv := startServer(t, "--shards", "2", "--maxmemory", "8mb", "--maxmemory-policy", policy)
 			c := srv.Client(t, 2)
-			waitFor(t, 10*time.Second, "the limit to reach the shards", func() bool { return infoInt(t, c, "memory", "maxmemory") == floodMemory })
+			poll.Until(t, 10*time.Second, "the limit to reach the shards", func() (bool, error) {
+				return infoInt(t, c, "memory", "maxmemory") == floodMemory, nil
+			})
 			for i := range users {
 				if d := decide(t, c, fmt.Sprintf("RL.SLIDING user:%d 3 600000", i)); !d.Allowed || d.Remaining != 2 {
 					t.Fatalf("user:%d before the flood: %v", i, d)

@@ -6,16 +6,15 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // What an operator runs rlserver with: --metrics-port serves Prometheus
@@ -28,7 +27,7 @@ const scrapeTimeout = 5 * time.Second
 // freePort returns a loopback TCP port that was free a moment ago.
 func freePort(t testing.TB) string {
 	t.Helper()
-	return strconv.Itoa(freePorts(t, 1)[0])
+	return strconv.Itoa(rlproc.Ports(t, 1)[0])
 }
 
 // httpGet fetches url and returns the status and body.
@@ -99,8 +98,7 @@ func (s series) sum(name string, with ...string) float64 {
 // before (the first answer).
 func waitReady(t testing.TB, base string) (firstCode int, firstBody string) {
 	t.Helper()
-	deadline := time.Now().Add(startTimeout)
-	for {
+	poll.Until(t, rlproc.StartTimeout, "/readyz to answer 200", func() (bool, error) {
 		code, body := httpGet(t, base+"/readyz")
 		if firstCode == 0 {
 			firstCode, firstBody = code, body
@@ -109,16 +107,14 @@ func waitReady(t testing.TB, base string) (firstCode int, firstBody string) {
 			if body != "ready\n" {
 				t.Errorf("/readyz 200 with %q", body)
 			}
-			return firstCode, firstBody
+			return true, nil
 		}
 		if code != 503 {
 			t.Fatalf("/readyz: %d %q, want 200 or 503", code, body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz still %d %q after %v", code, body, startTimeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false, fmt.Errorf("/readyz still %d %q", code, body)
+	})
+	return firstCode, firstBody
 }
 
 // A durable node with --metrics-port: /readyz turns 200 once its shards have
@@ -129,8 +125,8 @@ func TestOperationsMetricsAgreeWithInfo(t *testing.T) {
 	port := freePort(t)
 	srv := startDurableServer(t, "--metrics-port", port, "--shards", "2")
 	base := "http://127.0.0.1:" + port
-	if !strings.Contains(srv.stderr.String(), `msg="metrics listening" addr=127.0.0.1:`+port) {
-		t.Errorf("no metrics line in the log:\n%s", srv.stderr)
+	if !strings.Contains(srv.Log(), `msg="metrics listening" addr=127.0.0.1:`+port) {
+		t.Errorf("no metrics line in the log:\n%s", srv.Log())
 	}
 	if code, body := waitReady(t, base); code != 200 && !strings.HasPrefix(body, "not ready: ") {
 		t.Errorf("/readyz before ready: %d %q, want a reason", code, body)
@@ -219,8 +215,8 @@ func TestOperationsMetricsAgreeWithInfo(t *testing.T) {
 func TestOperationsMetricsOffByDefault(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t)
-	if strings.Contains(srv.stderr.String(), "metrics listening") {
-		t.Errorf("metrics served without --metrics-port:\n%s", srv.stderr)
+	if strings.Contains(srv.Log(), "metrics listening") {
+		t.Errorf("metrics served without --metrics-port:\n%s", srv.Log())
 	}
 }
 
@@ -263,38 +259,18 @@ func TestOperationsConfigFileAndEnvironment(t *testing.T) {
 // election warning included, from start to a clean stop.
 func TestOperationsJSONLogs(t *testing.T) {
 	t.Parallel()
-	ready := regexp.MustCompile(`"msg":"rlserver ready".*"addr":"([^"]+)"`)
-	logs := newLogBuffer(ready)
-	cmd := exec.Command(binPath, "--port", "0", "--bind", "127.0.0.1", "--log-format", "json")
-	cmd.Dir, cmd.Stderr = t.TempDir(), logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	srv := rlproc.Launch(t, rlproc.Config{
+		Dir:   t.TempDir(),
+		Args:  []string{"--port", "0", "--bind", "127.0.0.1", "--log-format", "json"},
+		Ready: regexp.MustCompile(`"msg":"rlserver ready".*"addr":"([^"]+)"`),
+	})
+	decide(t, srv.Client(t, 3), "RL.SLIDING json 10 60000")
+	if code := srv.Stop(t); code != 0 {
+		t.Errorf("exit %d after SIGTERM:\n%s", code, srv.Log())
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case m := <-logs.matched:
-		c := redis.NewClient(&redis.Options{Addr: m[1], MaxRetries: -1})
-		defer c.Close()
-		decide(t, c, "RL.SLIDING json 10 60000")
-	case err := <-exited:
-		t.Fatalf("rlserver exited (%v):\n%s", err, logs)
-	case <-time.After(startTimeout):
-		cmd.Process.Kill()
-		t.Fatalf("not ready after %v:\n%s", startTimeout, logs)
-	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("exit after SIGTERM: %v\n%s", err, logs)
-		}
-	case <-time.After(stopTimeout):
-		cmd.Process.Kill()
-		t.Fatalf("still running %v after SIGTERM", stopTimeout)
-	}
+	logs := srv.Log()
 	var raftLines int
-	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
 		var rec map[string]any
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Errorf("not a JSON line: %q", line)
@@ -307,7 +283,7 @@ func TestOperationsJSONLogs(t *testing.T) {
 	if raftLines == 0 {
 		t.Errorf("no hashicorp/raft line (its election warning) among the logs:\n%s", logs)
 	}
-	if !strings.Contains(logs.String(), `"msg":"stopped"`) {
+	if !strings.Contains(logs, `"msg":"stopped"`) {
 		t.Errorf("no stopped line:\n%s", logs)
 	}
 }

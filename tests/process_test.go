@@ -76,14 +76,14 @@ func TestDurableStateSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"--port", "0", "--bind", "127.0.0.1"}
 	first := launch(t, dir, args...)
-	if log := first.stderr.String(); !strings.Contains(log, `mode="durable single node (rlserver-data)"`) {
+	if log := first.Log(); !strings.Contains(log, `mode="durable single node (rlserver-data)"`) {
 		t.Errorf("the ready line does not name the durable mode:\n%s", log)
 	}
 	// One token an hour: nothing refills while the test runs.
 	const cmd = "RL.TOKEN durable 10 1 3600000"
 	expectDecision(t, first.Client(t, 3), cmd+" COST 3", allow(10, 7, 3*3600000))
 	if code := first.Stop(t); code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, first.stderr)
+		t.Fatalf("exit %d; stderr:\n%s", code, first.Log())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "rlserver-data")); err != nil {
 		t.Fatalf("no data directory in the working directory: %v", err)
@@ -94,7 +94,7 @@ func TestDurableStateSurvivesRestart(t *testing.T) {
 		t.Errorf("after a restart %s COST 0 = %v, want the 7 tokens left", cmd, d)
 	}
 	if code := second.Stop(t); code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, second.stderr)
+		t.Fatalf("exit %d; stderr:\n%s", code, second.Log())
 	}
 
 	_, stderr, code := runBinaryIn(t, dir, append(args, "--shards", "8")...)
@@ -121,8 +121,8 @@ func TestInMemoryWritesNoFiles(t *testing.T) {
 func TestPortInUse(t *testing.T) {
 	t.Parallel()
 	busy := startServer(t)
-	_, stderr, code := runBinary(t, "--in-memory", "--bind", "127.0.0.1", "--port", busy.Port)
+	_, stderr, code := runBinary(t, "--in-memory", "--bind", "127.0.0.1", "--port", busy.Port())
 	if code != 1 || !strings.Contains(stderr, "address already in use") {
-		t.Errorf("second server on port %s: exit %d, stderr %q; want exit 1, address already in use", busy.Port, code, stderr)
+		t.Errorf("second server on port %s: exit %d, stderr %q; want exit 1, address already in use", busy.Port(), code, stderr)
 	}
 }

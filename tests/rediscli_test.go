@@ -54,7 +54,7 @@ func TestRedisCLIOneShot(t *testing.T) {
 	srv := startServer(t)
 	cli := func(args ...string) string {
 		t.Helper()
-		return runCLI(t, "", append([]string{"-h", "127.0.0.1", "-p", srv.Port}, args...)...)
+		return runCLI(t, "", append([]string{"-h", "127.0.0.1", "-p", srv.Port()}, args...)...)
 	}
 	if got := cli("DEBUG", "CLOCK", "SET", itoa(t0)); got != itoa(t0)+"\n" {
 		t.Fatalf("DEBUG CLOCK SET: %q", got)
@@ -142,7 +142,7 @@ func TestRedisCLIPassword(t *testing.T) {
 	t.Parallel()
 	redisCLI(t)
 	srv := startServer(t, "--requirepass", "s3cret")
-	base := []string{"-h", "127.0.0.1", "-p", srv.Port, "--no-auth-warning"}
+	base := []string{"-h", "127.0.0.1", "-p", srv.Port(), "--no-auth-warning"}
 	if got := runCLI(t, "", append(base, "-a", "s3cret", "PING")...); got != "PONG\n" {
 		t.Errorf("with -a: %q", got)
 	}

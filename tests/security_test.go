@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
+	"github.com/rlserver/rlserver/internal/rlproc"
 	"github.com/rlserver/rlserver/internal/testcert"
 )
 
@@ -151,7 +151,7 @@ func TestProtectedMode(t *testing.T) {
 	t.Parallel()
 	ip := nonLoopbackIPv4(t)
 	srv := startServer(t, "--bind", "0.0.0.0")
-	remote := dialRaw(t, net.JoinHostPort(ip, srv.Port))
+	remote := dialRaw(t, net.JoinHostPort(ip, srv.Port()))
 	got := remote.reply()
 	if !strings.HasPrefix(got, "-DENIED rlserver is running in protected mode because protected mode is enabled and no password is set for the default user.") ||
 		!strings.Contains(got, "--requirepass") || !strings.Contains(got, "'--protected-mode no'") {
@@ -164,13 +164,13 @@ func TestProtectedMode(t *testing.T) {
 	}
 
 	open := startServer(t, "--bind", "0.0.0.0", "--protected-mode", "no")
-	c := dialRaw(t, net.JoinHostPort(ip, open.Port))
+	c := dialRaw(t, net.JoinHostPort(ip, open.Port()))
 	c.send(command("PING"))
 	if got := c.reply(); got != "+PONG" {
 		t.Errorf("--protected-mode no: %q", got)
 	}
 	locked := startServer(t, "--bind", "0.0.0.0", "--requirepass", "s3cret")
-	c = dialRaw(t, net.JoinHostPort(ip, locked.Port))
+	c = dialRaw(t, net.JoinHostPort(ip, locked.Port()))
 	c.send(command("PING"))
 	if got := c.reply(); got != "-NOAUTH Authentication required." {
 		t.Errorf("with a password: %q", got)
@@ -223,7 +223,7 @@ func (s tlsSetup) args(port int, auth string) []string {
 func TestTLSClients(t *testing.T) {
 	t.Parallel()
 	s := newTLSSetup(t)
-	ports := freePorts(t, 2) // --port 0 beside --tls-port would mean TLS only
+	ports := rlproc.Ports(t, 2) // --port 0 beside --tls-port would mean TLS only
 	port := ports[1]
 	srv := startServer(t, append(s.args(port, "no"), "--port", strconv.Itoa(ports[0]))...)
 	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -243,7 +243,7 @@ func TestTLSClients(t *testing.T) {
 		t.Errorf("redis-cli --tls: %q", out)
 	}
 	out = runCLI(t, "", "--tls", "--cacert", s.caFile, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "CONFIG", "GET", "*port")
-	if want := fmt.Sprintf("port\n%s\ntls-port\n%d\n", srv.Port, port); out != want {
+	if want := fmt.Sprintf("port\n%s\ntls-port\n%d\n", srv.Port(), port); out != want {
 		t.Errorf("CONFIG GET *port: %q, want %q", out, want)
 	}
 }
@@ -255,14 +255,14 @@ func TestTLSClients(t *testing.T) {
 func TestTLSClientCertificates(t *testing.T) {
 	t.Parallel()
 	s := newTLSSetup(t)
-	port := freePorts(t, 1)[0]
+	port := rlproc.Ports(t, 1)[0]
 	args := s.args(port, "yes")
 	args = append(args[:len(args)-2], "--port", "0")
 	srv := startServer(t, args...)
-	if srv.Port != strconv.Itoa(port) {
+	if srv.Port() != strconv.Itoa(port) {
 		t.Fatalf("TLS only: the ready line's address is %s, want port %d", srv.Addr, port)
 	}
-	cli := []string{"--tls", "--cacert", s.caFile, "-h", "127.0.0.1", "-p", srv.Port}
+	cli := []string{"--tls", "--cacert", s.caFile, "-h", "127.0.0.1", "-p", srv.Port()}
 	if out := runCLI(t, "", append(cli, "--cert", s.clientCert, "--key", s.clientKey, "PING")...); out != "PONG\n" {
 		t.Errorf("with a client certificate: %q", out)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // The seed article's distributed scenario: three application instances share
@@ -23,10 +24,10 @@ func TestSeedSharedLimiterAdmitsExactlyTheLimit(t *testing.T) {
 
 // forEachMode runs test against an in-memory server and a durable one, in
 // parallel subtests.
-func forEachMode(t *testing.T, test func(t *testing.T, srv *server)) {
+func forEachMode(t *testing.T, test func(t *testing.T, srv *rlproc.Process)) {
 	modes := []struct {
 		name  string
-		start func(testing.TB, ...string) *server
+		start func(testing.TB, ...string) *rlproc.Process
 	}{{"in-memory", startServer}, {"durable", startDurableServer}}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
@@ -36,7 +37,7 @@ func forEachMode(t *testing.T, test func(t *testing.T, srv *server)) {
 	}
 }
 
-func testSharedLimiter(t *testing.T, srv *server) {
+func testSharedLimiter(t *testing.T, srv *rlproc.Process) {
 	instances := make([]*redis.Client, 3)
 	for i := range instances {
 		instances[i] = srv.Client(t, 3, func(o *redis.Options) { o.PoolSize = 20 })
@@ -106,7 +107,7 @@ func TestSeedWindowBoundary(t *testing.T) {
 	forEachMode(t, testWindowBoundary)
 }
 
-func testWindowBoundary(t *testing.T, srv *server) {
+func testWindowBoundary(t *testing.T, srv *rlproc.Process) {
 	c := srv.Client(t, 2)
 
 	// burst sends n copies of command at the current time and returns the

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // SIGTERM and SIGINT stop rlserver with exit status 0 after the requests it
@@ -37,19 +39,19 @@ func TestSignalsStopCleanly(t *testing.T) {
 				t.Fatalf("last reply %v (%v), want 500 remaining", d, err)
 			}
 
-			srv.expectExit()
-			if err := srv.cmd.Process.Signal(sig); err != nil {
+			srv.ExpectExit()
+			if err := srv.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
 			select {
-			case <-srv.done:
-			case <-time.After(stopTimeout):
-				t.Fatalf("still running %v after %v", stopTimeout, sig)
+			case <-srv.Exited():
+			case <-time.After(rlproc.StopTimeout):
+				t.Fatalf("still running %v after %v", rlproc.StopTimeout, sig)
 			}
-			if code := exitCode(srv.err); code != 0 {
-				t.Fatalf("exit %d after %v, want 0; stderr:\n%s", code, sig, srv.stderr)
+			if code := srv.ExitCode(); code != 0 {
+				t.Fatalf("exit %d after %v, want 0; stderr:\n%s", code, sig, srv.Log())
 			}
-			log := srv.stderr.String()
+			log := srv.Log()
 			if !strings.Contains(log, `msg="shutting down"`) || !strings.Contains(log, "msg=stopped") {
 				t.Errorf("the log does not record the shutdown:\n%s", log)
 			}
@@ -104,12 +106,12 @@ func TestSignalUnderLoad(t *testing.T) {
 	for range clients {
 		select {
 		case <-started:
-		case <-time.After(stopTimeout):
+		case <-time.After(rlproc.StopTimeout):
 			t.Fatal("clients made no progress")
 		}
 	}
 	if code := srv.Stop(t); code != 0 {
-		t.Fatalf("exit %d under load; stderr:\n%s", code, srv.stderr)
+		t.Fatalf("exit %d under load; stderr:\n%s", code, srv.Log())
 	}
 	wg.Wait()
 	close(problems)
@@ -151,24 +153,24 @@ func TestShutdownDeliversRepliesOfExecutedDecisions(t *testing.T) {
 	one := command("RL.FIXED", "inflight", strconv.Itoa(limit), "60000")
 	written := make(chan error, 1)
 	go func() {
-		c.conn.SetWriteDeadline(time.Now().Add(2 * stopTimeout))
+		c.conn.SetWriteDeadline(time.Now().Add(2 * rlproc.StopTimeout))
 		_, err := c.conn.Write([]byte(strings.Repeat(one, n)))
 		written <- err
 	}()
 	// Until the server stalls on its writes, the count of decisions grows.
 	var executed int64
-	waitFor(t, stopTimeout, "the server to stall writing replies to a client that does not read", func() bool {
+	poll.Until(t, rlproc.StopTimeout, "the server to stall writing replies to a client that does not read", func() (bool, error) {
 		now := infoInt(t, observer, "ratelimit", "rl_decisions_allowed")
 		stalled := now > 0 && now == executed
 		executed = now
-		return stalled
+		return stalled, nil
 	})
 	observer.Close()
 
 	exited := make(chan int, 1)
 	go func() { exited <- srv.Stop(t) }()
-	waitFor(t, stopTimeout, "the shutdown to begin", func() bool {
-		return strings.Contains(srv.stderr.String(), `msg="shutting down"`)
+	poll.Until(t, rlproc.StopTimeout, "the shutdown to begin", func() (bool, error) {
+		return strings.Contains(srv.Log(), `msg="shutting down"`), nil
 	})
 	var replies int64
 	truncated := ""
@@ -191,7 +193,7 @@ func TestShutdownDeliversRepliesOfExecutedDecisions(t *testing.T) {
 		}
 	}
 	if code := <-exited; code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, srv.stderr)
+		t.Fatalf("exit %d; stderr:\n%s", code, srv.Log())
 	}
 	<-written // the server closed the connection: the write has failed
 	if replies < executed || truncated != "" {

@@ -13,12 +13,12 @@ func TestTrackingInvalidatesAcrossTheCluster(t *testing.T) {
 	t.Parallel()
 	tc := startCluster(t, 3)
 	const shard = 1
-	key := keyOnShard(t, tc.client(0), "cached", shard, tc.shards)
+	key := keyOnShard(t, tc.client(0), "cached", shard, tc.Shards)
 	leader := tc.waitLeaders()[shard]
 	writer := (leader + 2) % 3
 	var readers []*rawConn
 	for _, i := range []int{leader, (leader + 1) % 3} {
-		c := dialRaw(t, tc.nodes[i].Addr)
+		c := dialRaw(t, tc.Nodes[i].Addr)
 		c.send(command("HELLO", "3"))
 		if got := c.reply(); !strings.HasPrefix(got, "%{") {
 			t.Fatalf("node %d HELLO 3: %q", i+1, got)

@@ -79,7 +79,7 @@ func docsSnippets(path string) ([]snippet, error) {
 
 // runSnippets runs the snippets of mode's family ("single" runs single and
 // single-auth) against the given servers.
-func runSnippets(family string, single, singleAuth *node, cl *cluster) []result {
+func runSnippets(family string, single, singleAuth *server, cl *cluster) []result {
 	path := filepath.Join(*compatDir, "..", "..", "docs", "clients.md")
 	snippets, err := docsSnippets(path)
 	if err != nil {
@@ -93,12 +93,12 @@ func runSnippets(family string, single, singleAuth *node, cl *cluster) []result 
 		var repl []string
 		switch s.mode {
 		case "single":
-			repl = []string{"6380", portOf(single.addr)}
+			repl = []string{"6380", portOf(single.Addr)}
 		case "single-auth":
-			repl = []string{"6380", portOf(singleAuth.addr), "s3cret", password}
+			repl = []string{"6380", portOf(singleAuth.Addr), "s3cret", password}
 		case "cluster":
-			for i, n := range cl.nodes {
-				repl = append(repl, fmt.Sprint(6381+i), portOf(n.addr))
+			for i, n := range cl.Nodes {
+				repl = append(repl, fmt.Sprint(6381+i), portOf(n.Addr))
 			}
 		}
 		code := strings.NewReplacer(repl...).Replace(s.code)

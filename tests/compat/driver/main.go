@@ -135,7 +135,7 @@ func runAll(dir string, filter *regexp.Regexp) []result {
 		fail("single", "start", err)
 		return results
 	}
-	single := target{mode: "single", addrs: []string{open.addr}, authAddrs: []string{secured.addr}, timeout: 60 * time.Second}
+	single := target{mode: "single", addrs: []string{open.Addr}, authAddrs: []string{secured.Addr}, timeout: 60 * time.Second}
 	for _, p := range programs(filter) {
 		results = append(results, runScenario(p, single, p.client+":")...)
 	}
@@ -177,11 +177,11 @@ func runAll(dir string, filter *regexp.Regexp) []result {
 	}
 	defer cl.stop()
 	defer auth.c.stop()
-	clusterTarget := target{mode: "cluster", addrs: cl.addrs(), authAddrs: auth.c.addrs(), cluster: cl, timeout: 240 * time.Second}
+	clusterTarget := target{mode: "cluster", addrs: cl.Addrs(), authAddrs: auth.c.Addrs(), cluster: cl, timeout: 240 * time.Second}
 	for _, p := range programs(filter) {
-		before := cl.leaders(context.Background())
+		before := cl.Leaders(context.Background())
 		results = append(results, runScenario(p, clusterTarget, p.client+":")...)
-		if after := cl.leaders(context.Background()); !cl.killed && fmt.Sprint(after) != fmt.Sprint(before) {
+		if after := cl.Leaders(context.Background()); !cl.killed && fmt.Sprint(after) != fmt.Sprint(before) {
 			// Nothing was killed, yet a leader changed: a failure of this
 			// run may come from the election, not from the client.
 			logf("  note: shard leaders went from %v to %v during %s without a kill", before, after, p.client)

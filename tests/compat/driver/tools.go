@@ -90,10 +90,10 @@ func rawDecision(remaining int) string {
 	return fmt.Sprintf(`1\n10\n%d\n0\n\d+\n`, remaining)
 }
 
-func toolsSingle(open, secured *node, filter *regexp.Regexp) []result {
+func toolsSingle(open, secured *server, filter *regexp.Regexp) []result {
 	var results []result
-	_, port := splitAddr(open.addr)
-	_, authPort := splitAddr(secured.addr)
+	_, port := splitAddr(open.Addr)
+	_, authPort := splitAddr(secured.Addr)
 	host := []string{"-h", "127.0.0.1", "-p", port}
 	win := "3600000"
 	if filter.MatchString("redis-cli") {
@@ -192,13 +192,13 @@ func toolsCluster(ctx context.Context, cl, auth *cluster, filter *regexp.Regexp)
 	if err != nil {
 		return []result{{client: "redis-cli", mode: "cluster", name: "(keys)", status: statusFail, detail: err.Error()}}
 	}
-	_, port := splitAddr(cl.nodes[0].addr)
-	_, authPort := splitAddr(auth.nodes[0].addr)
+	_, port := splitAddr(cl.Nodes[0].Addr)
+	_, authPort := splitAddr(auth.Nodes[0].Addr)
 	// A key whose shard another node than the first leads, for -c to follow
 	// a MOVED.
 	moved := ""
 	for i, r := range ranges {
-		if r.leader != cl.nodes[0].addr {
+		if r.leader != cl.Nodes[0].Addr {
 			moved = keys[i]
 			break
 		}
@@ -243,7 +243,7 @@ func toolsCluster(ctx context.Context, cl, auth *cluster, filter *regexp.Regexp)
 			return "-a PASSWORD, a key on each shard", nil
 		})
 		cli.run("--cluster check", func() (string, error) {
-			out, err := runTool("", "redis-cli", "--cluster", "check", cl.nodes[0].addr)
+			out, err := runTool("", "redis-cli", "--cluster", "check", cl.Nodes[0].Addr)
 			if err != nil {
 				return "", err
 			}
