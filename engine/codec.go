@@ -24,7 +24,7 @@ func appendEntry(b []byte, ks *keyspace, i int32, now int64) []byte {
 		b = binary.AppendVarint(b, v)
 	}
 	var log []logEntry
-	if lk, ok := kinds[kind].keyKind.(logKeeper); ok {
+	if lk := kinds[kind].log; lk != nil {
 		log = lk.liveLog(ks, i, now)
 	}
 	b = binary.AppendUvarint(b, uint64(len(log)))
@@ -157,7 +157,7 @@ func (d *decoder) entry(s *Shard) {
 		d.fail("unknown kind %d", kind)
 		return
 	}
-	_, keepsLog := kinds[kind].keyKind.(logKeeper)
+	keepsLog := kinds[kind].log != nil
 	klen := d.uvarint()
 	if d.err != nil || klen > maxSnapshotKey || klen > uint64(len(d.b)) {
 		d.fail("bad key length")

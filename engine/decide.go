@@ -140,7 +140,7 @@ func (s *Shard) commit(now int64, key []byte, i int32, v *verdict) {
 		ks.dropExtras(i) // RL.CHECK replacing a key of its policy's former algorithm
 	}
 	ks.set(i, v.kind, v.params, v.state)
-	if _, ok := kinds[v.kind].keyKind.(logKeeper); ok {
+	if kinds[v.kind].log != nil {
 		ks.setLog(i, recordLog(v.log, now, v.logCost))
 	}
 }

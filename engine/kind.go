@@ -41,20 +41,24 @@ type keyKind interface {
 type kindSpec struct {
 	name string // what TYPE reports: the command that owns the key, in lower case
 	keyKind
+	// log is the kind as a logKeeper, nil when its records keep no log:
+	// asked once here rather than by a type assertion on every write.
+	log logKeeper
 }
 
 // kinds is every kind, by value. The algorithms' rows come from the ops
 // that decide with them (ops.go), so a kind is described once.
 var kinds = func() (t [kindCount]kindSpec) {
 	t[kindNone].name = "none"
-	t[KindString] = kindSpec{"string", stringKind{}}
+	t[KindString] = kindSpec{name: "string", keyKind: stringKind{}}
 	for op := range ops {
 		if spec := &ops[op]; spec.algo != nil {
 			name := spec.typeName
 			if name == "" {
 				name = spec.Name
 			}
-			t[spec.kind] = kindSpec{name, spec.algo}
+			log, _ := spec.algo.(logKeeper)
+			t[spec.kind] = kindSpec{name, spec.algo, log}
 		}
 	}
 	return t
