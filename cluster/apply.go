@@ -129,19 +129,22 @@ func requestSize(r *Request) int {
 	return n
 }
 
-// deliver ends each request of a batch: with its own results, in order,
-// from results (the batch's, one per command), or with err when the batch
-// was not applied.
+// deliver ends each request of a batch, which were sent: with its own
+// results, in order, from results (the batch's, one per command), or with
+// err when the batch was not applied. A request its waiter gave up on is
+// skipped.
 func deliver(reqs []*Request, results []engine.Result, err error) {
 	off := 0
 	for _, r := range reqs {
-		if err != nil {
-			r.Err = err
-		} else {
-			copy(r.Results, results[off:off+len(r.Cmds)])
-			off += len(r.Cmds)
+		n := len(r.Cmds)
+		switch {
+		case err != nil:
+			fail(r, err)
+		case r.claim():
+			copy(r.Results, results[off:off+n])
+			r.answer(nil)
 		}
-		finish(r)
+		off += n
 	}
 }
 

@@ -78,9 +78,11 @@ type RaftConfig struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
-	// LeaderWait bounds how long a request waits for an election to end
-	// before it fails with ErrNotApplied; 0 fails it at once.
-	LeaderWait time.Duration
+	// RequestTimeout bounds how long a request waits for its answer when
+	// its waiter sets no Deadline (Request.Deadline): for an election to
+	// end, then for its leader. The server sets every request's deadline
+	// from its own request timeout, normally this one.
+	RequestTimeout time.Duration
 }
 
 // The bounds of the Raft timeouts: below the minimum a busy machine's pauses
@@ -90,6 +92,16 @@ const (
 	minHeartbeat = 10 * time.Millisecond
 	maxTimeout   = time.Minute
 )
+
+// DefaultRequestTimeout is how long a request may take, whatever happens to
+// its shard, before it is answered with an error: an API's request path can
+// wait that long for a decision, and a failover, an election included, is
+// over well within it (docs/cluster.md has the measured timeline).
+const DefaultRequestTimeout = time.Second
+
+// minRequestTimeout is the least RequestTimeout may be: below it, requests
+// would be given up while a healthy leader commits them.
+const minRequestTimeout = 10 * time.Millisecond
 
 // DefaultRaftConfig returns the defaults for the node self among members
 // (self included). The Raft timeouts depend on the membership: a heartbeat
@@ -111,7 +123,7 @@ func DefaultRaftConfig(self Member, members []Member) RaftConfig {
 		// under constant load: a shard's snapshot is its live keys, written
 		// in milliseconds, while its log grows with every decision.
 		SnapshotThreshold: 4096, SnapshotInterval: 5 * time.Second, TrailingLogs: 1024,
-		LeaderWait: 5 * time.Second,
+		RequestTimeout: DefaultRequestTimeout,
 	}
 }
 
@@ -144,8 +156,8 @@ func (c RaftConfig) Validate() error {
 		return invalidSetting("RaftConfig.ElectionTimeout", "%v: must be from HeartbeatTimeout (%v) to %v", c.ElectionTimeout, c.HeartbeatTimeout, maxTimeout)
 	case c.SnapshotThreshold < 1:
 		return invalidSetting("RaftConfig.SnapshotThreshold", "must be at least 1")
-	case c.LeaderWait < 0:
-		return invalidSetting("RaftConfig.LeaderWait", "%v: must not be negative", c.LeaderWait)
+	case c.RequestTimeout < minRequestTimeout || c.RequestTimeout > maxTimeout:
+		return invalidSetting("RaftConfig.RequestTimeout", "%v: must be from %v to %v", c.RequestTimeout, minRequestTimeout, maxTimeout)
 	}
 	// What hashicorp/raft itself requires of the settings passed on to it
 	// (SnapshotInterval's minimum among them).

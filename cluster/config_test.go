@@ -105,7 +105,7 @@ func TestRaftConfigValidate(t *testing.T) {
 		{"election shorter than the heartbeat", func(c *RaftConfig) { c.ElectionTimeout = c.HeartbeatTimeout / 2 }, "RaftConfig.ElectionTimeout"},
 		{"no snapshot threshold", func(c *RaftConfig) { c.SnapshotThreshold = 0 }, "RaftConfig.SnapshotThreshold"},
 		{"snapshot interval too short", func(c *RaftConfig) { c.SnapshotInterval = time.Millisecond }, "SnapshotInterval"},
-		{"negative leader wait", func(c *RaftConfig) { c.LeaderWait = -time.Second }, "RaftConfig.LeaderWait"},
+		{"no request timeout", func(c *RaftConfig) { c.RequestTimeout = 0 }, "RaftConfig.RequestTimeout"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

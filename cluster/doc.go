@@ -21,10 +21,12 @@
 // one log entry stamped with the leader's time (codec.go), and every
 // replica's state machine (fsm.go) decodes the entry and applies it, so all
 // replicas reach the same state. A request for a shard another node leads is
-// forwarded to it (forward.go) over the bus, the one listener that carries
-// Raft and forwarding (transport.go), with mutual TLS when configured
-// (bustls.go). A request that finds no leader waits for an election, up to
-// RaftConfig.LeaderWait. Leaders are spread over the nodes (balance.go);
+// forwarded to it (forward.go, forwarder.go) over the bus, the one listener
+// that carries Raft and forwarding (transport.go), with mutual TLS when
+// configured (bustls.go). A request that finds no leader waits for an
+// election, and every request is answered by its deadline (Request.Expire):
+// a request forwarded to a leader that was replaced is given up at once.
+// Leaders are spread over the nodes (balance.go);
 // Ready (ready.go) says when every shard can serve; Topology and RaftStates
 // (view.go) describe the shards for CLUSTER, INFO and metrics.
 // hashicorp/raft's own records go to the node's logger at levels chosen for

@@ -30,6 +30,9 @@ type group struct {
 	load   loadLatch              // whether the replica has loaded its state
 	mu     sync.Mutex
 	change chan struct{} // closed and replaced when the leader changes
+	// moved, when set, is told of every change of leader (from and to are
+	// nil while unknown), on the goroutine that watches the group.
+	moved func(shard int, from, to *Member)
 }
 
 // openGroup opens a shard's stores and starts its Raft instance,
@@ -87,7 +90,7 @@ func openGroup(cfg *RaftConfig, shard int, replicas []Member, trans raft.Transpo
 			return nil, fmt.Errorf("shard %d bootstrap: %w", shard, err)
 		}
 	}
-	g.prop = newProposer(shard, g.raft, g.fsm, cfg.Clock)
+	g.prop = newProposer(shard, cfg.Self.ID, g.raft, g.fsm, cfg.Clock)
 	g.prop.start()
 	return g, nil
 }
@@ -153,7 +156,8 @@ func (g *group) watch(members []Member, stop <-chan struct{}) {
 	}
 }
 
-// refreshLeader reads Raft's current leader and wakes waiters on a change.
+// refreshLeader reads Raft's current leader and, on a change, wakes the
+// requests waiting for one and tells moved, if set.
 func (g *group) refreshLeader(members []Member) {
 	_, id := g.raft.LeaderWithID()
 	var now *Member
@@ -165,37 +169,21 @@ func (g *group) refreshLeader(members []Member) {
 	if old := g.leader.Load(); old == now || (old != nil && now != nil && old.ID == now.ID) {
 		return
 	}
-	g.leader.Store(now)
+	old := g.leader.Swap(now)
 	g.mu.Lock()
 	close(g.change)
 	g.change = make(chan struct{})
 	g.mu.Unlock()
+	if g.moved != nil {
+		g.moved(g.shard, old, now)
+	}
 }
 
-// awaitLeader returns the shard's leader, waiting up to wait for an election
-// to end. Every request routed to a shard asks, so a known leader costs one
-// atomic load: the timer is made only when there is something to wait for.
-func (g *group) awaitLeader(wait time.Duration, stop <-chan struct{}) (*Member, bool) {
-	if m := g.leader.Load(); m != nil {
-		return m, true
-	}
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	for {
-		if m := g.leader.Load(); m != nil {
-			return m, true
-		}
-		g.mu.Lock()
-		change := g.change
-		g.mu.Unlock()
-		select {
-		case <-change:
-		case <-deadline.C:
-			return nil, false
-		case <-stop:
-			return nil, false
-		}
-	}
+// changed returns a channel closed at the next change of leader.
+func (g *group) changed() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.change
 }
 
 // close stops the proposer, hands leadership over if it can, snapshots, and

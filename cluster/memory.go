@@ -58,12 +58,14 @@ func (m *MemoryShards) Shards() int { return len(m.shards) }
 func (m *MemoryShards) ShardOf(slot uint16) int { return ShardOfSlot(slot, len(m.shards)) }
 
 // Submit queues r on shard; r.Done is signalled when it has been applied.
+// Memory shards have no leader to wait for: r.Deadline bounds only how
+// long its waiter waits (see Request.Expire).
 func (m *MemoryShards) Submit(shard int, r *Request) {
+	r.begin(shard, nil)
 	m.mu.RLock()
 	if m.closed {
 		m.mu.RUnlock()
-		r.Err = ErrShuttingDown
-		r.Done <- struct{}{}
+		fail(r, ErrShuttingDown)
 		return
 	}
 	m.shards[shard].in <- r
@@ -125,12 +127,21 @@ func (s *memoryShard) applyFrom(first *Request, clock Clock) {
 	b := &s.batch
 	b.add(first)
 	b.addWaiting(s.in)
+	taken := b.reqs[:0] // the requests whose waiters still wait, held busy
 	for _, r := range b.reqs {
-		s.cmds = append(s.cmds, r.Cmds...)
+		if r.take() {
+			taken = append(taken, r)
+			s.cmds = append(s.cmds, r.Cmds...)
+		}
 	}
 	s.results = slices.Grow(s.results[:0], len(s.cmds))[:len(s.cmds)]
 	s.apply(clock.Now(), s.cmds, s.results)
-	deliver(b.reqs, s.results, nil)
+	off := 0
+	for _, r := range taken {
+		copy(r.Results, s.results[off:off+len(r.Cmds)])
+		off += len(r.Cmds)
+		r.answer(nil)
+	}
 	// Keep no request, key or value alive until the next batch.
 	b.reset()
 	clear(s.cmds)

@@ -19,8 +19,8 @@ func memoryShards(t testing.TB, n int, clock Clock) *MemoryShards {
 	return m
 }
 
-// call submits cmds to shard and waits for the result.
-func call(m *MemoryShards, shard int, cmds ...engine.Command) (*Request, []engine.Result) {
+// memCall submits cmds to shard and waits for the result.
+func memCall(m *MemoryShards, shard int, cmds ...engine.Command) (*Request, []engine.Result) {
 	done := make(chan struct{}, 1)
 	r := &Request{Cmds: cmds, Results: make([]engine.Result, len(cmds)), Done: done}
 	m.Submit(shard, r)
@@ -40,7 +40,7 @@ func TestMemoryShardsAdmitExactlyTheLimitUnderConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 20 {
-				_, res := call(m, shard, engine.Command{Op: engine.OpSliding, Key: key, Args: [4]int64{100, 60_000, 0, 1}})
+				_, res := memCall(m, shard, engine.Command{Op: engine.OpSliding, Key: key, Args: [4]int64{100, 60_000, 0, 1}})
 				if res[0].Decision.Allowed {
 					allowed.Add(1)
 				}
@@ -65,9 +65,9 @@ func TestMemoryShardsStampOneTimePerBatch(t *testing.T) {
 	for i := range cmds {
 		cmds[i] = engine.Command{Op: engine.OpFixed, Key: []byte("k"), Args: [4]int64{100, 60_000, 0, 1}}
 	}
-	_, res := call(m, 0, cmds[:100]...)
+	_, res := memCall(m, 0, cmds[:100]...)
 	clock.Set(60_100)
-	_, res2 := call(m, 0, cmds[100:]...)
+	_, res2 := memCall(m, 0, cmds[100:]...)
 	n := 0
 	for _, r := range append(res, res2...) {
 		if r.Decision.Allowed {
@@ -83,7 +83,7 @@ func TestMemoryShardsRefuseAfterClose(t *testing.T) {
 	m := memoryShards(t, 2, SystemClock{})
 	m.Close()
 	m.Close() // idempotent
-	r, _ := call(m, 1, engine.Command{Op: engine.OpDBSize})
+	r, _ := memCall(m, 1, engine.Command{Op: engine.OpDBSize})
 	if !errors.Is(r.Err, ErrShuttingDown) {
 		t.Fatalf("err %v, want ErrShuttingDown", r.Err)
 	}

@@ -130,13 +130,13 @@ func TestMemoryShardsObserverHearsWritesBeforeTheReply(t *testing.T) {
 	m.SetWriteObserver(rec)
 	key := []byte("obs:mem")
 	shard := m.ShardOf(Slot(key))
-	call(m, shard, engine.Command{Op: engine.OpSet, Key: key, Value: []byte("v")}, engine.Command{Op: engine.OpGet, Key: key})
+	memCall(m, shard, engine.Command{Op: engine.OpSet, Key: key, Value: []byte("v")}, engine.Command{Op: engine.OpGet, Key: key})
 	if !rec.saw(shard, engine.OpSet, "obs:mem") || !rec.saw(shard, engine.OpGet, "obs:mem") {
 		t.Fatalf("observer saw %v, want the SET and the GET before the reply", rec.seen)
 	}
 	rec.on.Store(false)
 	n := rec.count()
-	call(m, shard, engine.Command{Op: engine.OpDel, Key: key})
+	memCall(m, shard, engine.Command{Op: engine.OpDel, Key: key})
 	if rec.count() != n {
 		t.Fatal("observer called while not observing")
 	}

@@ -3,6 +3,7 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"syscall"
@@ -14,6 +15,12 @@ import (
 // expired deadline cannot tell: Go returns the timeout without asking the
 // socket.
 func stillOpen(conn net.Conn) bool {
+	if tc, ok := conn.(*tls.Conn); ok {
+		// Peek at the socket under TLS: the peer that closed it sent a
+		// close_notify (bytes) or nothing more (end-of-file), and a live
+		// idle one has nothing pending either way.
+		conn = tc.NetConn()
+	}
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
 		return true

@@ -20,6 +20,7 @@ import (
 // outweighs what their overlap saves (docs/performance.md has the figures).
 type proposer struct {
 	shard    int
+	self     string // this node's id, the leader it proposes as
 	raft     *raft.Raft
 	fsm      *shardFSM
 	clock    Clock
@@ -49,9 +50,9 @@ const (
 	enqueueTimeout = 2 * time.Second
 )
 
-func newProposer(shard int, r *raft.Raft, fsm *shardFSM, clock Clock) *proposer {
+func newProposer(shard int, self string, r *raft.Raft, fsm *shardFSM, clock Clock) *proposer {
 	return &proposer{
-		shard: shard, raft: r, fsm: fsm, clock: clock,
+		shard: shard, self: self, raft: r, fsm: fsm, clock: clock,
 		in:       make(chan *Request, queueLen),
 		inflight: make(chan inflightEntry, maxInflight+1),
 		slots:    make(chan struct{}, maxInflight),
@@ -109,8 +110,7 @@ func (p *proposer) propose() {
 			for {
 				select {
 				case r := <-p.in:
-					r.Err = ErrNotApplied
-					finish(r)
+					fail(r, retryError(p.shard, "", ErrNotApplied, "this node is stopping"))
 				default:
 					return
 				}
@@ -169,11 +169,25 @@ func (p *proposer) gather(first *Request, waited bool) []*Request {
 	return b.reqs
 }
 
-// apply proposes one entry for batch.
+// apply proposes one entry for batch: the requests whose waiters still
+// wait (take), whose commands it encodes, and then marks sent.
 func (p *proposer) apply(batch []*Request) {
-	data := appendBatch(nil, p.clock.Now(), batch)
+	taken := batch[:0]
+	for _, r := range batch {
+		if r.take() {
+			taken = append(taken, r)
+		}
+	}
+	if len(taken) == 0 {
+		<-p.slots // nothing to propose: the slot is free again
+		return
+	}
+	data := appendBatch(nil, p.clock.Now(), taken)
+	for _, r := range taken {
+		r.markSent(p.self)
+	}
 	proposed := time.Now()
-	p.inflight <- inflightEntry{future: p.raft.Apply(data, enqueueTimeout), proposed: proposed, reqs: batch}
+	p.inflight <- inflightEntry{future: p.raft.Apply(data, enqueueTimeout), proposed: proposed, reqs: taken}
 }
 
 // sweep proposes an entry that reclaims expired keys on every replica
@@ -191,7 +205,7 @@ func (p *proposer) complete() {
 			close(e.drained)
 			continue
 		}
-		err := requestError(e.future.Error())
+		err := p.requestError(e.future.Error())
 		p.group.committed(time.Since(e.proposed))
 		<-p.slots
 		var results []engine.Result
@@ -218,13 +232,15 @@ func (p *proposer) complete() {
 // down, and a failed fsync does not say what reached the disk. Those
 // requests end "may have been counted", as after any lost leadership,
 // rather than with the store's error text.
-func requestError(err error) error {
+func (p *proposer) requestError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress),
-		errors.Is(err, raft.ErrEnqueueTimeout):
-		return ErrNotApplied
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return retryError(p.shard, "", ErrNotApplied, "this node no longer leads it")
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return retryError(p.shard, p.self, ErrNotApplied, "its leader is overloaded")
 	}
-	return ErrMayHaveBeenCounted
+	return retryError(p.shard, p.self, ErrMayHaveBeenCounted,
+		"the leader lost its leadership, or could not write its log, while this request was being committed")
 }

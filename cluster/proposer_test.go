@@ -31,7 +31,7 @@ func TestRequestErrorIsATryAgain(t *testing.T) {
 		{full, ErrMayHaveBeenCounted},
 	}
 	for _, c := range cases {
-		got := requestError(c.err)
+		got := (&proposer{shard: 1, self: "n1"}).requestError(c.err)
 		if (got == nil) != (c.want == nil) || !errors.Is(got, c.want) {
 			t.Errorf("requestError(%v) = %v, want %v", c.err, got, c.want)
 		}

@@ -166,7 +166,7 @@ func (tc *testCluster) tryStart(i int, ln net.Listener) error {
 	cfg.Shards, cfg.Layout, cfg.Clock, cfg.Bus, cfg.BusTLS = tc.shards, layout, tc.clock, ln, sec
 	cfg.Dial = tc.net.dialer(m.ID)
 	cfg.HeartbeatTimeout, cfg.ElectionTimeout = 250*time.Millisecond, 250*time.Millisecond
-	cfg.LeaderWait = 3 * time.Second
+	cfg.RequestTimeout = 3 * time.Second
 	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	n, err := StartRaft(cfg)
 	if err != nil {

@@ -243,7 +243,7 @@ func TestRaftSubmitToAKnownLeaderAllocatesNoWait(t *testing.T) {
 	tc.leaderOf(0)
 	n := tc.nodes[0]
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, ok := n.leaderOf(0, time.Second); !ok {
+		if _, ok := n.leaderOf(0); !ok {
 			t.Fatal("the leader was lost")
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/rlserver/rlserver/internal/poll"
 	"log/slog"
 	"strings"
 	"sync"
@@ -156,9 +157,10 @@ func TestRaftSingleNodeStartsAndStopsWithoutWarnings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := n.leaderOf(0, 10*time.Second); !ok {
-			t.Fatalf("%s: no leader after 10s", start)
-		}
+		poll.Until(t, 10*time.Second, start+": a leader", func() (bool, error) {
+			_, ok := n.leaderOf(0)
+			return ok, nil
+		})
 		if err := n.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -76,6 +76,7 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 			n.shutdown(false)
 			return nil, err
 		}
+		g.moved = n.fwd.leaderMoved
 		n.groups[shard].Store(g)
 		n.wg.Add(1)
 		go func() {
@@ -117,29 +118,38 @@ func (n *RaftShards) ShardOf(slot uint16) int { return ShardOfSlot(slot, n.cfg.S
 
 // Submit applies r on shard's leader: through this node's proposer when it
 // leads the shard, over the bus otherwise. A request that reaches no leader
-// (an election, a hand-over, a node going away) is routed again until
-// LeaderWait has passed; Done is signalled once, either way.
+// (an election, a hand-over, a node going away) is routed again once one is
+// known, until its Deadline (set to RequestTimeout from now when zero); Done
+// is signalled once, unless r's waiter expires it first. Submit never waits.
 func (n *RaftShards) Submit(shard int, r *Request) {
-	r.shard, r.reroute, r.deadline = shard, n.reroute, time.Now().Add(n.cfg.LeaderWait)
+	r.begin(shard, n.reroute)
+	if r.Deadline.IsZero() {
+		r.Deadline = time.Now().Add(n.cfg.RequestTimeout)
+	}
 	n.route(r)
 }
 
-// route sends r to its shard's leader as this node knows it.
+// route sends r to its shard's leader as this node knows it, or waits for
+// one on a goroutine of its own.
 func (n *RaftShards) route(r *Request) {
-	leader, ok := n.leaderOf(r.shard, time.Until(r.deadline))
+	leader, ok := n.leaderOf(r.shard)
 	switch {
 	case !ok:
-		r.Err = ErrNotApplied
-		finish(r)
+		if !n.reroute(r) {
+			fail(r, retryError(r.shard, "", ErrNotApplied, "no leader was elected in time"))
+		}
 	case leader.ID == n.cfg.Self.ID:
 		n.submitLocal(r.shard, r)
 	default:
 		go func() {
-			hint := n.fwd.forward(leader.Bus, r.shard, r)
-			if n.groups[r.shard].Load() == nil && notApplied(r.Err) {
+			hint, err := n.fwd.forward(leader, r.shard, r)
+			if err == nil {
+				return
+			}
+			if n.groups[r.shard].Load() == nil && notApplied(err) {
 				n.relearn(r.shard, leader, hint)
 			}
-			finish(r)
+			fail(r, err)
 		}()
 	}
 }
@@ -162,6 +172,9 @@ func (n *RaftShards) relearn(shard int, whom *Member, hint string) {
 	}
 }
 
+// requestTimeout is RaftConfig.RequestTimeout.
+func (n *RaftShards) requestTimeout() time.Duration { return n.cfg.RequestTimeout }
+
 // leaderHint names shard's leader when it is another node this node knows.
 func (n *RaftShards) leaderHint(shard int) string {
 	if shard < 0 || shard >= len(n.groups) {
@@ -175,23 +188,30 @@ func (n *RaftShards) leaderHint(shard int) string {
 	return ""
 }
 
-// reroute takes back a request that was not applied and routes it again
-// once the shard's leadership has moved or a moment has passed; it declines
-// once the request's deadline has passed or the node is closing.
+// reroute takes back a request that was not applied and routes it again,
+// on a goroutine of its own, once the shard's leadership has moved (or a
+// moment has passed, for a shard this node holds no replica of, whose
+// leader it learns by asking); it declines once the request's deadline has
+// passed or the node is closing.
 func (n *RaftShards) reroute(r *Request) bool {
-	if time.Now().After(r.deadline) || n.isClosed() {
+	if !time.Now().Before(r.Deadline) || n.isClosed() {
 		return false
 	}
-	r.Err = nil
 	go func() {
-		pause := time.NewTimer(min(50*time.Millisecond, time.Until(r.deadline)))
-		defer pause.Stop()
-		var change chan struct{}
+		// Wait for the leadership to change: as long as the request may
+		// when no leader is known; a moment when one is (it did not apply
+		// the request: it stepped down, or has not heard it lost) or when
+		// this node holds no replica of the shard to watch.
+		wait := min(rerouteRetry, time.Until(r.Deadline))
+		var change <-chan struct{}
 		if g := n.groups[r.shard].Load(); g != nil {
-			g.mu.Lock()
-			change = g.change
-			g.mu.Unlock()
+			change = g.changed() // before looking at the leader: no change is missed
+			if g.leader.Load() == nil {
+				wait = time.Until(r.Deadline)
+			}
 		}
+		pause := time.NewTimer(max(wait, 0))
+		defer pause.Stop()
 		select {
 		case <-change:
 		case <-pause.C:
@@ -202,16 +222,21 @@ func (n *RaftShards) reroute(r *Request) bool {
 	return true
 }
 
+// rerouteRetry is how long a request that a known leader did not apply
+// waits before it is routed again: long enough for the leadership to move,
+// short against an election.
+const rerouteRetry = 50 * time.Millisecond
+
 func (n *RaftShards) isClosed() bool {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	return n.closed
 }
 
-// leaderOf returns the shard's leader, waiting up to wait for an election to
-// end. For a shard this node holds no replica of, it is the leader its
-// replicas last named, or the preferred leader until they have.
-func (n *RaftShards) leaderOf(shard int, wait time.Duration) (*Member, bool) {
+// leaderOf returns the shard's leader as this node knows it, false during
+// an election. For a shard this node holds no replica of, it is the leader
+// its replicas last named, or the preferred leader until they have.
+func (n *RaftShards) leaderOf(shard int) (*Member, bool) {
 	g := n.groups[shard].Load()
 	if g == nil {
 		if m := n.foreign[shard].Load(); m != nil {
@@ -220,7 +245,8 @@ func (n *RaftShards) leaderOf(shard int, wait time.Duration) (*Member, bool) {
 		m := Replicas(n.cfg.Members, shard)[0]
 		return &m, true
 	}
-	return g.awaitLeader(max(wait, 0), n.stop)
+	m := g.leader.Load()
+	return m, m != nil
 }
 
 // learnForeignLeaders keeps n.foreign current by asking the replicas of each
@@ -247,7 +273,9 @@ func (n *RaftShards) learnForeignLeaders() {
 					break
 				}
 			}
-			n.foreign[shard].Store(learned)
+			if old := n.foreign[shard].Swap(learned); old != learned {
+				n.fwd.leaderMoved(shard, old, learned)
+			}
 		}
 		select {
 		case <-tick.C:
@@ -271,21 +299,23 @@ func (n *RaftShards) member(id string) *Member {
 // ErrNotApplied when this node does not lead the shard.
 func (n *RaftShards) submitLocal(shard int, r *Request) {
 	n.mu.RLock()
-	defer n.mu.RUnlock()
 	var g *group
 	if shard >= 0 && shard < len(n.groups) {
 		g = n.groups[shard].Load()
 	}
+	var err error
 	switch {
 	case n.closed:
-		r.Err = ErrShuttingDown
+		err = ErrShuttingDown
 	case g == nil || g.raft.State() != raft.Leader:
-		r.Err = ErrNotApplied
+		err = retryError(shard, "", ErrNotApplied, "this node does not lead it")
 	default:
 		g.prop.in <- r
+		n.mu.RUnlock()
 		return
 	}
-	go finish(r) // not under mu: a re-route may wait
+	n.mu.RUnlock() // not held while failing: a re-route takes it
+	fail(r, err)
 }
 
 // status describes this node's replicas, for peers.

@@ -56,13 +56,16 @@ func (s *Server) ServeTLS(ln net.Listener, config *tls.Config) error {
 	return s.serve(ln, config)
 }
 
+// ErrServerClosed is what Serve and ServeTLS return when called after Close.
+var ErrServerClosed = errors.New("server closed")
+
 // serve is Serve, over TLS when config is not nil.
 func (s *Server) serve(ln net.Listener, config *tls.Config) error {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		ln.Close()
-		return errors.New("server closed")
+		return ErrServerClosed
 	}
 	dl := newDrainingListener(ln)
 	s.listeners = append(s.listeners, servedListener{dl: dl, tls: config})

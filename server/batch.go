@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
@@ -13,15 +14,23 @@ import (
 // flushed, and every command keeps its place in the reply order. All of it
 // is reused from one pipeline to the next, so a steady stream of decisions
 // allocates nothing.
+//
+// Every segment is answered within the request timeout: a request its shard
+// has not answered by then is given up (cluster.Request.Expire) and answered
+// with the error that says how far it got. The cluster may still hold a
+// request given up, and its commands: it is replaced, never reused.
 type batch struct {
-	reqs    []cluster.Request // one per shard
-	used    []int             // shards with commands in this segment
-	shardOf []int32           // the shard of each engine command, in arrival order
-	posOf   []int32           // its index in that shard's request
-	replies []pending         // one per client command, in arrival order
-	side    []byte            // replies encoded ahead of time: errors, local answers
-	parsed  []engine.Command  // scratch for parsing one command
-	done    chan struct{}     // the shards signal here; room for one per shard
+	reqs    []*cluster.Request // one per shard
+	used    []int              // shards with commands in this segment
+	expired []int              // shards whose request this segment gave up on
+	shardOf []int32            // the shard of each engine command, in arrival order
+	posOf   []int32            // its index in that shard's request
+	replies []pending          // one per client command, in arrival order
+	side    []byte             // replies encoded ahead of time: errors, local answers
+	parsed  []engine.Command   // scratch for parsing one command
+	done    chan struct{}      // the shards signal here; room for one per shard
+	timeout time.Duration      // the request timeout
+	timer   *time.Timer        // bounds each segment's wait; reused
 }
 
 // maxSegment bounds the client commands a segment holds: a longer pipeline
@@ -40,12 +49,15 @@ type pending struct {
 	local    bool
 }
 
-func (b *batch) init(shards int) {
-	b.reqs = make([]cluster.Request, shards)
+func (b *batch) init(shards int, timeout time.Duration) {
+	b.reqs = make([]*cluster.Request, shards)
 	b.done = make(chan struct{}, shards)
 	for i := range b.reqs {
-		b.reqs[i].Done = b.done
+		b.reqs[i] = &cluster.Request{Done: b.done}
 	}
+	b.timeout = timeout
+	b.timer = time.NewTimer(timeout)
+	b.timer.Stop()
 }
 
 // addError queues an error reply.
@@ -78,7 +90,7 @@ func (b *batch) addKeyed(s *Server, spec *commands.Spec, args [][]byte) {
 	b.replies = append(b.replies, pending{spec: spec, first: int32(len(b.shardOf)), n: int32(len(b.parsed))})
 	for _, cmd := range b.parsed {
 		shard := s.shards.ShardOf(cluster.Slot(cmd.Key))
-		r := &b.reqs[shard]
+		r := b.reqs[shard]
 		if len(r.Cmds) == 0 {
 			b.used = append(b.used, shard)
 		}
@@ -109,19 +121,34 @@ func checkKeys(spec *commands.Spec, args [][]byte, maxLen int) error {
 	return err
 }
 
-// submit sends the segment's requests to their shards and waits for all.
+// submit sends the segment's requests to their shards and waits for all,
+// up to the request timeout.
 func (b *batch) submit(s Shards) {
+	deadline := time.Now().Add(b.timeout)
 	for _, shard := range b.used {
-		r := &b.reqs[shard]
-		r.Err = nil
+		r := b.reqs[shard]
 		if cap(r.Results) < len(r.Cmds) {
 			r.Results = make([]engine.Result, len(r.Cmds), 2*len(r.Cmds))
 		}
 		r.Results = r.Results[:len(r.Cmds)]
+		r.Deadline = deadline
 		s.Submit(shard, r)
 	}
-	for range b.used {
-		<-b.done
+	b.timer.Reset(time.Until(deadline))
+	defer b.timer.Stop()
+	for waiting := len(b.used); waiting > 0; {
+		select {
+		case <-b.done:
+			waiting--
+		case <-b.timer.C:
+			// Give up on what is still unanswered: those will not signal.
+			for _, shard := range b.used {
+				if b.reqs[shard].Expire() {
+					b.expired = append(b.expired, shard)
+					waiting--
+				}
+			}
+		}
 	}
 }
 
@@ -149,7 +176,7 @@ func (b *batch) encodeEngine(out []byte, p pending, resp3 bool) []byte {
 	}
 	var sum int64
 	for i := p.first; i < p.first+p.n; i++ {
-		r := &b.reqs[b.shardOf[i]]
+		r := b.reqs[b.shardOf[i]]
 		if r.Err != nil {
 			return appendError(out, r.Err)
 		}
@@ -165,7 +192,7 @@ func (b *batch) encodeEngine(out []byte, p pending, resp3 bool) []byte {
 // encodeAll encodes RL.ALL: an array of the overall decision and the
 // limits' replies, or the group's error.
 func (b *batch) encodeAll(out []byte, p pending, resp3 bool) []byte {
-	r := &b.reqs[b.shardOf[p.first]]
+	r := b.reqs[b.shardOf[p.first]]
 	if r.Err != nil {
 		return appendError(out, r.Err)
 	}
@@ -182,7 +209,7 @@ func (b *batch) encodeAll(out []byte, p pending, resp3 bool) []byte {
 
 // encodeSetNX encodes SETNX: 1 when SET NX set the key, 0 when not.
 func (b *batch) encodeSetNX(out []byte, p pending) []byte {
-	r := &b.reqs[b.shardOf[p.first]]
+	r := b.reqs[b.shardOf[p.first]]
 	if r.Err != nil {
 		return appendError(out, r.Err)
 	}
@@ -199,6 +226,10 @@ func (b *batch) encodeSetNX(out []byte, p pending) []byte {
 // reset empties the batch, keeping its memory, and lets go of the commands'
 // buffers.
 func (b *batch) reset() {
+	for _, shard := range b.expired {
+		b.reqs[shard] = &cluster.Request{Done: b.done}
+	}
+	b.expired = b.expired[:0]
 	for _, shard := range b.used {
 		clear(b.reqs[shard].Cmds)
 		b.reqs[shard].Cmds = b.reqs[shard].Cmds[:0]

@@ -80,7 +80,7 @@ func newClient(s *Server, cc clientConn) *client {
 	}
 	c.setUser(s.cfg.Users.Default())
 	c.lastCmd.Store(c.created.UnixMilli())
-	c.batch.init(s.shards.Shards())
+	c.batch.init(s.shards.Shards(), s.cfg.RequestTimeout)
 	c.tx.reset()
 	return c
 }

@@ -28,6 +28,11 @@ type Config struct {
 	// IdleTimeout closes a connection that has sent no command for that
 	// long, as Redis's timeout; 0 never does.
 	IdleTimeout time.Duration
+	// RequestTimeout bounds how long a command waits for its shard:
+	// whatever happens to the shard (an election, a leader that died or
+	// froze), it is answered by then, with an error that says whether it
+	// may have been counted.
+	RequestTimeout time.Duration
 	// Version is rlserver's version, reported by INFO.
 	Version string
 	// ConfigFile is reported by INFO (empty when none was used).
@@ -78,6 +83,7 @@ func DefaultConfig() Config {
 		Users:           acl.New(""),
 		ProtectedMode:   true,
 		Shutdown:        5 * time.Second,
+		RequestTimeout:  cluster.DefaultRequestTimeout,
 		MaxMemory:       MemoryLimit{Policy: engine.NoEviction},
 		TrackingMaxKeys: 1_000_000, // Redis's tracking-table-max-keys
 		Clock:           cluster.SystemClock{},
@@ -112,6 +118,8 @@ func (c Config) Validate() error {
 		return invalid("users must be set (acl.New or acl.Load)")
 	case c.IdleTimeout < 0:
 		return invalid("timeout must not be negative (0: never), not %v", c.IdleTimeout)
+	case c.RequestTimeout <= 0:
+		return invalid("request-timeout must be positive, not %v", c.RequestTimeout)
 	case c.Shutdown <= 0:
 		return invalid("shutdown must be positive, not %v", c.Shutdown)
 	case c.MaxMemory.Bytes < 0:

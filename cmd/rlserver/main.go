@@ -92,6 +92,7 @@ func serve(o options, log *slog.Logger) error {
 	cfg := server.DefaultConfig()
 	cfg.Limits, cfg.MaxClients, cfg.MaxMemory = o.limits, o.maxClients, memory
 	cfg.Users, cfg.ProtectedMode, cfg.IdleTimeout = o.access.users, bool(o.sec.protectedMode), o.idleTimeout()
+	cfg.RequestTimeout = o.reqTimeout
 	cfg.Version, cfg.Clock, cfg.Debug = version, clock, debug
 	if o.configPath != "" {
 		cfg.ConfigFile = absPath(o.configPath)
@@ -210,6 +211,7 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 	cfg := cluster.DefaultRaftConfig(self, members)
 	cfg.Shards, cfg.Layout, cfg.Clock, cfg.BusTLS = o.shards, layout, clock, o.access.busTLS
 	cfg.Log = log
+	cfg.RequestTimeout = o.reqTimeout
 	if o.heartbeat != 0 { // --raft-heartbeat is both timeouts
 		cfg.HeartbeatTimeout, cfg.ElectionTimeout = o.heartbeat, o.heartbeat
 	}

@@ -33,6 +33,7 @@ type options struct {
 	memPolicy   string
 	limits      server.Limits
 	heartbeat   time.Duration
+	reqTimeout  time.Duration
 	pprof       string
 	metricsPort int
 	logLevel    string
@@ -68,6 +69,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.Int64Var(&o.limits.MaxRequestLen, "max-request-len", defaults.Limits.MaxRequestLen, "maximum bytes in one command")
 	fs.IntVar(&o.limits.MaxKeyLen, "max-key-len", defaults.Limits.MaxKeyLen, "maximum bytes in one key")
 	fs.DurationVar(&o.heartbeat, "raft-heartbeat", 0, "Raft heartbeat and election timeout (default 1s in a cluster, 100ms for a single node)")
+	fs.DurationVar(&o.reqTimeout, "request-timeout", defaults.RequestTimeout, "answer every command within this long, with TRYAGAIN when its shard cannot (an election, a leader that died or froze), saying whether it may have been counted; 10ms to 1m")
 	fs.StringVar(&o.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.IntVar(&o.metricsPort, "metrics-port", 0, "serve Prometheus /metrics, /healthz and /readyz over HTTP on this port of --bind (0: off)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
@@ -190,6 +192,8 @@ func (o options) validate() error {
 		return invalid("max-key-len", "--max-key-len %d: must be from 1 to %d", o.limits.MaxKeyLen, 1<<20)
 	case o.heartbeat != 0 && (o.heartbeat < 10*time.Millisecond || o.heartbeat > time.Minute):
 		return invalid("raft-heartbeat", "--raft-heartbeat %v: must be from 10ms to 1m", o.heartbeat)
+	case o.reqTimeout < 10*time.Millisecond || o.reqTimeout > time.Minute:
+		return invalid("request-timeout", "--request-timeout %v: must be from 10ms to 1m", o.reqTimeout)
 	case o.nodeID == "":
 		return invalid("node-id", "--node-id: must not be empty")
 	case o.inMemory && o.cluster != "":

@@ -1,0 +1,232 @@
+package cluster
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// forwarder sends requests to the nodes that lead their shards (see
+// forward.go for the frames), keeping a few idle connections to each.
+//
+// A forwarded request waits for its answer no longer than its deadline, and
+// no longer than its leader leads: when this node learns that the shard's
+// leadership moved away from the node it was sent to, and that node has not
+// answered within movedGrace, the request is given up at once ("it may have
+// been counted": it was sent). A live old leader answers within the grace
+// (it hands requests it can no longer apply back with the new leader's
+// name, and those are routed again); a dead, frozen or cut-off one never
+// would, and without this its requests would wait for it while the new
+// leader serves everyone else.
+type forwarder struct {
+	dialer busDialer
+	mu     sync.Mutex
+	idle   map[string][]net.Conn
+	calls  map[*forwardCall]struct{} // forwarded requests awaiting their answer
+}
+
+// forwardCall is a forwarded request awaiting its answer.
+type forwardCall struct {
+	shard int
+	peer  string   // the id of the node it was sent to
+	conn  net.Conn // set once dialled, under the forwarder's mu
+	moved string   // the new leader, once given up for that; under mu
+}
+
+const (
+	forwardPool = 8 // idle connections kept per peer
+	// movedGrace is how long a node that lost a shard's leadership has to
+	// answer the requests it was forwarded before they are given up.
+	movedGrace = 200 * time.Millisecond
+	// dialTimeout bounds opening a connection to a peer.
+	dialTimeout = 2 * time.Second
+)
+
+func newForwarder(dialer busDialer) *forwarder {
+	return &forwarder{dialer: dialer, idle: make(map[string][]net.Conn), calls: make(map[*forwardCall]struct{})}
+}
+
+// forward applies r's commands on shard at leader. It answers r itself when
+// the leader did (or drops r when its waiter gave up on it), and returns
+// nil; otherwise it returns the error r is to end with (see fail), and the
+// id of the node that leads the shard when the peer named one.
+func (f *forwarder) forward(leader *Member, shard int, r *Request) (hint string, err error) {
+	if !r.take() {
+		return "", nil
+	}
+	frame := []byte{frameCommands}
+	frame = binary.AppendUvarint(frame, uint64(shard))
+	frame = appendBatch(frame, 0, []*Request{r})
+	r.markSent(leader.ID)
+
+	c := &forwardCall{shard: shard, peer: leader.ID}
+	reply, sent, err := f.call(c, leader.Bus, frame, r.Deadline)
+	if err != nil {
+		if !sent {
+			return "", retryError(shard, leader.ID, ErrNotApplied, "unreachable: "+err.Error())
+		}
+		why := "the connection to it broke before it answered"
+		switch {
+		case c.moved != "":
+			why = fmt.Sprintf("the leadership moved to %s before it answered", c.moved)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			why = "no answer within the request timeout"
+		}
+		return "", retryError(shard, leader.ID, ErrMayHaveBeenCounted, why)
+	}
+	d := wire{b: reply}
+	switch d.byte() {
+	case replyOK:
+	case replyLeader:
+		hint = string(d.b)
+		return hint, retryError(shard, hint, ErrNotApplied, leader.ID+" does not lead it")
+	case replyError:
+		return "", d.error()
+	default: // replyText, from a release before typed errors
+		return "", PeerReply(d.b)
+	}
+	if !r.claim() {
+		return "", nil
+	}
+	for i := range r.Results {
+		r.Results[i] = d.result()
+	}
+	if d.err != nil {
+		r.answer(&Failure{fmt.Sprintf("bad reply from %s: %v", leader.ID, d.err)})
+		return "", nil
+	}
+	r.answer(nil)
+	return "", nil
+}
+
+// leaderMoved is told that shard's leader changed from one node to another
+// (nil: unknown). The requests forwarded to a node that no longer leads it,
+// and still unanswered after movedGrace, are given up.
+func (f *forwarder) leaderMoved(shard int, from, to *Member) {
+	var stale []*forwardCall
+	f.mu.Lock()
+	for c := range f.calls {
+		if c.shard == shard && (to == nil || c.peer != to.ID) {
+			stale = append(stale, c)
+		}
+	}
+	f.mu.Unlock()
+	if len(stale) == 0 {
+		return
+	}
+	moved := "no node (an election is under way)"
+	if to != nil {
+		moved = to.ID
+	}
+	time.AfterFunc(movedGrace, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, c := range stale {
+			if _, waiting := f.calls[c]; waiting && c.conn != nil {
+				c.moved = moved
+				c.conn.SetDeadline(time.Now()) // its read fails now
+			}
+		}
+	})
+}
+
+// status asks the peer at addr about its replicas.
+func (f *forwarder) status(addr string) ([]shardStatus, error) {
+	reply, _, err := f.call(nil, addr, []byte{frameStatus}, time.Now().Add(frameTimeout))
+	if err != nil {
+		return nil, err
+	}
+	d := wire{b: reply}
+	if d.byte() != replyOK {
+		return nil, fmt.Errorf("%w: status refused by %s", errBadEntry, addr)
+	}
+	n := d.uvarint()
+	if n > 1<<16 {
+		return nil, errBadEntry
+	}
+	out := make([]shardStatus, n)
+	for i := range out {
+		out[i] = shardStatus{applied: d.uvarint(), leader: string(d.bytes(256))}
+	}
+	return out, d.err
+}
+
+// call sends one frame to addr and reads the answer, by deadline; sent
+// reports whether the frame may have reached the peer. c, when not nil,
+// registers the exchange so that leaderMoved can end it; c.moved then says
+// why it ended early.
+func (f *forwarder) call(c *forwardCall, addr string, frame []byte, deadline time.Time) (reply []byte, sent bool, err error) {
+	conn, err := f.get(addr)
+	if err != nil {
+		return nil, false, err
+	}
+	f.mu.Lock()
+	if c != nil {
+		c.conn = conn
+		f.calls[c] = struct{}{}
+	}
+	f.mu.Unlock()
+	conn.SetDeadline(deadline)
+	if err = writeFrame(conn, frame); err == nil {
+		reply, err = readFrame(bufio.NewReader(conn))
+	}
+	f.mu.Lock()
+	delete(f.calls, c) // leaderMoved no longer touches conn
+	f.mu.Unlock()
+	if err != nil {
+		conn.Close()
+		return nil, true, err
+	}
+	f.put(addr, conn)
+	return reply, true, nil
+}
+
+// get returns an idle connection to addr that is still open, or a new one.
+// An idle connection the peer closed (it restarted, say) must not be used: a
+// frame written into it is lost, yet its loss would look like a request
+// that may have been counted.
+func (f *forwarder) get(addr string) (net.Conn, error) {
+	for {
+		f.mu.Lock()
+		conns := f.idle[addr]
+		if len(conns) == 0 {
+			f.mu.Unlock()
+			return f.dialer.open(addr, streamForward, 0, dialTimeout)
+		}
+		conn := conns[len(conns)-1]
+		f.idle[addr] = conns[:len(conns)-1]
+		f.mu.Unlock()
+		if stillOpen(conn) {
+			return conn, nil
+		}
+		conn.Close()
+	}
+}
+
+func (f *forwarder) put(addr string, conn net.Conn) {
+	conn.SetDeadline(time.Time{})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.idle[addr]) >= forwardPool {
+		conn.Close()
+		return
+	}
+	f.idle[addr] = append(f.idle[addr], conn)
+}
+
+// close drops the idle connections.
+func (f *forwarder) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for addr, conns := range f.idle {
+		for _, c := range conns {
+			c.Close()
+		}
+		delete(f.idle, addr)
+	}
+}

@@ -1,0 +1,86 @@
+package cluster
+
+import (
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// hashicorp/raft's network transport keeps idle connections to each peer in
+// a pool and takes one for each request it sends (a vote, a heartbeat, the
+// start of a replication pipeline) without looking at it. When the peer has
+// restarted since, the connection it takes is one the peer closed: the
+// request fails with end-of-file, and an election lost that way waits a
+// whole election timeout to try again. raftConn is the connection the
+// transport is given: before a request on a connection that sat idle, it
+// peeks at the socket, and opens a fresh one in its place if the peer closed
+// it. A request is sent whole on one connection: it starts on a frame
+// boundary, where the transport has read every answer it awaited.
+
+// staleAfter is how long a connection sits idle before its next request
+// checks it. A peer's heartbeats keep its busy connection younger than that.
+const staleAfter = 100 * time.Millisecond
+
+// raftConn is a Raft connection that replaces itself, before a request,
+// when its peer closed it while it sat idle. The transport's replication
+// pipeline reads from one goroutine while it writes from another, so the
+// connection and the time of its last use are atomic.
+type raftConn struct {
+	conn    atomic.Pointer[net.Conn]
+	lastUse atomic.Int64 // unix ns
+	redial  func() (net.Conn, error)
+}
+
+func newRaftConn(c net.Conn, redial func() (net.Conn, error)) *raftConn {
+	rc := &raftConn{redial: redial}
+	rc.conn.Store(&c)
+	rc.used()
+	return rc
+}
+
+func (c *raftConn) current() net.Conn { return *c.conn.Load() }
+
+func (c *raftConn) used() { c.lastUse.Store(time.Now().UnixNano()) }
+
+// Write sends p, on a fresh connection if the peer closed this one while it
+// sat idle.
+func (c *raftConn) Write(p []byte) (int, error) {
+	conn := c.current()
+	if time.Since(time.Unix(0, c.lastUse.Load())) > staleAfter && !stillOpen(conn) {
+		fresh, err := c.redial()
+		if err != nil {
+			return 0, err
+		}
+		conn.Close()
+		c.conn.Store(&fresh)
+		conn = fresh
+	}
+	n, err := conn.Write(p)
+	c.used()
+	return n, err
+}
+
+// Read reads from the current connection.
+func (c *raftConn) Read(p []byte) (int, error) {
+	n, err := c.current().Read(p)
+	c.used()
+	return n, err
+}
+
+// Close closes the current connection.
+func (c *raftConn) Close() error { return c.current().Close() }
+
+// LocalAddr is the current connection's.
+func (c *raftConn) LocalAddr() net.Addr { return c.current().LocalAddr() }
+
+// RemoteAddr is the current connection's.
+func (c *raftConn) RemoteAddr() net.Addr { return c.current().RemoteAddr() }
+
+// SetDeadline sets the current connection's deadline.
+func (c *raftConn) SetDeadline(t time.Time) error { return c.current().SetDeadline(t) }
+
+// SetReadDeadline sets the current connection's read deadline.
+func (c *raftConn) SetReadDeadline(t time.Time) error { return c.current().SetReadDeadline(t) }
+
+// SetWriteDeadline sets the current connection's write deadline.
+func (c *raftConn) SetWriteDeadline(t time.Time) error { return c.current().SetWriteDeadline(t) }
