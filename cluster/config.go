@@ -93,6 +93,17 @@ const (
 	maxTimeout   = time.Minute
 )
 
+// DefaultClusterHeartbeat is a cluster's Raft heartbeat and election
+// timeout. A follower starts an election between one and two of them after
+// it last heard from its leader, and both followers of a shard must have
+// (a follower that still hears its leader refuses to vote: hashicorp/raft's
+// pre-vote and leader stickiness), so a leader that dies or freezes is
+// replaced within about two. 500 ms makes that about a second; no election
+// happened under two minutes of full load on a saturated two-core machine
+// at 500 ms, and some did at 300 ms (bench/elections; docs/cluster.md has
+// the failover timeline).
+const DefaultClusterHeartbeat = 500 * time.Millisecond
+
 // DefaultRequestTimeout is how long a request may take, whatever happens to
 // its shard, before it is answered with an error: an API's request path can
 // wait that long for a decision, and a failover, an election included, is
@@ -105,13 +116,12 @@ const minRequestTimeout = 10 * time.Millisecond
 
 // DefaultRaftConfig returns the defaults for the node self among members
 // (self included). The Raft timeouts depend on the membership: a heartbeat
-// timeout of 1 s in a cluster, which rides out a loaded machine's pauses,
-// and of 100 ms for a single node, which has no network to wait for and
-// elects itself at start within that. There is one shard per member, so that
-// each node leads one. Layout is left to set: Validate refuses a config
-// without one.
+// timeout of 500 ms in a cluster (DefaultClusterHeartbeat), and of 100 ms
+// for a single node, which has no network to wait for and elects itself at
+// start within that. There is one shard per member, so that each node leads
+// one. Layout is left to set: Validate refuses a config without one.
 func DefaultRaftConfig(self Member, members []Member) RaftConfig {
-	heartbeat := time.Second
+	heartbeat := DefaultClusterHeartbeat
 	if len(members) == 1 {
 		heartbeat = 100 * time.Millisecond
 	}

@@ -36,7 +36,14 @@ type forwardCall struct {
 	peer  string   // the id of the node it was sent to
 	conn  net.Conn // set once dialled, under the forwarder's mu
 	moved string   // the new leader, once given up for that; under mu
+	// send is asked once a connection is open, before the frame is written:
+	// false when the request's waiter has given up on it.
+	send func() bool
 }
+
+// errGivenUp ends a call whose request's waiter gave up on it before it was
+// sent.
+var errGivenUp = errors.New("given up before it was sent")
 
 const (
 	forwardPool = 8 // idle connections kept per peer
@@ -62,10 +69,15 @@ func (f *forwarder) forward(leader *Member, shard int, r *Request) (hint string,
 	frame := []byte{frameCommands}
 	frame = binary.AppendUvarint(frame, uint64(shard))
 	frame = appendBatch(frame, 0, []*Request{r})
-	r.markSent(leader.ID)
+	// The frame holds the commands now: the request waits for a connection
+	// as a request that has not left this node.
+	r.release(leader.ID)
 
-	c := &forwardCall{shard: shard, peer: leader.ID}
+	c := &forwardCall{shard: shard, peer: leader.ID, send: r.send}
 	reply, sent, err := f.call(c, leader.Bus, frame, r.Deadline)
+	if errors.Is(err, errGivenUp) {
+		return "", nil
+	}
 	if err != nil {
 		if !sent {
 			return "", retryError(shard, leader.ID, ErrNotApplied, "unreachable: "+err.Error())
@@ -164,6 +176,10 @@ func (f *forwarder) call(c *forwardCall, addr string, frame []byte, deadline tim
 	conn, err := f.get(addr)
 	if err != nil {
 		return nil, false, err
+	}
+	if c != nil && c.send != nil && !c.send() {
+		f.put(addr, conn)
+		return nil, false, errGivenUp
 	}
 	f.mu.Lock()
 	if c != nil {

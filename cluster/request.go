@@ -81,6 +81,18 @@ func (r *Request) markSent(leader string) {
 	r.state.Store(reqSent)
 }
 
+// release gives back r, taken and its commands read, to wait for a
+// connection: its waiter may give up on it meanwhile. leader is the node it
+// is about to be sent to.
+func (r *Request) release(leader string) {
+	r.leader = leader
+	r.state.Store(reqPending)
+}
+
+// send records that r, released, is being sent now: false when its waiter
+// has given up on it (do not send it).
+func (r *Request) send() bool { return r.state.CompareAndSwap(reqPending, reqSent) }
+
 // rewind takes back r, sent but not applied, to be routed again: false when
 // its waiter has given up on it.
 func (r *Request) rewind() bool {
@@ -111,7 +123,11 @@ func (r *Request) Expire() bool {
 		switch r.state.Load() {
 		case reqPending:
 			if r.state.CompareAndSwap(reqPending, reqExpired) {
-				r.Err = retryError(r.shard, r.leader, ErrNotApplied, "no leader answered within the request timeout")
+				why := "no leader was elected within the request timeout"
+				if r.leader != "" {
+					why = "its leader could not be reached within the request timeout"
+				}
+				r.Err = retryError(r.shard, r.leader, ErrNotApplied, why)
 				return true
 			}
 		case reqSent:

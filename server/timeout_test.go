@@ -60,7 +60,7 @@ func TestRequestTimeoutAnswersAStuckShard(t *testing.T) {
 			t.Errorf("round %d: the other shard's decision %q", round, replies[0])
 		}
 		// (The cluster names the shard; this stand-in never routed it.)
-		if want := "no leader answered within the request timeout: nothing was counted, retry\r\n"; !strings.HasPrefix(replies[1], "-TRYAGAIN ") || !strings.HasSuffix(replies[1], want) {
+		if want := "no leader was elected within the request timeout: nothing was counted, retry\r\n"; !strings.HasPrefix(replies[1], "-TRYAGAIN ") || !strings.HasSuffix(replies[1], want) {
 			t.Errorf("round %d: the stuck shard's reply %q, want TRYAGAIN ... %q", round, replies[1], want)
 		}
 		if replies[2] != "+PONG\r\n" {

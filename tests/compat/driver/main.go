@@ -148,10 +148,10 @@ func runAll(dir string, filter *regexp.Regexp) []result {
 	open.stop()
 	secured.stop()
 
-	// rlserver's default Raft heartbeat (1s in a cluster), as users run it.
-	// The e2e tests' 200ms, and even 500ms, made leaders step down now and
-	// then on a busy two-core machine, and a client's decision fail with
-	// TRYAGAIN in a case that kills nothing.
+	// rlserver's default Raft heartbeat (500ms in a cluster), as users run
+	// it. The e2e tests' 200ms made leaders step down now and then on a busy
+	// two-core machine, and a client's decision fail with TRYAGAIN in a case
+	// that kills nothing.
 	logf("== 3-node clusters")
 	const shards = 3
 	type started struct {
