@@ -76,7 +76,14 @@ type Rule struct {
 	Algorithm       Algorithm
 	CountRefused    bool // a refused hit is counted (the window algorithms only)
 
-	stats *counters // the rule's counters under StatsKey
+	stats *counters                       // the rule's counters under StatsKey
+	limit *pb.RateLimitResponse_RateLimit // current_limit, shared by every status (only read)
+}
+
+// finish makes what the rule's statuses share, once its fields are set.
+func (r *Rule) finish() *Rule {
+	r.limit = &pb.RateLimitResponse_RateLimit{Name: r.Name, RequestsPerUnit: r.RequestsPerUnit, Unit: r.Unit}
+	return r
 }
 
 // Window is the rule's period in milliseconds: Multiplier units.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"sync"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc/codes"
@@ -13,15 +15,20 @@ import (
 	"github.com/rlserver/rlserver/engine"
 )
 
-// call is one request on its way through the shards.
+// call is one request on its way through the shards. Calls are pooled:
+// a call's slices, shard requests and channel serve the next one.
 type call struct {
 	req   *pb.RateLimitRequest
 	items []item // one per descriptor, in order
-	// reqs are the shard requests, one per shard the descriptors' keys
-	// fall in; their commands' keys alias keys.
+	// reqs[:nreqs] are the shard requests, one per shard the descriptors'
+	// keys fall in (shards[j] is reqs[j]'s); their commands' keys alias
+	// keys. reqs past nreqs are kept for reuse.
 	reqs   []*cluster.Request
+	nreqs  int
 	shards []int
 	keys   []byte
+	starts []int
+	done   chan struct{}
 }
 
 // item is one descriptor of a call.
@@ -38,8 +45,32 @@ type item struct {
 	d        engine.Decision
 }
 
-func newCall(req *pb.RateLimitRequest) *call {
-	return &call{req: req, items: make([]item, len(req.Descriptors))}
+// maxPooled bounds the descriptors of a call that goes back to the pool,
+// so that one huge request does not keep its memory.
+const maxPooled = 64
+
+var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 4)} }}
+
+// getCall is a call for req, from the pool.
+func getCall(req *pb.RateLimitRequest) *call {
+	c := calls.Get().(*call)
+	n := len(req.Descriptors)
+	c.req, c.nreqs = req, 0
+	c.items = slices.Grow(c.items[:0], n)[:n]
+	clear(c.items)
+	c.shards, c.keys, c.starts = c.shards[:0], c.keys[:0], c.starts[:0]
+	return c
+}
+
+// release gives c back to the pool. Only a call whose shard requests have
+// all finished may go back: a shard may still write into the others.
+func (c *call) release() {
+	if len(c.items) > maxPooled {
+		return
+	}
+	clear(c.items)
+	c.req = nil
+	calls.Put(c)
 }
 
 // maxHits bounds a hits addend: the engine's largest cost.
@@ -53,7 +84,8 @@ func (s *Service) decide(ctx context.Context, c *call) error {
 	// Every key is appended to c.keys first; the commands slice it once it
 	// no longer grows. starts[i] is where descriptor i's key begins, and so
 	// where descriptor i-1's ends.
-	starts := make([]int, len(c.items)+1)
+	starts := slices.Grow(c.starts[:0], len(c.items)+1)[:len(c.items)+1]
+	c.starts = starts
 	for i := range c.items {
 		it := &c.items[i]
 		starts[i] = len(c.keys)
@@ -91,17 +123,19 @@ func (s *Service) decide(ctx context.Context, c *call) error {
 		cmd.Key = c.keys[starts[i]:starts[i+1]:starts[i+1]]
 		it.req, it.pos = c.add(s.shards.ShardOf(cluster.Slot(cmd.Key)), cmd)
 	}
-	if len(c.reqs) == 0 {
+	if c.nreqs == 0 {
 		return nil
 	}
-	done := make(chan struct{}, len(c.reqs))
-	for j, r := range c.reqs {
-		r.Results, r.Done = make([]engine.Result, len(r.Cmds)), done
+	if cap(c.done) < c.nreqs {
+		c.done = make(chan struct{}, c.nreqs)
+	}
+	for j, r := range c.reqs[:c.nreqs] {
+		r.Results, r.Done = slices.Grow(r.Results[:0], len(r.Cmds))[:len(r.Cmds)], c.done
 		s.shards.Submit(c.shards[j], r)
 	}
-	for range c.reqs {
+	for range c.nreqs {
 		select {
-		case <-done:
+		case <-c.done:
 		case <-ctx.Done():
 			return grpcError(ctx.Err())
 		}
@@ -118,14 +152,19 @@ func (c *call) add(shard int, cmd engine.Command) (req, pos int) {
 			return j, len(c.reqs[j].Cmds) - 1
 		}
 	}
+	if c.nreqs == len(c.reqs) {
+		c.reqs = append(c.reqs, &cluster.Request{})
+	}
+	r := c.reqs[c.nreqs]
+	r.Cmds, r.Err = append(r.Cmds[:0], cmd), nil
 	c.shards = append(c.shards, shard)
-	c.reqs = append(c.reqs, &cluster.Request{Cmds: []engine.Command{cmd}})
-	return len(c.reqs) - 1, 0
+	c.nreqs++
+	return c.nreqs - 1, 0
 }
 
 // collect reads the decisions of the finished shard requests.
 func (c *call) collect() error {
-	for _, r := range c.reqs {
+	for _, r := range c.reqs[:c.nreqs] {
 		if r.Err != nil {
 			return grpcError(r.Err)
 		}

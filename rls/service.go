@@ -3,6 +3,7 @@ package rls
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 
@@ -130,29 +131,39 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	if len(req.GetDescriptors()) == 0 {
 		return nil, errNoDescriptors
 	}
-	c := newCall(req)
+	c := getCall(req)
 	cfg := s.config.Load()
 	root, known := cfg.domains[req.Domain]
 	if !known {
 		s.svc.domainNotFound.Add(1)
-	} else {
-		s.resolve(c, root)
-	}
-	if err := s.decide(ctx, c); err != nil {
+	} else if err := s.resolve(c, root); err != nil {
+		c.release()
 		return nil, err
 	}
-	return s.respond(c), nil
+	if err := s.decide(ctx, c); err != nil {
+		if status.Code(err) != codes.Canceled && status.Code(err) != codes.DeadlineExceeded {
+			c.release() // a call left early may still be written to
+		}
+		return nil, err
+	}
+	resp := s.respond(c)
+	c.release()
+	return resp, nil
 }
 
 // resolve finds each descriptor's limit: its own override, else the rule
-// it matches; then drops the rules another matched rule replaces.
-func (s *Service) resolve(c *call, root *node) {
+// it matches; then drops the rules another matched rule replaces. An
+// override the engine cannot count under is an InvalidArgument error.
+func (s *Service) resolve(c *call, root *node) error {
 	var replacing []string
 	for i, d := range c.req.Descriptors {
 		it := &c.items[i]
 		if o := d.GetLimit(); o != nil {
-			it.rule = overrideRule(c.req.Domain, d)
-			it.stats = s.stats.dynamic(it.rule.Domain, it.rule.StatsKey, s.stats.static(c.req.Domain, "_other"))
+			r := overrideRule(c.req.Domain, d)
+			if err := checkOverride(r); err != nil {
+				return status.Errorf(codes.InvalidArgument, "descriptor %d: its limit override: %v", i, err)
+			}
+			it.rule, it.stats = r, s.stats.dynamic(r.Domain, r.StatsKey, s.stats.static(c.req.Domain, "_other"))
 			continue
 		}
 		m := root.match(d.GetEntries())
@@ -169,15 +180,25 @@ func (s *Service) resolve(c *call, root *node) {
 			it.stats = s.stats.dynamic(m.rule.Domain, m.metricKey, m.rule.stats)
 		}
 	}
-	if len(replacing) == 0 {
-		return
-	}
 	for i := range c.items {
 		it := &c.items[i]
-		if it.rule != nil && it.rule.Name != "" && contains(replacing, it.rule.Name) {
+		if len(replacing) > 0 && it.rule != nil && it.rule.Name != "" && contains(replacing, it.rule.Name) {
 			it.rule, it.stats = nil, nil
 		}
 	}
+	return nil
+}
+
+// checkOverride refuses an override whose unit Envoy's enum does not name,
+// or whose window the engine cannot count in.
+func checkOverride(r *Rule) error {
+	if unitMillis[r.Unit] == 0 {
+		return fmt.Errorf("unit %v is not a unit of time", r.Unit)
+	}
+	if r.RequestsPerUnit == 0 {
+		return nil // blocks everything: nothing to count
+	}
+	return ruleCommand(r, 1).Check()
 }
 
 func contains(names []string, name string) bool {
@@ -199,7 +220,7 @@ func overrideRule(domain string, d *rlpb.RateLimitDescriptor) *Rule {
 	if m := o.GetUnitMultiplier(); m != nil && m.GetValue() > 1 {
 		r.Multiplier = int64(m.GetValue())
 	}
-	return r
+	return r.finish()
 }
 
 // overrideKey is an override's stats key, envoyproxy/ratelimit's: every

@@ -326,6 +326,13 @@ func TestRequestsTheServiceRefusesOrIgnores(t *testing.T) {
 		{"empty domain", &pb.RateLimitRequest{Descriptors: []*rlpb.RateLimitDescriptor{desc("k", "v")}}, codes.Unknown},
 		{"no descriptors", &pb.RateLimitRequest{Domain: "d"}, codes.Unknown},
 		{"key past --max-key-len", &pb.RateLimitRequest{Domain: "d", Descriptors: []*rlpb.RateLimitDescriptor{desc("k", string(make([]byte, 100)))}}, codes.InvalidArgument},
+		{"override without a unit", &pb.RateLimitRequest{Domain: "d", Descriptors: []*rlpb.RateLimitDescriptor{{
+			Entries: desc("k", "v").Entries, Limit: &rlpb.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 5}}}}, codes.InvalidArgument},
+		{"override past the engine's window", &pb.RateLimitRequest{Domain: "d", Descriptors: []*rlpb.RateLimitDescriptor{{
+			Entries: desc("k", "v").Entries, Limit: &rlpb.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 5, Unit: 6,
+				UnitMultiplier: wrapperspb.UInt32(1000)}}}}, codes.InvalidArgument},
+		{"hits past the engine's cost", &pb.RateLimitRequest{Domain: "d", Descriptors: []*rlpb.RateLimitDescriptor{{
+			Entries: desc("k", "v").Entries, HitsAddend: wrapperspb.UInt64(1 << 62)}}}, codes.InvalidArgument},
 	} {
 		_, err := f.svc.ShouldRateLimit(context.Background(), c.req)
 		if status.Code(err) != c.code {
@@ -339,7 +346,7 @@ func TestRequestsTheServiceRefusesOrIgnores(t *testing.T) {
 	if r := f.ask("d", 0, desc("other", "v")); counted(r.Statuses[0]) {
 		t.Fatalf("unmatched descriptor: %v", r)
 	}
-	if s := f.svc.ServiceStats(); s.DomainNotFound != 1 || s.Errors != 3 || s.OK != 2 {
+	if s := f.svc.ServiceStats(); s.DomainNotFound != 1 || s.Errors != 6 || s.OK != 2 {
 		t.Fatalf("service stats: %+v", s)
 	}
 }

@@ -51,7 +51,7 @@ func (s *Service) respond(c *call) *pb.RateLimitResponse {
 		it.stats.record(it.cost, int64(r.RequestsPerUnit), it.d.Remaining, it.d.Allowed, r.ShadowMode)
 		st := &pb.RateLimitResponse_DescriptorStatus{
 			Code:               pb.RateLimitResponse_OK,
-			CurrentLimit:       &pb.RateLimitResponse_RateLimit{Name: r.Name, RequestsPerUnit: r.RequestsPerUnit, Unit: r.Unit},
+			CurrentLimit:       r.limit,
 			LimitRemaining:     clampUint32(it.d.Remaining),
 			DurationUntilReset: &durationpb.Duration{Seconds: secondsUp(untilReset(it.d))},
 		}

@@ -296,7 +296,7 @@ func (p *fileParser) rateLimit(rl field, key string, d map[string]field) (*Rule,
 			return nil, p.fail(rl.key, "the engine refuses this limit: %v", err)
 		}
 	}
-	return r, nil
+	return r.finish(), nil
 }
 
 // replaces reads the names a rule replaces.
