@@ -375,3 +375,37 @@ func TestHitsAddend(t *testing.T) {
 		t.Fatalf("is_negative_hits gives hits back: %v", st)
 	}
 }
+
+// The response headers describe the most restrictive descriptor: a refusal
+// before an allowance, then the longer wait, else the fewer remaining.
+func TestResponseHeaders(t *testing.T) {
+	f := newFixture(t, `
+domain: d
+descriptors:
+  - key: wide
+    rate_limit: {unit: hour, requests_per_unit: 100}
+  - key: narrow
+    rate_limit: {unit: second, requests_per_unit: 2, name: "per \"second\""}
+`, Options{ResponseHeaders: true})
+	h := func(r *pb.RateLimitResponse) map[string]string {
+		out := map[string]string{}
+		for _, v := range r.ResponseHeadersToAdd {
+			out[v.Key] = v.Value
+		}
+		return out
+	}
+	got := h(f.ask("d", 0, desc("wide", "a"), desc("narrow", "a")))
+	want := map[string]string{"RateLimit-Policy": `"per \"second\"";q=2;w=1`, "RateLimit": `"per \"second\"";r=1`}
+	if len(got) != 2 || got["RateLimit-Policy"] != want["RateLimit-Policy"] || got["RateLimit"] != want["RateLimit"] {
+		t.Fatalf("allowed: %v, want %v", got, want)
+	}
+	f.ask("d", 0, desc("narrow", "a"))
+	f.clock.Advance(250)
+	got = h(f.ask("d", 0, desc("wide", "a"), desc("narrow", "a")))
+	if got["Retry-After"] != "1" || got["RateLimit"] != `"per \"second\"";r=0;t=1` {
+		t.Fatalf("refused: %v", got)
+	}
+	if r := f.ask("d", 0, desc("other", "x")); r.ResponseHeadersToAdd != nil {
+		t.Fatalf("headers without a counted descriptor: %v", r.ResponseHeadersToAdd)
+	}
+}
