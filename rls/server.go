@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 )
 
 // healthNames are the services the health service answers for: the whole
@@ -47,7 +48,12 @@ type Server struct {
 
 // NewServer returns the gRPC server of svc.
 func NewServer(svc *Service, opts ServerOptions) *Server {
-	var grpcOpts []grpc.ServerOption
+	// Envoy may ping its upstreams (connection_keepalive): allow a ping
+	// every 10 s, idle or not, rather than gRPC's default of one in 5
+	// minutes, past which it would close Envoy's connections.
+	grpcOpts := []grpc.ServerOption{grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
+		MinTime: 10 * time.Second, PermitWithoutStream: true,
+	})}
 	if opts.TLS != nil {
 		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(opts.TLS)))
 	}

@@ -159,6 +159,11 @@ descriptors:
 	if st.Code != pb.RateLimitResponse_OVER_LIMIT || st.CurrentLimit.RequestsPerUnit != 0 || st.DurationUntilReset.GetSeconds() != 1 {
 		t.Fatalf("blocked address: %v", st)
 	}
+	look := desc("remote_address", "50.0.0.5")
+	look.HitsAddend = wrapperspb.UInt64(0)
+	if st := f.ask("edge_proxy_per_ip", 0, look).Statuses[0]; st.Code != pb.RateLimitResponse_OK || st.LimitRemaining != 0 {
+		t.Fatalf("a look at a blocked address, as envoyproxy/ratelimit answers it (0 hits are not over 0): %v", st)
+	}
 }
 
 func TestReadmeExample4DepthMustMatch(t *testing.T) {

@@ -40,12 +40,15 @@ func (s *Service) respond(c *call) *pb.RateLimitResponse {
 		case it.rule == nil:
 			resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
 			continue
-		case it.req < 0: // a limit of 0: refused, until the window ends
+		case it.req < 0: // a limit of 0: hits refused, until the window ends; a look allowed
 			if now < 0 {
 				now = s.opts.Clock.Now()
 			}
 			w := it.rule.Window()
-			it.d = engine.Decision{RetryAfter: engine.RetryNever, ResetAfter: w - now%w}
+			it.d = engine.Decision{Allowed: it.cost <= 0, RetryAfter: engine.RetryNever, ResetAfter: w - now%w}
+			if it.d.Allowed {
+				it.d.RetryAfter = 0
+			}
 		}
 		r := it.rule
 		it.stats.record(it.cost, int64(r.RequestsPerUnit), it.d.Remaining, it.d.Allowed, r.ShadowMode)
