@@ -27,6 +27,11 @@ const (
 	FlagLT      // EXPIRE: only if earlier than the current expiry
 	FlagKeepTTL // SET: keep the key's expiry
 	FlagGet     // SET: reply the old value
+	// FlagCountRefused makes a window algorithm (RL.FIXED, RL.SLIDING,
+	// RL.QUOTA) count a refused cost as if it had been spent, as
+	// envoyproxy/ratelimit's INCRBY counters do: a caller who keeps asking
+	// stays refused until its refusals have aged out of the window too.
+	FlagCountRefused
 )
 
 // ResultType says which fields of a Result carry the answer.

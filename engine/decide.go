@@ -19,13 +19,16 @@ type verdict struct {
 	granted   int64         // PARTIAL's granted
 	shadow    bool          // a shadow policy's check: always allowed
 	wouldDeny bool          // a shadow policy's check its policy would deny
-	policy    *policy       // RL.CHECK's policy
-	write     bool
-	kind      Kind
-	params    [3]int64
-	state     [3]int64
-	log       []logEntry // a logKeeper's entries to store (before recording)
-	logCost   int64      // RL.LOG: units to record at now on commit
+	// countRefused: a refused cost is counted as spent (FlagCountRefused);
+	// set before the algorithm evaluates, which reads it.
+	countRefused bool
+	policy       *policy // RL.CHECK's policy
+	write        bool
+	kind         Kind
+	params       [3]int64
+	state        [3]int64
+	log          []logEntry // a logKeeper's entries to store (before recording)
+	logCost      int64      // RL.LOG: units to record at now on commit
 }
 
 // decide evaluates and commits a decision op.
@@ -115,8 +118,8 @@ func (s *Shard) evaluate(now int64, c *Command, i int32, v *verdict) error {
 }
 
 // keepState reports whether a state computed for cost is to be written: a
-// granted or refunded cost, or a conversion to new parameters of a key that
-// exists (never for a peek).
+// granted (or, with FlagCountRefused, refused) or refunded cost, or a
+// conversion to new parameters of a key that exists (never for a peek).
 func keepState(exists bool, cost int64, converted, allowed bool) bool {
 	return exists && cost < 0 || cost > 0 && (allowed || (converted && exists))
 }
@@ -124,7 +127,7 @@ func keepState(exists bool, cost int64, converted, allowed bool) bool {
 // evaluateCost is evaluate for one cost (negative: a refund), by the
 // algorithm of kind, from the command's parameters.
 func (s *Shard) evaluateCost(now int64, c *Command, i int32, kind Kind, cost int64, v *verdict) {
-	*v = verdict{kind: kind}
+	*v = verdict{kind: kind, countRefused: c.Flags&FlagCountRefused != 0}
 	c.Op.Spec().algo.evaluate(&s.keys, now, [3]int64{c.Args[0], c.Args[1], c.Args[2]}, i, cost, v)
 }
 
@@ -143,6 +146,12 @@ func (s *Shard) commit(now int64, key []byte, i int32, v *verdict) {
 	if kinds[v.kind].log != nil {
 		ks.setLog(i, recordLog(v.log, now, v.logCost))
 	}
+}
+
+// countsRefusal reports whether a verdict's refused cost is counted as
+// spent: FlagCountRefused, a cost to count, and a refusal.
+func (v *verdict) countsRefusal(cost int64) bool {
+	return v.countRefused && cost > 0 && !v.d.Allowed
 }
 
 // count counts a decision of op.

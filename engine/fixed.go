@@ -50,6 +50,16 @@ func decideInWindow(limit int64, st windowCount, start, end, now, cost int64) (w
 	return st, d
 }
 
+// countRefusedInWindow counts a refused cost into st, the count of the window
+// that ends at end, as spent (capped at MaxCount). The refusal d keeps its
+// wait, the window's end (or RetryNever); nothing remains, as the count is
+// now past the limit, and the window resets when it ends.
+func countRefusedInWindow(st windowCount, d Decision, end, now, cost int64) (windowCount, Decision) {
+	st.Count = min(st.Count+cost, MaxCount)
+	d.Remaining, d.ResetAfter = 0, end-max(now, st.Start)
+	return st, d
+}
+
 // expiresAt is when st is back to "never seen": when its window ends, or at
 // once when nothing is counted.
 func (w fixedWindow) expiresAt(st windowCount) int64 {
@@ -102,7 +112,11 @@ func (fixedAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cos
 		st = w.refund(st, now, -cost)
 	}
 	st, v.d = w.decide(st, now, max(cost, 0))
-	v.write = keepState(i >= 0, cost, converted, v.d.Allowed)
+	counted := v.countsRefusal(cost)
+	if counted {
+		st, v.d = countRefusedInWindow(st, v.d, st.Start+w.Window, now, cost)
+	}
+	v.write = keepState(i >= 0, cost, converted, v.d.Allowed || counted)
 	v.params, v.state = [3]int64{w.Limit, w.Window}, [3]int64{st.Start, st.Count}
 }
 

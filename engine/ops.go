@@ -130,9 +130,9 @@ var (
 // entry that holds one was written by a newer rlserver.
 var ops = [opCount]OpSpec{
 	OpSliding: {Name: "rl.sliding", Word: "SLIDING", Params: []Param{pLimit, pWindow}, Cost: pCost,
-		Flags: FlagPartial, kind: KindSliding, algo: slidingAlgorithm{}},
+		Flags: FlagPartial | FlagCountRefused, kind: KindSliding, algo: slidingAlgorithm{}, check: checkCountRefused},
 	OpFixed: {Name: "rl.fixed", Word: "FIXED", Params: []Param{pLimit, pWindow}, Cost: pCost,
-		Flags: FlagPartial, kind: KindFixed, algo: fixedAlgorithm{}},
+		Flags: FlagPartial | FlagCountRefused, kind: KindFixed, algo: fixedAlgorithm{}, check: checkCountRefused},
 	OpLog: {Name: "rl.log", Word: "LOG", Params: []Param{{Name: "limit", Min: 1, Max: MaxLogLimit}, pWindow}, Cost: pCost,
 		Flags: FlagPartial, kind: KindLog, algo: logAlgorithm{}},
 	OpToken: {Name: "rl.token", Word: "TOKEN", Params: tokenParams, Cost: pCost,
@@ -148,7 +148,8 @@ var ops = [opCount]OpSpec{
 		Flags: FlagPartial, kind: KindShape, algo: bucketAlgorithm{OpShape},
 		check: drainCheck("capacity * leak_ms / leak_tokens", false)},
 	OpQuota: {Name: "rl.quota", Word: "QUOTA", Params: quotaParams, Cost: pCost,
-		Flags: FlagPartial, kind: KindQuota, algo: quotaAlgorithm{}, policyArgs: appendQuotaArgs},
+		Flags: FlagPartial | FlagCountRefused, kind: KindQuota, algo: quotaAlgorithm{}, policyArgs: appendQuotaArgs,
+		check: checkCountRefused},
 	OpThrottle: {Name: "cl.throttle", Params: throttleParams, Cost: Param{Name: "quantity", Max: MaxCount},
 		kind: KindThrottle, algo: throttleAlgorithm{}, check: checkThrottle},
 	OpAcquire: {Name: "rl.acquire", Params: leaseParams, Cost: Param{Name: "cost", Max: 1},
@@ -184,6 +185,15 @@ var ops = [opCount]OpSpec{
 }
 
 func init() { ops[OpPolicySet].check = checkPolicySet }
+
+// checkCountRefused refuses FlagCountRefused beside FlagPartial: a partial
+// grant takes what is available, so it has no refused cost to count.
+func checkCountRefused(c Command) error {
+	if c.Flags&FlagCountRefused != 0 && c.Flags&FlagPartial != 0 {
+		return paramError("counting refused costs excludes PARTIAL")
+	}
+	return nil
+}
 
 // Spec describes op. An unknown op's spec is empty.
 func (op Op) Spec() *OpSpec {

@@ -144,7 +144,11 @@ func (quotaAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cos
 	}
 	v.params = [3]int64{q.Limit, int64(q.Period), q.Offset}
 	st, v.d = q.decide(st, now, max(cost, 0))
-	v.write, v.state = keepState(i >= 0, cost, converted, v.d.Allowed), [3]int64{st.Start, st.Count}
+	counted := v.countsRefusal(cost)
+	if counted {
+		st, v.d = countRefusedInWindow(st, v.d, q.periodEnd(st), now, cost)
+	}
+	v.write, v.state = keepState(i >= 0, cost, converted, v.d.Allowed || counted), [3]int64{st.Start, st.Count}
 }
 
 func (quotaAlgorithm) expiresAt(ks *keyspace, i int32) int64 {

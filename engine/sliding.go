@@ -91,6 +91,20 @@ func (w slidingWindow) resetAfter(st windowCounts, left int64) int64 {
 	return 0
 }
 
+// countRefused counts a refused cost into the current window of st (rolled
+// to now by decide) as spent, capped at MaxCount. Nothing remains, as the
+// estimate is now past the limit; the wait for the same cost is computed
+// again from the new counts, so a caller who waits that long is allowed.
+func (w slidingWindow) countRefused(st windowCounts, d Decision, now, cost int64) (windowCounts, Decision) {
+	st.Cur = min(st.Cur+cost, MaxCount)
+	left := st.Start + w.Window - max(now, st.Start)
+	d.Remaining, d.ResetAfter = 0, w.resetAfter(st, left)
+	if d.RetryAfter != RetryNever {
+		d.RetryAfter = w.retryAfter(st, left, cost)
+	}
+	return st, d
+}
+
 // expiresAt is when st becomes indistinguishable from no state at all.
 func (w slidingWindow) expiresAt(st windowCounts) int64 {
 	switch {
@@ -149,7 +163,11 @@ func (slidingAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, c
 		st = w.refund(st, now, -cost)
 	}
 	st, v.d = w.decide(st, now, max(cost, 0))
-	v.write = keepState(i >= 0, cost, converted, v.d.Allowed)
+	counted := v.countsRefusal(cost)
+	if counted {
+		st, v.d = w.countRefused(st, v.d, now, cost)
+	}
+	v.write = keepState(i >= 0, cost, converted, v.d.Allowed || counted)
 	v.params, v.state = [3]int64{w.Limit, w.Window}, [3]int64{st.Start, st.Prev, st.Cur}
 }
 

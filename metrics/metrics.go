@@ -43,6 +43,9 @@ func New(src Sources) (*Metrics, error) {
 	if src.RaftSink != nil {
 		cs = append(cs, src.RaftSink)
 	}
+	if src.RLS != nil {
+		cs = append(cs, newRLSCollector(src.RLS))
+	}
 	for _, c := range cs {
 		if err := m.registry.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/rlserver/rlserver/rls"
 )
 
 // sample is one gathered series: its labels as "k=v,..." (sorted) and value.
@@ -165,3 +167,44 @@ func TestNewRequiresShardsAndServer(t *testing.T) {
 }
 
 func goVersion() string { return runtime.Version() }
+
+// fakeRLS is a rate limit service with fixed counters.
+type fakeRLS struct{}
+
+func (fakeRLS) Stats() []rls.StatsRow {
+	return []rls.StatsRow{{Domain: "d", Key: "remote_address", TotalHits: 10, OverLimit: 3, NearLimit: 2, WithinLimit: 7, ShadowMode: 1}}
+}
+
+func (fakeRLS) ServiceStats() rls.ServiceStats {
+	return rls.ServiceStats{OK: 5, OverLimit: 2, Errors: 1, DomainNotFound: 4, ConfigLoads: 2, ConfigErrors: 1}
+}
+
+func TestRegistryHoldsTheRateLimitServiceCounters(t *testing.T) {
+	src := testSources()
+	src.RLS = fakeRLS{}
+	m, err := New(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := gather(t, m)
+	for name, want := range map[string]sample{
+		"rlserver_rls_total_hits_total":          {"domain=d,key=remote_address", 10},
+		"rlserver_rls_over_limit_total":          {"domain=d,key=remote_address", 3},
+		"rlserver_rls_near_limit_total":          {"domain=d,key=remote_address", 2},
+		"rlserver_rls_within_limit_total":        {"domain=d,key=remote_address", 7},
+		"rlserver_rls_shadow_mode_total":         {"domain=d,key=remote_address", 1},
+		"rlserver_rls_domain_not_found_total":    {"", 4},
+		"rlserver_rls_config_load_success_total": {"", 2},
+		"rlserver_rls_config_load_error_total":   {"", 1},
+	} {
+		if s := got[name]; len(s) != 1 || s[0] != want {
+			t.Errorf("%s: %v, want %v", name, s, want)
+		}
+	}
+	if s := got["rlserver_rls_requests_total"]; len(s) != 3 {
+		t.Errorf("requests: %v", s)
+	}
+	if _, ok := got["rlserver_rls_requests_total"]; !ok {
+		t.Error("no requests counter")
+	}
+}

@@ -43,4 +43,7 @@ type Sources struct {
 	// RaftSink, when set, is the go-metrics sink installed for
 	// hashicorp/raft; its timings are exported.
 	RaftSink *RaftSink
+	// RLS, when set, is Envoy's rate limit service (--grpc-port); its
+	// counters are exported.
+	RLS RLS
 }

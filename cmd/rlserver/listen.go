@@ -1,14 +1,17 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
 )
 
-// listeners are the client ports: plain, TLS, or both.
+// listeners are the client ports: plain, TLS, or both; and the rate limit
+// service's gRPC port.
 type listeners struct {
 	plain, tls net.Listener // nil where off
+	grpc       net.Listener // nil without --grpc-port
 }
 
 // listen opens the client ports the settings ask for, before anything else
@@ -27,6 +30,12 @@ func listen(o options) (*listeners, error) {
 			return nil, err
 		}
 	}
+	if o.rls.grpcPort != 0 {
+		if l.grpc, err = net.Listen("tcp", net.JoinHostPort(o.bind, strconv.Itoa(o.rls.grpcPort))); err != nil {
+			l.close()
+			return nil, fmt.Errorf("--grpc-port: %w", err)
+		}
+	}
 	return l, nil
 }
 
@@ -41,7 +50,7 @@ func (l *listeners) clientAddr() string {
 
 // close closes the ports (once serving, the server closes them).
 func (l *listeners) close() {
-	for _, ln := range []net.Listener{l.plain, l.tls} {
+	for _, ln := range []net.Listener{l.plain, l.tls, l.grpc} {
 		if ln != nil {
 			ln.Close()
 		}

@@ -74,7 +74,8 @@ func run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string
 }
 
 // serve wires the layers, serves until a signal, and shuts down in order:
-// say not ready, stop taking commands and answer the ones in flight, stop
+// say not ready, stop taking commands and answer the ones in flight (the
+// rate limit service's, then the Redis protocol's), stop
 // the shards (handing leadership over and snapshotting in durable mode),
 // and stop serving metrics last.
 func serve(o options, log *slog.Logger) error {
@@ -133,9 +134,15 @@ func serve(o options, log *slog.Logger) error {
 		shards.Close()
 		return err
 	}
-	m, err := obs.serve(shards, raft, srv, log)
+	served := make(chan error, 3)
+	var front *rlsFront // nil without --grpc-port
+	if lns.grpc != nil {
+		front = startRLS(o, lns.grpc, shards, clock, log, served)
+	}
+	m, err := obs.serve(shards, raft, srv, front, log)
 	if err != nil {
 		lns.close()
+		front.close()
 		shards.Close()
 		return err
 	}
@@ -148,8 +155,10 @@ func serve(o options, log *slog.Logger) error {
 	if lns.tls != nil {
 		ready = append(ready, "tls_addr", lns.tls.Addr().String())
 	}
+	if lns.grpc != nil {
+		ready = append(ready, "grpc_addr", lns.grpc.Addr().String())
+	}
 	log.Info("rlserver ready", append(ready, "shards", o.shards, "mode", mode, "debug", o.debug)...)
-	served := make(chan error, 2)
 	if lns.plain != nil {
 		go func() { served <- srv.Serve(lns.plain) }()
 	}
@@ -175,6 +184,7 @@ func serve(o options, log *slog.Logger) error {
 	if m != nil {
 		m.Stopping()
 	}
+	front.close() // its calls in progress still reach the shards
 	srv.Close()
 	if cerr := shards.Close(); cerr != nil {
 		log.Error("closing shards", "err", cerr)

@@ -39,7 +39,7 @@ func startObserving(o options) (observing, error) {
 
 // serve serves the metrics of the wired layers on the metrics port; it
 // returns nil without --metrics-port.
-func (ob observing) serve(shards backend, raft *cluster.RaftShards, srv *server.Server, log *slog.Logger) (*metrics.Metrics, error) {
+func (ob observing) serve(shards backend, raft *cluster.RaftShards, srv *server.Server, front *rlsFront, log *slog.Logger) (*metrics.Metrics, error) {
 	if ob.ln == nil {
 		return nil, nil
 	}
@@ -49,6 +49,9 @@ func (ob observing) serve(shards backend, raft *cluster.RaftShards, srv *server.
 	}
 	if raft != nil {
 		src.Raft = raft // not a nil *RaftShards in the interface
+	}
+	if front != nil {
+		src.RLS = front.service
 	}
 	m, err := metrics.New(src)
 	if err != nil {

@@ -40,8 +40,9 @@ type options struct {
 	logFormat   string
 	configPath  string // the config file, "" for none
 	version     bool
-	sec         security // access: users, protected mode, TLS, timeout
-	access      access   // what sec loads, once validated
+	sec         security    // access: users, protected mode, TLS, timeout
+	access      access      // what sec loads, once validated
+	rls         rlsSettings // Envoy's rate limit service (rls.go)
 }
 
 // parseFlags parses the command line args, then the environment
@@ -77,6 +78,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.StringVar(&o.configPath, "config", "", "read settings from this file, one \"name value\" a line (also RLSERVER_CONFIG; flags and RLSERVER_<NAME> variables take precedence)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	o.sec.addFlags(fs)
+	o.rls.addFlags(fs)
 	if err = fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -109,6 +111,9 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 		}
 	}
 	if err = o.validate(); err != nil {
+		return o, err
+	}
+	if err = o.validateRLS(); err != nil {
 		return o, err
 	}
 	o.access, err = o.loadAccess()

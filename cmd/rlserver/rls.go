@@ -1,0 +1,131 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rlserver/rlserver/rls"
+)
+
+// Envoy's rate limit service (package rls) on --grpc-port, with the limits
+// of --rls-config, reloaded when its files change or on SIGHUP.
+
+// rlsReloadInterval is how often the config's files are looked at.
+const rlsReloadInterval = time.Second
+
+// rlsStopTimeout bounds the wait for the gRPC calls in progress at
+// shutdown; they end before the shards stop.
+const rlsStopTimeout = 5 * time.Second
+
+// rlsSettings are the rate limit service's settings.
+type rlsSettings struct {
+	grpcPort int
+	config   string // --rls-config: a file or a directory
+	headers  yesNo  // --rls-response-headers
+	loaded   *rls.Config
+}
+
+// addFlags defines the rate limit service's flags on fs.
+func (s *rlsSettings) addFlags(fs *flag.FlagSet) {
+	fs.IntVar(&s.grpcPort, "grpc-port", 0, "serve Envoy's rate limit service (envoy.service.ratelimit.v3.RateLimitService) and grpc.health.v1.Health over gRPC on this port of --bind, with TLS when --tls-port is on (0: off); needs --rls-config")
+	fs.StringVar(&s.config, "rls-config", "", "the rate limit service's limits: a YAML file, or a directory of them, in envoyproxy/ratelimit's format (see docs/envoy.md); reloaded when it changes or on SIGHUP")
+	fs.Var(&s.headers, "rls-response-headers", "yes: the rate limit service asks Envoy to add RateLimit-Policy, RateLimit and Retry-After to its responses: yes or no (default no)")
+}
+
+// validateRLS checks the rate limit service's settings and loads its
+// config, so that a bad one stops the start with its file and line.
+func (o *options) validateRLS() error {
+	s := &o.rls
+	switch {
+	case s.grpcPort < 0 || s.grpcPort > 65535:
+		return invalid("grpc-port", "--grpc-port %d: must be from 1 to 65535, or 0 for off", s.grpcPort)
+	case s.grpcPort != 0 && (s.grpcPort == o.port || s.grpcPort == o.sec.tlsPort || s.grpcPort == o.metricsPort):
+		return invalid("grpc-port", "--grpc-port %d: is already the client, TLS or metrics port", s.grpcPort)
+	case s.grpcPort != 0 && s.config == "":
+		return invalid("rls-config", "--grpc-port needs --rls-config: the limits to serve")
+	case s.grpcPort == 0 && s.config != "":
+		return invalid("rls-config", "--rls-config needs --grpc-port: the port to serve it on")
+	case s.grpcPort == 0 && bool(s.headers):
+		return invalid("rls-response-headers", "--rls-response-headers needs --grpc-port")
+	case s.grpcPort == 0:
+		return nil
+	}
+	cfg, err := rls.Load(s.config)
+	if err != nil {
+		return &settingError{name: "rls-config", msg: "--rls-config: " + err.Error(), err: err}
+	}
+	s.loaded = cfg
+	return nil
+}
+
+// rlsFront is the running rate limit service: its gRPC server, its config
+// watcher and the SIGHUP that reloads it.
+type rlsFront struct {
+	service *rls.Service
+	server  *rls.Server
+	watcher *rls.Watcher
+	hup     chan os.Signal
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// startRLS serves the rate limit service on ln, deciding on shards.
+// served receives the listener's error if it fails.
+func startRLS(o options, ln net.Listener, shards backend, clock rls.Clock, log *slog.Logger, served chan<- error) *rlsFront {
+	log = log.With("component", "rls")
+	svc := rls.New(shards, o.rls.loaded, rls.Options{
+		ResponseHeaders: bool(o.rls.headers), MaxKeyLen: o.limits.MaxKeyLen, Clock: clock, Log: log,
+	})
+	srv := rls.NewServer(svc, rls.ServerOptions{
+		TLS: o.access.clientTLS, MaxRecvMsgSize: int(o.limits.MaxRequestLen), Ready: shards.Ready,
+	})
+	f := &rlsFront{service: svc, server: srv, watcher: rls.NewWatcher(o.rls.config, svc, rlsReloadInterval, log),
+		hup: make(chan os.Signal, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		if err := srv.Serve(ln); err != nil {
+			served <- fmt.Errorf("--grpc-port: %w", err)
+		}
+	}()
+	f.watcher.Start()
+	signal.Notify(f.hup, syscall.SIGHUP)
+	go f.reloadOnHUP()
+	cfg := o.rls.loaded
+	log.Info("rate limit service listening", "addr", ln.Addr().String(), "tls", o.access.clientTLS != nil,
+		"config", o.rls.config, "domains", cfg.Domains(), "rules", cfg.Rules())
+	if o.access.clientTLS == nil && !isLoopbackBind(o.bind) {
+		log.Warn("anyone who can reach --grpc-port may spend any domain's limits: Envoy's protocol has no password; restrict the network, or serve TLS with client certificates (--tls-port, --tls-auth-clients yes)")
+	}
+	return f
+}
+
+// reloadOnHUP reloads the config on every SIGHUP until close.
+func (f *rlsFront) reloadOnHUP() {
+	defer close(f.done)
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-f.hup:
+			f.watcher.Reload("SIGHUP") // a refusal is logged; the old config stays
+		}
+	}
+}
+
+// close stops taking calls, waits for those in progress (the shards still
+// run), and stops reloading.
+func (f *rlsFront) close() {
+	if f == nil {
+		return
+	}
+	signal.Stop(f.hup)
+	close(f.stop)
+	<-f.done
+	f.watcher.Close()
+	f.server.Stop(rlsStopTimeout)
+}

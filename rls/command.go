@@ -1,0 +1,98 @@
+package rls
+
+import (
+	rlpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/rlserver/rlserver/engine"
+)
+
+// A counted descriptor is one engine decision on the key its domain and
+// entries name, with its rule's algorithm and parameters:
+//
+//	fixed     RL.FIXED    requests_per_unit, window
+//	sliding   RL.SLIDING  requests_per_unit, window
+//	token     RL.TOKEN    capacity requests_per_unit, refilled by as many every window
+//	gcra      RL.GCRA     burst requests_per_unit - 1, requests_per_unit every window
+//	calendar  RL.QUOTA    requests_per_unit per calendar day, week, month or year (UTC)
+//
+// where window is unit_multiplier units. The cost is the hits addend
+// (negative for is_negative_hits: a refund), with FlagCountRefused when the
+// rule counts refused hits.
+
+// calendarPeriods are the units the calendar algorithm counts in.
+var calendarPeriods = map[pb.RateLimitResponse_RateLimit_Unit]engine.Period{
+	pb.RateLimitResponse_RateLimit_DAY:   engine.PeriodDay,
+	pb.RateLimitResponse_RateLimit_WEEK:  engine.PeriodWeek,
+	pb.RateLimitResponse_RateLimit_MONTH: engine.PeriodMonth,
+	pb.RateLimitResponse_RateLimit_YEAR:  engine.PeriodYear,
+}
+
+// ruleCommand is the engine decision of cost units under r; its key is
+// left to the caller. r.RequestsPerUnit must not be 0.
+func ruleCommand(r *Rule, cost int64) engine.Command {
+	rpu, window := int64(r.RequestsPerUnit), r.Window()
+	c := engine.Command{Args: [4]int64{rpu, window, 0, cost}}
+	switch r.Algorithm {
+	case AlgoFixed:
+		c.Op = engine.OpFixed
+	case AlgoSliding:
+		c.Op = engine.OpSliding
+	case AlgoToken:
+		c.Op, c.Args[1], c.Args[2] = engine.OpToken, rpu, window
+	case AlgoGCRA:
+		c.Op, c.Args[0], c.Args[1], c.Args[2] = engine.OpGCRA, rpu-1, rpu, window
+	case AlgoCalendar:
+		c.Op, c.Args[1] = engine.OpQuota, int64(calendarPeriods[r.Unit])
+	}
+	if r.CountRefused {
+		c.Flags = engine.FlagCountRefused
+	}
+	return c
+}
+
+// keyPrefix starts every key the service counts on, so that RESP clients
+// can tell them apart (SCAN MATCH rls|*) and never collide with them.
+const keyPrefix = "rls|"
+
+// appendKey appends the engine key of a descriptor to b:
+//
+//	rls|<algorithm>|<domain>|<key>=<value>|<key>=<value>...
+//
+// with "\", "|" and "=" in names and values escaped by a backslash, so
+// that two descriptors share a key only when they are the same. The
+// algorithm is part of it, so that a rule changed from one algorithm to
+// another starts a new count instead of meeting a key of another kind. An
+// entry whose value a share_threshold wildcard matched is counted under the
+// wildcard's pattern ("files*"), as envoyproxy/ratelimit does.
+func appendKey(b []byte, algo Algorithm, domain string, entries []*rlpb.RateLimitDescriptor_Entry, shared []sharedValue) []byte {
+	b = append(b, keyPrefix...)
+	b = append(b, algorithmNames[algo]...)
+	b = append(b, '|')
+	b = appendEscaped(b, domain)
+	for i, e := range entries {
+		value := e.GetValue()
+		for _, s := range shared {
+			if s.index == i {
+				value = s.pattern
+			}
+		}
+		b = append(b, '|')
+		b = appendEscaped(b, e.GetKey())
+		b = append(b, '=')
+		b = appendEscaped(b, value)
+	}
+	return b
+}
+
+// appendEscaped appends s with "\", "|" and "=" escaped by a backslash.
+func appendEscaped(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\', '|', '=':
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return b
+}

@@ -1,0 +1,25 @@
+// Package rls serves Envoy's rate limit service,
+// envoy.service.ratelimit.v3.RateLimitService, over gRPC, so that Envoy,
+// Istio, Envoy Gateway, Contour or Gloo ask rlserver directly instead of
+// envoyproxy/ratelimit in front of a Redis.
+//
+// The limits come from YAML files in envoyproxy/ratelimit's format (a
+// domain, nested descriptors, a rate_limit per descriptor), with a few
+// rlserver extensions (an algorithm, a unit multiplier, whether refused
+// hits count). Config holds a loaded set of files (config.go reads them,
+// yaml.go checks every node and names the file and line of any fault);
+// match.go finds the rule of a request's descriptor with
+// envoyproxy/ratelimit's rules; Watcher (reload.go) loads a changed set
+// again, keeping the old one when the new one is bad.
+//
+// A request's counted descriptors become engine decisions (command.go) on
+// the same shards the Redis protocol uses, batched per shard into one
+// cluster.Request each and submitted together (decide.go); their decisions
+// become the descriptor statuses (status.go), and, when asked for, the
+// RateLimit and Retry-After response headers (headers.go). Counters with
+// envoyproxy/ratelimit's meaning are kept per domain and rule (stats.go).
+// server.go puts the service and grpc.health.v1.Health on a grpc.Server.
+//
+// The package talks to the shards through the small Shards interface it
+// declares; it does not know whether Raft is behind them.
+package rls

@@ -1,0 +1,139 @@
+package rls
+
+import (
+	"crypto/tls"
+	"net"
+	"sync"
+	"time"
+
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+)
+
+// healthNames are the services the health service answers for: the whole
+// server (""), the rate limit service by its full name, and by the name
+// envoyproxy/ratelimit answers to.
+var healthNames = []string{"", pb.RateLimitService_ServiceDesc.ServiceName, "ratelimit"}
+
+// ServerOptions configure a Server.
+type ServerOptions struct {
+	// TLS, when set, is the TLS the port speaks (rlserver gives it the
+	// client port's); nil for plain gRPC.
+	TLS *tls.Config
+	// MaxRecvMsgSize bounds a request's bytes; 0 for gRPC's default.
+	MaxRecvMsgSize int
+	// Ready, when set, is asked every ReadyInterval whether this node can
+	// serve every shard (nil: it can); the health service says SERVING
+	// only while it can, so that Envoy's health checks send requests to
+	// the nodes that can answer them.
+	Ready         func() error
+	ReadyInterval time.Duration
+}
+
+// Server is the gRPC server of a Service: the rate limit service and
+// grpc.health.v1.Health.
+type Server struct {
+	grpc   *grpc.Server
+	health *health.Server
+	opts   ServerOptions
+
+	stopOnce sync.Once
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// NewServer returns the gRPC server of svc.
+func NewServer(svc *Service, opts ServerOptions) *Server {
+	// Envoy may ping its upstreams (connection_keepalive): allow a ping
+	// every 10 s, idle or not, rather than gRPC's default of one in 5
+	// minutes, past which it would close Envoy's connections.
+	grpcOpts := []grpc.ServerOption{grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
+		MinTime: 10 * time.Second, PermitWithoutStream: true,
+	})}
+	if opts.TLS != nil {
+		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(opts.TLS)))
+	}
+	if opts.MaxRecvMsgSize > 0 {
+		grpcOpts = append(grpcOpts, grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize))
+	}
+	if opts.ReadyInterval <= 0 {
+		opts.ReadyInterval = time.Second
+	}
+	s := &Server{grpc: grpc.NewServer(grpcOpts...), health: health.NewServer(), opts: opts,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	pb.RegisterRateLimitServiceServer(s.grpc, svc)
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	s.setServing(s.ready())
+	go s.watchReadiness()
+	return s
+}
+
+// Serve serves on ln until Stop; it returns nil after Stop.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.grpc.Serve(ln)
+	if err == grpc.ErrServerStopped {
+		return nil
+	}
+	return err
+}
+
+// Stop says NOT_SERVING, stops taking calls and waits up to timeout for the
+// calls in progress, then ends those still running.
+func (s *Server) Stop(timeout time.Duration) {
+	s.stopOnce.Do(func() { close(s.stop) })
+	<-s.done
+	s.health.Shutdown()
+	stopped := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(stopped)
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-stopped:
+	case <-t.C:
+		s.grpc.Stop()
+		<-stopped
+	}
+}
+
+// ready reports whether the node can serve every shard.
+func (s *Server) ready() bool { return s.opts.Ready == nil || s.opts.Ready() == nil }
+
+// setServing sets every health name's status.
+func (s *Server) setServing(ok bool) {
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if ok {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	for _, name := range healthNames {
+		s.health.SetServingStatus(name, st)
+	}
+}
+
+// watchReadiness keeps the health status in step with Ready until Stop.
+func (s *Server) watchReadiness() {
+	defer close(s.done)
+	if s.opts.Ready == nil {
+		<-s.stop
+		return
+	}
+	t := time.NewTicker(s.opts.ReadyInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.setServing(s.ready())
+		}
+	}
+}
+
+// interface check: the service is the generated server interface.
+var _ pb.RateLimitServiceServer = (*Service)(nil)
