@@ -53,7 +53,7 @@ func TestDefaultRaftConfigFollowsTheMembership(t *testing.T) {
 		heartbeat time.Duration
 	}{
 		{one, 100 * time.Millisecond},
-		{three, time.Second},
+		{three, 500 * time.Millisecond},
 	}
 	for _, c := range cases {
 		cfg := DefaultRaftConfig(c.members[0], c.members)

@@ -111,7 +111,7 @@ func answerCommands(out, frame []byte, h forwardHandler) []byte {
 	ctx, cancel := context.WithTimeout(context.Background(), h.requestTimeout())
 	defer cancel()
 	results, err := Do(ctx, submitFunc(func(shard int, r *Request) {
-		r.begin(shard, nil)
+		r.begin(shard, nil, h.requestTimeout())
 		h.submitLocal(shard, r)
 	}), shard, cmds...)
 	if errors.Is(err, context.DeadlineExceeded) {

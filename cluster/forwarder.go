@@ -74,7 +74,7 @@ func (f *forwarder) forward(leader *Member, shard int, r *Request) (hint string,
 	r.release(leader.ID)
 
 	c := &forwardCall{shard: shard, peer: leader.ID, send: r.send}
-	reply, sent, err := f.call(c, leader.Bus, frame, r.Deadline)
+	reply, sent, err := f.call(c, leader.Bus, frame, r.deadline)
 	if errors.Is(err, errGivenUp) {
 		return "", nil
 	}

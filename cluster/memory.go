@@ -61,7 +61,7 @@ func (m *MemoryShards) ShardOf(slot uint16) int { return ShardOfSlot(slot, len(m
 // Memory shards have no leader to wait for: r.Deadline bounds only how
 // long its waiter waits (see Request.Expire).
 func (m *MemoryShards) Submit(shard int, r *Request) {
-	r.begin(shard, nil)
+	r.begin(shard, nil, DefaultRequestTimeout)
 	m.mu.RLock()
 	if m.closed {
 		m.mu.RUnlock()

@@ -122,10 +122,7 @@ func (n *RaftShards) ShardOf(slot uint16) int { return ShardOfSlot(slot, n.cfg.S
 // known, until its Deadline (set to RequestTimeout from now when zero); Done
 // is signalled once, unless r's waiter expires it first. Submit never waits.
 func (n *RaftShards) Submit(shard int, r *Request) {
-	r.begin(shard, n.reroute)
-	if r.Deadline.IsZero() {
-		r.Deadline = time.Now().Add(n.cfg.RequestTimeout)
-	}
+	r.begin(shard, n.reroute, n.cfg.RequestTimeout)
 	n.route(r)
 }
 
@@ -194,7 +191,7 @@ func (n *RaftShards) leaderHint(shard int) string {
 // leader it learns by asking); it declines once the request's deadline has
 // passed or the node is closing.
 func (n *RaftShards) reroute(r *Request) bool {
-	if !time.Now().Before(r.Deadline) || n.isClosed() {
+	if !time.Now().Before(r.deadline) || n.isClosed() {
 		return false
 	}
 	go func() {
@@ -202,12 +199,12 @@ func (n *RaftShards) reroute(r *Request) bool {
 		// when no leader is known; a moment when one is (it did not apply
 		// the request: it stepped down, or has not heard it lost) or when
 		// this node holds no replica of the shard to watch.
-		wait := min(rerouteRetry, time.Until(r.Deadline))
+		wait := min(rerouteRetry, time.Until(r.deadline))
 		var change <-chan struct{}
 		if g := n.groups[r.shard].Load(); g != nil {
 			change = g.changed() // before looking at the leader: no change is missed
 			if g.leader.Load() == nil {
-				wait = time.Until(r.Deadline)
+				wait = time.Until(r.deadline)
 			}
 		}
 		pause := time.NewTimer(max(wait, 0))

@@ -41,14 +41,16 @@ type Request struct {
 	Done chan<- struct{}
 	// Deadline is when the waiter gives up on the request (see Expire):
 	// in Raft mode a request that reaches no leader (an election, a
-	// leadership hand-over) is routed again until then. Zero: Submit sets it
-	// to the configured request timeout from now.
+	// leadership hand-over) is routed again until then. Zero: the
+	// configured request timeout from Submit. It is read at each Submit, so
+	// a request reused for another submission needs a new one, or zero.
 	Deadline time.Time
 
 	state atomic.Int32
 	// Set by Submit, read by whoever routes the request.
-	shard   int
-	reroute func(*Request) bool // takes the request back; false: give up
+	shard    int
+	deadline time.Time           // Deadline, or Submit's default
+	reroute  func(*Request) bool // takes the request back; false: give up
 	// leader is the node the request was last sent to, for the errors that
 	// name it; written only while the cluster holds the request busy.
 	leader string
@@ -63,10 +65,15 @@ const (
 	reqExpired
 )
 
-// begin readies r to be submitted, shard being its shard.
-func (r *Request) begin(shard int, reroute func(*Request) bool) {
+// begin readies r to be submitted, shard being its shard, to be answered
+// within timeout when r sets no Deadline.
+func (r *Request) begin(shard int, reroute func(*Request) bool, timeout time.Duration) {
 	r.Err = nil
 	r.shard, r.reroute, r.leader = shard, reroute, ""
+	r.deadline = r.Deadline
+	if r.deadline.IsZero() {
+		r.deadline = time.Now().Add(timeout)
+	}
 	r.state.Store(reqPending)
 }
 

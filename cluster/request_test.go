@@ -25,7 +25,7 @@ func TestExpiredRequestsAreNeverAnswered(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, done := newRequest([]engine.Command{{Op: engine.OpDBSize}})
-			r.begin(3, nil)
+			r.begin(3, nil, time.Second)
 			c.advance(r)
 			if !r.Expire() {
 				t.Fatal("Expire refused a request nobody was answering")
@@ -52,7 +52,7 @@ func TestExpiredRequestsAreNeverAnswered(t *testing.T) {
 // to be answered.
 func TestExpireWaitsForAnAnswerUnderWay(t *testing.T) {
 	r, done := newRequest([]engine.Command{{Op: engine.OpDBSize}})
-	r.begin(0, nil)
+	r.begin(0, nil, time.Second)
 	if !r.take() {
 		t.Fatal("take")
 	}
@@ -101,8 +101,8 @@ func TestForwardToAReplacedLeaderIsGivenUp(t *testing.T) {
 	defer f.close()
 	old, successor := &Member{ID: "n1", Bus: ln.Addr().String()}, &Member{ID: "n2"}
 	r, _ := newRequest([]engine.Command{{Op: engine.OpDBSize}})
-	r.begin(0, nil)
 	r.Deadline = time.Now().Add(10 * time.Second)
+	r.begin(0, nil, time.Second)
 	type outcome struct {
 		err  error
 		took time.Duration
@@ -131,8 +131,8 @@ func TestForwardToAReplacedLeaderIsGivenUp(t *testing.T) {
 	// A move that does not concern it (another shard, or to the node it was
 	// sent to) leaves a request alone.
 	r2, _ := newRequest([]engine.Command{{Op: engine.OpDBSize}})
-	r2.begin(0, nil)
 	r2.Deadline = time.Now().Add(movedGrace * 4)
+	r2.begin(0, nil, time.Second)
 	go func() {
 		_, err := f.forward(old, 0, r2)
 		out <- outcome{err, 0}

@@ -129,14 +129,30 @@ func (s *Service) decide(ctx context.Context, c *call) error {
 	if cap(c.done) < c.nreqs {
 		c.done = make(chan struct{}, c.nreqs)
 	}
+	deadline, _ := ctx.Deadline() // none: the cluster's request timeout
 	for j, r := range c.reqs[:c.nreqs] {
 		r.Results, r.Done = slices.Grow(r.Results[:0], len(r.Cmds))[:len(r.Cmds)], c.done
+		r.Deadline = deadline
 		s.shards.Submit(c.shards[j], r)
 	}
-	for range c.nreqs {
+	for waiting := c.nreqs; waiting > 0; {
 		select {
 		case <-c.done:
+			waiting--
 		case <-ctx.Done():
+			// Give up on what is unanswered: those never signal, and the
+			// cluster may still hold them, so they are replaced, not
+			// reused. The others signal soon: wait for them, so that
+			// nothing signals this call's channel once it is reused.
+			for j, r := range c.reqs[:c.nreqs] {
+				if r.Expire() {
+					c.reqs[j] = &cluster.Request{}
+					waiting--
+				}
+			}
+			for ; waiting > 0; waiting-- {
+				<-c.done
+			}
 			return grpcError(ctx.Err())
 		}
 	}
