@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // A failover trial: a three-node cluster under a steady load of decisions
@@ -30,9 +32,14 @@ type failoverFault struct {
 	setup func(ft *failoverTrial) (reason string)
 	// inject makes the fault on the victim; recover undoes it.
 	inject, recover func(ft *failoverTrial)
-	// victimServes: the victim's own clients get answers during the fault
-	// (not when it is dead or frozen, when only they wait).
-	victimServes bool
+	// hit, when set, waits until the fault has taken effect and says when
+	// (a full disk fails the first write that needs more room, not at
+	// once); without, the fault hits when inject returns.
+	hit func(ft *failoverTrial) time.Time
+	// victimAnswers: the victim's own clients are answered during the
+	// fault (not when it is dead or frozen: then only they wait), and
+	// victimDecides: with decisions (a node cut off answers TRYAGAIN).
+	victimAnswers, victimDecides bool
 }
 
 // failoverTrial is one trial's cluster, load and fault.
@@ -77,9 +84,9 @@ var failoverFaults = []failoverFault{
 			ft.net = newBusNet(ft.t, ft.tc)
 			return ""
 		},
-		inject:       func(ft *failoverTrial) { ft.net.cut(ft.victim) },
-		recover:      func(ft *failoverTrial) { ft.net.heal() },
-		victimServes: true,
+		inject:        func(ft *failoverTrial) { ft.net.cut(ft.victim) },
+		recover:       func(ft *failoverTrial) { ft.net.heal() },
+		victimAnswers: true,
 	},
 	{
 		name: "disk full",
@@ -89,7 +96,14 @@ var failoverFaults = []failoverFault{
 		recover: func(ft *failoverTrial) {
 			rlimitDisk().free(ft.t, ft.tc.node(ft.victim), ft.tc.Nodes[ft.victim].DataDir())
 		},
-		victimServes: true,
+		hit: func(ft *failoverTrial) time.Time {
+			failed := regexp.MustCompile(`no space left on device|file too large`)
+			poll.Until(ft.t, 30*time.Second, fmt.Sprintf("n%d to fail a write to its full disk", ft.victim+1), func() (bool, error) {
+				return failed.MatchString(ft.tc.node(ft.victim).Log()), nil
+			})
+			return time.Now()
+		},
+		victimAnswers: true, victimDecides: true,
 	},
 }
 
@@ -108,12 +122,12 @@ var faultDurations = map[string]time.Duration{
 
 // failoverResult is what one trial measured.
 type failoverResult struct {
-	// firstDecision is, per node that serves during the fault, the time
+	// firstDecision is, per node that decides during the fault, the time
 	// from the fault to the first decision for shard 0 sent after it.
 	firstDecision []time.Duration
-	// longest is the longest wait of a request through such a node that was
-	// in flight when the fault hit or sent after it (until the fault was
-	// undone); slowest names it.
+	// longest is the longest wait of a request through a node that answers
+	// during the fault, in flight when the fault hit or sent after it
+	// (until the fault was undone); slowest names it.
 	longest time.Duration
 	slowest string
 	summary string // the history check's
@@ -150,9 +164,12 @@ func runFailoverTrial(t *testing.T, fault failoverFault, heartbeat, requestTimeo
 	onShard := func(k faultKey) bool { return k.shard == 0 }
 	fault.inject(ft)
 	hit := time.Now()
+	if fault.hit != nil {
+		hit = fault.hit(ft)
+	}
 	var res failoverResult
 	for i := range tc.Nodes {
-		if i == ft.victim && !fault.victimServes {
+		if i == ft.victim && !fault.victimDecides {
 			continue
 		}
 		ft.l.waitServed(fmt.Sprintf("shard 0 to be served through n%d after the fault", i+1), i, hit, 1, onShard)
@@ -170,8 +187,8 @@ func runFailoverTrial(t *testing.T, fault failoverFault, heartbeat, requestTimeo
 	ft.l.mu.Unlock()
 	firsts := map[int]time.Time{}
 	for _, op := range ops {
-		servedByVictim := op.node == ft.victim && !fault.victimServes
-		if servedByVictim || op.done.Before(hit) || op.sent.After(undone) {
+		waitsForVictim := op.node == ft.victim && !fault.victimAnswers
+		if waitsForVictim || op.done.Before(hit) || op.sent.After(undone) {
 			continue
 		}
 		if wait := op.done.Sub(op.sent); wait > res.longest {
@@ -179,7 +196,8 @@ func runFailoverTrial(t *testing.T, fault failoverFault, heartbeat, requestTimeo
 			res.slowest = fmt.Sprintf("through n%d, sent %v after the fault: %s", op.node+1,
 				op.sent.Sub(hit).Round(time.Millisecond), describeOutcome(op))
 		}
-		if ft.l.keys[op.key].shard == 0 && op.sent.After(hit) && (op.out == allowed || op.out == refused) {
+		decides := op.node != ft.victim || fault.victimDecides
+		if decides && ft.l.keys[op.key].shard == 0 && op.sent.After(hit) && (op.out == allowed || op.out == refused) {
 			if first, ok := firsts[op.node]; !ok || op.done.Before(first) {
 				firsts[op.node] = op.done
 			}
