@@ -14,6 +14,8 @@ require (
 	go.etcd.io/bbolt v1.4.3
 )
 
+require github.com/yuin/gopher-lua v1.1.2 // indirect
+
 require (
 	github.com/armon/go-metrics v0.4.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
