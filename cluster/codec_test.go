@@ -183,7 +183,7 @@ func TestNewerEntryHaltsTheReplica(t *testing.T) {
 	for name, entry := range map[string][]byte{"version": newerVersion, "op": unknownOp} {
 		t.Run(name, func(t *testing.T) {
 			halt := make(chan error, 1)
-			f := newShardFSM(0, &observerSlot{}, halt)
+			f := newShardFSM(0, &observerSlot{}, halt, nil)
 			out := f.ApplyBatch([]*raft.Log{
 				{Index: 1, Type: raft.LogCommand, Data: plain},
 				{Index: 2, Type: raft.LogCommand, Data: entry},

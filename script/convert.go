@@ -72,18 +72,29 @@ func (in *interp) appendReply(b []byte, v lua.LValue, resp3 bool, depth int) []b
 }
 
 // appendPairs appends a RESP3 map (values) or set (keys only) from t, in
-// its iteration order, which is the order its keys were set.
+// the order next visits it.
 func (in *interp) appendPairs(b []byte, kind byte, t *lua.LTable, depth int, values bool) []byte {
 	n := 0
-	t.ForEach(func(lua.LValue, lua.LValue) { n++ })
+	eachPair(t, func(lua.LValue, lua.LValue) { n++ })
 	b = engine.AppendRESPHeader(b, kind, n)
-	t.ForEach(func(k, v lua.LValue) {
+	eachPair(t, func(k, v lua.LValue) {
 		b = in.appendReply(b, k, true, depth+1)
 		if values {
 			b = in.appendReply(b, v, true, depth+1)
 		}
 	})
 	return b
+}
+
+// eachPair calls fn with each key and value of t in the order Lua's next
+// visits them: the array part, then the other keys in the order they were
+// first set, the same on every replica. (gopher-lua's ForEach follows Go's
+// map order, which is random: nothing a script's outcome depends on may
+// use it.)
+func eachPair(t *lua.LTable, fn func(k, v lua.LValue)) {
+	for k, v := t.Next(lua.LNil); k != lua.LNil; k, v = t.Next(k) {
+		fn(k, v)
+	}
 }
 
 // toInteger truncates a Lua number to a reply's integer, as C's cast does

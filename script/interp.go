@@ -1,6 +1,8 @@
 package script
 
 import (
+	"slices"
+
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/rlserver/rlserver/engine"
@@ -103,17 +105,22 @@ func newInterp(r *Runner) *interp {
 	return in
 }
 
-// copyTable copies t's fields, but those named in drop, into a new table.
+// copyTable copies t's string-keyed fields, but those named in drop, into a
+// new table, in name order: gopher-lua registers a library from a Go map,
+// in random order, and the order a table's keys were set in is the order
+// pairs visits them.
 func copyTable(L *lua.LState, t *lua.LTable, drop ...string) *lua.LTable {
-	out := L.NewTable()
-	t.ForEach(func(k, v lua.LValue) {
-		for _, d := range drop {
-			if k.String() == d {
-				return
-			}
+	var names []string
+	eachPair(t, func(k, _ lua.LValue) {
+		if s, ok := k.(lua.LString); ok && !slices.Contains(drop, string(s)) {
+			names = append(names, string(s))
 		}
-		out.RawSet(k, v)
 	})
+	slices.Sort(names)
+	out := L.NewTable()
+	for _, n := range names {
+		out.RawSetString(n, t.RawGetString(n))
+	}
 	return out
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -67,12 +68,15 @@ func (in *interp) redisLib() *lua.LTable {
 		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
 		"debug":              func(L *lua.LState) int { return 0 },
 	}
-	for name, fn := range fns {
-		t.RawSetString(name, L.NewFunction(fn))
+	// In name order: the order a table's keys are set is the order pairs
+	// visits them, and Go's maps have none.
+	for _, name := range slices.Sorted(maps.Keys(fns)) {
+		t.RawSetString(name, L.NewFunction(fns[name]))
 	}
-	for name, v := range map[string]int{"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3,
-		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3} {
-		t.RawSetString(name, lua.LNumber(v))
+	consts := map[string]int{"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3,
+		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3}
+	for _, name := range slices.Sorted(maps.Keys(consts)) {
+		t.RawSetString(name, lua.LNumber(consts[name]))
 	}
 	t.RawSetString("REDIS_VERSION", lua.LString(in.r.cfg.RedisVersion))
 	return t
