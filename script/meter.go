@@ -26,7 +26,7 @@ const (
 	// MaxInstructions bounds the instructions one script executes.
 	MaxInstructions = 10_000_000
 	// MaxMemory bounds the bytes one script allocates over its run.
-	MaxMemory = 64 << 20
+	MaxMemory = 32 << 20
 )
 
 // The errors a script ends with when it is over its budget.
@@ -38,7 +38,7 @@ var (
 // Charges per instruction that allocates, in bytes.
 const (
 	tableCharge = 64 // a new table
-	slotCharge  = 32 // a store into a table
+	slotCharge  = 48 // a store into a table
 	closeCharge = 64 // a closure
 )
 

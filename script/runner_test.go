@@ -60,7 +60,7 @@ func TestErrors(t *testing.T) {
 		{"rawset(_G, 'x', 1)", "-ERR user_script:1: Attempt to modify a readonly table script: "},
 		{"return redis.call('get', 'undeclared')", "-ERR Script attempted to access a key not declared in KEYS: 'undeclared' script: "},
 		{"while true do end", "-ERR Script ran more than 10000000 instructions, the most a script may script: "},
-		{"local s = 'x' while true do s = s .. s end", "-ERR Script allocated more than 67108864 bytes, the most a script may script: "},
+		{"local s = 'x' while true do s = s .. s end", "-ERR Script allocated more than 33554432 bytes, the most a script may script: "},
 		{"return string.rep('x', 1e9)", "-ERR Script allocated more than"},
 		{"local t = {} for i = 1, 1e8 do t[i] = i end", "-ERR Script "},
 		{"while true do pcall(function() while true do end end) end", "-ERR Script ran more than"},
