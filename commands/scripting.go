@@ -47,21 +47,28 @@ func evalParser(sha, readOnly bool) parser {
 			return dst, errTooManyKeys
 		}
 		c := engine.Command{Op: engine.OpEval, Args: [4]int64{engine.ScriptRuntime, n}}
-		parts := args[1:]
+		script := args[1]
 		if sha {
 			name, ok := SHA1(args[1])
 			if !ok {
 				return dst, ErrNoScript
 			}
-			parts = append([][]byte{name}, args[2:]...)
+			script = name
 			c.Flags |= engine.FlagSHA
 		}
 		if readOnly {
 			c.Flags |= engine.FlagReadOnly
 		}
-		var err error
 		// The packing holds the script and everything after numkeys.
-		if c.Value, err = packed(append(parts[:1:1], args[3:]...)); err != nil {
+		size := len(script) + 10
+		for _, a := range args[3:] {
+			size += len(a) + 5
+		}
+		c.Value = engine.AppendPacked(make([]byte, 0, size), script)
+		for _, a := range args[3:] {
+			c.Value = engine.AppendPacked(c.Value, a)
+		}
+		if len(c.Value) > engine.MaxValue {
 			return dst, errScriptLong
 		}
 		if n > 0 {

@@ -120,7 +120,8 @@ func (ks *keyspace) delHashField(i int32, j int) {
 // pass MaxHashFields is left as it was.
 func (s *Shard) hset(now int64, c *Command, i int32, r *Result) {
 	ks := &s.keys
-	pairs := unpack(nil, c.Value)
+	pairs := unpack(s.pairs[:0], c.Value)
+	s.pairs = pairs[:0]
 	added := 0
 	for p := 0; p+1 < len(pairs); p += 2 {
 		if ks.hashField(i, pairs[p]) < 0 && !fieldBefore(pairs, p) {

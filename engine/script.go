@@ -121,9 +121,13 @@ func SHA1Hex(body []byte) string {
 // SHA1), then its keys and arguments; Args[1] counts the keys, Args[0] is
 // the runtime that must run it.
 func (s *Shard) eval(now int64, c *Command, r *Result) {
-	parts := unpack(nil, c.Value)
+	parts := unpack(s.parts[:0], c.Value)
+	s.parts = parts[:0]
 	nkeys := int(c.Args[1])
-	call := ScriptCall{Keys: parts[1 : 1+nkeys], Args: parts[1+nkeys:], Now: now, ReadOnly: c.Flags&FlagReadOnly != 0, shard: s}
+	// The shard's own call, reused: the runner keeps no call past Run.
+	call := &s.call
+	*call = ScriptCall{Keys: parts[1 : 1+nkeys], Args: parts[1+nkeys:], Now: now, ReadOnly: c.Flags&FlagReadOnly != 0, shard: s}
+	defer func() { *call = ScriptCall{} }()
 	if s.runner == nil {
 		r.Type, r.Err = ResError, ErrNoRunner
 		return
@@ -147,7 +151,7 @@ func (s *Shard) eval(now int64, c *Command, r *Result) {
 		}
 	}
 	s.stat.ScriptRuns++
-	reply, err := s.runner.Run(&call)
+	reply, err := s.runner.Run(call)
 	if err != nil {
 		s.stat.ScriptErrors++
 		r.Type, r.Err = ResError, err

@@ -36,7 +36,7 @@ type scriptCache struct {
 }
 
 type cachedScript struct {
-	body   string
+	body   []byte // never changed once cached: runs read it in place
 	loaded bool   // by SCRIPT LOAD: never evicted
 	used   uint64 // the use that touched it last
 }
@@ -53,7 +53,7 @@ func (c *scriptCache) use(sha string) ([]byte, bool) {
 	}
 	c.uses++
 	sc.used = c.uses
-	return []byte(sc.body), true
+	return sc.body, true
 }
 
 // cacheScript keeps body, named sha: loaded by SCRIPT LOAD, or cached by
@@ -79,7 +79,7 @@ func (s *Shard) cacheScript(sha string, body []byte, loaded bool) error {
 		return ErrOOM
 	}
 	c.uses++
-	c.byName[sha] = &cachedScript{body: string(body), loaded: loaded, used: c.uses}
+	c.byName[sha] = &cachedScript{body: slices.Clone(body), loaded: loaded, used: c.uses}
 	c.bytes += size
 	if loaded {
 		c.loaded++
@@ -148,7 +148,7 @@ func (d *decoder) scripts(s *Shard) {
 			d.fail("bad script")
 			return
 		}
-		sc := &cachedScript{body: string(body), loaded: d.b[0] == 1}
+		sc := &cachedScript{body: slices.Clone(body), loaded: d.b[0] == 1}
 		d.b = d.b[1:]
 		sc.used = d.uvarint()
 		sha := SHA1Hex(body)

@@ -22,6 +22,10 @@ type Shard struct {
 	// the heap, once per decision.
 	verdict  verdict
 	verdicts [MaxAllLimits]verdict
+	// parts and pairs are scratch for unpacking a script's strings and
+	// HSET's pairs; a script's commands may use pairs while it runs.
+	parts, pairs [][]byte
+	call         ScriptCall // the script running
 }
 
 // Stats are a shard's counters, for INFO and metrics.

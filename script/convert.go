@@ -152,15 +152,13 @@ func (in *interp) resultValue(r *engine.Result) lua.LValue {
 			names, vals = append(names, e.Name), append(vals, e.Value)
 		}
 		if in.resp3 {
-			m := L.NewTable()
+			m := L.CreateTable(0, len(names))
 			for i, n := range names {
 				m.RawSetString(n, lua.LNumber(vals[i]))
 			}
-			t := L.NewTable()
-			t.RawSetString("map", m)
-			return t
+			return mapTable(L, m)
 		}
-		t := L.NewTable()
+		t := L.CreateTable(len(vals), 0)
 		for _, v := range vals {
 			t.Append(lua.LNumber(v))
 		}
@@ -171,13 +169,13 @@ func (in *interp) resultValue(r *engine.Result) lua.LValue {
 		if th.Limited {
 			limited = 1
 		}
-		t := L.NewTable()
+		t := L.CreateTable(5, 0)
 		for _, v := range []int64{limited, th.Limit, th.Remaining, th.RetryAfter, th.ResetAfter} {
 			t.Append(lua.LNumber(v))
 		}
 		return t
 	case engine.ResFields:
-		t, m := L.NewTable(), L.NewTable()
+		t, m := L.CreateTable(2*len(r.Fields), 0), L.CreateTable(0, len(r.Fields))
 		for _, f := range r.Fields {
 			var v lua.LValue = lua.LNumber(f.Int)
 			if f.Text != "" {
@@ -188,9 +186,7 @@ func (in *interp) resultValue(r *engine.Result) lua.LValue {
 			m.RawSetString(f.Name, v)
 		}
 		if in.resp3 {
-			wrap := L.NewTable()
-			wrap.RawSetString("map", m)
-			return wrap
+			return mapTable(L, m)
 		}
 		return t
 	case engine.ResRESP:
@@ -238,42 +234,48 @@ func (in *interp) parseRESP(b []byte) (lua.LValue, []byte) {
 	case '-':
 		return errorTable(L, line), rest
 	case '*', '%':
-		t, m := L.NewTable(), L.NewTable()
-		count := n
+		count := max(n, 0)
 		if kind == '%' {
-			count = 2 * n
+			count = 2 * count
 		}
-		var key lua.LValue
-		for i := 0; i < count; i++ {
+		if kind == '%' && in.resp3 { // {map={k=v ...}}
+			m := L.CreateTable(0, n)
+			for range n {
+				var k, v lua.LValue
+				k, rest = in.parseRESP(rest)
+				v, rest = in.parseRESP(rest)
+				m.RawSet(k, v)
+			}
+			return mapTable(L, m), rest
+		}
+		t := L.CreateTable(count, 0)
+		for range count {
 			var v lua.LValue
 			v, rest = in.parseRESP(rest)
 			t.Append(v)
-			if i%2 == 0 {
-				key = v
-			} else {
-				m.RawSet(key, v)
-			}
-		}
-		if kind == '%' && in.resp3 {
-			wrap := L.NewTable()
-			wrap.RawSetString("map", m)
-			return wrap, rest
 		}
 		return t, rest
 	}
 	return in.null(), rest
 }
 
+// mapTable is a RESP3 map as Lua sees it: {map=m}.
+func mapTable(L *lua.LState, m *lua.LTable) *lua.LTable {
+	t := L.CreateTable(0, 1)
+	t.RawSetString("map", m)
+	return t
+}
+
 // statusTable is a status reply as Lua sees it: {ok=s}.
 func statusTable(L *lua.LState, s string) *lua.LTable {
-	t := L.NewTable()
+	t := L.CreateTable(0, 1)
 	t.RawSetString("ok", lua.LString(s))
 	return t
 }
 
 // errorTable is an error reply as Lua sees it: {err=s}.
 func errorTable(L *lua.LState, s string) *lua.LTable {
-	t := L.NewTable()
+	t := L.CreateTable(0, 1)
 	t.RawSetString("err", lua.LString(s))
 	return t
 }

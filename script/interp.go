@@ -28,9 +28,17 @@ type interp struct {
 	resp3     bool // redis.setresp(3) was called
 	call      *engine.ScriptCall
 	args      [][]byte         // scratch for a command's arguments
+	argBuf    []byte           // and for the numbers among them
 	cmds      []engine.Command // and its engine commands
 	results   []engine.Result
 	errLine   int // the line of the latest redis.call error raised
+}
+
+func init() {
+	// Lua 5.0's arg table in vararg functions is not provided (nor does
+	// Redis's Lua 5.1 document it): with it, gopher-lua builds one for every
+	// run of every script, whose main chunk is a vararg function.
+	lua.CompatVarArg = false
 }
 
 // The base functions scripts get, as gopher-lua has them.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -70,19 +71,25 @@ func formatNumber(f float64) string {
 }
 
 // argString converts a command's argument as Redis does (lua_tolstring,
-// "%.17g" for numbers), false when it is neither a string nor a number.
-func argString(v lua.LValue) ([]byte, bool) {
+// "%.17g" for numbers), false when it is neither a string nor a number. A
+// string's bytes are the string's own, read only (commands parse them and
+// the engine copies what it keeps); a number is written at the end of buf,
+// which is returned grown: the slices of earlier arguments stay valid.
+func argString(v lua.LValue, buf []byte) (arg, grown []byte, ok bool) {
 	switch v := v.(type) {
 	case lua.LString:
-		return []byte(v), true
+		return unsafe.Slice(unsafe.StringData(string(v)), len(v)), buf, true
 	case lua.LNumber:
+		start := len(buf)
 		f := float64(v)
 		if f == math.Trunc(f) && math.Abs(f) < 1e17 {
-			return strconv.AppendInt(nil, int64(f), 10), true
+			buf = strconv.AppendInt(buf, int64(f), 10)
+		} else {
+			buf = strconv.AppendFloat(buf, f, 'g', 17, 64)
 		}
-		return strconv.AppendFloat(nil, f, 'g', 17, 64), true
+		return buf[start:len(buf):len(buf)], buf, true
 	}
-	return nil, false
+	return nil, buf, false
 }
 
 // rep is string.rep, charged for what it builds.

@@ -127,8 +127,10 @@ func (in *interp) command(L *lua.LState) (lua.LValue, error) {
 		return nil, errNoArgs
 	}
 	args := in.args[:0]
+	in.argBuf = in.argBuf[:0]
 	for i := 1; i <= n; i++ {
-		a, ok := argString(L.Get(i))
+		a, buf, ok := argString(L.Get(i), in.argBuf)
+		in.argBuf = buf
 		if !ok {
 			return nil, errArgType
 		}
@@ -182,7 +184,7 @@ func (in *interp) combine(spec *commands.Spec, results []engine.Result) (lua.LVa
 		}
 		return lua.LNumber(0), nil
 	case spec.ID == commands.IDAll:
-		t := in.L.NewTable()
+		t := in.L.CreateTable(len(results), 0)
 		for i := range results {
 			t.Append(in.resultValue(&results[i]))
 		}
@@ -206,7 +208,7 @@ func (in *interp) serverCommand(spec *commands.Spec, args [][]byte) (lua.LValue,
 	L := in.L
 	switch spec.ID {
 	case commands.IDTime:
-		t := L.NewTable()
+		t := L.CreateTable(2, 0)
 		t.Append(lua.LString(strconv.FormatInt(in.call.Now/1000, 10)))
 		t.Append(lua.LString(strconv.FormatInt(in.call.Now%1000*1000, 10)))
 		return t, nil
