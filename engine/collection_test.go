@@ -34,7 +34,9 @@ func show(r Result) string {
 	return "?"
 }
 
-func itoa(v int64) string { return strings.TrimSpace(strings.ReplaceAll(string(AppendRESPInt(nil, v)[1:]), "\r\n", "")) }
+func itoa(v int64) string {
+	return strings.TrimSpace(strings.ReplaceAll(string(AppendRESPInt(nil, v)[1:]), "\r\n", ""))
+}
 
 func TestHashesAndLists(t *testing.T) {
 	s := NewShard()
