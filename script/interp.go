@@ -32,6 +32,7 @@ type interp struct {
 	cmds      []engine.Command // and its engine commands
 	results   []engine.Result
 	errLine   int // the line of the latest redis.call error raised
+	fns       map[*lua.FunctionProto]*lua.LFunction
 }
 
 func init() {
@@ -54,7 +55,8 @@ func newInterp(r *Runner) *interp {
 		RegistryMaxSize:  1 << 16,
 		RegistryGrowStep: 256,
 	})
-	in := &interp{r: r, L: L, protected: make(map[*lua.LTable]bool), names: make(map[lua.LValue]int)}
+	in := &interp{r: r, L: L, protected: make(map[*lua.LTable]bool), names: make(map[lua.LValue]int),
+		fns: make(map[*lua.FunctionProto]*lua.LFunction)}
 	in.meter.L = L
 	for _, open := range []lua.LGFunction{lua.OpenBase, lua.OpenTable, lua.OpenString, lua.OpenMath} {
 		L.Push(L.NewFunction(open))
@@ -160,8 +162,17 @@ func (in *interp) run(proto *lua.FunctionProto, call *engine.ScriptCall) ([]byte
 	defer func() { in.call = nil }()
 	in.real.RawSetString("KEYS", in.stringTable(call.Keys))
 	in.real.RawSetString("ARGV", in.stringTable(call.Args))
-	fn := L.NewFunctionFromProto(proto)
-	fn.Env = in.env
+	fn := in.fns[proto]
+	if fn == nil {
+		if len(in.fns) >= maxCompiled {
+			clear(in.fns)
+		}
+		// A chunk's closure holds no state of a run (a chunk has no
+		// upvalues): one per script serves every run.
+		fn = L.NewFunctionFromProto(proto)
+		fn.Env = in.env
+		in.fns[proto] = fn
+	}
 	L.SetTop(0)
 	L.Push(fn)
 	err := L.PCall(0, 1, nil)

@@ -102,6 +102,19 @@ func (in *interp) log(L *lua.LState) int {
 	return 0
 }
 
+// scriptable and writes say, by Spec.Index, which commands a script may
+// call (those on keys, but the noscript ones: EVAL and its kin) and which
+// of them write (refused in a read-only script).
+var scriptable, writes = func() (may, write []bool) {
+	specs := commands.Specs()
+	may, write = make([]bool, len(specs)), make([]bool, len(specs))
+	for _, s := range specs {
+		may[s.Index] = s.Route == commands.RouteKey && !slices.Contains(s.Flags, "noscript")
+		write[s.Index] = slices.Contains(s.Flags, "write")
+	}
+	return may, write
+}()
+
 // redisCall is redis.call (raise true: an error stops the script) and
 // redis.pcall (an error is returned as {err=...}).
 func (in *interp) redisCall(L *lua.LState, raise bool) int {
@@ -147,13 +160,13 @@ func (in *interp) command(L *lua.LState) (lua.LValue, error) {
 	if spec.Route == commands.RouteServer {
 		return in.serverCommand(spec, args)
 	}
-	if spec.Route != commands.RouteKey || slices.Contains(spec.Flags, "noscript") {
+	if !scriptable[spec.Index] {
 		return nil, errNotAllowed
 	}
 	if spec.CheckArity(args) != nil {
 		return nil, errWrongArgs
 	}
-	if in.call.ReadOnly && slices.Contains(spec.Flags, "write") {
+	if in.call.ReadOnly && writes[spec.Index] {
 		return nil, errWriteInRO
 	}
 	cmds, err := spec.Parse(args, in.cmds[:0])
