@@ -275,3 +275,29 @@ func TestCollectionsSnapshot(t *testing.T) {
 	}
 	checkCounters(t, r)
 }
+
+// Cached scripts are charged to the memory limit like keys: a SCRIPT LOAD
+// that does not fit is refused with OOM, and a key that no longer fits
+// because of the scripts is refused too.
+func TestScriptsCountAgainstTheMemoryLimit(t *testing.T) {
+	s := NewShard()
+	s.SetScripts(&fakeRunner{})
+	limit := int64(recordSize+2*indexSlotSize) + 2048
+	run(s, 0, Command{Op: OpMemoryLimit, Args: [4]int64{limit, int64(NoEviction)}})
+	big := strings.Repeat("x", 1500)
+	if r := run(s, 0, Command{Op: OpScriptLoad, Value: []byte(big)})[0]; r.Type != ResBulk {
+		t.Fatalf("a script that fits: %s", show(r))
+	}
+	if r := run(s, 0, Command{Op: OpScriptLoad, Value: []byte(big + "y")})[0]; r.Err != ErrOOM {
+		t.Fatalf("a script past the limit: %s", show(r))
+	}
+	if r := run(s, 0, vcmd(OpHSet, 0, "h", "f", strings.Repeat("v", 600)))[0]; r.Type != ResInt {
+		t.Fatalf("a key that fits beside the script: %s", show(r))
+	}
+	if r := run(s, 0, cmd(OpSliding, "k", 10, 1000, 0, 1))[0]; r.Err != ErrOOM {
+		t.Fatalf("a key past the limit: %s", show(r))
+	}
+	if st := s.Stats(); st.Charged != s.keys.charged()+st.ScriptBytes {
+		t.Fatalf("charged %d, keys %d, scripts %d", st.Charged, s.keys.charged(), st.ScriptBytes)
+	}
+}

@@ -169,6 +169,14 @@ func (s *Shard) hincr(now int64, c *Command, i int32, r *Result) {
 		parts := unpack(nil, c.Value)
 		field, incr = parts[0], parts[1]
 	}
+	var by float64
+	if c.Op == OpHIncrByFloat { // Redis reads the increment first
+		var ok bool
+		if by, ok = parseFloat(string(incr)); !ok {
+			r.Type, r.Err = ResError, errNotFloat
+			return
+		}
+	}
 	j := ks.hashField(i, field)
 	if j < 0 && len(ks.hashes[i]) >= MaxHashFields {
 		r.Type, r.Err = ResError, errHashFull
@@ -200,11 +208,6 @@ func (s *Shard) hincr(now int64, c *Command, i int32, r *Result) {
 				r.Type, r.Err = ResError, errHashNotFloat
 				return
 			}
-		}
-		by, ok := parseFloat(string(incr))
-		if !ok {
-			r.Type, r.Err = ResError, errNotFloat
-			return
 		}
 		if v += by; math.IsNaN(v) || math.IsInf(v, 0) {
 			r.Type, r.Err = ResError, errNaN
