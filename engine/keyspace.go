@@ -158,10 +158,18 @@ func (ks *keyspace) add(key []byte, kind Kind, params [3]int64) int32 {
 		ks.records = append(ks.records, record{})
 		i = int32(len(ks.records) - 1)
 	}
+	ks.records[i] = record{params: ks.params.acquire(kind, params)}
+	ks.setKey(i, key)
+	ks.live++
+	return i
+}
+
+// setKey stores key in record i, which holds none, and indexes it.
+func (ks *keyspace) setKey(i int32, key []byte) {
 	r := &ks.records[i]
-	*r = record{params: ks.params.acquire(kind, params)}
 	if len(key) <= inlineKey {
 		r.klen = uint8(len(key))
+		r.key = [inlineKey]byte{}
 		copy(r.key[:], key)
 	} else {
 		r.klen = longKey
@@ -169,8 +177,6 @@ func (ks *keyspace) add(key []byte, kind Kind, params [3]int64) int32 {
 		ks.longLen += int64(len(key))
 	}
 	ks.indexRecord(key, i)
-	ks.live++
-	return i
 }
 
 // remove deletes record i.
@@ -304,14 +310,5 @@ func (ks *keyspace) rekey(i int32, key []byte) {
 		ks.longLen -= int64(len(ks.long[i]))
 		delete(ks.long, i)
 	}
-	if len(key) <= inlineKey {
-		r.klen = uint8(len(key))
-		r.key = [inlineKey]byte{}
-		copy(r.key[:], key)
-	} else {
-		r.klen = longKey
-		ks.long[i] = string(key)
-		ks.longLen += int64(len(key))
-	}
-	ks.indexRecord(key, i)
+	ks.setKey(i, key)
 }

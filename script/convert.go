@@ -111,8 +111,12 @@ func toInteger(f float64) int64 {
 	return int64(f)
 }
 
-// formatDouble writes a double as Redis does in RESP3 (%.17g).
-func formatDouble(f float64) string {
+// formatDouble writes a double as Redis does in RESP3 ("%.17g").
+func formatDouble(f float64) string { return formatG(f, 17) }
+
+// formatG writes f as C's "%.<prec>g" does, and the infinities and NaN as
+// Lua writes them.
+func formatG(f float64, prec int) string {
 	switch {
 	case math.IsInf(f, 1):
 		return "inf"
@@ -121,7 +125,7 @@ func formatDouble(f float64) string {
 	case math.IsNaN(f):
 		return "nan"
 	}
-	return strconv.FormatFloat(f, 'g', 17, 64)
+	return strconv.FormatFloat(f, 'g', prec, 64)
 }
 
 // resultValue is a command's result as the script sees it.

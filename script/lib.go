@@ -54,21 +54,9 @@ func (in *interp) toString(v lua.LValue) string {
 	return fmt.Sprintf("%s: 0x%08x", v.Type().String(), id)
 }
 
-// formatNumber writes a number as Lua 5.1 does ("%.14g").
-func formatNumber(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-		return strconv.FormatInt(int64(f), 10)
-	}
-	return strconv.FormatFloat(f, 'g', 14, 64)
-}
+// formatNumber writes a number as Lua 5.1 does ("%.14g": 1e+15, not
+// 1000000000000000).
+func formatNumber(f float64) string { return formatG(f, 14) }
 
 // argString converts a command's argument as Redis does (lua_tolstring,
 // "%.17g" for numbers), false when it is neither a string nor a number. A

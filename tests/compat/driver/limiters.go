@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rlserver/rlserver/internal/poll"
@@ -61,12 +60,8 @@ type limiterRun struct {
 func runLimiter(p limiterProgram, mode string, addrs []string, prefix string) limiterRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, p.argv[0], p.argv[1:]...)
-	cmd.Dir = *compatDir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Env = append(os.Environ(), "LIMITER_MODE="+mode, "LIMITER_ADDRS="+strings.Join(addrs, ","), "LIMITER_PREFIX="+prefix)
+	cmd := programCommand(ctx, p.argv)
+	cmd.Env = append(cmd.Env, "LIMITER_MODE="+mode, "LIMITER_ADDRS="+strings.Join(addrs, ","), "LIMITER_PREFIX="+prefix)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
