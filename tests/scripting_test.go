@@ -166,6 +166,25 @@ func TestScripting(t *testing.T) {
 	if got := doErr(t, c, "EVALSHA", sha, 1, "n0"); !strings.HasPrefix(got, "NOSCRIPT") {
 		t.Errorf("EVALSHA after SCRIPT FLUSH: %q", got)
 	}
+	// Hashes and lists are keys like any: SCAN finds them by TYPE.
+	do(t, c, "HSET", "scan:h", "f", "v")
+	do(t, c, "RPUSH", "scan:l", "x")
+	for typ, want := range map[string]string{"hash": "scan:h", "list": "scan:l"} {
+		var found []string
+		for cursor := uint64(0); ; {
+			keys, next, err := c.ScanType(ctx(t), cursor, "scan:*", 100, typ).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			found = append(found, keys...)
+			if cursor = next; cursor == 0 {
+				break
+			}
+		}
+		if len(found) != 1 || found[0] != want {
+			t.Errorf("SCAN TYPE %s: %v, want [%s]", typ, found, want)
+		}
+	}
 }
 
 // In a cluster, a script loaded through one node runs with EVALSHA through
