@@ -33,14 +33,16 @@ func (s *Shard) hashCommand(now int64, c *Command, r *Result) {
 			r.Type, r.Text = ResBulk, ks.hashes[i][j].value
 		}
 	case OpHMGet:
-		b := AppendRESPHeader(nil, '*', packedCount(c.Value))
-		Unpacked(c.Value, func(f []byte) {
+		b := AppendRESPHeader(make([]byte, 0, 64), '*', packedCount(c.Value))
+		for v := c.Value; len(v) > 0; {
+			var f []byte
+			f, v, _ = nextPacked(v) // checked by the op's row
 			if j := ks.hashField(i, f); j >= 0 {
-				b = AppendRESPBulk(b, []byte(ks.hashes[i][j].value))
+				b = appendRESPBulkString(b, ks.hashes[i][j].value)
 			} else {
 				b = AppendRESPNull(b)
 			}
-		})
+		}
 		r.Type, r.Text = ResRESP, string(b)
 	case OpHExists:
 		r.Type = ResInt
@@ -53,7 +55,7 @@ func (s *Shard) hashCommand(now int64, c *Command, r *Result) {
 		h := ks.hashes[i]
 		b := AppendRESPHeader(nil, '%', len(h))
 		for _, f := range h {
-			b = AppendRESPBulk(AppendRESPBulk(b, []byte(f.name)), []byte(f.value))
+			b = appendRESPBulkString(appendRESPBulkString(b, f.name), f.value)
 		}
 		r.Type, r.Text = ResRESP, string(b)
 	case OpHSet:

@@ -25,7 +25,7 @@ func (s *Shard) listCommand(now int64, c *Command, r *Result) {
 		from, to := listRange(c.Args[0], c.Args[1], len(l))
 		b := AppendRESPHeader(nil, '*', max(to-from, 0))
 		for k := from; k < to; k++ {
-			b = AppendRESPBulk(b, []byte(l[len(l)-1-k]))
+			b = appendRESPBulkString(b, l[len(l)-1-k])
 		}
 		r.Type, r.Text = ResRESP, string(b)
 	case OpLTrim:
@@ -161,7 +161,7 @@ func (s *Shard) pop(c *Command, i int32, r *Result) {
 	}
 	b := AppendRESPHeader(nil, '*', len(popped))
 	for _, e := range popped {
-		b = AppendRESPBulk(b, []byte(e))
+		b = appendRESPBulkString(b, e)
 	}
 	r.Type, r.Text = ResRESP, string(b)
 }

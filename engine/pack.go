@@ -32,24 +32,38 @@ func Pack(ss [][]byte) []byte {
 // it before it reaches a shard). The strings alias v.
 func Unpacked(v []byte, fn func(s []byte)) bool {
 	for len(v) > 0 {
-		n, w := binary.Uvarint(v)
-		if w <= 0 || n > uint64(len(v)-w) {
+		s, rest, ok := nextPacked(v)
+		if !ok {
 			return false
 		}
 		if fn != nil {
-			fn(v[w : w+int(n)])
+			fn(s)
 		}
-		v = v[w+int(n):]
+		v = rest
 	}
 	return true
+}
+
+// nextPacked splits the first string packed in v from the rest; ok is false
+// if v does not start with one.
+func nextPacked(v []byte) (s, rest []byte, ok bool) {
+	n, w := binary.Uvarint(v)
+	if w <= 0 || n > uint64(len(v)-w) {
+		return nil, v, false
+	}
+	return v[w : w+int(n)], v[w+int(n):], true
 }
 
 // packedCount is the number of strings packed in v, -1 if v is not a
 // packing.
 func packedCount(v []byte) int {
 	n := 0
-	if !Unpacked(v, func([]byte) { n++ }) {
-		return -1
+	for len(v) > 0 {
+		var ok bool
+		if _, v, ok = nextPacked(v); !ok {
+			return -1
+		}
+		n++
 	}
 	return n
 }

@@ -26,6 +26,13 @@ func AppendRESPBulk(b []byte, s []byte) []byte {
 	return append(b, '\r', '\n')
 }
 
+// appendRESPBulkString appends a bulk string held as a string.
+func appendRESPBulkString(b []byte, s string) []byte {
+	b = AppendRESPHeader(b, '$', len(s))
+	b = append(b, s...)
+	return append(b, '\r', '\n')
+}
+
 // AppendRESPInt appends an integer.
 func AppendRESPInt(b []byte, v int64) []byte {
 	b = append(b, ':')

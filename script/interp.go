@@ -33,6 +33,8 @@ type interp struct {
 	results   []engine.Result
 	errLine   int // the line of the latest redis.call error raised
 	fns       map[*lua.FunctionProto]*lua.LFunction
+	keys      *lua.LTable // the latest run's KEYS and ARGV (see stringTable)
+	argv      *lua.LTable
 }
 
 func init() {
@@ -160,8 +162,8 @@ func (in *interp) run(proto *lua.FunctionProto, call *engine.ScriptCall) ([]byte
 	in.resp3, in.call, in.errLine = false, call, 0
 	clear(in.names)
 	defer func() { in.call = nil }()
-	in.real.RawSetString("KEYS", in.stringTable(call.Keys))
-	in.real.RawSetString("ARGV", in.stringTable(call.Args))
+	in.real.RawSetString("KEYS", in.stringTable(&in.keys, call.Keys))
+	in.real.RawSetString("ARGV", in.stringTable(&in.argv, call.Args))
 	fn := in.fns[proto]
 	if fn == nil {
 		if len(in.fns) >= maxCompiled {
@@ -193,12 +195,31 @@ func (in *interp) run(proto *lua.FunctionProto, call *engine.ScriptCall) ([]byte
 	return reply, nil
 }
 
-// stringTable is a new table of ss, charged to the run.
-func (in *interp) stringTable(ss [][]byte) *lua.LTable {
-	t := in.L.CreateTable(len(ss), 0)
-	for _, s := range ss {
+// stringTable is a table of ss, charged to the run: *last, the previous
+// run's, refilled when that run left it as it was given (the same length,
+// nothing else in it, no metatable), a new one otherwise. No run keeps a
+// table past its end (a script can store nothing outside itself), so
+// nothing can see the old contents change.
+func (in *interp) stringTable(last **lua.LTable, ss [][]byte) *lua.LTable {
+	t := *last
+	n := len(ss)
+	if t == nil || t.Metatable != lua.LNil || t.Len() != n || extraKey(t, n) {
+		t = in.L.CreateTable(n, 0)
+		*last = t
+	}
+	for i, s := range ss {
 		in.meter.charge(int64(len(s)) + slotCharge)
-		t.Append(lua.LString(s))
+		t.RawSetInt(i+1, lua.LString(s))
 	}
 	return t
+}
+
+// extraKey reports whether t holds a key other than 1 to n.
+func extraKey(t *lua.LTable, n int) bool {
+	var after lua.LValue = lua.LNil
+	if n > 0 {
+		after = lua.LNumber(n)
+	}
+	k, _ := t.Next(after)
+	return k != lua.LNil
 }

@@ -73,3 +73,16 @@ func TestErrors(t *testing.T) {
 		}
 	}
 }
+
+// A run sees its own KEYS and ARGV, whatever the previous run did to its
+// own (they may be reused from run to run).
+func TestKeysAndArgvAreFreshEveryRun(t *testing.T) {
+	ts := newTestShard(t)
+	for _, body := range []string{"KEYS.x = 1 ARGV[3] = 'z' return 1", "table.insert(KEYS, 'more') return 1", "setmetatable(ARGV, {__index = function() return 'meta' end}) return 1", "return 1"} {
+		ts.eval(body, []string{"k"}, "a", "b")
+		if got, want := ts.eval("return {#KEYS, #ARGV, KEYS[1], ARGV[1], ARGV[2], tostring(ARGV[3]), tostring(KEYS.x)}", []string{"k2"}, "c", "d"),
+			resp("*7", ":1", ":2", "$2", "k2", "$1", "c", "$1", "d", "$3", "nil", "$3", "nil"); got != want {
+			t.Errorf("after %q: %q, want %q", body, got, want)
+		}
+	}
+}
