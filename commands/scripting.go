@@ -47,24 +47,24 @@ func evalParser(sha, readOnly bool) parser {
 			return dst, errTooManyKeys
 		}
 		c := engine.Command{Op: engine.OpEval, Args: [4]int64{engine.ScriptRuntime, n}}
-		script := args[1]
-		if sha {
-			name, ok := SHA1(args[1])
-			if !ok {
-				return dst, ErrNoScript
-			}
-			script = name
-			c.Flags |= engine.FlagSHA
-		}
 		if readOnly {
 			c.Flags |= engine.FlagReadOnly
 		}
 		// The packing holds the script and everything after numkeys.
-		size := len(script) + 10
+		size := len(args[1]) + 10
 		for _, a := range args[3:] {
 			size += len(a) + 5
 		}
-		c.Value = engine.AppendPacked(make([]byte, 0, size), script)
+		c.Value = make([]byte, 0, size)
+		if sha {
+			c.Flags |= engine.FlagSHA
+			var ok bool
+			if c.Value, ok = appendSHA1(c.Value, args[1]); !ok {
+				return dst, ErrNoScript
+			}
+		} else {
+			c.Value = engine.AppendPacked(c.Value, args[1])
+		}
 		for _, a := range args[3:] {
 			c.Value = engine.AppendPacked(c.Value, a)
 		}
@@ -81,21 +81,31 @@ func evalParser(sha, readOnly bool) parser {
 // SHA1 returns a script's name as given (any case) in lower case, false if
 // it is not 40 hex digits.
 func SHA1(s []byte) ([]byte, bool) {
-	if len(s) != 40 {
+	out, ok := appendSHA1(make([]byte, 0, 41), s)
+	if !ok {
 		return nil, false
 	}
-	out := make([]byte, 40)
-	for i, c := range s {
+	return out[1:], true
+}
+
+// appendSHA1 appends s, a script's name, packed and in lower case, false
+// if it is not 40 hex digits.
+func appendSHA1(b, s []byte) ([]byte, bool) {
+	if len(s) != 40 {
+		return b, false
+	}
+	b = append(b, 40)
+	for _, c := range s {
 		switch {
 		case '0' <= c && c <= '9', 'a' <= c && c <= 'f':
 		case 'A' <= c && c <= 'F':
 			c += 'a' - 'A'
 		default:
-			return nil, false
+			return b, false
 		}
-		out[i] = c
+		b = append(b, c)
 	}
-	return out, true
+	return b, true
 }
 
 // evalSpec builds the spec of EVAL, EVALSHA, EVAL_RO or EVALSHA_RO.

@@ -34,11 +34,12 @@ func (s *Shard) hashCommand(now int64, c *Command, r *Result) {
 		}
 	case OpHMGet:
 		b := AppendRESPHeader(make([]byte, 0, 64), '*', packedCount(c.Value))
+		h := ks.hashes[i]
 		for v := c.Value; len(v) > 0; {
 			var f []byte
 			f, v, _ = nextPacked(v) // checked by the op's row
-			if j := ks.hashField(i, f); j >= 0 {
-				b = appendRESPBulkString(b, ks.hashes[i][j].value)
+			if j := fieldIndex(h, f); j >= 0 {
+				b = appendRESPBulkString(b, h[j].value)
 			} else {
 				b = AppendRESPNull(b)
 			}
@@ -85,8 +86,13 @@ func (ks *keyspace) hashField(i int32, name []byte) int {
 	if i < 0 {
 		return -1
 	}
-	for j, f := range ks.hashes[i] {
-		if f.name == string(name) {
+	return fieldIndex(ks.hashes[i], name)
+}
+
+// fieldIndex is the index of field name in h, -1 if absent.
+func fieldIndex(h []hashField, name []byte) int {
+	for j := range h {
+		if h[j].name == string(name) {
 			return j
 		}
 	}
@@ -125,12 +131,13 @@ func (s *Shard) hset(now int64, c *Command, i int32, r *Result) {
 	pairs := unpack(s.pairs[:0], c.Value)
 	s.pairs = pairs[:0]
 	added := 0
+	h := ks.hashes[i]
 	for p := 0; p+1 < len(pairs); p += 2 {
-		if ks.hashField(i, pairs[p]) < 0 && !fieldBefore(pairs, p) {
+		if fieldIndex(h, pairs[p]) < 0 && !fieldBefore(pairs, p) {
 			added++
 		}
 	}
-	if len(ks.hashes[i])+added > MaxHashFields {
+	if len(h)+added > MaxHashFields {
 		r.Type, r.Err = ResError, errHashFull
 		return
 	}
