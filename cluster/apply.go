@@ -41,8 +41,9 @@ const (
 // replica is a shard's engine and the observer told of what it applies. In
 // memory it is the one copy of the shard; in Raft mode, this node's replica.
 type replica struct {
-	index    int           // the shard's number
-	observer *observerSlot // hears of what is applied (see WriteObserver)
+	index    int                 // the shard's number
+	observer *observerSlot       // hears of what is applied (see WriteObserver)
+	scripts  engine.ScriptRunner // runs the shard's scripts (nil: none)
 
 	// mu is taken once per batch, never per command: readers on other
 	// goroutines (Stats, INFO, a read-only command) look between batches.
@@ -50,8 +51,10 @@ type replica struct {
 	shard *engine.Shard
 }
 
-func newReplica(index int, observer *observerSlot) replica {
-	return replica{index: index, observer: observer, shard: engine.NewShard()}
+func newReplica(index int, observer *observerSlot, scripts engine.ScriptRunner) replica {
+	shard := engine.NewShard()
+	shard.SetScripts(scripts)
+	return replica{index: index, observer: observer, scripts: scripts, shard: shard}
 }
 
 // apply applies a batch's commands in order at now, as one atomic step, and

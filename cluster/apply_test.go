@@ -42,7 +42,7 @@ func newRequests(cmds [][]engine.Command) []*Request {
 func TestMemoryAndRaftApplyABatchAlike(t *testing.T) {
 	const now = 1_700_000_000_000
 
-	mem := &memoryShard{replica: newReplica(0, &observerSlot{}), in: make(chan *Request, queueLen)}
+	mem := &memoryShard{replica: newReplica(0, &observerSlot{}, nil), in: make(chan *Request, queueLen)}
 	memReqs := newRequests(batchRequests())
 	for _, r := range memReqs[1:] {
 		mem.in <- r
@@ -52,7 +52,7 @@ func TestMemoryAndRaftApplyABatchAlike(t *testing.T) {
 		t.Fatalf("%d requests left out of the batch", len(mem.in))
 	}
 
-	fsm := newShardFSM(0, &observerSlot{}, nil)
+	fsm := newShardFSM(0, &observerSlot{}, nil, nil)
 	raftReqs := newRequests(batchRequests())
 	out := fsm.ApplyBatch([]*raft.Log{{Type: raft.LogCommand, Data: appendBatch(nil, now, raftReqs)}})
 	results, ok := out[0].([]engine.Result)

@@ -117,7 +117,7 @@ func decodeBatch(data []byte, cmds []engine.Command) (int64, []engine.Command, e
 		for j := range c.Args {
 			c.Args[j] = d.varint()
 		}
-		if d.err == nil && !c.Op.Known() {
+		if d.err == nil && !c.Known() {
 			d.err = fmt.Errorf("%w (op %d)", ErrNewerEntry, c.Op)
 		}
 		if d.err == nil && !c.Valid() {
@@ -154,7 +154,7 @@ func appendResult(b []byte, r *engine.Result) []byte {
 		b = appendVarints(b, t.Limit, t.Remaining, t.RetryAfter, t.ResetAfter)
 	case engine.ResInt, engine.ResIntBulk:
 		b = binary.AppendVarint(b, r.Int)
-	case engine.ResText, engine.ResBulk:
+	case engine.ResText, engine.ResBulk, engine.ResRESP:
 		b = appendString(b, r.Text)
 	case engine.ResFields:
 		b = binary.AppendUvarint(b, uint64(len(r.Fields)))
@@ -190,7 +190,7 @@ func (d *wire) result() engine.Result {
 		r.Throttle.Limit, r.Throttle.Remaining, r.Throttle.RetryAfter, r.Throttle.ResetAfter = d.varint(), d.varint(), d.varint(), d.varint()
 	case engine.ResInt, engine.ResIntBulk:
 		r.Int = d.varint()
-	case engine.ResText, engine.ResBulk:
+	case engine.ResText, engine.ResBulk, engine.ResRESP:
 		r.Text = string(d.bytes(engine.MaxValue))
 	case engine.ResFields:
 		n := d.uvarint()

@@ -180,10 +180,13 @@ func TestNewerEntryHaltsTheReplica(t *testing.T) {
 	newerVersion := append([]byte{entryVersion2 + 1}, plain[1:]...)
 	unknownOp := bytes.Clone(plain)
 	unknownOp[3] = 200 // the first command's op
-	for name, entry := range map[string][]byte{"version": newerVersion, "op": unknownOp} {
+	// A script stamped with a script runtime this release does not run.
+	newerScript := appendBatch(nil, 5, []*Request{{Cmds: []engine.Command{{Op: engine.OpEval,
+		Value: engine.Pack([][]byte{[]byte("return 1")}), Args: [4]int64{engine.ScriptRuntime + 1, 0}}}}})
+	for name, entry := range map[string][]byte{"version": newerVersion, "op": unknownOp, "script runtime": newerScript} {
 		t.Run(name, func(t *testing.T) {
 			halt := make(chan error, 1)
-			f := newShardFSM(0, &observerSlot{}, halt)
+			f := newShardFSM(0, &observerSlot{}, halt, nil)
 			out := f.ApplyBatch([]*raft.Log{
 				{Index: 1, Type: raft.LogCommand, Data: plain},
 				{Index: 2, Type: raft.LogCommand, Data: entry},

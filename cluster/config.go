@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/persistence"
 )
 
@@ -24,6 +25,8 @@ type MemoryConfig struct {
 	Shards int
 	// Clock is the time each batch is stamped with.
 	Clock Clock
+	// Scripts runs the shards' Lua scripts (EVAL); nil refuses them.
+	Scripts engine.ScriptRunner
 }
 
 // DefaultMemoryConfig returns the defaults: one shard, on the system clock.
@@ -64,6 +67,8 @@ type RaftConfig struct {
 	// BusTLS, when set, makes the bus mutual TLS: nodes without a
 	// certificate signed by its CAs cannot connect (see bustls.go).
 	BusTLS *BusTLS
+	// Scripts runs the shards' Lua scripts (EVAL); nil refuses them.
+	Scripts engine.ScriptRunner
 
 	// HeartbeatTimeout is how long a follower waits to hear from its leader
 	// before it starts an election, and how long a leader that cannot reach

@@ -25,8 +25,8 @@ type shardFSM struct {
 	halt   chan<- error
 }
 
-func newShardFSM(index int, observer *observerSlot, halt chan<- error) *shardFSM {
-	return &shardFSM{replica: newReplica(index, observer), halt: halt}
+func newShardFSM(index int, observer *observerSlot, halt chan<- error, scripts engine.ScriptRunner) *shardFSM {
+	return &shardFSM{replica: newReplica(index, observer, scripts), halt: halt}
 }
 
 // Apply applies one entry; Raft calls ApplyBatch instead when it can.
@@ -94,6 +94,7 @@ func (f *shardFSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
+	shard.SetScripts(f.scripts)
 	f.mu.Lock()
 	f.shard = shard // its counters start again from zero, as INFO's do
 	f.mu.Unlock()

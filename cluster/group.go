@@ -38,7 +38,7 @@ type group struct {
 // openGroup opens a shard's stores and starts its Raft instance,
 // bootstrapping the group from its replica set when the stores are new.
 func openGroup(cfg *RaftConfig, shard int, replicas []Member, trans raft.Transport, observer *observerSlot, halt chan<- error) (g *group, err error) {
-	g = &group{shard: shard, replicas: replicas, fsm: newShardFSM(shard, observer, halt), change: make(chan struct{})}
+	g = &group{shard: shard, replicas: replicas, fsm: newShardFSM(shard, observer, halt, cfg.Scripts), change: make(chan struct{})}
 	dir, err := cfg.Layout.ShardDir(shard)
 	if err != nil {
 		return nil, err

@@ -40,7 +40,7 @@ func NewMemoryShards(cfg MemoryConfig) (*MemoryShards, error) {
 	}
 	m := &MemoryShards{shards: make([]*memoryShard, cfg.Shards)}
 	for i := range m.shards {
-		s := &memoryShard{replica: newReplica(i, &m.observer), in: make(chan *Request, queueLen), quit: make(chan struct{})}
+		s := &memoryShard{replica: newReplica(i, &m.observer, cfg.Scripts), in: make(chan *Request, queueLen), quit: make(chan struct{})}
 		m.shards[i] = s
 		m.wg.Add(1)
 		go func() {

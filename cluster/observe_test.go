@@ -151,7 +151,7 @@ func TestShardFSMRestoreTellsTheObserverEverythingChanged(t *testing.T) {
 	var slot observerSlot
 	rec := newRecorder()
 	slot.set(rec)
-	f := newShardFSM(3, &slot, nil)
+	f := newShardFSM(3, &slot, nil, nil)
 	data := appendBatch(nil, 1_700_000_000_000, []*Request{{Cmds: []engine.Command{sliding("k", 10, 60_000)}}})
 	f.ApplyBatch([]*raft.Log{{Type: raft.LogCommand, Data: data}})
 	if !rec.saw(3, engine.OpSliding, "k") {

@@ -141,7 +141,10 @@ func TestParseScan(t *testing.T) {
 	if a, _ := ParseScan(words("SCAN 0 TYPE RL.Sliding")); a.Kind != engine.KindSliding {
 		t.Fatal("TYPE is compared ignoring case, as Redis does")
 	}
-	if a, _ := ParseScan(words("SCAN 0 TYPE hash")); !a.UnknownType {
+	if a, _ := ParseScan(words("SCAN 0 TYPE hash")); a.Kind != engine.KindHash {
+		t.Fatal("TYPE hash is not the hashes'")
+	}
+	if a, _ := ParseScan(words("SCAN 0 TYPE zset")); !a.UnknownType {
 		t.Fatal("unknown TYPE not flagged")
 	}
 	for _, bad := range []string{"SCAN x", "SCAN 0 COUNT 0", "SCAN 0 COUNT", "SCAN 0 FOO bar", "SCAN -1"} {

@@ -90,6 +90,35 @@ const (
 	IDDebug
 	IDMemory
 	IDACL
+	// hashes
+	IDHGet
+	IDHSet
+	IDHMSet
+	IDHMGet
+	IDHIncrBy
+	IDHIncrByFloat
+	IDHDel
+	IDHExists
+	IDHGetAll
+	IDHLen
+	// lists
+	IDLPush
+	IDRPush
+	IDLPop
+	IDRPop
+	IDLIndex
+	IDLRange
+	IDLTrim
+	IDLLen
+	// keys
+	IDRename
+	IDRenameNX
+	// scripting
+	IDEval
+	IDEvalSHA
+	IDEvalRO
+	IDEvalSHARO
+	IDScript
 )
 
 // Arg documents one argument for COMMAND DOCS and the reference docs.
@@ -137,8 +166,12 @@ func (s *Spec) Keys(args [][]byte, fn func(key []byte)) {
 	if s.FirstKey == 0 {
 		return
 	}
-	if s.ID == IDAll { // keys that move with the arguments: FirstKey is the first's place
+	switch s.ID {
+	case IDAll: // keys that move with the arguments: FirstKey is the first's place
 		allKeys(args, fn)
+		return
+	case IDEval, IDEvalSHA, IDEvalRO, IDEvalSHARO: // numkeys, then the keys
+		evalKeys(args, fn)
 		return
 	}
 	last := s.LastKey

@@ -170,7 +170,10 @@ var (
 	policyWriteCats = []string{"@write", "@admin", "@slow", "@dangerous"}
 )
 
-var table = []*Spec{
+var table = append(append(append([]*Spec{}, baseTable...), collectionSpecs...), scriptingSpecs...)
+
+// baseTable is the commands of the limiters and the server.
+var baseTable = []*Spec{
 	decisionSpec(IDSliding, engine.OpSliding, true,
 		"Sliding-window counter: may this caller spend cost now? Replies [allowed, limit, remaining, retry_after_ms, reset_after_ms]."),
 	decisionSpec(IDFixed, engine.OpFixed, true,

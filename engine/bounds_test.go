@@ -54,8 +54,15 @@ func FuzzShardApply(f *testing.F) {
 	f.Add(uint8(OpSet), int64(1000), int64(ExpiryRelative), int64(0), int64(0), int64(5), uint16(400), uint16(FlagGet|FlagNX), []byte("12"))
 	f.Add(uint8(OpAll), int64(2), int64(0), int64(0), int64(0), int64(5), uint16(1), uint16(0), []byte(nil))
 	f.Add(uint8(OpPolicySet), int64(2), int64(1000), int64(0), int64(OpSliding), int64(5), uint16(1), uint16(FlagShadow), []byte("p"))
+	f.Add(uint8(OpHSet), int64(0), int64(0), int64(0), int64(0), int64(5), uint16(1), uint16(FlagStatus), Pack([][]byte{[]byte("f"), []byte("1")}))
+	f.Add(uint8(OpHIncrByFloat), int64(0), int64(0), int64(0), int64(0), int64(5), uint16(1), uint16(0), Pack([][]byte{[]byte("f"), []byte("1.5")}))
+	f.Add(uint8(OpPush), int64(0), int64(0), int64(0), int64(0), int64(5), uint16(1), uint16(FlagRight), Pack([][]byte{[]byte("a"), []byte("b")}))
+	f.Add(uint8(OpPop), int64(2), int64(1), int64(0), int64(0), int64(5), uint16(1), uint16(0), []byte(nil))
+	f.Add(uint8(OpLTrim), int64(0), int64(-2), int64(0), int64(0), int64(5), uint16(1), uint16(0), []byte(nil))
+	f.Add(uint8(OpRename), int64(0), int64(0), int64(0), int64(0), int64(5), uint16(1), uint16(FlagNX), []byte("a"))
+	f.Add(uint8(OpScriptLoad), int64(0), int64(0), int64(0), int64(0), int64(5), uint16(1), uint16(0), []byte("return 1"))
 	f.Fuzz(func(t *testing.T, op uint8, a0, a1, a2, cost, now int64, gap, flags uint16, value []byte) {
-		c := Command{Op: Op(op % uint8(OpMemoryLimit+1)), Flags: Flags(flags), Key: []byte("k"), Value: value, Args: [4]int64{a0, a1, a2, cost}}
+		c := Command{Op: Op(op % uint8(opCount)), Flags: Flags(flags), Key: []byte("k"), Value: value, Args: [4]int64{a0, a1, a2, cost}}
 		if c.Op == OpScan || c.Op == OpSweep || c.Op == OpSetClock {
 			c.Args = [4]int64{abs(a0) % 1000, abs(a1)%1000 + 1}
 		}

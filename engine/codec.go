@@ -37,7 +37,58 @@ func appendEntry(b []byte, ks *keyspace, i int32, now int64) []byte {
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		b = append(b, v...)
 	}
+	return appendCollection(b, ks, i, kind)
+}
+
+// appendCollection appends a hash's fields and values, in order, or a
+// list's elements, tail first, each after its count.
+func appendCollection(b []byte, ks *keyspace, i int32, kind Kind) []byte {
+	switch kind {
+	case KindHash:
+		h := ks.hashes[i]
+		b = binary.AppendUvarint(b, uint64(len(h)))
+		for _, f := range h {
+			b = AppendPacked(AppendPacked(b, []byte(f.name)), []byte(f.value))
+		}
+	case KindList:
+		l := ks.lists[i]
+		b = binary.AppendUvarint(b, uint64(len(l)))
+		for _, e := range l {
+			b = AppendPacked(b, []byte(e))
+		}
+	}
 	return b
+}
+
+// collection decodes what appendCollection wrote into record i.
+func (d *decoder) collection(ks *keyspace, i int32, kind Kind) {
+	if kind != KindHash && kind != KindList {
+		return
+	}
+	n := d.uvarint()
+	limit := uint64(MaxListLen)
+	if kind == KindHash {
+		limit = MaxHashFields
+	}
+	if d.err == nil && (n == 0 || n > limit || n > uint64(len(d.b))) {
+		d.fail("bad collection length")
+		return
+	}
+	var l []string
+	for j := uint64(0); j < n && d.err == nil; j++ {
+		if kind == KindList {
+			l = append(l, string(d.bytes(MaxValue)))
+			continue
+		}
+		name, value := d.bytes(MaxValue), d.bytes(MaxValue)
+		if d.err == nil && ks.hashField(i, name) >= 0 {
+			d.fail("a field twice")
+		}
+		ks.putHashField(i, name, value)
+	}
+	if kind == KindList {
+		ks.setList(i, l)
+	}
 }
 
 // AppendSnapshot appends the shard's state to b: its clock, then every
@@ -209,6 +260,7 @@ func (d *decoder) entry(s *Shard) {
 	if kind == KindString && state[2] == 1 {
 		s.keys.setValue(i, string(value), true)
 	}
+	d.collection(&s.keys, i, kind)
 }
 
 // bytes reads a length, at most limit, and that many bytes.

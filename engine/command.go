@@ -32,6 +32,10 @@ const (
 	// envoyproxy/ratelimit's INCRBY counters do: a caller who keeps asking
 	// stays refused until its refusals have aged out of the window too.
 	FlagCountRefused
+	FlagStatus   // HSET as HMSET: reply OK rather than a count
+	FlagRight    // LPUSH, LPOP: at the tail (RPUSH, RPOP)
+	FlagSHA      // EVAL: the script is named by its SHA1 (EVALSHA)
+	FlagReadOnly // EVAL: the script may not write (EVAL_RO)
 )
 
 // ResultType says which fields of a Result carry the answer.
@@ -51,6 +55,9 @@ const (
 	ResScan                // Cursor and Keys
 	ResError               // Err
 	ResIntBulk             // Int, as a bulk string (GET of an integer)
+	// ResRESP is a reply that is not one value (an array, a map, a
+	// script's reply), written in RESP3 in Text (see resp.go).
+	ResRESP
 )
 
 // Field is one line of RL.INFO: an integer, or Text when it is not empty.
@@ -86,4 +93,38 @@ type Result struct {
 	Cursor   uint64
 	Keys     []string
 	Err      error
+}
+
+// EachKey calls fn with each key c names: Key, and for RENAME the new
+// name, and for a script the keys it declares (which it alone may write).
+// The write observer invalidates them; a script checks its commands' keys
+// with it.
+func (c *Command) EachKey(fn func(key []byte)) {
+	switch c.Op {
+	case OpEval:
+		n := int(c.Args[1])
+		j := 0
+		Unpacked(c.Value, func(s []byte) {
+			if j >= 1 && j <= n {
+				fn(s)
+			}
+			j++
+		})
+		return
+	case OpRename:
+		fn(c.Key)
+		fn(c.Value)
+		return
+	}
+	if c.Key != nil {
+		fn(c.Key)
+	}
+}
+
+// Known reports whether this engine can apply c exactly as the release
+// that wrote it: its op is known and, for a script, it was stamped with
+// this release's ScriptRuntime. A replica that meets an entry it does not
+// know must stop (see cluster's ErrNewerEntry), never skip it.
+func (c *Command) Known() bool {
+	return c.Op.Known() && (c.Op != OpEval || c.Args[0] == ScriptRuntime)
 }

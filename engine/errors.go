@@ -25,6 +25,9 @@ const (
 	CodeUnknownOp       // an op this engine does not know
 	CodeParam           // a parameter outside its bounds
 	CodeZeroRate        // CL.THROTTLE's zero rate, in redis-cell's words
+	CodeNoScript        // EVALSHA of a script the cache does not hold
+	CodeScript          // a script's error: the message is the whole reply, its first word included
+	CodeNoSuchKey       // RENAME of a key that does not exist
 	codeCount
 )
 

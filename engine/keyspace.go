@@ -22,14 +22,19 @@ type keyspace struct {
 	sweep   int     // next record the expiry sweep examines
 
 	index   keyIndex
-	long    map[int32]string     // keys longer than inlineKey, by record
-	logs    map[int32][]logEntry // sliding logs and leases, by record
-	vals    map[int32]string     // strings that are not integers, by record
+	long    map[int32]string      // keys longer than inlineKey, by record
+	logs    map[int32][]logEntry  // sliding logs and leases, by record
+	vals    map[int32]string      // strings that are not integers, by record
+	hashes  map[int32][]hashField // hashes, their fields in the order first set
+	lists   map[int32][]string    // lists, stored tail first (see list.go)
 	params  paramTable
 	longLen int64 // bytes of the long keys
 	logCap  int64 // entries the logs have room for
 	logLen  int64 // entries the logs hold
 	valLen  int64 // bytes of the string values
+	// collLen and collN are the bytes and the number of the fields, values
+	// and elements the hashes and lists hold.
+	collLen, collN int64
 	// persistent counts the strings without an expiry, which INFO's
 	// keyspace line does not count among the keys that expire.
 	persistent int
@@ -65,6 +70,8 @@ func newKeyspace() keyspace {
 		long:   make(map[int32]string),
 		logs:   make(map[int32][]logEntry),
 		vals:   make(map[int32]string),
+		hashes: make(map[int32][]hashField),
+		lists:  make(map[int32][]string),
 		params: newParamTable(),
 	}
 }
@@ -151,10 +158,18 @@ func (ks *keyspace) add(key []byte, kind Kind, params [3]int64) int32 {
 		ks.records = append(ks.records, record{})
 		i = int32(len(ks.records) - 1)
 	}
+	ks.records[i] = record{params: ks.params.acquire(kind, params)}
+	ks.setKey(i, key)
+	ks.live++
+	return i
+}
+
+// setKey stores key in record i, which holds none, and indexes it.
+func (ks *keyspace) setKey(i int32, key []byte) {
 	r := &ks.records[i]
-	*r = record{params: ks.params.acquire(kind, params)}
 	if len(key) <= inlineKey {
 		r.klen = uint8(len(key))
+		r.key = [inlineKey]byte{}
 		copy(r.key[:], key)
 	} else {
 		r.klen = longKey
@@ -162,8 +177,6 @@ func (ks *keyspace) add(key []byte, kind Kind, params [3]int64) int32 {
 		ks.longLen += int64(len(key))
 	}
 	ks.indexRecord(key, i)
-	ks.live++
-	return i
 }
 
 // remove deletes record i.
@@ -205,8 +218,9 @@ func (ks *keyspace) set(i int32, kind Kind, params [3]int64, state [3]int64) {
 }
 
 // dropExtras removes what record i holds outside its record: a log, a
-// lease list or a string value.
+// lease list, a string value, a hash's fields or a list's elements.
 func (ks *keyspace) dropExtras(i int32) {
+	ks.dropCollection(i)
 	if log, ok := ks.logs[i]; ok {
 		ks.logCap -= int64(cap(log))
 		ks.logLen -= int64(len(log))
@@ -250,7 +264,8 @@ func (ks *keyspace) len() int { return ks.live }
 // INFO, not an allocator measurement; --maxmemory counts charged instead.
 func (ks *keyspace) bytes() int64 {
 	return int64(cap(ks.records))*recordSize + ks.index.bytes() + ks.longLen + 48*int64(len(ks.long)) +
-		logEntrySize*ks.logCap + 48*int64(len(ks.logs)) + ks.valLen + 48*int64(len(ks.vals)) + ks.params.bytes()
+		logEntrySize*ks.logCap + 48*int64(len(ks.logs)) + ks.valLen + 48*int64(len(ks.vals)) + ks.params.bytes() +
+		ks.collBytes()
 }
 
 // usage estimates the bytes record i holds.
@@ -265,7 +280,7 @@ func (ks *keyspace) usage(i int32) int64 {
 	if v, ok := ks.vals[i]; ok {
 		n += 48 + int64(len(v))
 	}
-	return n
+	return n + ks.collUsage(i)
 }
 
 // reclaim examines up to budget records from the sweep cursor and removes
@@ -284,4 +299,16 @@ func (ks *keyspace) reclaim(now int64, budget int) {
 		}
 		ks.sweep++
 	}
+}
+
+// rekey gives record i the key key (which must be absent), keeping its
+// number, its kind and its state.
+func (ks *keyspace) rekey(i int32, key []byte) {
+	r := &ks.records[i]
+	ks.index.drop(ks.hashOf(i), i)
+	if r.klen == longKey {
+		ks.longLen -= int64(len(ks.long[i]))
+		delete(ks.long, i)
+	}
+	ks.setKey(i, key)
 }

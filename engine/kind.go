@@ -19,6 +19,8 @@ const (
 	KindQuota  // RL.QUOTA
 	KindLease  // RL.ACQUIRE
 	KindString // INCR, SET ...: a Redis string
+	KindHash   // HSET ...: a Redis hash
+	KindList   // LPUSH ...: a Redis list
 	kindCount
 )
 
@@ -51,6 +53,8 @@ type kindSpec struct {
 var kinds = func() (t [kindCount]kindSpec) {
 	t[kindNone].name = "none"
 	t[KindString] = kindSpec{name: "string", keyKind: stringKind{}}
+	t[KindHash] = kindSpec{name: "hash", keyKind: collectionKind{}}
+	t[KindList] = kindSpec{name: "list", keyKind: collectionKind{}}
 	for op := range ops {
 		if spec := &ops[op]; spec.algo != nil {
 			name := spec.typeName

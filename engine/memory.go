@@ -40,7 +40,7 @@ const maxEvictions = 8
 // close to what bytes estimates.
 func (ks *keyspace) charged() int64 {
 	return int64(ks.live)*(recordSize+2*indexSlotSize) + ks.longLen + 48*int64(len(ks.long)) +
-		logEntrySize*ks.logLen + 48*int64(len(ks.logs)) + ks.valLen + 48*int64(len(ks.vals))
+		logEntrySize*ks.logLen + 48*int64(len(ks.logs)) + ks.valLen + 48*int64(len(ks.vals)) + ks.collBytes()
 }
 
 // setMemoryLimit applies OpMemoryLimit.
@@ -58,11 +58,11 @@ func (s *Shard) admit(now int64, n int, keep []int32) error {
 	}
 	ks := &s.keys
 	perKey := int64(recordSize + 2*indexSlotSize)
-	if ks.charged()+int64(n)*perKey <= s.memLimit {
+	if s.charged()+int64(n)*perKey <= s.memLimit {
 		return nil
 	}
 	ks.reclaim(now, 4*evictionSample) // expired keys go first, for free
-	for evicted := 0; ks.charged()+int64(n)*perKey > s.memLimit; evicted++ {
+	for evicted := 0; s.charged()+int64(n)*perKey > s.memLimit; evicted++ {
 		if s.memPolicy != VolatileTTL || evicted == maxEvictions*n || !s.evictOne(keep) {
 			s.stat.RejectedOOM++
 			return ErrOOM

@@ -51,6 +51,33 @@ const (
 
 	OpMemoryLimit // Args[0]: bytes (0: no limit), Args[1]: MemoryPolicy
 
+	// Hashes (hash.go): the field in Value, or fields and values packed.
+	OpHGet         // Value: field; Text (bulk) or nil
+	OpHSet         // Value packs field, value ...; Int: fields added (FlagStatus: OK)
+	OpHMGet        // Value packs fields; RESP: an array
+	OpHIncrBy      // Value: field, Args[0]: increment; Int
+	OpHIncrByFloat // Value packs field and increment; Text (bulk)
+	OpHDel         // Value packs fields; Int: fields removed
+	OpHExists      // Value: field; Int
+	OpHGetAll      // RESP: a map
+	OpHLen         // Int
+
+	// Lists (list.go); FlagRight for the tail's end.
+	OpPush   // Value packs elements; Int: the new length
+	OpPop    // Args[0]: count, Args[1]: 1 when a count was given
+	OpLIndex // Args[0]: index
+	OpLRange // Args[0], Args[1]: start and stop; RESP: an array
+	OpLTrim  // Args[0], Args[1]: start and stop
+	OpLLen   // Int
+
+	OpRename // Value: the new name; FlagNX (RENAMENX): Int 1 or 0
+
+	// Scripts (script.go, scriptcache.go).
+	OpEval         // Value packs script, keys, args; Args[0]: runtime, Args[1]: keys; FlagSHA, FlagReadOnly
+	OpScriptLoad   // Value: body; Text: its SHA1
+	OpScriptExists // Value packs SHA1s; RESP: an array of 1 and 0
+	OpScriptFlush  // forget every script
+
 	opCount // one past the latest op
 )
 
@@ -182,6 +209,28 @@ var ops = [opCount]OpSpec{
 	OpExpire:     {Flags: FlagNX | FlagXX | FlagGT | FlagLT, check: checkExpire},
 	OpMemoryLimit: {Params: []Param{{Name: "bytes", Max: math.MaxInt64},
 		{Name: "policy", Max: int64(memoryPolicies) - 1}}},
+
+	OpHGet:         {},
+	OpHSet:         {Flags: FlagStatus, check: packedCheck(2, 2)},
+	OpHMGet:        {check: packedCheck(1, 1)},
+	OpHIncrBy:      {},
+	OpHIncrByFloat: {check: packedCheck(2, 0)},
+	OpHDel:         {check: packedCheck(1, 1)},
+	OpHExists:      {},
+	OpHGetAll:      {},
+	OpHLen:         {},
+	OpPush:         {Flags: FlagRight, check: packedCheck(1, 1)},
+	OpPop:          {Flags: FlagRight, Params: []Param{{Name: "count", Max: math.MaxInt64}, {Name: "counted", Max: 1}}},
+	OpLIndex:       {},
+	OpLRange:       {},
+	OpLTrim:        {},
+	OpLLen:         {},
+	OpRename:       {Flags: FlagNX},
+	OpEval: {Flags: FlagSHA | FlagReadOnly, Params: []Param{{Name: "runtime", Min: ScriptRuntime, Max: ScriptRuntime},
+		{Name: "numkeys", Max: math.MaxInt32}}, check: checkEval},
+	OpScriptLoad:   {},
+	OpScriptExists: {check: packedCheck(1, 1)},
+	OpScriptFlush:  {},
 }
 
 func init() { ops[OpPolicySet].check = checkPolicySet }
@@ -213,6 +262,19 @@ func (op Op) kind() Kind { return op.Spec().kind }
 
 // decides reports whether op is a decision: counted allowed or denied.
 func (op Op) decides() bool { return op.Spec().algo != nil || op == OpCheck }
+
+// fromScript reports whether a script may call op: the ops on one key (or,
+// for RENAME, two), not those of the whole shard, nor another script.
+func (op Op) fromScript() bool {
+	switch {
+	case op.decides(), op == OpAll, op == OpRelease, op == OpDel, op == OpExists, op == OpType,
+		op == OpPTTL, op == OpTTL, op == OpInfo, op == OpUsage:
+		return true
+	case op >= OpGet && op <= OpExpire, op >= OpHGet && op <= OpRename:
+		return true
+	}
+	return false
+}
 
 // Ops calls fn for every op a command asks for, in op order.
 func Ops(fn func(op Op, spec *OpSpec)) {

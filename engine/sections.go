@@ -13,14 +13,17 @@ import (
 //	'M' memory:   the memory limit (uvarint bytes) and policy (byte); only
 //	              when one is set
 //	'P' policies: see appendPolicies; only when there are some
+//	'S' scripts:  see appendScripts; only when some are cached
 //
 // Format 1 snapshots, written before sections existed, end after their
-// keys, with no free record among them. The digest covers the 'P' and 'M' sections: they
-// decide answers, where the layout only decides the order of work.
+// keys, with no free record among them. The digest covers the 'M', 'P' and
+// 'S' sections: they decide answers, where the layout only decides the
+// order of work.
 const (
 	sectionLayout   = 'L'
 	sectionPolicies = 'P'
 	sectionMemory   = 'M'
+	sectionScripts  = 'S'
 )
 
 // appendLayout appends the layout section.
@@ -44,6 +47,9 @@ func (s *Shard) appendSettings(b []byte) []byte {
 	}
 	if len(s.policies) > 0 {
 		b = s.appendPolicies(append(b, sectionPolicies))
+	}
+	if len(s.scripts.byName) > 0 {
+		b = s.scripts.appendScripts(append(b, sectionScripts))
 	}
 	return b
 }
@@ -123,7 +129,7 @@ func (d *decoder) sections(s *Shard, free []int32) {
 	for d.err == nil && len(d.b) > 0 {
 		tag := d.b[0]
 		d.b = d.b[1:]
-		if tag <= last || (tag != sectionLayout && tag != sectionPolicies && tag != sectionMemory) {
+		if tag <= last || (tag != sectionLayout && tag != sectionPolicies && tag != sectionMemory && tag != sectionScripts) {
 			d.fail("section %q out of place", tag)
 			return
 		}
@@ -133,6 +139,8 @@ func (d *decoder) sections(s *Shard, free []int32) {
 			d.layout(s, free)
 		case sectionPolicies:
 			d.policies(s)
+		case sectionScripts:
+			d.scripts(s)
 		case sectionMemory:
 			limit := d.uvarint()
 			if d.err != nil || len(d.b) == 0 || d.b[0] >= byte(memoryPolicies) || limit > 1<<62 {

@@ -9,6 +9,8 @@ type Shard struct {
 	stat      Stats // the counters kept as they happen (see Stats)
 	decisions [opCount]DecisionCount
 	policies  map[string]*policy // RL.POLICY's named limits
+	scripts   scriptCache        // the scripts EVALSHA finds
+	runner    ScriptRunner       // runs scripts; nil: refused
 
 	memLimit    int64 // bytes the keys may be charged, 0: no limit (see memory.go)
 	memPolicy   MemoryPolicy
@@ -20,6 +22,10 @@ type Shard struct {
 	// the heap, once per decision.
 	verdict  verdict
 	verdicts [MaxAllLimits]verdict
+	// parts and pairs are scratch for unpacking a script's strings and
+	// HSET's pairs; a script's commands may use pairs while it runs.
+	parts, pairs [][]byte
+	call         ScriptCall // the script running
 }
 
 // Stats are a shard's counters, for INFO and metrics.
@@ -48,6 +54,12 @@ type Stats struct {
 	// none) and MemoryPolicy what happens at it.
 	Charged, MemoryLimit int64
 	MemoryPolicy         MemoryPolicy
+	// Scripts are the scripts cached, ScriptBytes what they are charged;
+	// ScriptRuns counts the scripts run and ScriptErrors those that ended
+	// in an error.
+	Scripts                  int
+	ScriptBytes              int64
+	ScriptRuns, ScriptErrors int64
 }
 
 // DecisionCount is how many decisions allowed and denied.
@@ -59,7 +71,7 @@ const sweepPerCommand = 2
 
 // NewShard returns an empty shard.
 func NewShard() *Shard {
-	return &Shard{keys: newKeyspace(), policies: make(map[string]*policy)}
+	return &Shard{keys: newKeyspace(), policies: make(map[string]*policy), scripts: newScriptCache()}
 }
 
 // Stats returns the shard's counters.
@@ -75,7 +87,8 @@ func (s *Shard) Stats() Stats {
 	st.Bytes = s.keys.bytes()
 	st.Now = s.now
 	st.Policies = len(s.policies)
-	st.Charged, st.MemoryLimit, st.MemoryPolicy = s.keys.charged(), s.memLimit, s.memPolicy
+	st.Charged, st.MemoryLimit, st.MemoryPolicy = s.charged(), s.memLimit, s.memPolicy
+	st.Scripts, st.ScriptBytes = len(s.scripts.byName), s.scripts.bytes
 	return st
 }
 
@@ -87,6 +100,13 @@ func (s *Shard) Stats() Stats {
 func (s *Shard) Apply(now int64, cmds []Command, out []Result) {
 	now = max(now, s.now)
 	s.now = now
+	s.applyCommands(now, cmds, out)
+	s.keys.reclaim(now, sweepPerCommand*len(cmds))
+}
+
+// applyCommands is Apply without the clock's update and the expiry sweep:
+// what a script's commands need too.
+func (s *Shard) applyCommands(now int64, cmds []Command, out []Result) {
 	for i := 0; i < len(cmds); i++ {
 		c, r := &cmds[i], &out[i]
 		*r = Result{}
@@ -105,6 +125,16 @@ func (s *Shard) Apply(now int64, cmds []Command, out []Result) {
 			s.release(now, c, r)
 		case OpGet, OpSet, OpIncrBy, OpExpire:
 			s.stringCommand(now, c, r)
+		case OpHGet, OpHSet, OpHMGet, OpHIncrBy, OpHIncrByFloat, OpHDel, OpHExists, OpHGetAll, OpHLen:
+			s.hashCommand(now, c, r)
+		case OpPush, OpPop, OpLIndex, OpLRange, OpLTrim, OpLLen:
+			s.listCommand(now, c, r)
+		case OpRename:
+			s.rename(now, c, r)
+		case OpEval:
+			s.eval(now, c, r)
+		case OpScriptLoad, OpScriptExists, OpScriptFlush:
+			s.scriptCommand(now, c, r)
 		case OpPolicySet, OpPolicyDel, OpPolicyList:
 			// RL.POLICY reads go through Inspect; OpPolicyList is here
 			// for a shard that is read through its log (another node's).
@@ -119,7 +149,6 @@ func (s *Shard) Apply(now int64, cmds []Command, out []Result) {
 			s.applyKeyspaceOp(now, c, r)
 		}
 	}
-	s.keys.reclaim(now, sweepPerCommand*len(cmds))
 }
 
 // lookup returns the record of key while it is live, or -1. An expired

@@ -113,10 +113,17 @@ func (s *Shard) set(now int64, c *Command, i int32, r *Result) {
 	}
 }
 
-// persists reports whether record i is a string without an expiry: the
-// keys INFO does not count among those that expire.
+// persists reports whether record i is a string, hash or list without an
+// expiry: the keys INFO does not count among those that expire.
 func (ks *keyspace) persists(i int32) bool {
-	return ks.kind(i) == KindString && ks.records[i].state[1] == 0
+	return settableExpiry(ks.kind(i)) && ks.records[i].state[1] == 0
+}
+
+// settableExpiry reports whether keys of kind have an expiry of their own,
+// which EXPIRE sets, in state[1]: Redis's types. A limiter's expiry follows
+// from its state.
+func settableExpiry(k Kind) bool {
+	return k == KindString || k == KindHash || k == KindList
 }
 
 // incrBy applies INCRBY (and INCR, DECR, DECRBY): Args[0] is added to the
@@ -150,13 +157,13 @@ func (s *Shard) incrBy(now int64, c *Command, i int32, r *Result) {
 }
 
 // expire applies EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT (Args[0] and Args[1]
-// give the time; Flags NX, XX, GT, LT the condition) and PERSIST: 1 when
-// the expiry changed. A limiter's expiry follows from its state, so it
-// cannot be set: 0 for a limiter key.
+// give the time; Flags NX, XX, GT, LT the condition) and PERSIST to a
+// string, hash or list: 1 when the expiry changed. A limiter's expiry
+// follows from its state, so it cannot be set: 0 for a limiter key.
 func (s *Shard) expire(now int64, c *Command, i int32, r *Result) {
 	ks := &s.keys
 	r.Type = ResInt
-	if i < 0 || ks.kind(i) != KindString {
+	if i < 0 || !settableExpiry(ks.kind(i)) {
 		return
 	}
 	cur := ks.records[i].state[1] // 0: none, which compares as infinite

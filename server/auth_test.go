@@ -49,7 +49,7 @@ func TestAuthRequired(t *testing.T) {
 		{cmd("RL.SLIDING", "k", "10", "1000"), wireNoAuth},
 		{cmd("CLIENT", "SETNAME", "x"), wireNoAuth},
 		{cmd("NOSUCH", "a"), "-ERR unknown command 'NOSUCH', with args beginning with: 'a' \r\n"},
-		{cmd("HGET"), "-ERR unknown command 'HGET', with args beginning with: \r\n"},
+		{cmd("ZCARD"), "-ERR unknown command 'ZCARD', with args beginning with: \r\n"},
 		{cmd("ECHO"), "-ERR wrong number of arguments for 'echo' command\r\n"},
 		{cmd("HELLO"), wireHelloAuth},
 		{cmd("HELLO", "3"), wireHelloAuth},

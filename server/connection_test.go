@@ -13,7 +13,7 @@ func helloReply(resp3 bool, id int64) string {
 	if resp3 {
 		head, proto = "%7\r\n", intReply(3)
 	}
-	return head + bulkReply("server") + bulkReply("rlserver") + bulkReply("version") + bulkReply(redisVersion) +
+	return head + bulkReply("server") + bulkReply("rlserver") + bulkReply("version") + bulkReply(RedisVersion) +
 		bulkReply("proto") + proto + bulkReply("id") + intReply(id) + bulkReply("mode") + bulkReply("standalone") +
 		bulkReply("role") + bulkReply("master") + bulkReply("modules") + "*0\r\n"
 }
@@ -206,7 +206,7 @@ func TestPingEcho(t *testing.T) {
 		{cmd("ECHO", "a\r\nb"), bulkReply("a\r\nb")},
 		{cmd("READONLY"), "+OK\r\n"},
 		{cmd("READWRITE"), "+OK\r\n"},
-		{cmd("HSET", "k", "v"), "-ERR unknown command 'HSET', with args beginning with: 'k' 'v' \r\n"},
+		{cmd("ZADD", "k", "v"), "-ERR unknown command 'ZADD', with args beginning with: 'k' 'v' \r\n"},
 	})
 }
 

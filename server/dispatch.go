@@ -139,6 +139,8 @@ func (c *client) serverCommand(spec *commands.Spec, args [][]byte, out []byte) [
 		return c.policyCommand(spec, args, out)
 	case commands.IDACL:
 		return c.aclCommand(spec, args, out)
+	case commands.IDScript:
+		return c.scriptCommand(spec, args, out)
 	}
 	return appendError(out, commands.UnknownCommand(args))
 }

@@ -75,6 +75,20 @@ func engineWord(code engine.Code) string {
 		// redis-cell replies "Cell error: Zero rates are not supported",
 		// without Redis's ERR: code that matches its reply keeps working.
 		return "Cell error:"
+	case engine.CodeNoScript:
+		return "NOSCRIPT"
+	case engine.CodeScript:
+		// A script's error is worded whole, its first word the one the
+		// script or the command it called gave it, as Redis replies it.
+		return ""
 	}
 	return "ERR"
+}
+
+// ErrorText is the text of the error reply to err, its first word
+// included, without "-": what a script sees of an error as {err=...}
+// (cmd/rlserver gives it to package script).
+func ErrorText(err error) string {
+	b := appendError(nil, err)
+	return string(b[1 : len(b)-2])
 }

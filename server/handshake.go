@@ -106,7 +106,7 @@ func (c *client) hello(args [][]byte, out []byte) []byte {
 	out = appendBulkString(out, "server")
 	out = appendBulkString(out, "rlserver")
 	out = appendBulkString(out, "version")
-	out = appendBulkString(out, redisVersion)
+	out = appendBulkString(out, RedisVersion)
 	out = appendBulkString(out, "proto")
 	out = appendInt(out, proto)
 	out = appendBulkString(out, "id")

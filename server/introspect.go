@@ -16,7 +16,7 @@ import (
 
 // infoSections are INFO's sections in Redis's order; "default" and "all"
 // name them all.
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "ratelimit", "policies", "raft", "cluster", "keyspace"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "ratelimit", "policies", "scripting", "raft", "cluster", "keyspace"}
 
 // info is INFO [section ...].
 func (c *client) info(args [][]byte, out []byte) []byte {
@@ -47,7 +47,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string, t *engine.Stats) 
 	switch section {
 	case "server":
 		uptime := time.Since(s.started)
-		line("redis_version", redisVersion)
+		line("redis_version", RedisVersion)
 		line("rlserver_version", s.cfg.Version)
 		line("redis_mode", s.mode())
 		line("os", runtime.GOOS+" "+runtime.GOARCH)
@@ -93,6 +93,16 @@ func (s *Server) writeInfo(b *strings.Builder, section string, t *engine.Stats) 
 		} else {
 			line("rl_durability", "none (--in-memory)")
 		}
+	case "scripting":
+		// The scripts the shard holding the most holds (SCRIPT LOAD puts a
+		// script in every shard), their bytes over every shard, and the
+		// scripts this node's replicas ran.
+		line("number_of_cached_scripts", t.Scripts)
+		line("used_memory_scripts_eval", t.ScriptBytes)
+		line("used_memory_scripts_eval_human", humanBytes(uint64(t.ScriptBytes)))
+		line("rl_scripts_run", t.ScriptRuns)
+		line("rl_script_errors", t.ScriptErrors)
+		line("rl_script_runtime", engine.ScriptRuntime)
 	case "stats":
 		line("total_connections_received", s.stats.connections.Load())
 		line("total_commands_processed", s.stats.commands.Load())
@@ -283,6 +293,10 @@ func (s *Server) total() engine.Stats {
 		t.RejectedOOM += st.RejectedOOM
 		t.Charged += st.Charged
 		t.Policies = max(t.Policies, st.Policies)
+		t.Scripts = max(t.Scripts, st.Scripts)
+		t.ScriptBytes += st.ScriptBytes
+		t.ScriptRuns += st.ScriptRuns
+		t.ScriptErrors += st.ScriptErrors
 	}
 	return t
 }

@@ -168,6 +168,12 @@ func appendResult(b []byte, r *engine.Result, resp3 bool) []byte {
 		return b
 	case engine.ResError:
 		return appendError(b, r.Err)
+	case engine.ResRESP:
+		if resp3 {
+			return append(b, r.Text...)
+		}
+		b, _ = appendRESP2(b, []byte(r.Text))
+		return b
 	}
 	return appendError(b, engine.ErrUnknownOp)
 }

@@ -65,9 +65,10 @@ type DebugClock interface {
 	Real()
 }
 
-// redisVersion is the Redis version rlserver reports: clients pick their
-// behaviour from it, and rlserver answers as Redis 7 does.
-const redisVersion = "7.4.0"
+// RedisVersion is the Redis version rlserver reports (HELLO, INFO, a
+// script's redis.REDIS_VERSION): clients pick their behaviour from it, and
+// rlserver answers as Redis 7 does.
+const RedisVersion = "7.4.0"
 
 // Server serves the Redis protocol on its listeners (Serve, ServeTLS).
 type Server struct {

@@ -101,8 +101,8 @@ func (t *trackingTable) Written(shard int, cmds []engine.Command) {
 		switch op := cmds[i].Op; {
 		case op == engine.OpFlush:
 			t.flushLocked()
-		case changesKey(op):
-			t.invalidateLocked(cmds[i].Key)
+		case changesKey(op, &cmds[i]):
+			cmds[i].EachKey(t.invalidateLocked)
 		}
 	}
 }
@@ -115,8 +115,13 @@ func (t *trackingTable) anyTracked(cmds []engine.Command) bool {
 		switch op := cmds[i].Op; {
 		case op == engine.OpFlush:
 			return true
-		case changesKey(op):
-			if _, ok := t.keys[string(cmds[i].Key)]; ok {
+		case changesKey(op, &cmds[i]):
+			tracked := false
+			cmds[i].EachKey(func(k []byte) {
+				_, ok := t.keys[string(k)]
+				tracked = tracked || ok
+			})
+			if tracked {
 				return true
 			}
 		}
@@ -124,15 +129,21 @@ func (t *trackingTable) anyTracked(cmds []engine.Command) bool {
 	return false
 }
 
-// changesKey reports whether op may change the key it names. Ops without a
-// key (the clock, the expiry sweep, the memory limit, policies) have nothing
-// to invalidate: expiry and eviction are not reported.
-func changesKey(op engine.Op) bool {
+// changesKey reports whether c, of op, may change the keys it names (a
+// script: those it declares, the only ones it may write). Ops without a
+// key (the clock, the expiry sweep, the memory limit, policies, the script
+// cache) have nothing to invalidate: expiry and eviction are not reported.
+func changesKey(op engine.Op, c *engine.Command) bool {
 	switch op {
 	case engine.OpExists, engine.OpType, engine.OpPTTL, engine.OpTTL, engine.OpInfo, engine.OpUsage,
 		engine.OpGet, engine.OpDBSize, engine.OpScan, engine.OpDigest, engine.OpPolicyList,
-		engine.OpSetClock, engine.OpSweep, engine.OpMemoryLimit, engine.OpPolicySet, engine.OpPolicyDel:
+		engine.OpSetClock, engine.OpSweep, engine.OpMemoryLimit, engine.OpPolicySet, engine.OpPolicyDel,
+		engine.OpHGet, engine.OpHMGet, engine.OpHExists, engine.OpHGetAll, engine.OpHLen,
+		engine.OpLIndex, engine.OpLRange, engine.OpLLen,
+		engine.OpScriptLoad, engine.OpScriptExists, engine.OpScriptFlush:
 		return false
+	case engine.OpEval:
+		return c.Flags&engine.FlagReadOnly == 0
 	}
 	return true
 }

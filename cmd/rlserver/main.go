@@ -26,6 +26,7 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/persistence"
+	"github.com/rlserver/rlserver/script"
 	"github.com/rlserver/rlserver/server"
 )
 
@@ -201,9 +202,10 @@ func serve(o options, log *slog.Logger) error {
 // for, and names the mode for the log. raft is nil in memory. hashicorp/raft
 // logs into log too, at the levels cluster gives its records.
 func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Logger) (shards backend, raft *cluster.RaftShards, mode string, err error) {
+	scripts := script.New(script.Config{ErrorText: server.ErrorText, Log: log, RedisVersion: server.RedisVersion})
 	if o.inMemory {
 		cfg := cluster.DefaultMemoryConfig()
-		cfg.Shards, cfg.Clock = o.shards, clock
+		cfg.Shards, cfg.Clock, cfg.Scripts = o.shards, clock, scripts
 		m, err := cluster.NewMemoryShards(cfg)
 		if err != nil {
 			return nil, nil, "", err
@@ -219,7 +221,7 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 		return nil, nil, "", identityInFlags(err)
 	}
 	cfg := cluster.DefaultRaftConfig(self, members)
-	cfg.Shards, cfg.Layout, cfg.Clock, cfg.BusTLS = o.shards, layout, clock, o.access.busTLS
+	cfg.Shards, cfg.Layout, cfg.Clock, cfg.BusTLS, cfg.Scripts = o.shards, layout, clock, o.access.busTLS, scripts
 	cfg.Log = log
 	cfg.RequestTimeout = o.reqTimeout
 	if o.heartbeat != 0 { // --raft-heartbeat is both timeouts

@@ -145,6 +145,7 @@ func runAll(dir string, filter *regexp.Regexp) []result {
 	if filter.MatchString("docs") {
 		results = append(results, runSnippets("single", open, secured, nil)...)
 	}
+	results = append(results, runLimiters(dir, "single", []string{open.Addr}, filter)...)
 	open.stop()
 	secured.stop()
 
@@ -198,6 +199,7 @@ func runAll(dir string, filter *regexp.Regexp) []result {
 	if filter.MatchString("docs") {
 		results = append(results, runSnippets("cluster", nil, nil, cl)...)
 	}
+	results = append(results, runLimiters(dir, "cluster", cl.Addrs(), filter)...)
 	return results
 }
 
@@ -272,7 +274,11 @@ func dashes(n int) string { return strings.Repeat("-", n) }
 // then the tools, then rlserver's own rows.
 func clientOrder(c string) int {
 	order := append([]string{"redis-py"}, nodeLibs...)
-	order = append(order, "go-redis", "rueidis", "redis-cli", "redis-benchmark", "docs/clients.md", "rlserver")
+	order = append(order, "go-redis", "rueidis", "redis-cli", "redis-benchmark", "docs/clients.md")
+	for _, p := range limiterPrograms(regexp.MustCompile("")) {
+		order = append(order, p.lib)
+	}
+	order = append(order, "rlserver")
 	for i, o := range order {
 		if o == c {
 			return i

@@ -34,12 +34,8 @@ type target struct {
 func runScenario(p scenarioProgram, t target, prefix string) []result {
 	ctx, cancel := context.WithTimeout(context.Background(), t.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, p.argv[0], p.argv[1:]...)
-	cmd.Dir = *compatDir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Env = append(os.Environ(),
+	cmd := programCommand(ctx, p.argv)
+	cmd.Env = append(cmd.Env,
 		"COMPAT_MODE="+t.mode,
 		"COMPAT_ADDRS="+strings.Join(t.addrs, ","),
 		"COMPAT_AUTH_ADDRS="+strings.Join(t.authAddrs, ","),
@@ -145,4 +141,17 @@ func control(t target, args []string) string {
 		return "OK\trestarted; every shard led by its preferred node"
 	}
 	return fmt.Sprintf("ERR\tunknown control %q", args)
+}
+
+// programCommand is the command that runs a scenario program, argv, in
+// tests/compat with the driver's environment; when ctx ends, the program
+// and its children are killed.
+func programCommand(ctx context.Context, argv []string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = *compatDir
+	cmd.Env = os.Environ()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
 }

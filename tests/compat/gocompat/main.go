@@ -1,12 +1,13 @@
 // Command gocompat runs rlserver's compatibility scenario through the Go
 // clients: go-redis v9 (Client and ClusterClient) and rueidis (its single
-// and cluster modes, client-side caching left on).
+// and cluster modes, client-side caching left on); and, for the limiters
+// stage, go-redis/redis_rate.
 //
 // It is one of the scenario programs tests/compat/run starts; the driver
 // (tests/compat/driver) gives it the servers in the environment and reads
 // its result lines. See tests/compat/README.md for the protocol.
 //
-//	gocompat go-redis|rueidis
+//	gocompat go-redis|rueidis|redis_rate
 package main
 
 import (
@@ -23,8 +24,15 @@ import (
 
 func main() {
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: gocompat go-redis|rueidis")
+		fmt.Fprintln(os.Stderr, "usage: gocompat go-redis|rueidis|redis_rate")
 		os.Exit(2)
+	}
+	if os.Args[1] == "redis_rate" { // the limiters stage: LIMITER_* variables
+		if err := runRedisRate(); err != nil {
+			fmt.Fprintln(os.Stderr, "gocompat redis_rate:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	env, err := readEnv()
 	if err != nil {

@@ -1,0 +1,242 @@
+package script
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// The redis table, as Redis 7 gives it to scripts.
+
+// The errors of redis.call and redis.pcall, in Redis's words.
+var (
+	errNoArgs      = errors.New("ERR Please specify at least one argument for this redis lib call")
+	errArgType     = errors.New("ERR Lua redis lib command arguments must be strings or integers")
+	errUnknown     = errors.New("ERR Unknown Redis command called from script")
+	errNotAllowed  = errors.New("ERR This Redis command is not allowed from script")
+	errWrongArgs   = errors.New("ERR Wrong number of args calling Redis command from script")
+	errWriteInRO   = errors.New("ERR Write commands are not allowed from read-only scripts.")
+	errRESPVersion = errors.New("RESP version must be 2 or 3.")
+)
+
+// redisLib builds the redis table.
+func (in *interp) redisLib() *lua.LTable {
+	L := in.L
+	t := L.NewTable()
+	fns := map[string]lua.LGFunction{
+		"call":  func(L *lua.LState) int { return in.redisCall(L, true) },
+		"pcall": func(L *lua.LState) int { return in.redisCall(L, false) },
+		"error_reply": func(L *lua.LState) int {
+			L.Push(errorTable(L, L.CheckString(1)))
+			return 1
+		},
+		"status_reply": func(L *lua.LState) int {
+			L.Push(statusTable(L, L.CheckString(1)))
+			return 1
+		},
+		"sha1hex": func(L *lua.LState) int {
+			h := sha1.Sum([]byte(L.CheckString(1)))
+			L.Push(lua.LString(hex.EncodeToString(h[:])))
+			return 1
+		},
+		"log": in.log,
+		"setresp": func(L *lua.LState) int {
+			switch L.CheckInt(1) {
+			case 2:
+				in.resp3 = false
+			case 3:
+				in.resp3 = true
+			default:
+				L.RaiseError("%s", errRESPVersion.Error())
+			}
+			return 0
+		},
+		// Scripts always replicate as a whole here (see engine/script.go);
+		// what Redis 7 accepts for effects replication is accepted.
+		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
+		"set_repl":           func(L *lua.LState) int { return 0 },
+		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
+		"debug":              func(L *lua.LState) int { return 0 },
+	}
+	// In name order: the order a table's keys are set is the order pairs
+	// visits them, and Go's maps have none.
+	for _, name := range slices.Sorted(maps.Keys(fns)) {
+		t.RawSetString(name, L.NewFunction(fns[name]))
+	}
+	consts := map[string]int{"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3,
+		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3}
+	for _, name := range slices.Sorted(maps.Keys(consts)) {
+		t.RawSetString(name, lua.LNumber(consts[name]))
+	}
+	t.RawSetString("REDIS_VERSION", lua.LString(in.r.cfg.RedisVersion))
+	return t
+}
+
+// log is redis.log(level, message ...): to the runner's logger, at the
+// level's slog equivalent. Every replica runs the script, so every replica
+// logs it.
+func (in *interp) log(L *lua.LState) int {
+	level := L.CheckInt(1)
+	if L.GetTop() < 2 {
+		L.RaiseError("redis.log() requires two arguments or more.")
+	}
+	msg := ""
+	for i := 2; i <= L.GetTop(); i++ {
+		if i > 2 {
+			msg += " "
+		}
+		msg += lua.LVAsString(L.Get(i))
+	}
+	lvl := []slog.Level{slog.LevelDebug, slog.LevelDebug, slog.LevelInfo, slog.LevelWarn}[min(max(level, 0), 3)]
+	in.r.cfg.Log.Log(context.Background(), lvl, "script: "+msg, "sha", in.call.SHA)
+	return 0
+}
+
+// scriptable and writes say, by Spec.Index, which commands a script may
+// call (those on keys, but the noscript ones: EVAL and its kin) and which
+// of them write (refused in a read-only script).
+var scriptable, writes = func() (may, write []bool) {
+	specs := commands.Specs()
+	may, write = make([]bool, len(specs)), make([]bool, len(specs))
+	for _, s := range specs {
+		may[s.Index] = s.Route == commands.RouteKey && !slices.Contains(s.Flags, "noscript")
+		write[s.Index] = slices.Contains(s.Flags, "write")
+	}
+	return may, write
+}()
+
+// redisCall is redis.call (raise true: an error stops the script) and
+// redis.pcall (an error is returned as {err=...}).
+func (in *interp) redisCall(L *lua.LState, raise bool) int {
+	v, err := in.command(L)
+	if err != nil {
+		t := errorTable(L, in.errorText(err))
+		if raise {
+			in.errLine = currentLine(L)
+			L.Error(t, 0)
+		}
+		L.Push(t)
+		return 1
+	}
+	L.Push(v)
+	return 1
+}
+
+// command runs the command redis.call's arguments name, and returns its
+// reply as a Lua value.
+func (in *interp) command(L *lua.LState) (lua.LValue, error) {
+	n := L.GetTop()
+	if n == 0 {
+		return nil, errNoArgs
+	}
+	args := in.args[:0]
+	in.argBuf = in.argBuf[:0]
+	for i := 1; i <= n; i++ {
+		a, buf, ok := argString(L.Get(i), in.argBuf)
+		in.argBuf = buf
+		if !ok {
+			return nil, errArgType
+		}
+		if !in.meter.charge(int64(len(a)) + slotCharge) {
+			return nil, in.meter.over
+		}
+		args = append(args, a)
+	}
+	in.args = args
+	spec := commands.Lookup(args[0])
+	if spec == nil {
+		return nil, errUnknown
+	}
+	if spec.Route == commands.RouteServer {
+		return in.serverCommand(spec, args)
+	}
+	if !scriptable[spec.Index] {
+		return nil, errNotAllowed
+	}
+	if spec.CheckArity(args) != nil {
+		return nil, errWrongArgs
+	}
+	if in.call.ReadOnly && writes[spec.Index] {
+		return nil, errWriteInRO
+	}
+	cmds, err := spec.Parse(args, in.cmds[:0])
+	in.cmds = cmds
+	if err != nil {
+		return nil, err
+	}
+	in.results = slices.Grow(in.results[:0], len(cmds))[:len(cmds)]
+	if err := in.call.Apply(cmds, in.results); err != nil {
+		return nil, err
+	}
+	return in.combine(spec, in.results)
+}
+
+// combine is the reply of a command answered by results, as the server
+// gives it: a command over several keys (DEL a b) sums them, SETNX is 1
+// or 0, RL.ALL is an array of the overall decision and the limits'.
+func (in *interp) combine(spec *commands.Spec, results []engine.Result) (lua.LValue, error) {
+	for i := range results {
+		if results[i].Type == engine.ResError && (spec.ID != commands.IDAll || i == 0) {
+			return nil, results[i].Err
+		}
+	}
+	switch {
+	case spec.ID == commands.IDSetNX:
+		if results[0].Type == engine.ResOK {
+			return lua.LNumber(1), nil
+		}
+		return lua.LNumber(0), nil
+	case spec.ID == commands.IDAll:
+		t := in.L.CreateTable(len(results), 0)
+		for i := range results {
+			t.Append(in.resultValue(&results[i]))
+		}
+		return t, nil
+	case len(results) == 1:
+		return in.resultValue(&results[0]), nil
+	}
+	var sum int64
+	for i := range results {
+		sum += results[i].Int
+	}
+	return lua.LNumber(sum), nil
+}
+
+// serverCommand runs the server's commands a script may call: TIME (the
+// entry's time, the same on every replica), PING and ECHO.
+func (in *interp) serverCommand(spec *commands.Spec, args [][]byte) (lua.LValue, error) {
+	if spec.CheckArity(args) != nil {
+		return nil, errWrongArgs
+	}
+	L := in.L
+	switch spec.ID {
+	case commands.IDTime:
+		t := L.CreateTable(2, 0)
+		t.Append(lua.LString(strconv.FormatInt(in.call.Now/1000, 10)))
+		t.Append(lua.LString(strconv.FormatInt(in.call.Now%1000*1000, 10)))
+		return t, nil
+	case commands.IDPing:
+		if len(args) == 2 {
+			return lua.LString(args[1]), nil
+		}
+		return statusTable(L, "PONG"), nil
+	case commands.IDEcho:
+		return lua.LString(args[1]), nil
+	}
+	return nil, errNotAllowed
+}
+
+// errorText is an error's reply text, its first word included.
+func (in *interp) errorText(err error) string {
+	return in.r.cfg.ErrorText(err)
+}

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/engine"
+)
+
+// SCRIPT. The script cache is kept in every shard (engine/scriptcache.go),
+// so SCRIPT LOAD and FLUSH go through every shard's log, like RL.POLICY SET:
+// a script loaded through one node is found by EVALSHA on every node,
+// whichever shard its keys are on. SCRIPT EXISTS goes through the logs too,
+// so that it answers what every acknowledged LOAD and FLUSH did. Both are
+// idempotent: after an error (TRYAGAIN when a shard has no leader), sending
+// them again completes them.
+
+var errNotBusy = errors.New("NOTBUSY No scripts in execution right now.")
+
+// scriptCommand is SCRIPT LOAD, EXISTS, FLUSH, KILL and HELP.
+func (c *client) scriptCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+	sub, err := c.subcommand(spec, args)
+	if err != nil {
+		return appendError(out, err)
+	}
+	switch sub.Name {
+	case "script|load":
+		results, err := c.everyShard(engine.Command{Op: engine.OpScriptLoad, Value: args[2]})
+		if err != nil {
+			return appendError(out, err)
+		}
+		for i := range results {
+			if results[i].Type == engine.ResError {
+				return appendError(out, results[i].Err)
+			}
+		}
+		return appendBulkString(out, results[0].Text)
+	case "script|exists":
+		names := make([][]byte, len(args)-2)
+		for i, a := range args[2:] {
+			if names[i], _ = commands.SHA1(a); names[i] == nil {
+				names[i] = []byte("-") // no script has it: 0
+			}
+		}
+		results, err := c.everyShard(engine.Command{Op: engine.OpScriptExists, Value: engine.Pack(names)})
+		if err != nil {
+			return appendError(out, err)
+		}
+		// 1 where every shard holds the script: EVALSHA runs it whatever
+		// its keys.
+		held := make([]bool, len(names))
+		for i := range held {
+			held[i] = true
+		}
+		for _, r := range results {
+			if r.Type != engine.ResRESP {
+				return appendResult(out, &r, false)
+			}
+			for i, n := range respInts(r.Text) {
+				if i < len(held) {
+					held[i] = held[i] && n == 1
+				}
+			}
+		}
+		out = appendArray(out, len(held))
+		for _, h := range held {
+			if h {
+				out = appendInt(out, 1)
+			} else {
+				out = appendInt(out, 0)
+			}
+		}
+		return out
+	case "script|flush":
+		if err := commands.ParseFlush(args[1:]); err != nil {
+			return appendError(out, err)
+		}
+		if _, err := c.everyShard(engine.Command{Op: engine.OpScriptFlush}); err != nil {
+			return appendError(out, err)
+		}
+		return appendOK(out)
+	case "script|kill":
+		// A script is bounded by the instructions it may run, so none runs
+		// long enough to need killing (docs/scripting.md).
+		return appendError(out, errNotBusy)
+	}
+	return appendHelp(out, spec)
+}
+
+// respInts reads a RESP3 array of integers, as SCRIPT EXISTS's shards
+// answer.
+func respInts(s string) []int64 {
+	var out []int64
+	for _, line := range strings.Split(s, "\r\n")[1:] {
+		if n, err := strconv.ParseInt(strings.TrimPrefix(line, ":"), 10, 64); err == nil && strings.HasPrefix(line, ":") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
