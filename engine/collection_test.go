@@ -156,14 +156,14 @@ func (f *fakeRunner) Compile(body []byte) error {
 	return nil
 }
 
-func (f *fakeRunner) Run(call *ScriptCall) ([]byte, error) {
+func (f *fakeRunner) Run(call *ScriptCall, dst []byte) ([]byte, error) {
 	f.runs++
 	c := []Command{{Op: OpPush, Key: []byte("l"), Value: Pack(call.Args)}}
 	out := make([]Result, 1)
 	if err := call.Apply(c, out); err != nil {
 		return nil, err
 	}
-	return AppendRESPInt(nil, out[0].Int), nil
+	return AppendRESPInt(dst, out[0].Int), nil
 }
 
 // eval is EVAL of body, or with sha EVALSHA of body's SHA1.

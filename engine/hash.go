@@ -33,7 +33,7 @@ func (s *Shard) hashCommand(now int64, c *Command, r *Result) {
 			r.Type, r.Text = ResBulk, ks.hashes[i][j].value
 		}
 	case OpHMGet:
-		b := AppendRESPHeader(make([]byte, 0, 64), '*', packedCount(c.Value))
+		b := AppendRESPHeader(s.respScratch[:0], '*', packedCount(c.Value))
 		h := ks.hashes[i]
 		for v := c.Value; len(v) > 0; {
 			var f []byte
@@ -44,7 +44,7 @@ func (s *Shard) hashCommand(now int64, c *Command, r *Result) {
 				b = AppendRESPNull(b)
 			}
 		}
-		r.Type, r.Text = ResRESP, string(b)
+		r.Type, r.Text = ResRESP, s.respText(b)
 	case OpHExists:
 		r.Type = ResInt
 		if ks.hashField(i, c.Value) >= 0 {
@@ -54,11 +54,11 @@ func (s *Shard) hashCommand(now int64, c *Command, r *Result) {
 		r.Type, r.Int = ResInt, int64(len(ks.hashes[i]))
 	case OpHGetAll:
 		h := ks.hashes[i]
-		b := AppendRESPHeader(nil, '%', len(h))
+		b := AppendRESPHeader(s.respScratch[:0], '%', len(h))
 		for _, f := range h {
 			b = appendRESPBulkString(appendRESPBulkString(b, f.name), f.value)
 		}
-		r.Type, r.Text = ResRESP, string(b)
+		r.Type, r.Text = ResRESP, s.respText(b)
 	case OpHSet:
 		s.hset(now, c, i, r)
 	case OpHDel:

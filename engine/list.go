@@ -23,11 +23,11 @@ func (s *Shard) listCommand(now int64, c *Command, r *Result) {
 		}
 	case OpLRange:
 		from, to := listRange(c.Args[0], c.Args[1], len(l))
-		b := AppendRESPHeader(nil, '*', max(to-from, 0))
+		b := AppendRESPHeader(s.respScratch[:0], '*', max(to-from, 0))
 		for k := from; k < to; k++ {
 			b = appendRESPBulkString(b, l[len(l)-1-k])
 		}
-		r.Type, r.Text = ResRESP, string(b)
+		r.Type, r.Text = ResRESP, s.respText(b)
 	case OpLTrim:
 		r.Type = ResOK
 		if i < 0 {
@@ -159,9 +159,9 @@ func (s *Shard) pop(c *Command, i int32, r *Result) {
 		r.Type, r.Text = ResBulk, popped[0]
 		return
 	}
-	b := AppendRESPHeader(nil, '*', len(popped))
+	b := AppendRESPHeader(s.respScratch[:0], '*', len(popped))
 	for _, e := range popped {
 		b = appendRESPBulkString(b, e)
 	}
-	r.Type, r.Text = ResRESP, string(b)
+	r.Type, r.Text = ResRESP, s.respText(b)
 }

@@ -65,3 +65,16 @@ func AppendRESPBool(b []byte, v bool) []byte {
 	}
 	return append(b, "#f\r\n"...)
 }
+
+// maxKeptScratch is the largest scratch a shard keeps for replies between
+// commands: a rare large reply is not held for the life of the shard.
+const maxKeptScratch = 64 << 10
+
+// respText is the reply b, written in the shard's respScratch, as a Result's
+// Text: copied once, the scratch kept for the next reply.
+func (s *Shard) respText(b []byte) string {
+	if cap(b) <= maxKeptScratch {
+		s.respScratch = b[:0]
+	}
+	return string(b)
+}

@@ -43,10 +43,11 @@ type ScriptRunner interface {
 	// nothing is cached.
 	Compile(body []byte) error
 	// Run runs call's script, applying the commands it calls with
-	// call.Apply, and returns its reply in RESP3 (see resp.go), or the
-	// error it ended with (an *Error of CodeScript, whose message is the
-	// whole reply).
-	Run(call *ScriptCall) (reply []byte, err error)
+	// call.Apply, and returns its reply in RESP3 (see resp.go) appended to
+	// dst (the shard's scratch, which it copies at once), or the error it
+	// ended with (an *Error of CodeScript, whose message is the whole
+	// reply).
+	Run(call *ScriptCall, dst []byte) (reply []byte, err error)
 }
 
 // ScriptCall is one run of a script on a shard.
@@ -151,7 +152,10 @@ func (s *Shard) eval(now int64, c *Command, r *Result) {
 		}
 	}
 	s.stat.ScriptRuns++
-	reply, err := s.runner.Run(call)
+	reply, err := s.runner.Run(call, s.scriptReply[:0])
+	if cap(reply) <= maxKeptScratch {
+		s.scriptReply = reply[:0]
+	}
 	if err != nil {
 		s.stat.ScriptErrors++
 		r.Type, r.Err = ResError, err

@@ -26,6 +26,8 @@ type Shard struct {
 	// HSET's pairs; a script's commands may use pairs while it runs.
 	parts, pairs [][]byte
 	call         ScriptCall // the script running
+	scriptReply  []byte     // scratch for a script's reply, copied into its Result
+	respScratch  []byte     // and for a reply of several values (see respText)
 }
 
 // Stats are a shard's counters, for INFO and metrics.

@@ -3,6 +3,7 @@ package script
 import (
 	"math"
 	"strconv"
+	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -133,7 +134,7 @@ func (in *interp) resultValue(r *engine.Result) lua.LValue {
 	L := in.L
 	switch r.Type {
 	case engine.ResInt:
-		return lua.LNumber(r.Int)
+		return in.boxes.boxInt(r.Int)
 	case engine.ResBulk:
 		return lua.LString(r.Text)
 	case engine.ResIntBulk:
@@ -158,13 +159,13 @@ func (in *interp) resultValue(r *engine.Result) lua.LValue {
 		if in.resp3 {
 			m := L.CreateTable(0, len(names))
 			for i, n := range names {
-				m.RawSetString(n, lua.LNumber(vals[i]))
+				m.RawSetString(n, in.boxes.boxInt(vals[i]))
 			}
 			return mapTable(L, m)
 		}
 		t := L.CreateTable(len(vals), 0)
 		for _, v := range vals {
-			t.Append(lua.LNumber(v))
+			t.Append(in.boxes.boxInt(v))
 		}
 		return t
 	case engine.ResThrottle:
@@ -194,7 +195,7 @@ func (in *interp) resultValue(r *engine.Result) lua.LValue {
 		}
 		return t
 	case engine.ResRESP:
-		v, _ := in.parseRESP([]byte(r.Text))
+		v, _ := in.parseRESP(r.Text)
 		return v
 	case engine.ResError:
 		return errorTable(L, in.errorText(r.Err))
@@ -210,27 +211,28 @@ func (in *interp) null() lua.LValue {
 	return lua.LFalse
 }
 
-// parseRESP reads one RESP3 value at the start of b (the engine's own
+// parseRESP reads one RESP3 value at the start of s (the engine's own
 // replies, so well formed) and returns it as a Lua value, with the rest.
-func (in *interp) parseRESP(b []byte) (lua.LValue, []byte) {
-	if len(b) < 3 {
-		return in.null(), nil
+// The strings it returns share s's bytes: s is immutable, and a script
+// reads its reply only while s is alive.
+func (in *interp) parseRESP(s string) (lua.LValue, string) {
+	if len(s) < 3 {
+		return in.null(), ""
 	}
-	kind := b[0]
-	end := 1
-	for end < len(b) && b[end] != '\r' {
-		end++
+	kind := s[0]
+	end := strings.IndexByte(s, '\r')
+	if end < 0 {
+		end = len(s)
 	}
-	line := string(b[1:end])
-	rest := b[min(end+2, len(b)):]
-	n, _ := strconv.Atoi(line)
+	line := s[1:end]
+	rest := s[min(end+2, len(s)):]
 	L := in.L
 	switch kind {
 	case '$':
-		n = min(max(n, 0), len(rest))
+		n := min(max(respInt(line), 0), len(rest))
 		return lua.LString(rest[:n]), rest[min(n+2, len(rest)):]
 	case ':':
-		return lua.LNumber(n), rest
+		return in.boxes.boxInt(int64(respInt(line))), rest
 	case '_':
 		return in.null(), rest
 	case '+':
@@ -238,6 +240,7 @@ func (in *interp) parseRESP(b []byte) (lua.LValue, []byte) {
 	case '-':
 		return errorTable(L, line), rest
 	case '*', '%':
+		n := respInt(line)
 		count := max(n, 0)
 		if kind == '%' {
 			count = 2 * count
@@ -261,6 +264,16 @@ func (in *interp) parseRESP(b []byte) (lua.LValue, []byte) {
 		return t, rest
 	}
 	return in.null(), rest
+}
+
+// respInt is the integer of a RESP header or integer line, 0 when it is
+// not one (the engine writes only integers there).
+func respInt(line string) int {
+	n, err := strconv.Atoi(line)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // mapTable is a RESP3 map as Lua sees it: {map=m}.

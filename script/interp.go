@@ -35,6 +35,10 @@ type interp struct {
 	fns       map[*lua.FunctionProto]*lua.LFunction
 	keys      *lua.LTable // the latest run's KEYS and ARGV (see stringTable)
 	argv      *lua.LTable
+	boxes     numberBoxes // numbers handed to the interpreter (boxes.go)
+	// TIME's reply for the time timeAt (see time).
+	timeAt               int64
+	timeSecs, timeMicros lua.LValue
 }
 
 func init() {
@@ -90,6 +94,7 @@ func newInterp(r *Runner) *interp {
 	math := copyTable(L, opened.RawGetString("math").(*lua.LTable))
 	math.RawSetString("random", L.NewFunction(in.random))
 	math.RawSetString("randomseed", L.NewFunction(in.randomseed))
+	in.fastNumbers(real, math)
 
 	strView := in.readOnly(str)
 	real.RawSetString("string", strView)
@@ -154,8 +159,9 @@ func (in *interp) readOnly(t *lua.LTable) *lua.LTable {
 	return view
 }
 
-// run runs proto with call's keys and arguments, and returns the reply.
-func (in *interp) run(proto *lua.FunctionProto, call *engine.ScriptCall) ([]byte, error) {
+// run runs proto with call's keys and arguments, and returns the reply
+// appended to dst.
+func (in *interp) run(proto *lua.FunctionProto, call *engine.ScriptCall, dst []byte) ([]byte, error) {
 	L := in.L
 	in.meter.reset()
 	in.rand.seed(0)
@@ -187,7 +193,7 @@ func (in *interp) run(proto *lua.FunctionProto, call *engine.ScriptCall) ([]byte
 		L.SetTop(0)
 		return nil, in.runError(err, call)
 	}
-	reply := in.appendReply(nil, L.Get(-1), in.resp3, 0)
+	reply := in.appendReply(dst, L.Get(-1), in.resp3, 0)
 	L.SetTop(0)
 	if len(reply) > engine.MaxValue {
 		return nil, in.scriptError("ERR the script's reply is longer than the most a reply may be", call)
@@ -199,7 +205,9 @@ func (in *interp) run(proto *lua.FunctionProto, call *engine.ScriptCall) ([]byte
 // run's, refilled when that run left it as it was given (the same length,
 // nothing else in it, no metatable), a new one otherwise. No run keeps a
 // table past its end (a script can store nothing outside itself), so
-// nothing can see the old contents change.
+// nothing can see the old contents change. A string equal to the one
+// already in its place is kept as it is: a library sends the same limits
+// and windows over and over, and a new Lua string costs two allocations.
 func (in *interp) stringTable(last **lua.LTable, ss [][]byte) *lua.LTable {
 	t := *last
 	n := len(ss)
@@ -209,6 +217,9 @@ func (in *interp) stringTable(last **lua.LTable, ss [][]byte) *lua.LTable {
 	}
 	for i, s := range ss {
 		in.meter.charge(int64(len(s)) + slotCharge)
+		if old, ok := t.RawGetInt(i + 1).(lua.LString); ok && string(old) == string(s) {
+			continue
+		}
 		t.RawSetInt(i+1, lua.LString(s))
 	}
 	return t

@@ -193,9 +193,9 @@ func (in *interp) combine(spec *commands.Spec, results []engine.Result) (lua.LVa
 	switch {
 	case spec.ID == commands.IDSetNX:
 		if results[0].Type == engine.ResOK {
-			return lua.LNumber(1), nil
+			return in.boxes.boxInt(1), nil
 		}
-		return lua.LNumber(0), nil
+		return in.boxes.boxInt(0), nil
 	case spec.ID == commands.IDAll:
 		t := in.L.CreateTable(len(results), 0)
 		for i := range results {
@@ -209,7 +209,7 @@ func (in *interp) combine(spec *commands.Spec, results []engine.Result) (lua.LVa
 	for i := range results {
 		sum += results[i].Int
 	}
-	return lua.LNumber(sum), nil
+	return in.boxes.boxInt(sum), nil
 }
 
 // serverCommand runs the server's commands a script may call: TIME (the
@@ -221,9 +221,10 @@ func (in *interp) serverCommand(spec *commands.Spec, args [][]byte) (lua.LValue,
 	L := in.L
 	switch spec.ID {
 	case commands.IDTime:
+		secs, micros := in.time()
 		t := L.CreateTable(2, 0)
-		t.Append(lua.LString(strconv.FormatInt(in.call.Now/1000, 10)))
-		t.Append(lua.LString(strconv.FormatInt(in.call.Now%1000*1000, 10)))
+		t.Append(secs)
+		t.Append(micros)
 		return t, nil
 	case commands.IDPing:
 		if len(args) == 2 {
@@ -239,4 +240,17 @@ func (in *interp) serverCommand(spec *commands.Spec, args [][]byte) (lua.LValue,
 // errorText is an error's reply text, its first word included.
 func (in *interp) errorText(err error) string {
 	return in.r.cfg.ErrorText(err)
+}
+
+// time is TIME's two strings for the run's time, in seconds and
+// microseconds: kept from the latest run at the same time (every script of
+// a batch shares its time), as they cost four allocations to make.
+func (in *interp) time() (secs, micros lua.LValue) {
+	now := in.call.Now
+	if in.timeAt != now || in.timeSecs == nil {
+		in.timeAt = now
+		in.timeSecs = lua.LString(strconv.FormatInt(now/1000, 10))
+		in.timeMicros = lua.LString(strconv.FormatInt(now%1000*1000, 10))
+	}
+	return in.timeSecs, in.timeMicros
 }

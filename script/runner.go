@@ -91,15 +91,16 @@ func (r *Runner) proto(sha string, body []byte) (*lua.FunctionProto, error) {
 	return p, nil
 }
 
-// Run runs call's script on an idle interpreter.
-func (r *Runner) Run(call *engine.ScriptCall) ([]byte, error) {
+// Run runs call's script on an idle interpreter, and appends its reply
+// to dst.
+func (r *Runner) Run(call *engine.ScriptCall, dst []byte) ([]byte, error) {
 	p, err := r.proto(call.SHA, call.Body)
 	if err != nil {
 		return nil, err
 	}
 	in := r.take()
 	defer r.give(in)
-	return in.run(p, call)
+	return in.run(p, call, dst)
 }
 
 func (r *Runner) take() *interp {
