@@ -119,6 +119,8 @@ const (
 	IDEvalRO
 	IDEvalSHARO
 	IDScript
+	// operators
+	IDTop
 )
 
 // Arg documents one argument for COMMAND DOCS and the reference docs.

@@ -27,6 +27,7 @@ type collector struct {
 	shadow    *prometheus.Desc
 	charged   *prometheus.Desc
 	maxMemory *prometheus.Desc
+	topKeys   *prometheus.Desc
 
 	clients   *prometheus.Desc
 	maxClient *prometheus.Desc
@@ -69,6 +70,10 @@ func newCollector(src Sources, notReady func() error) *collector {
 		charged: d("rlserver_memory_charged_bytes",
 			"Memory a shard's keys are charged against --maxmemory, the same on every replica (INFO rl_memory_charged, summed).", shard, nil),
 		maxMemory: d("rlserver_maxmemory_bytes", "--maxmemory in bytes, over all shards; 0 for no limit (INFO maxmemory).", nil, nil),
+		topKeys: d("rlserver_top_key_decisions",
+			"Decisions on the heaviest keys of the last minute, by outcome: the 10 heaviest of each, over every shard, "+
+				"from the shards' heavy-hitter sketches (RL.TOP); approximate, never under the true count.",
+			[]string{"key", "outcome"}, nil),
 
 		clients:   d("rlserver_connected_clients", "Client connections open now (INFO connected_clients).", nil, nil),
 		maxClient: d("rlserver_maxclients", "The bound on client connections, --maxclients (INFO maxclients).", nil, nil),
@@ -89,10 +94,30 @@ func newCollector(src Sources, notReady func() error) *collector {
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.buildInfo, c.ready, c.decisions, c.keys, c.dataset, c.evicted, c.oom, c.shadow, c.charged, c.maxMemory, c.clients, c.maxClient, c.received, c.rejected, c.commands,
+		c.buildInfo, c.ready, c.decisions, c.keys, c.dataset, c.evicted, c.oom, c.shadow, c.charged, c.maxMemory, c.topKeys, c.clients, c.maxClient, c.received, c.rejected, c.commands,
 		c.raftState, c.raftLeaderKnown, c.raftTerm, c.raftCommit, c.raftApplied, c.raftContact,
 	} {
 		ch <- d
+	}
+}
+
+// TopKeysMetric is how many keys of each outcome rlserver_top_key_decisions
+// exports: a bound on the series a scrape adds, whatever the key count.
+const TopKeysMetric = 10
+
+// collectTopKeys exports the heaviest keys, when the sources give them.
+func (c *collector) collectTopKeys(gauge func(d *prometheus.Desc, v float64, labels ...string)) {
+	if c.src.Top == nil {
+		return
+	}
+	for _, outcome := range []string{"denied", "allowed"} {
+		keys, err := c.src.Top.TopKeys(outcome == "denied", TopKeysMetric)
+		if err != nil {
+			continue // a shard without a leader: the others' series go on
+		}
+		for _, k := range keys {
+			gauge(c.topKeys, float64(k.Count), k.Key, outcome)
+		}
 	}
 }
 
@@ -136,6 +161,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.rejected, float64(st.RejectedConnections))
 	counter(c.commands, float64(st.CommandsProcessed))
 	gauge(c.maxMemory, float64(st.MaxMemory))
+	c.collectTopKeys(gauge)
 
 	if c.src.Raft == nil {
 		return

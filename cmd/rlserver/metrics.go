@@ -45,7 +45,7 @@ func (ob observing) serve(shards backend, raft *cluster.RaftShards, srv *server.
 	}
 	src := metrics.Sources{
 		Version: version, Shards: shards, Server: srv, Ready: shards,
-		Latency: ob.latency, RaftSink: ob.sink,
+		Latency: ob.latency, RaftSink: ob.sink, Top: srv,
 	}
 	if raft != nil {
 		src.Raft = raft // not a nil *RaftShards in the interface
