@@ -140,7 +140,7 @@ func serve(o options, log *slog.Logger) error {
 	if lns.grpc != nil {
 		front = startRLS(o, lns.grpc, shards, clock, log, served)
 	}
-	m, err := obs.serve(shards, raft, srv, front, log)
+	m, err := obs.serve(o, shards, raft, srv, front, log)
 	if err != nil {
 		lns.close()
 		front.close()
