@@ -3,8 +3,19 @@ package commands
 import "github.com/rlserver/rlserver/engine"
 
 // The commands operators run rather than applications: RL.TOP, the
-// heaviest keys of the last minute.
+// heaviest keys of the last minute, and RL.BACKUP, a shard's state for
+// rlserver backup.
 var operatorSpecs = []*Spec{
+	{
+		ID: IDBackup, Name: "rl.backup", Arity: 2, Flags: []string{"admin", "noscript"},
+		// Every key's state, as Redis's SAVE and SYNC are.
+		Categories: []string{"@admin", "@slow", "@dangerous"}, Group: "server", Since: "1.2.0",
+		Complexity: "O(N) where N is the number of keys of the shard",
+		Summary: "A shard's state at one committed index, from its leader (MOVED elsewhere): " +
+			"[shard, index, term, time_ms, taken_ms, size, frame]. rlserver backup calls it for every shard.",
+		Args:  []Arg{{Name: "shard", Type: "integer"}},
+		Route: RouteServer,
+	},
 	{
 		ID: IDTop, Name: "rl.top", Arity: -1, Flags: []string{"readonly", "loading", "stale"},
 		// It names every tenant's keys, as SCAN does: @read and @keyspace,
@@ -53,4 +64,13 @@ func ParseTop(args [][]byte) (TopArgs, error) {
 		}
 	}
 	return a, nil
+}
+
+// ParseBackup parses RL.BACKUP shard.
+func ParseBackup(args [][]byte) (shard int, err error) {
+	n, ok := ParseInt(args[1])
+	if !ok || n < 0 || n > 1<<20 {
+		return 0, ErrNotInteger
+	}
+	return int(n), nil
 }

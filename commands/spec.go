@@ -121,6 +121,7 @@ const (
 	IDScript
 	// operators
 	IDTop
+	IDBackup
 )
 
 // Arg documents one argument for COMMAND DOCS and the reference docs.
