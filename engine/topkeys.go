@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"math"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -34,7 +35,7 @@ const (
 	// topSlots is the keys one sketch monitors; topBuckets its filter's
 	// buckets (a power of two).
 	topSlots   = 128
-	topBuckets = 512
+	topBuckets = 4096
 	// topKeyBytes is how much of a key a sketch keeps to show: a longer
 	// key is counted whole (by its hash and length) and shown cut.
 	topKeyBytes = 128
@@ -81,8 +82,9 @@ type topSketch struct {
 	length [topSlots]int // the key's whole length
 	table  [2 * topSlots]uint8
 	keys   [topSlots][topKeyBytes]byte
-	// filter counts the decisions on unmonitored keys by their hash.
-	filter [topBuckets]int64
+	// filter counts the decisions on unmonitored keys by their hash
+	// (saturating: a period counts far fewer than 2^32).
+	filter [topBuckets]uint32
 }
 
 // countTop counts a decision on key at the shard's time in the sketch of
@@ -132,26 +134,29 @@ func (sk *topSketch) add(key []byte, h uint64) {
 		sk.down(int(sk.place[slot]))
 		return
 	}
-	bucket := &sk.filter[h&(topBuckets-1)]
+	bucket := &sk.filter[h>>32&(topBuckets-1)]
+	seen := int64(*bucket)
 	var slot int
 	switch {
 	case sk.used < topSlots:
 		slot = sk.used
 		sk.heap[slot], sk.place[slot] = uint8(slot), uint8(slot)
 		sk.used++
-		sk.count[slot], sk.err[slot] = *bucket+1, *bucket
+		sk.count[slot], sk.err[slot] = seen+1, seen
 		sk.up(slot)
-	case *bucket+1 >= sk.count[sk.heap[0]]:
+	case seen+1 >= sk.count[sk.heap[0]]:
 		// The bucket has caught up with the smallest count: the key takes
 		// that counter, and the key it evicts leaves its count behind.
 		slot = int(sk.heap[0])
 		sk.unlink(slot)
-		evicted := &sk.filter[sk.hash[slot]&(topBuckets-1)]
-		*evicted = max(*evicted, sk.count[slot])
-		sk.count[slot], sk.err[slot] = *bucket+1, *bucket
+		evicted := &sk.filter[sk.hash[slot]>>32&(topBuckets-1)]
+		*evicted = uint32(min(max(int64(*evicted), sk.count[slot]), math.MaxUint32))
+		sk.count[slot], sk.err[slot] = seen+1, seen
 		sk.down(0)
 	default:
-		*bucket++
+		if *bucket < math.MaxUint32 {
+			*bucket++
+		}
 		return
 	}
 	sk.hash[slot], sk.length[slot] = h, len(key)
@@ -250,7 +255,7 @@ func (sk *topSketch) down(i int) {
 // bound is the most the unmonitored key of hash h may have been counted
 // in the sketch's period: its filter bucket.
 func (sk *topSketch) bound(h uint64) int64 {
-	return sk.filter[h&(topBuckets-1)]
+	return int64(sk.filter[h>>32&(topBuckets-1)])
 }
 
 // topHash hashes a key with fixed constants (every replica must count
