@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/rlserver/rlserver/backup"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/poll"
@@ -209,4 +211,61 @@ func fileDigest(t *testing.T, path string) string {
 			t.Fatal(err)
 		}
 	}
+}
+
+// A memory node's state, backed up with a password from the environment,
+// restored into a durable single node: every count kept. Without the
+// password the backup is refused; a restore into another shard count is
+// refused.
+func TestBackupOfMemoryNodeIntoDurableNode(t *testing.T) {
+	t.Parallel()
+	src := rlproc.Launch(t, rlproc.Config{Dir: t.TempDir(), Args: []string{"--in-memory", "--port", "0", "--shards", "3", "--requirepass", "s3cret"}})
+	c := redisClient(t, src.Addr, "s3cret")
+	ctx := context.Background()
+	for i := range 100 {
+		if err := c.Do(ctx, "RL.TOKEN", fmt.Sprintf("t:%d", i), 1000, 1, 3_600_000, "COST", i+1).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := rlproc.Binary(t)
+	file := filepath.Join(t.TempDir(), "memory.rlb")
+	backupArgs := []string{"backup", "--addr", src.Addr, "--out", file, "--quiet"}
+	if _, stderr, code, _ := rlproc.Run(rlproc.Config{Bin: bin, Dir: t.TempDir(), Args: backupArgs}, time.Minute); code != 1 || !strings.Contains(stderr, "NOAUTH") {
+		t.Errorf("backup without the password: exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed backup left %s", file)
+	}
+	stdout, stderr, code, err := rlproc.Run(rlproc.Config{Bin: bin, Dir: t.TempDir(), Args: backupArgs,
+		Wrap: []string{"env", "RLSERVER_BACKUP_PASSWORD=s3cret"}}, time.Minute)
+	if err != nil || code != 0 || stderr != "" || !strings.Contains(stdout, "backup of 3 shards") {
+		t.Fatalf("backup: %d %v %q %q", code, err, stdout, stderr)
+	}
+
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if _, stderr, code, _ := rlproc.Run(rlproc.Config{Bin: bin, Dir: dir, Args: []string{"restore", "--in", file, "--data-dir", data, "--shards", "4"}}, time.Minute); code != 2 || !strings.Contains(stderr, "the backup holds 3 shards") {
+		t.Errorf("restore into 4 shards: exit %d: %s", code, stderr)
+	}
+	if stdout, stderr, code, _ := rlproc.Run(rlproc.Config{Bin: bin, Dir: dir, Args: []string{"restore", "--in", file, "--data-dir", data}}, time.Minute); code != 0 {
+		t.Fatalf("restore: exit %d: %s %s", code, stdout, stderr)
+	}
+	dst := rlproc.Launch(t, rlproc.Config{Bin: bin, Dir: dir, Args: []string{"--port", "0", "--data-dir", data}})
+	d := redisClient(t, dst.Addr, "")
+	for i := range 100 {
+		v, err := d.Do(ctx, "RL.TOKEN", fmt.Sprintf("t:%d", i), 1000, 1, 3_600_000, "COST", 0).Int64Slice()
+		// An hour refills one token: none has come back since.
+		if err != nil || v[2] != 1000-int64(i+1) {
+			t.Fatalf("t:%d after the restore: %v %v, want %d remaining", i, v, err, 1000-(i+1))
+		}
+	}
+}
+
+// redisClient is a go-redis client for a single node at addr, with pass
+// when it is not empty; closed when the test ends.
+func redisClient(t *testing.T, addr, pass string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: pass, Protocol: 2, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
 }
