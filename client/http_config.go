@@ -21,7 +21,8 @@ type HTTPConfig struct {
 	// Key names who the request is limited as. Required: there is no
 	// default, because the only keys available without the application's
 	// help (addresses, raw headers) are either shared behind NAT or chosen
-	// by the caller. APIKey builds the seed article's lookup.
+	// by the caller. APIKey builds the seed article's lookup; ClientIP keys
+	// by the caller's address with the care that takes (see IPKey).
 	Key KeyFunc
 	// KeyPrefix is prepended to the partition key to form the rlserver key.
 	// Default "rl:" + Policy + ":", so routes with different policies keep

@@ -79,13 +79,9 @@ func openGroup(cfg *RaftConfig, shard int, replicas []Member, trans raft.Transpo
 		g.trans = c
 	}
 	if !existing {
-		servers := make([]raft.Server, len(replicas))
-		for i, m := range replicas {
-			servers[i] = raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.ID), Address: raft.ServerAddress(m.Bus)}
-		}
 		// Every replica bootstraps with the same configuration; Raft makes
 		// that safe, and ErrCantBootstrap only means it already was.
-		if err := g.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		if err := g.raft.BootstrapCluster(voters(replicas)).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			g.raft.Shutdown()
 			return nil, fmt.Errorf("shard %d bootstrap: %w", shard, err)
 		}
@@ -93,6 +89,16 @@ func openGroup(cfg *RaftConfig, shard int, replicas []Member, trans raft.Transpo
 	g.prop = newProposer(shard, cfg.Self.ID, g.raft, g.fsm, cfg.Clock)
 	g.prop.start()
 	return g, nil
+}
+
+// voters is the configuration a shard's group is bootstrapped with: its
+// replicas, all voters (InstallBackup bootstraps with it too).
+func voters(replicas []Member) raft.Configuration {
+	servers := make([]raft.Server, len(replicas))
+	for i, m := range replicas {
+		servers[i] = raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.ID), Address: raft.ServerAddress(m.Bus)}
+	}
+	return raft.Configuration{Servers: servers}
 }
 
 // newRaft is raft.NewRaft, returning as an error the panic NewRaft raises

@@ -119,6 +119,9 @@ const (
 	IDEvalRO
 	IDEvalSHARO
 	IDScript
+	// operators
+	IDTop
+	IDBackup
 )
 
 // Arg documents one argument for COMMAND DOCS and the reference docs.

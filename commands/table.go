@@ -170,7 +170,7 @@ var (
 	policyWriteCats = []string{"@write", "@admin", "@slow", "@dangerous"}
 )
 
-var table = append(append(append([]*Spec{}, baseTable...), collectionSpecs...), scriptingSpecs...)
+var table = append(append(append(append([]*Spec{}, baseTable...), collectionSpecs...), scriptingSpecs...), operatorSpecs...)
 
 // baseTable is the commands of the limiters and the server.
 var baseTable = []*Spec{

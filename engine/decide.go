@@ -50,11 +50,11 @@ func (s *Shard) decide(now int64, c *Command, r *Result) {
 // reply fills r from a verdict and counts the decision.
 func (s *Shard) reply(c *Command, v *verdict, r *Result) {
 	if c.Op == OpThrottle {
-		s.count(c.Op, !v.throttle.Limited)
+		s.count(c, !v.throttle.Limited)
 		r.Type, r.Throttle = ResThrottle, v.throttle
 		return
 	}
-	s.count(c.Op, v.d.Allowed)
+	s.count(c, v.d.Allowed)
 	if v.policy != nil {
 		v.policy.countCheck(v)
 	}
@@ -154,11 +154,13 @@ func (v *verdict) countsRefusal(cost int64) bool {
 	return v.countRefused && cost > 0 && !v.d.Allowed
 }
 
-// count counts a decision of op.
-func (s *Shard) count(op Op, allowed bool) {
+// count counts a decision of c: by its op, and by its key among the
+// heaviest keys (RL.TOP).
+func (s *Shard) count(c *Command, allowed bool) {
 	if allowed {
-		s.decisions[op].Allowed++
+		s.decisions[c.Op].Allowed++
 	} else {
-		s.decisions[op].Denied++
+		s.decisions[c.Op].Denied++
 	}
+	s.countTop(c.Key, allowed)
 }

@@ -78,6 +78,8 @@ const (
 	OpScriptExists // Value packs SHA1s; RESP: an array of 1 and 0
 	OpScriptFlush  // forget every script
 
+	OpTop // Args[0]: 1 denied, 0 allowed; Args[1]: count; Fields: the heaviest keys (topkeys.go)
+
 	opCount // one past the latest op
 )
 
@@ -231,6 +233,7 @@ var ops = [opCount]OpSpec{
 	OpScriptLoad:   {},
 	OpScriptExists: {check: packedCheck(1, 1)},
 	OpScriptFlush:  {},
+	OpTop:          {Params: []Param{{Name: "outcome", Max: 1}, {Name: "count", Min: 1, Max: MaxTopCount}}},
 }
 
 func init() { ops[OpPolicySet].check = checkPolicySet }

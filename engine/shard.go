@@ -8,6 +8,7 @@ type Shard struct {
 	now       int64 // the latest time applied; decisions never go back in time
 	stat      Stats // the counters kept as they happen (see Stats)
 	decisions [opCount]DecisionCount
+	top       *topKeys           // the heaviest keys of the last minute (topkeys.go); nil until a decision
 	policies  map[string]*policy // RL.POLICY's named limits
 	scripts   scriptCache        // the scripts EVALSHA finds
 	runner    ScriptRunner       // runs scripts; nil: refused
@@ -137,6 +138,10 @@ func (s *Shard) applyCommands(now int64, cmds []Command, out []Result) {
 			s.eval(now, c, r)
 		case OpScriptLoad, OpScriptExists, OpScriptFlush:
 			s.scriptCommand(now, c, r)
+		case OpTop:
+			// Read through Inspect, or here through the log (another
+			// node's replica).
+			*r = s.topResult(c)
 		case OpPolicySet, OpPolicyDel, OpPolicyList:
 			// RL.POLICY reads go through Inspect; OpPolicyList is here
 			// for a shard that is read through its log (another node's).

@@ -25,6 +25,9 @@ type collector struct {
 	evicted   *prometheus.Desc
 	oom       *prometheus.Desc
 	shadow    *prometheus.Desc
+	charged   *prometheus.Desc
+	maxMemory *prometheus.Desc
+	topKeys   *prometheus.Desc
 
 	clients   *prometheus.Desc
 	maxClient *prometheus.Desc
@@ -64,6 +67,13 @@ func newCollector(src Sources, notReady func() error) *collector {
 		oom: d("rlserver_rejected_oom_total",
 			"Commands a shard refused with -OOM at --maxmemory because they would have created a key (INFO rl_rejected_oom, summed).", shard, nil),
 		shadow: d("rlserver_shadow_denied_total", "Checks of shadow policies that were allowed but would have been denied (INFO rl_shadow_denied, summed).", shard, nil),
+		charged: d("rlserver_memory_charged_bytes",
+			"Memory a shard's keys are charged against --maxmemory, the same on every replica (INFO rl_memory_charged, summed).", shard, nil),
+		maxMemory: d("rlserver_maxmemory_bytes", "--maxmemory in bytes, over all shards; 0 for no limit (INFO maxmemory).", nil, nil),
+		topKeys: d("rlserver_top_key_decisions",
+			"Decisions on the heaviest keys of the last minute, by outcome: the 10 heaviest of each, over every shard, "+
+				"from the shards' heavy-hitter sketches (RL.TOP); approximate, never under the true count.",
+			[]string{"key", "outcome"}, nil),
 
 		clients:   d("rlserver_connected_clients", "Client connections open now (INFO connected_clients).", nil, nil),
 		maxClient: d("rlserver_maxclients", "The bound on client connections, --maxclients (INFO maxclients).", nil, nil),
@@ -84,10 +94,30 @@ func newCollector(src Sources, notReady func() error) *collector {
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.buildInfo, c.ready, c.decisions, c.keys, c.dataset, c.evicted, c.oom, c.shadow, c.clients, c.maxClient, c.received, c.rejected, c.commands,
+		c.buildInfo, c.ready, c.decisions, c.keys, c.dataset, c.evicted, c.oom, c.shadow, c.charged, c.maxMemory, c.topKeys, c.clients, c.maxClient, c.received, c.rejected, c.commands,
 		c.raftState, c.raftLeaderKnown, c.raftTerm, c.raftCommit, c.raftApplied, c.raftContact,
 	} {
 		ch <- d
+	}
+}
+
+// TopKeysMetric is how many keys of each outcome rlserver_top_key_decisions
+// exports: a bound on the series a scrape adds, whatever the key count.
+const TopKeysMetric = 10
+
+// collectTopKeys exports the heaviest keys, when the sources give them.
+func (c *collector) collectTopKeys(gauge func(d *prometheus.Desc, v float64, labels ...string)) {
+	if c.src.Top == nil {
+		return
+	}
+	for _, outcome := range []string{"denied", "allowed"} {
+		keys, err := c.src.Top.TopKeys(outcome == "denied", TopKeysMetric)
+		if err != nil {
+			continue // a shard without a leader: the others' series go on
+		}
+		for _, k := range keys {
+			gauge(c.topKeys, float64(k.Count), k.Key, outcome)
+		}
 	}
 }
 
@@ -114,6 +144,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.evicted, float64(st.Evicted), label)
 		counter(c.oom, float64(st.RejectedOOM), label)
 		counter(c.shadow, float64(st.ShadowDenied), label)
+		gauge(c.charged, float64(st.Charged), label)
 		for op, d := range st.Decisions {
 			if d != (engine.DecisionCount{}) {
 				name := engine.Op(op).Spec().Name
@@ -129,6 +160,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.received, float64(st.ConnectionsReceived))
 	counter(c.rejected, float64(st.RejectedConnections))
 	counter(c.commands, float64(st.CommandsProcessed))
+	gauge(c.maxMemory, float64(st.MaxMemory))
+	c.collectTopKeys(gauge)
 
 	if c.src.Raft == nil {
 		return

@@ -58,5 +58,16 @@ func testSources() Sources {
 			{Shard: 1, State: "Candidate", Term: 5, CommitIndex: 8, AppliedIndex: 8, LastContact: "never", SinceContact: -1},
 		},
 		Ready: &fakeReady{},
+		Top:   fakeTop{},
 	}
+}
+
+// fakeTop lists fixed heaviest keys.
+type fakeTop struct{}
+
+func (fakeTop) TopKeys(denied bool, n int) ([]engine.TopKey, error) {
+	if denied {
+		return []engine.TopKey{{Key: "user:ada", Count: 90, Error: 2}}[:min(n, 1)], nil
+	}
+	return []engine.TopKey{{Key: "user:bob", Count: 70}, {Key: "user:cy", Count: 5}}[:min(n, 2)], nil
 }

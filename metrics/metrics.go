@@ -22,6 +22,8 @@ type Metrics struct {
 	registry *prometheus.Registry
 	stopping atomic.Bool // set by Stopping: /readyz says no from then on
 	http     *http.Server
+	routes   []func(mux *http.ServeMux) // AddRoutes
+	onClose  []func()                   // OnClose
 }
 
 // New returns the metrics of src: rlserver's own, Go's runtime and the
@@ -58,12 +60,21 @@ func New(src Sources) (*Metrics, error) {
 // more.
 func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
 
-// Handler serves /metrics, /healthz and /readyz.
+// AddRoutes has register add its paths beside /metrics (the status page),
+// with the same access: call it before Serve.
+func (m *Metrics) AddRoutes(register func(mux *http.ServeMux)) {
+	m.routes = append(m.routes, register)
+}
+
+// Handler serves /metrics, /healthz and /readyz, and the routes added.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", m.healthz)
 	mux.HandleFunc("GET /readyz", m.readyz)
+	for _, register := range m.routes {
+		register(mux)
+	}
 	return mux
 }
 
@@ -85,15 +96,23 @@ func (m *Metrics) Serve(ln net.Listener, log *slog.Logger) {
 // and load balancers should send its clients elsewhere while it drains.
 func (m *Metrics) Stopping() { m.stopping.Store(true) }
 
+// OnClose has Close call fn once it has stopped serving (the status page's
+// sampler).
+func (m *Metrics) OnClose(fn func()) { m.onClose = append(m.onClose, fn) }
+
 // Close stops serving, letting scrapes in progress finish for up to a
-// second.
+// second, then calls the OnClose functions.
 func (m *Metrics) Close() error {
-	if m.http == nil {
-		return nil
+	var err error
+	if m.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err = m.http.Shutdown(ctx)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	return m.http.Shutdown(ctx)
+	for _, fn := range m.onClose {
+		fn()
+	}
+	return err
 }
 
 // errStopping is /readyz's answer once shutdown has begun.

@@ -120,6 +120,11 @@ func TestRegistryHoldsEveryMetric(t *testing.T) {
 		{"rlserver_raft_state_changes_total", "state=candidate", 0},
 		{"rlserver_command_duration_seconds", "class=keyed", 0},
 		{"rlserver_command_duration_seconds", "class=server", 0},
+		{"rlserver_memory_charged_bytes", "shard=0", 0},
+		{"rlserver_maxmemory_bytes", "", 0},
+		{"rlserver_top_key_decisions", "key=user:ada,outcome=denied", 90},
+		{"rlserver_top_key_decisions", "key=user:bob,outcome=allowed", 70},
+		{"rlserver_top_key_decisions", "key=user:cy,outcome=allowed", 5},
 	} {
 		v, ok := find(t, got, want.name, want.labels)
 		if !ok || v != want.value {

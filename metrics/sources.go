@@ -23,6 +23,12 @@ type Server interface {
 	Stats() server.Stats
 }
 
+// TopKeys lists the heaviest keys of the last minute over every shard
+// (server.Server).
+type TopKeys interface {
+	TopKeys(denied bool, n int) ([]engine.TopKey, error)
+}
+
 // Readiness says whether the node can serve every shard: nil when it can,
 // an error saying why not otherwise.
 type Readiness interface {
@@ -46,4 +52,7 @@ type Sources struct {
 	// RLS, when set, is Envoy's rate limit service (--grpc-port); its
 	// counters are exported.
 	RLS RLS
+	// Top, when set, gives rlserver_top_key_decisions: the TopKeysMetric
+	// heaviest keys of each outcome.
+	Top TopKeys
 }

@@ -131,6 +131,10 @@ func (c *client) serverCommand(spec *commands.Spec, args [][]byte, out []byte) [
 		return c.memoryCommand(spec, args, out)
 	case commands.IDDBSize:
 		return c.dbsize(out)
+	case commands.IDTop:
+		return c.top(args, out)
+	case commands.IDBackup:
+		return c.backup(args, out)
 	case commands.IDFlushAll, commands.IDFlushDB:
 		return c.flushAll(args, out)
 	case commands.IDScan:

@@ -16,7 +16,7 @@ import (
 
 // infoSections are INFO's sections in Redis's order; "default" and "all"
 // name them all.
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "ratelimit", "policies", "scripting", "raft", "cluster", "keyspace"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "ratelimit", "policies", "topkeys", "scripting", "raft", "cluster", "keyspace"}
 
 // info is INFO [section ...].
 func (c *client) info(args [][]byte, out []byte) []byte {
@@ -134,6 +134,8 @@ func (s *Server) writeInfo(b *strings.Builder, section string, t *engine.Stats) 
 		line("rl_policies", t.Policies)
 		line("rl_keys", t.Keys)
 		line("rl_clock_ms", s.cfg.Clock.Now())
+	case "topkeys":
+		s.writeTopKeys(line)
 	case "policies":
 		s.writePolicyInfo(b)
 	case "cluster":

@@ -9,6 +9,7 @@ type Stats struct {
 	ConnectionsReceived int64 // connections accepted (total_connections_received)
 	RejectedConnections int64 // connections refused at maxclients (rejected_connections)
 	CommandsProcessed   int64 // commands answered (total_commands_processed)
+	MaxMemory           int64 // --maxmemory in bytes, 0 for none (maxmemory)
 }
 
 // Stats returns the server's counters.
@@ -19,5 +20,6 @@ func (s *Server) Stats() Stats {
 		ConnectionsReceived: s.stats.connections.Load(),
 		RejectedConnections: s.stats.rejected.Load(),
 		CommandsProcessed:   s.stats.commands.Load(),
+		MaxMemory:           s.memoryLimit().Bytes,
 	}
 }

@@ -48,6 +48,14 @@ func main() {
 // run starts rlserver and serves until SIGINT or SIGTERM; it returns the exit
 // status. lookupEnv reads the environment (os.LookupEnv).
 func run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "backup":
+			return runBackup(args[1:], stdout, stderr, lookupEnv)
+		case "restore":
+			return runRestore(args[1:], stdout, stderr, lookupEnv)
+		}
+	}
 	o, err := parseFlags(args, stderr, lookupEnv)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -140,7 +148,7 @@ func serve(o options, log *slog.Logger) error {
 	if lns.grpc != nil {
 		front = startRLS(o, lns.grpc, shards, clock, log, served)
 	}
-	m, err := obs.serve(shards, raft, srv, front, log)
+	m, err := obs.serve(o, shards, raft, srv, front, log)
 	if err != nil {
 		lns.close()
 		front.close()
@@ -198,6 +206,29 @@ func serve(o options, log *slog.Logger) error {
 	return err
 }
 
+// raftSettings is the shard layer's configuration for a durable node: its
+// members, its data directory (created with its identity, or checked
+// against it), and the settings. rlserver restore prepares a data directory
+// with it too, so that the node then starts as from any other.
+func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.Logger) (cluster.RaftConfig, error) {
+	self, members, err := o.members(clientAddr)
+	if err != nil {
+		return cluster.RaftConfig{}, err
+	}
+	layout, err := persistence.Open(o.dataDir, persistence.Identity{NodeID: self.ID, Shards: o.shards, Members: cluster.MemberList(members)})
+	if err != nil {
+		return cluster.RaftConfig{}, identityInFlags(err)
+	}
+	cfg := cluster.DefaultRaftConfig(self, members)
+	cfg.Shards, cfg.Layout, cfg.Clock, cfg.BusTLS = o.shards, layout, clock, o.access.busTLS
+	cfg.Log = log
+	cfg.RequestTimeout = o.reqTimeout
+	if o.heartbeat != 0 { // --raft-heartbeat is both timeouts
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout = o.heartbeat, o.heartbeat
+	}
+	return cfg, nil
+}
+
 // openShards starts the shard layer --in-memory, --data-dir and --cluster ask
 // for, and names the mode for the log. raft is nil in memory. hashicorp/raft
 // logs into log too, at the levels cluster gives its records.
@@ -212,21 +243,12 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 		}
 		return m, nil, "in-memory", nil
 	}
-	self, members, err := o.members(clientAddr)
+	cfg, err := raftSettings(o, clientAddr, clock, log)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	layout, err := persistence.Open(o.dataDir, persistence.Identity{NodeID: self.ID, Shards: o.shards, Members: cluster.MemberList(members)})
-	if err != nil {
-		return nil, nil, "", identityInFlags(err)
-	}
-	cfg := cluster.DefaultRaftConfig(self, members)
-	cfg.Shards, cfg.Layout, cfg.Clock, cfg.BusTLS, cfg.Scripts = o.shards, layout, clock, o.access.busTLS, scripts
-	cfg.Log = log
-	cfg.RequestTimeout = o.reqTimeout
-	if o.heartbeat != 0 { // --raft-heartbeat is both timeouts
-		cfg.HeartbeatTimeout, cfg.ElectionTimeout = o.heartbeat, o.heartbeat
-	}
+	cfg.Scripts = scripts
+	self, members := cfg.Self, cfg.Members
 	mode = "durable single node (" + o.dataDir + ")"
 	if len(members) > 1 {
 		listen := self.Bus

@@ -9,6 +9,7 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/server"
+	"github.com/rlserver/rlserver/status"
 )
 
 // observing is what --metrics-port sets up before the shards start; all of
@@ -37,15 +38,16 @@ func startObserving(o options) (observing, error) {
 	return observing{ln: ln, latency: metrics.NewLatency(), sink: sink}, nil
 }
 
-// serve serves the metrics of the wired layers on the metrics port; it
-// returns nil without --metrics-port.
-func (ob observing) serve(shards backend, raft *cluster.RaftShards, srv *server.Server, front *rlsFront, log *slog.Logger) (*metrics.Metrics, error) {
+// serve serves the metrics of the wired layers on the metrics port, and the
+// status page beside them unless --status-page no; it returns nil without
+// --metrics-port. Closing the Metrics stops the page.
+func (ob observing) serve(o options, shards backend, raft *cluster.RaftShards, srv *server.Server, front *rlsFront, log *slog.Logger) (*metrics.Metrics, error) {
 	if ob.ln == nil {
 		return nil, nil
 	}
 	src := metrics.Sources{
 		Version: version, Shards: shards, Server: srv, Ready: shards,
-		Latency: ob.latency, RaftSink: ob.sink,
+		Latency: ob.latency, RaftSink: ob.sink, Top: srv,
 	}
 	if raft != nil {
 		src.Raft = raft // not a nil *RaftShards in the interface
@@ -58,7 +60,23 @@ func (ob observing) serve(shards backend, raft *cluster.RaftShards, srv *server.
 		ob.close()
 		return nil, err
 	}
-	log.Info("metrics listening", "addr", ob.ln.Addr().String(), "paths", "/metrics /healthz /readyz")
+	paths := "/metrics /healthz /readyz"
+	if o.statusPage {
+		ps := status.Sources{Version: version, Node: o.nodeID, Shards: shards, Server: srv, Ready: shards}
+		if raft != nil {
+			ps.Cluster = raft
+		}
+		page, err := status.New(ps)
+		if err != nil {
+			ob.close()
+			return nil, err
+		}
+		page.Start()
+		m.AddRoutes(page.Register)
+		m.OnClose(page.Close)
+		paths += " / /status.json"
+	}
+	log.Info("metrics listening", "addr", ob.ln.Addr().String(), "paths", paths)
 	m.Serve(ob.ln, log)
 	return m, nil
 }

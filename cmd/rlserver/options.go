@@ -36,6 +36,7 @@ type options struct {
 	reqTimeout  time.Duration
 	pprof       string
 	metricsPort int
+	statusPage  yesNo // serve the status page beside the metrics
 	logLevel    string
 	logFormat   string
 	configPath  string // the config file, "" for none
@@ -73,6 +74,8 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.DurationVar(&o.reqTimeout, "request-timeout", defaults.RequestTimeout, "answer every command within this long, with TRYAGAIN when its shard cannot (an election, a leader that died or froze), saying whether it may have been counted; 10ms to 1m")
 	fs.StringVar(&o.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.IntVar(&o.metricsPort, "metrics-port", 0, "serve Prometheus /metrics, /healthz and /readyz over HTTP on this port of --bind (0: off)")
+	o.statusPage = true
+	fs.Var(&o.statusPage, "status-page", "with --metrics-port, also serve the status page at / and /status.json: yes or no")
 	fs.StringVar(&o.logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line)")
 	fs.StringVar(&o.configPath, "config", "", "read settings from this file, one \"name value\" a line (also RLSERVER_CONFIG; flags and RLSERVER_<NAME> variables take precedence)")

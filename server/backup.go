@@ -1,0 +1,62 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/commands"
+)
+
+// backupSource is what RL.BACKUP needs of the shards (cluster.RaftShards and
+// cluster.MemoryShards): one shard's state at one committed index.
+type backupSource interface {
+	Backup(ctx context.Context, shard int) (cluster.ShardBackup, error)
+}
+
+// backup is RL.BACKUP shard: [shard, index, term, time_ms, taken_ms, size,
+// frame], the frame a bulk string of the shard's state as a snapshot frame.
+// Another node's shard is answered with MOVED to its leader (the first slot
+// of the shard's range), or TRYAGAIN while it has none.
+func (c *client) backup(args [][]byte, out []byte) []byte {
+	shard, err := commands.ParseBackup(args)
+	if err != nil {
+		return appendError(out, err)
+	}
+	src, ok := c.srv.shards.(backupSource)
+	if !ok {
+		return appendError(out, errors.New("ERR this node cannot take backups"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.srv.cfg.RequestTimeout)
+	defer cancel()
+	b, err := src.Backup(ctx, shard)
+	var nl *cluster.NotLeaderError
+	switch {
+	case errors.As(err, &nl) && nl.Leader != nil:
+		first, _ := cluster.SlotRange(shard, c.srv.shards.Shards())
+		return appendError(out, fmt.Errorf("MOVED %d %s", first, nl.Leader.Client))
+	case errors.As(err, &nl):
+		return appendError(out, fmt.Errorf("TRYAGAIN shard %d has no leader now", shard))
+	case err != nil && errorWord(err) != "":
+		return appendError(out, err)
+	case err != nil:
+		return appendError(out, fmt.Errorf("ERR backup of shard %d: %w", shard, err))
+	}
+	defer b.Frame.Close()
+	head := len(out)
+	out = appendArray(out, 7)
+	for _, v := range []int64{int64(b.Shard), int64(b.Index), int64(b.Term), b.Time, time.Now().UnixMilli(), b.Size} {
+		out = appendInt(out, v)
+	}
+	out = appendHeader(out, '$', int(b.Size))
+	start := len(out)
+	out = slices.Grow(out, int(b.Size)+2)[:start+int(b.Size)]
+	if _, err := io.ReadFull(b.Frame, out[start:]); err != nil {
+		return appendError(out[:head], fmt.Errorf("ERR backup of shard %d: reading the snapshot: %w", shard, err))
+	}
+	return append(out, '\r', '\n')
+}
