@@ -168,7 +168,14 @@ func TestClusterClientAgainstRLServerCluster(t *testing.T) {
 // node speaking RESP protocol(node).
 func clusterClients(t *testing.T, protocol func(node int) int) []*Client {
 	t.Helper()
-	addrs := rlproc.StartCluster(t, rlproc.ClusterConfig{Shards: 3, Heartbeat: 100 * time.Millisecond}).Addrs()
+	cluster := rlproc.StartCluster(t, rlproc.ClusterConfig{Shards: 3, Heartbeat: 200 * time.Millisecond})
+	// The cluster hands each shard's leadership to its preferred node soon
+	// after a start; a request being committed by the old leader then is
+	// refused as "may have been counted", which these tests do not retry.
+	if err := cluster.WaitBalanced(rlproc.HealthTimeout); err != nil {
+		t.Fatal(err)
+	}
+	addrs := cluster.Addrs()
 	cc := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs: addrs, MaxRetries: -1, ClusterStateReloadInterval: time.Second, ContextTimeoutEnabled: true,
 	})
