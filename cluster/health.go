@@ -24,9 +24,8 @@ const (
 
 // health is what this node knows of the others.
 type health struct {
-	mu      sync.Mutex
-	started time.Time // the first poll: a node never heard from is down after downAfter from it
-	peers   map[string]*peerHealth
+	mu    sync.Mutex
+	peers map[string]*peerHealth
 }
 
 // peerHealth is one node as the polls found it.
@@ -35,9 +34,9 @@ type peerHealth struct {
 	status nodeStatus // what it said then
 }
 
-func (h *health) start(now time.Time) {
+func (h *health) start() {
 	h.mu.Lock()
-	h.started, h.peers = now, map[string]*peerHealth{}
+	h.peers = map[string]*peerHealth{}
 	h.mu.Unlock()
 }
 
@@ -70,15 +69,16 @@ func (h *health) peer(id string) (peerHealth, bool) {
 	return *p, true
 }
 
-// silentFor is how long id has not answered (since the first poll, if it
-// never has).
+// silentFor is how long id has not answered: since its first poll if it
+// never has, 0 before that (a node that has just joined is not down before
+// it has been asked).
 func (h *health) silentFor(id string, now time.Time) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if p, ok := h.peers[id]; ok {
 		return now.Sub(p.lastOK)
 	}
-	return now.Sub(h.started)
+	return 0
 }
 
 // downAfter is how long a node must not answer for to be down.
