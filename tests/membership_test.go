@@ -1,0 +1,181 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A cluster grows from three nodes to five under load: a node joins, a
+// shard is moved onto it by hand, another joins and a rebalance spreads the
+// replicas; then the two are decommissioned (FORGET ... FORCE moves their
+// replicas back) and the cluster is three again. Nothing granted goes
+// beyond a limit, every acknowledged grant is still counted, and every
+// replica of every shard ends with the same state. A forgotten node that
+// comes back refuses to serve.
+func TestMembershipGrowRebalanceAndShrinkUnderLoad(t *testing.T) {
+	t.Parallel()
+	began := time.Now()
+	tc := startCluster(t, 6)
+	tc.waitLeaders()
+	l := newFaultLoad(t, tc, 40)
+	l.setPhase(1)
+	l.start(2)
+
+	n4 := tc.join(0)
+	l.setClock(n4)
+	tc.waitNodes(1, "n1", "n2", "n3", "n4")
+	if v := tc.mustDo(1, "CLUSTER", "MOVESHARD", 0, "n1", "n4"); v != "OK" {
+		t.Fatalf("MOVESHARD: %v", v)
+	}
+	tc.waitPlacement(2, 3, "shard 0 to move from n1 to n4", func(p [][]replicaOf) error {
+		if !slices.Equal(holdsOf(p, "n4"), []int{0}) || slices.Contains(holdsOf(p, "n1"), 0) {
+			return fmt.Errorf("shard 0 on %v", p[0])
+		}
+		return nil
+	})
+	t.Logf("n4 joined and took shard 0: %v", time.Since(began).Round(100*time.Millisecond))
+
+	n5 := tc.join(3) // through the new node
+	l.setClock(n5)
+	tc.waitNodes(4, "n1", "n2", "n3", "n4", "n5")
+	plan, err := tc.do(4, "CLUSTER", "REBALANCE", "DRYRUN")
+	if steps, _ := plan.([]any); err != nil || len(steps) == 0 {
+		t.Fatalf("REBALANCE DRYRUN: %v %v, want a plan", plan, err)
+	}
+	t.Logf("the plan: %v", plan)
+	tc.mustDo(0, "CLUSTER", "REBALANCE")
+	placed := tc.waitPlacement(0, 3, "the rebalance to spread the replicas over five nodes", func(p [][]replicaOf) error {
+		for _, id := range []string{"n1", "n2", "n3", "n4", "n5"} {
+			if h := len(holdsOf(p, id)); h < 3 || h > 4 { // 18 replicas on 5 nodes
+				return fmt.Errorf("%s holds %d replicas", id, h)
+			}
+		}
+		return nil
+	})
+	if plan, err := tc.do(2, "CLUSTER", "REBALANCE", "DRYRUN"); err != nil || len(plan.([]any)) != 0 {
+		t.Errorf("REBALANCE DRYRUN once balanced: %v %v, want nothing to do", plan, err)
+	}
+	t.Logf("rebalanced over five nodes: %v (%v)", placed, time.Since(began).Round(100*time.Millisecond))
+
+	// Decommission n5 and n4: refused while they hold replicas, with the
+	// moves that would empty them; FORCE moves them.
+	if _, err := tc.do(0, "CLUSTER", "FORGET", "n5"); err == nil || !strings.Contains(err.Error(), "CLUSTER MOVESHARD") {
+		t.Errorf("FORGET of a node that holds replicas: %v, want a refusal naming the moves", err)
+	}
+	for _, victim := range []int{n5, n4} {
+		id := tc.Nodes[victim].ID
+		tc.mustDo(0, "CLUSTER", "FORGET", id, "FORCE")
+		log := tc.waitExit(victim, "forgotten")
+		if !strings.Contains(log, "removed from the cluster") {
+			t.Errorf("%s stopped without saying it was removed; log:\n%s", id, log)
+		}
+	}
+	tc.waitNodes(0, "n1", "n2", "n3")
+	tc.waitPlacement(1, 3, "the shards back on three nodes", nil)
+	l.stopLoad()
+	t.Logf("grown and shrunk under load: %s (%v)", l.check(), time.Since(began).Round(100*time.Millisecond))
+
+	// A forgotten node that comes back refuses to serve.
+	p, exited := tc.Nodes[n4].Spawn(t)
+	if !exited {
+		tc.waitExit(n4, "restarted after it was forgotten")
+	}
+	if p.ExitCode() == 0 || !regexp.MustCompile(`removed from the cluster`).MatchString(p.Log()) {
+		t.Errorf("a forgotten node restarted: exit %d; log:\n%s", p.ExitCode(), p.Log())
+	}
+}
+
+// A node whose data directory was lost is refused under its old id: it has
+// forgotten the Raft votes it cast. The operator forgets the old id and
+// adds a new node; the cluster has three replicas of every shard again,
+// and kept every decision.
+func TestMembershipLostDiskIsRefusedThenReplaced(t *testing.T) {
+	t.Parallel()
+	tc := startCluster(t, 3)
+	tc.waitLeaders()
+	l := newFaultLoad(t, tc, 40)
+	l.setPhase(1)
+	l.start(2)
+	l.waitServed("decisions before the loss", -1, time.Now(), 100, nil)
+
+	const victim = 2
+	tc.kill(victim)
+	if err := os.RemoveAll(tc.Nodes[victim].DataDir()); err != nil {
+		t.Fatal(err)
+	}
+	p, exited := tc.Nodes[victim].Spawn(t)
+	if !exited {
+		tc.waitExit(victim, "its data directory was lost")
+	}
+	if p.ExitCode() != 1 || !strings.Contains(p.Log(), "CLUSTER FORGET n3 FORCE") {
+		t.Fatalf("n3 on an empty data directory: exit %d, want 1 and the advice to forget it; log:\n%s", p.ExitCode(), p.Log())
+	}
+
+	tc.mustDo(0, "CLUSTER", "FORGET", "n3", "FORCE")
+	tc.waitNodes(1, "n1", "n2")
+	n4 := tc.join(1)
+	l.setClock(n4)
+	tc.mustDo(n4, "CLUSTER", "REBALANCE")
+	tc.waitPlacement(0, 3, "every shard on n1, n2 and n4", func(p [][]replicaOf) error {
+		if len(holdsOf(p, "n4")) != 3 {
+			return fmt.Errorf("n4 holds %v", holdsOf(p, "n4"))
+		}
+		return nil
+	})
+	l.stopLoad()
+	c := l.faultClient(n4) // the load began before n4 joined
+	for k := range l.keys {
+		if op := l.send(c, n4, k); op.out != allowed && op.out != refused {
+			t.Errorf("%s through n4: %s", l.keys[k].name, op.err)
+		}
+	}
+	t.Logf("replaced: %s", l.check())
+}
+
+// A cluster created by a release without the catalogue (the binary named by
+// RLSERVER_OLD_BIN, e.g. built at the commit before it) is upgraded one
+// node at a time under load: its placement becomes the catalogue, every
+// decision is kept, and the upgraded cluster grows by a node.
+func TestMembershipRollingUpgradeFromAReleaseWithoutTheCatalogue(t *testing.T) {
+	old := os.Getenv("RLSERVER_OLD_BIN")
+	if old == "" {
+		t.Skip("RLSERVER_OLD_BIN is not set: the binary of a release without the catalogue")
+	}
+	t.Parallel()
+	tc := newCluster(t, 3)
+	newBin := tc.Nodes[0].Config.Bin
+	for _, n := range tc.Nodes {
+		n.Config.Bin = old
+	}
+	tc.Launch(t)
+	tc.waitLeaders()
+	l := newFaultLoad(t, tc, 40)
+	l.setPhase(1)
+	l.start(2)
+	l.waitServed("decisions on the old release", -1, time.Now(), 100, nil)
+	for i, n := range tc.Nodes {
+		tc.stop(i)
+		n.Config.Bin = newBin
+		tc.start(i)
+		l.setClock(i)
+		tc.waitLeaders()
+		l.waitServed(fmt.Sprintf("decisions through the upgraded n%d", i+1), i, time.Now(), 20, nil)
+	}
+	n4 := tc.join(0)
+	l.setClock(n4)
+	tc.waitNodes(0, "n1", "n2", "n3", "n4")
+	tc.mustDo(n4, "CLUSTER", "MOVESHARD", 0, "n1", "n4")
+	tc.waitPlacement(1, 3, "shard 0 to move to n4", func(p [][]replicaOf) error {
+		if !slices.Contains(holdsOf(p, "n4"), 0) {
+			return fmt.Errorf("shard 0 on %v", p[0])
+		}
+		return nil
+	})
+	l.stopLoad()
+	t.Logf("upgraded and grown: %s", l.check())
+}
