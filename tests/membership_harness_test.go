@@ -88,9 +88,9 @@ func asMap(v any) map[string]any {
 }
 
 // waitPlacement waits until, through node i, every shard has want
-// replicas, all online, and ok accepts the placement (nil: any); it returns
-// the placement.
-func (tc *testCluster) waitPlacement(i, want int, what string, ok func([][]replicaOf) error) [][]replicaOf {
+// replicas, all online but those on the nodes excused (down on purpose),
+// and ok accepts the placement (nil: any); it returns the placement.
+func (tc *testCluster) waitPlacement(i, want int, what string, ok func([][]replicaOf) error, excused ...string) [][]replicaOf {
 	tc.t.Helper()
 	var got [][]replicaOf
 	err := poll.Wait(settleTimeout, what, func() (bool, error) {
@@ -103,7 +103,7 @@ func (tc *testCluster) waitPlacement(i, want int, what string, ok func([][]repli
 				return false, fmt.Errorf("shard %d has replicas %v", s, reps)
 			}
 			for _, r := range reps {
-				if r.health != "online" {
+				if r.health != "online" && !slices.Contains(excused, r.node) {
 					return false, fmt.Errorf("shard %d has replicas %v", s, reps)
 				}
 			}

@@ -103,6 +103,17 @@ func TestMembershipLostDiskIsRefusedThenReplaced(t *testing.T) {
 	l.start(2)
 	l.waitServed("decisions before the loss", -1, time.Now(), 100, nil)
 
+	// An empty data directory under a live node's id is refused too.
+	imp, err := tc.Join(tc.Nodes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.Nodes = tc.Nodes[:len(tc.Nodes)-1] // not a member: the load and the checks pass it over
+	imp.Config.Args[slices.Index(imp.Config.Args, "--node-id")+1] = "n2"
+	if p, exited := imp.Spawn(t); !exited || p.ExitCode() != 1 || !strings.Contains(p.Log(), "another data directory") {
+		t.Fatalf("an empty data directory under n2's id while n2 runs: exited %v; log:\n%s", exited, p.Log())
+	}
+
 	const victim = 2
 	tc.kill(victim)
 	if err := os.RemoveAll(tc.Nodes[victim].DataDir()); err != nil {
@@ -121,9 +132,10 @@ func TestMembershipLostDiskIsRefusedThenReplaced(t *testing.T) {
 	n4 := tc.join(1)
 	l.setClock(n4)
 	tc.mustDo(n4, "CLUSTER", "REBALANCE")
-	tc.waitPlacement(0, 3, "every shard on n1, n2 and n4", func(p [][]replicaOf) error {
-		if len(holdsOf(p, "n4")) != 3 {
-			return fmt.Errorf("n4 holds %v", holdsOf(p, "n4"))
+	id := tc.Nodes[n4].ID // n5: the refused impostor was planned as n4
+	tc.waitPlacement(0, 3, "every shard on n1, n2 and the new node", func(p [][]replicaOf) error {
+		if len(holdsOf(p, id)) != 3 {
+			return fmt.Errorf("%s holds %v", id, holdsOf(p, id))
 		}
 		return nil
 	})
@@ -131,7 +143,7 @@ func TestMembershipLostDiskIsRefusedThenReplaced(t *testing.T) {
 	c := l.faultClient(n4) // the load began before n4 joined
 	for k := range l.keys {
 		if op := l.send(c, n4, k); op.out != allowed && op.out != refused {
-			t.Errorf("%s through n4: %s", l.keys[k].name, op.err)
+			t.Errorf("%s through %s: %s", l.keys[k].name, id, op.err)
 		}
 	}
 	t.Logf("replaced: %s", l.check())
@@ -178,4 +190,32 @@ func TestMembershipRollingUpgradeFromAReleaseWithoutTheCatalogue(t *testing.T) {
 	})
 	l.stopLoad()
 	t.Logf("upgraded and grown: %s", l.check())
+}
+
+// The leader of a shard is killed in the middle of the shard's move: the
+// next leader finishes it, and no acknowledged decision is lost.
+func TestMembershipLeaderKilledDuringAMove(t *testing.T) {
+	t.Parallel()
+	tc := startCluster(t, 3)
+	tc.waitPreferredLeaders() // n1 leads shard 0
+	l := newFaultLoad(t, tc, 40)
+	l.setPhase(1)
+	l.start(2)
+	n4 := tc.join(1)
+	l.setClock(n4)
+	tc.waitNodes(1, "n1", "n2", "n3", "n4")
+	tc.mustDo(1, "CLUSTER", "MOVESHARD", 0, "n2", "n4")
+	tc.kill(0) // shard 0's leader, while it adds n4
+	tc.waitPlacement(1, 3, "shard 0 to move from n2 to n4 under another leader", func(p [][]replicaOf) error {
+		if reps := p[0]; !slices.ContainsFunc(reps, func(r replicaOf) bool { return r.node == "n4" }) ||
+			slices.ContainsFunc(reps, func(r replicaOf) bool { return r.node == "n2" }) {
+			return fmt.Errorf("shard 0 on %v", reps)
+		}
+		return nil
+	}, "n1")
+	tc.start(0)
+	l.setClock(0)
+	tc.waitPlacement(1, 3, "n1 back", nil)
+	l.stopLoad()
+	t.Logf("a move under a killed leader: %s", l.check())
 }
