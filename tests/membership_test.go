@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // A cluster grows from three nodes to five under load: a node joins, a
@@ -218,4 +220,36 @@ func TestMembershipLeaderKilledDuringAMove(t *testing.T) {
 	tc.waitPlacement(1, 3, "n1 back", nil)
 	l.stopLoad()
 	t.Logf("a move under a killed leader: %s", l.check())
+}
+
+// With --replace-dead-after, in a cluster of more than three nodes, the
+// replicas of a node that stays down are re-created on the others.
+func TestMembershipReplaceDeadAfter(t *testing.T) {
+	t.Parallel()
+	tc := &testCluster{t: t, Cluster: rlproc.NewCluster(t, rlproc.ClusterConfig{
+		Shards: 4, Heartbeat: 200 * time.Millisecond, Args: []string{"--enable-debug-command", "--replace-dead-after", "3s"},
+	})}
+	tc.Launch(t)
+	tc.waitLeaders()
+	n4 := tc.join(0)
+	tc.waitNodes(0, "n1", "n2", "n3", "n4")
+	tc.mustDo(0, "CLUSTER", "REBALANCE")
+	tc.waitPlacement(0, 3, "n4 to take replicas", func(p [][]replicaOf) error {
+		if h := holdsOf(p, "n4"); len(h) != 3 {
+			return fmt.Errorf("n4 holds %v", h)
+		}
+		return nil
+	})
+	l := newFaultLoad(t, tc, 40)
+	l.setPhase(1)
+	l.start(2)
+	tc.kill(n4)
+	tc.waitPlacement(0, 3, "n4's replicas to be re-created on the others", func(p [][]replicaOf) error {
+		if h := holdsOf(p, "n4"); len(h) != 0 {
+			return fmt.Errorf("n4 still holds %v", h)
+		}
+		return nil
+	})
+	l.stopLoad()
+	t.Logf("a dead node's replicas re-created: %s", l.check())
 }
