@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/poll"
 	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
@@ -252,4 +253,47 @@ func TestMembershipReplaceDeadAfter(t *testing.T) {
 	})
 	l.stopLoad()
 	t.Logf("a dead node's replicas re-created: %s", l.check())
+}
+
+// The node a shard is moving to is killed while it catches up: the move is
+// given up (the shard keeps its replicas), and once the node is back the
+// same move succeeds.
+func TestMembershipJoiningNodeKilledWhileItCatchesUp(t *testing.T) {
+	t.Parallel()
+	tc := startCluster(t, 3)
+	tc.waitLeaders()
+	l := newFaultLoad(t, tc, 40)
+	l.setPhase(1)
+	l.start(2)
+	n4 := tc.join(0)
+	l.setClock(n4)
+	tc.waitNodes(0, "n1", "n2", "n3", "n4")
+	tc.mustDo(0, "CLUSTER", "MOVESHARD", 0, "n2", "n4")
+	tc.kill(n4)
+	// Given up, the move leaves n2 a replica of shard 0 again: the same
+	// move is accepted once more (and dropped while n4 is down).
+	poll.Until(t, settleTimeout, "the move to n4 to be given up", func() (bool, error) {
+		_, err := tc.do(1, "CLUSTER", "MOVESHARD", 0, "n2", "n4")
+		return err == nil, err
+	})
+	tc.waitPlacement(0, 3, "shard 0 on its replicas before the move", func(p [][]replicaOf) error {
+		if h := holdsOf(p, "n4"); len(h) != 0 || !slices.Contains(holdsOf(p, "n2"), 0) {
+			return fmt.Errorf("shard 0 on %v", p[0])
+		}
+		return nil
+	})
+	tc.start(n4)
+	l.setClock(n4)
+	poll.Until(t, settleTimeout, "the move to n4 to be accepted again", func() (bool, error) {
+		_, err := tc.do(1, "CLUSTER", "MOVESHARD", 0, "n2", "n4")
+		return err == nil || strings.Contains(err.Error(), "already holds"), err
+	})
+	tc.waitPlacement(0, 3, "the move to succeed once n4 is back", func(p [][]replicaOf) error {
+		if !slices.Equal(holdsOf(p, "n4"), []int{0}) || slices.Contains(holdsOf(p, "n2"), 0) {
+			return fmt.Errorf("shard 0 on %v", p[0])
+		}
+		return nil
+	})
+	l.stopLoad()
+	t.Logf("a joining node killed and back: %s", l.check())
 }
