@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -296,4 +297,45 @@ func TestMembershipJoiningNodeKilledWhileItCatchesUp(t *testing.T) {
 	})
 	l.stopLoad()
 	t.Logf("a joining node killed and back: %s", l.check())
+}
+
+// A rebalance over five nodes goes on while a shard's leader is frozen
+// (SIGSTOP) and another node is killed and restarted: every shard ends
+// with three replicas spread evenly, and no acknowledged decision is lost.
+func TestMembershipRebalanceThroughFrozenAndKilledLeaders(t *testing.T) {
+	t.Parallel()
+	tc := startCluster(t, 6)
+	tc.waitPreferredLeaders() // n1 leads shards 0 and 3, n2 shards 1 and 4
+	l := newFaultLoad(t, tc, 40)
+	l.setPhase(1)
+	l.start(2)
+	for range 2 {
+		i := tc.join(0)
+		l.setClock(i)
+	}
+	tc.waitNodes(2, "n1", "n2", "n3", "n4", "n5")
+	tc.mustDo(2, "CLUSTER", "REBALANCE")
+
+	if err := tc.node(0).Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	tc.waitOtherLeader(0, 0)
+	if err := tc.node(0).Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	tc.kill(1)
+	tc.waitOtherLeader(1, 1)
+	tc.start(1)
+	l.setClock(1)
+
+	tc.waitPlacement(2, 3, "the rebalance to end with every replica online", func(p [][]replicaOf) error {
+		for _, id := range []string{"n1", "n2", "n3", "n4", "n5"} {
+			if h := len(holdsOf(p, id)); h < 3 || h > 4 {
+				return fmt.Errorf("%s holds %d replicas", id, h)
+			}
+		}
+		return nil
+	})
+	l.stopLoad()
+	t.Logf("rebalanced through a frozen and a killed leader: %s", l.check())
 }
