@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -338,4 +339,83 @@ func TestMembershipRebalanceThroughFrozenAndKilledLeaders(t *testing.T) {
 	})
 	l.stopLoad()
 	t.Logf("rebalanced through a frozen and a killed leader: %s", l.check())
+}
+
+// go-redis's ClusterClient and redis-cli -c keep working while the cluster
+// grows, rebalances, forgets a node and replaces a killed one: the client,
+// seeded with the first three nodes, sees only errors it can act on
+// (TRYAGAIN, a refused or broken connection to a node that went away)
+// and follows MOVED to the replicas' new homes.
+func TestMembershipClusterClientsFollowTheChanges(t *testing.T) {
+	t.Parallel()
+	tc := startCluster(t, 6)
+	tc.waitLeaders()
+	cc := tc.clusterClient()
+	var mu sync.Mutex
+	errs := map[string]int{}
+	ok := 0
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				err := cc.Do(ctx(t), "RL.SLIDING", fmt.Sprintf("follow:%d:%d", w, n%64), 1_000_000, 60_000).Err()
+				mu.Lock()
+				if err != nil {
+					errs[strings.Fields(err.Error())[0]]++
+				} else {
+					ok++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	n4, n5 := tc.join(0), tc.join(1)
+	tc.waitNodes(2, "n1", "n2", "n3", "n4", "n5")
+	tc.mustDo(n4, "CLUSTER", "REBALANCE")
+	tc.waitPlacement(2, 3, "the rebalance over five nodes", func(p [][]replicaOf) error {
+		if len(holdsOf(p, "n5")) < 3 {
+			return fmt.Errorf("n5 holds %v", holdsOf(p, "n5"))
+		}
+		return nil
+	})
+	tc.mustDo(0, "CLUSTER", "FORGET", "n5", "FORCE")
+	tc.waitExit(n5, "forgotten")
+	tc.kill(2)
+	tc.mustDo(0, "CLUSTER", "FORGET", "n3", "FORCE")
+	n6 := tc.join(n4)
+	tc.waitNodes(0, "n1", "n2", "n4", "n6")
+	tc.mustDo(n6, "CLUSTER", "REBALANCE")
+	tc.waitPlacement(0, 3, "the replacement to take its share", func(p [][]replicaOf) error {
+		if len(holdsOf(p, "n6")) < 4 {
+			return fmt.Errorf("n6 holds %v", holdsOf(p, "n6"))
+		}
+		return nil
+	})
+	close(stop)
+	wg.Wait()
+	t.Logf("go-redis ClusterClient through the changes: %d decisions, errors %v", ok, errs)
+	for kind := range errs {
+		if kind != "TRYAGAIN" && kind != "dial" && kind != "EOF" && kind != "read" && kind != "write" {
+			t.Errorf("an error a cluster client cannot act on: %s (%d)", kind, errs[kind])
+		}
+	}
+	// Afterwards every shard answers, through the cluster client and
+	// through redis-cli -c against the newest node.
+	c := tc.client(0)
+	for shard := range tc.Shards {
+		key := keyOnShard(t, c, "after", shard, tc.Shards)
+		if err := cc.Do(ctx(t), "RL.SLIDING", key, 10, 60_000).Err(); err != nil {
+			t.Errorf("shard %d through the cluster client: %v", shard, err)
+		}
+		host, port, _ := strings.Cut(tc.Nodes[n6].Addr, ":")
+		if out := runCLI(t, "", "-c", "-h", host, "-p", port, "RL.SLIDING", key, "10", "60000"); !strings.HasPrefix(out, "1\n") {
+			t.Errorf("shard %d through redis-cli -c: %q", shard, out)
+		}
+	}
 }
