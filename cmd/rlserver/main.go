@@ -160,7 +160,7 @@ func serve(o options, log *slog.Logger) error {
 	if lns.grpc != nil {
 		ready = append(ready, "grpc_addr", lns.grpc.Addr().String())
 	}
-	log.Info("rlserver ready", append(ready, "shards", o.shards, "mode", mode, "debug", o.debug)...)
+	log.Info("rlserver ready", append(ready, "shards", shards.Shards(), "mode", mode, "debug", o.debug)...)
 	if lns.plain != nil {
 		go func() { served <- srv.Serve(lns.plain) }()
 	}
