@@ -137,7 +137,7 @@ func (n *RaftShards) startCluster() error {
 	}
 	n.groups = make([]atomic.Pointer[group], cfg.Shards)
 	n.foreign = make([]atomic.Pointer[Member], cfg.Shards)
-	n.health.start(time.Now())
+	n.health.start()
 	dialer := newBusDialer(cfg.Dial, n.cluster, cfg.BusTLS)
 	n.fwd = newForwarder(dialer)
 	n.bus = newBus(cfg.Bus, dialer, cfg.BusTLS, cfg.Log, func(c net.Conn) { serveForward(c, n) }, func(c net.Conn) { serveJoining(c, n) })
