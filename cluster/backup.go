@@ -173,7 +173,7 @@ func InstallBackup(cfg RaftConfig, shard int, index uint64, frame io.Reader) (er
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(cfg.Self.Bus))
 	defer trans.Close()
 	conf := voters(Replicas(cfg.Members, shard))
-	if err := raft.BootstrapCluster(raftConfig(&cfg, shard), store, store, snaps, trans, conf); err != nil {
+	if err := raft.BootstrapCluster(raftConfig(&cfg, fmt.Sprintf("raft.shard%d", shard)), store, store, snaps, trans, conf); err != nil {
 		if errors.Is(err, raft.ErrCantBootstrap) {
 			return fmt.Errorf("shard %d: %s already holds state: restore into a new data directory", shard, dir)
 		}

@@ -1,13 +1,15 @@
 package cluster
 
 import (
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
 )
 
-// Leaders are spread over the nodes by giving each shard a preferred leader
-// (Replicas puts it first, round robin). After an election or a restart
+// Leaders are spread over the nodes by giving each shard a preferred leader:
+// the first replica of its target in the catalogue (round robin at first;
+// the planner spreads them as nodes come and go). After an election or a restart
 // moves a leadership elsewhere, the node that holds it hands it back, but
 // only to a preferred node that answers and has caught up: a transfer to a
 // dead node would stall the shard for an election timeout.
@@ -31,9 +33,14 @@ func (n *RaftShards) balance() {
 		case <-n.stop:
 			return
 		case now := <-tick.C:
+			cat := n.committedCatalogue()
+			if cat == nil {
+				cat = n.Catalogue()
+			}
 			for i := range n.groups {
 				g := n.groups[i].Load()
-				if g != nil && now.Sub(last[g.shard]) >= balanceBackoff && n.handBack(g) {
+				if g != nil && cat != nil && g.shard < len(cat.Placement) && now.Sub(last[g.shard]) >= balanceBackoff &&
+					n.handBack(g, cat.Placement[g.shard]) {
 					last[g.shard] = now
 				}
 			}
@@ -42,14 +49,16 @@ func (n *RaftShards) balance() {
 }
 
 // handBack transfers g's leadership to its preferred node when this node
-// leads it and the preferred node is ready; it reports whether it tried.
-func (n *RaftShards) handBack(g *group) bool {
-	preferred := g.replicas[0]
-	if preferred.ID == n.cfg.Self.ID || g.raft.State() != raft.Leader {
+// leads it and the preferred node is a voter and ready; it reports whether
+// it tried. A shard that is moving is left to its move.
+func (n *RaftShards) handBack(g *group, p Placement) bool {
+	preferred := n.member(p.Preferred())
+	if preferred == nil || preferred.ID == n.cfg.Self.ID || g.raft.State() != raft.Leader ||
+		!p.settled() || !slices.Contains(p.Voters, preferred.ID) {
 		return false
 	}
-	status, err := n.fwd.status(preferred.Bus)
-	if err != nil || g.shard >= len(status) || status[g.shard].applied+caughtUp < g.raft.AppliedIndex() {
+	status, err := n.fwd.status(preferred.Bus, n.cfg.Self.ID, n.cfg.Incarnation, frameTimeout)
+	if err != nil || g.shard >= len(status.shards) || status.shards[g.shard].applied+caughtUp < g.raft.AppliedIndex() {
 		return false
 	}
 	// Transfer with nothing in flight, and propose again only once this node

@@ -245,6 +245,7 @@ func extraName(b []byte) string {
 //	                 code (errors.Is compares codes)
 //	errNotApplied, errMayHaveBeenCounted, errShuttingDown: nothing more
 //	errFailure       message: any other error, a Failure
+//	errMembership    code byte, message: a MembershipError
 //
 // A result that is an error has its own result tag (wireResultError), and
 // so does a request that failed as a whole (see forward.go): the tags of the
@@ -256,6 +257,7 @@ const (
 	errNotApplied
 	errMayHaveBeenCounted
 	errShuttingDown
+	errMembership
 
 	// wireResultError tags a result that is an error, outside engine's
 	// ResultType values.
@@ -268,9 +270,12 @@ const (
 func appendError(b []byte, tag byte, err error) []byte {
 	b = append(b, tag)
 	var e *engine.Error
+	var me *MembershipError
 	switch {
 	case errors.As(err, &e):
 		return appendString(append(b, errEngine, byte(e.Code)), err.Error())
+	case errors.As(err, &me):
+		return appendString(append(b, errMembership, byte(me.Code)), err.Error())
 	case errors.Is(err, ErrNotApplied):
 		return append(b, errNotApplied)
 	case errors.Is(err, ErrMayHaveBeenCounted):
@@ -297,6 +302,9 @@ func (d *wire) error() error {
 		return ErrShuttingDown
 	case errFailure:
 		return &Failure{string(d.bytes(maxWireError))}
+	case errMembership:
+		code := MembershipCode(d.byte())
+		return &MembershipError{Code: code, Msg: string(d.bytes(maxWireError))}
 	default:
 		d.fail("unknown error kind")
 		return errBadEntry

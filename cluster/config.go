@@ -47,13 +47,31 @@ func (c MemoryConfig) Validate() error {
 
 // RaftConfig configures a node's shards in Raft mode.
 type RaftConfig struct {
-	Self    Member   // this node
-	Members []Member // every member, Self included; just Self for a single node
-	// Shards is the number of shards, from 1 to MaxShards.
+	Self Member // this node
+	// Members are the cluster's initial members, Self included (the
+	// --cluster list it was created with); just Self for a single node;
+	// none for a node that joins an existing cluster (Join).
+	Members []Member
+	// Join is the bus address of a member to join the cluster through
+	// ("host:port"), for a node started with --join.
+	Join string
+	// Shards is the number of shards, from 1 to MaxShards; 0 for a node
+	// that joins (the cluster says).
 	Shards int
 	// Layout is the data directory that holds every shard's log and
-	// snapshots.
+	// snapshots, and the catalogue's.
 	Layout persistence.Layout
+	// Incarnation is the random id of the data directory
+	// (persistence.Identity): the cluster remembers each node's, and
+	// refuses a node that comes back under its id with another one.
+	Incarnation string
+	// Upgraded says the data directory was made by a release before the
+	// catalogue: its catalogue group is bootstrapped from Members.
+	Upgraded bool
+	// ReplaceDeadAfter, when not 0, is how long a node of a cluster of more
+	// than three nodes may be down before its replicas are re-created on
+	// the others.
+	ReplaceDeadAfter time.Duration
 	// Clock is the time the leader stamps on each batch.
 	Clock Clock
 	// Log takes the node's records, hashicorp/raft's among them (see
@@ -147,8 +165,10 @@ func (c RaftConfig) Validate() error {
 	if err := c.validateMembers(); err != nil {
 		return err
 	}
-	if err := validShards("RaftConfig", c.Shards); err != nil {
-		return err
+	if c.Join == "" || c.Shards != 0 {
+		if err := validShards("RaftConfig", c.Shards); err != nil {
+			return err
+		}
 	}
 	switch {
 	case c.Layout.Dir == "":
@@ -159,8 +179,12 @@ func (c RaftConfig) Validate() error {
 		return invalidSetting("RaftConfig.Log", "must be set")
 	case c.Dial == nil:
 		return invalidSetting("RaftConfig.Dial", "must be set")
-	case len(c.Members) > 1 && c.Bus == nil:
-		return invalidSetting("RaftConfig.Bus", "a cluster of %d members needs a bus listener", len(c.Members))
+	case c.clustered() && c.Bus == nil:
+		return invalidSetting("RaftConfig.Bus", "a cluster node needs a bus listener")
+	case c.clustered() && c.Incarnation == "":
+		return invalidSetting("RaftConfig.Incarnation", "a cluster node needs its data directory's incarnation")
+	case c.ReplaceDeadAfter < 0:
+		return invalidSetting("RaftConfig.ReplaceDeadAfter", "%v: must not be negative", c.ReplaceDeadAfter)
 	case c.BusTLS != nil && len(c.BusTLS.Certificate.Certificate) == 0:
 		return invalidSetting("RaftConfig.BusTLS.Certificate", "must be set")
 	case c.BusTLS != nil && c.BusTLS.CAs == nil:
@@ -176,16 +200,26 @@ func (c RaftConfig) Validate() error {
 	}
 	// What hashicorp/raft itself requires of the settings passed on to it
 	// (SnapshotInterval's minimum among them).
-	if err := raft.ValidateConfig(raftConfig(&c, 0)); err != nil {
+	if err := raft.ValidateConfig(raftConfig(&c, "raft")); err != nil {
 		return fmt.Errorf("RaftConfig: %w", err)
 	}
 	return nil
 }
 
+// clustered reports whether the node is a cluster's (with a bus and a
+// catalogue) rather than a single node.
+func (c RaftConfig) clustered() bool { return c.Join != "" || len(c.Members) > 1 }
+
 // validateMembers checks Self and Members.
 func (c RaftConfig) validateMembers() error {
 	if c.Self.ID == "" {
 		return invalidSetting("RaftConfig.Self.ID", "must not be empty")
+	}
+	if c.Join != "" {
+		if len(c.Members) > 0 {
+			return invalidSetting("RaftConfig.Members", "a node that joins has no initial members")
+		}
+		return nil
 	}
 	found := false
 	for i, m := range c.Members {

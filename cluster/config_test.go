@@ -74,7 +74,7 @@ func TestRaftConfigValidate(t *testing.T) {
 	defer ln.Close()
 	valid := func() RaftConfig {
 		cfg := DefaultRaftConfig(self, three)
-		cfg.Layout, cfg.Bus = persistence.Layout{Dir: t.TempDir()}, ln
+		cfg.Layout, cfg.Bus, cfg.Incarnation = persistence.Layout{Dir: t.TempDir()}, ln, "0123456789abcdef"
 		return cfg
 	}
 	if err := valid().Validate(); err != nil {

@@ -51,3 +51,57 @@ type PeerReply string
 
 // Error returns the reply's text.
 func (p PeerReply) Error() string { return string(p) }
+
+// MembershipError refuses a change of the cluster's membership or
+// placement, or a node that may not take part in it: its Code says why, its
+// message says what to do. It crosses the bus as its code and message, so
+// errors.Is compares codes (Is), and the server answers it with ERR.
+type MembershipError struct {
+	Code MembershipCode
+	Msg  string
+}
+
+// MembershipCode is why a membership change or a node was refused.
+type MembershipCode byte
+
+// The reasons a membership change or a node is refused.
+const (
+	// MemberUnknown: no node has that id.
+	MemberUnknown MembershipCode = iota + 1
+	// MemberIncarnation: the cluster knows the node's id with another data
+	// directory (another incarnation): its disk was lost or replaced, and
+	// with it the Raft votes it cast.
+	MemberIncarnation
+	// MemberRemoved: the node was removed with CLUSTER FORGET.
+	MemberRemoved
+	// MemberHoldsReplicas: a node to forget still holds replicas.
+	MemberHoldsReplicas
+	// MemberBadMove: a move that cannot be made as asked.
+	MemberBadMove
+	// MemberConflict: an address or id another member uses, a cluster that
+	// already exists, a shard count that differs.
+	MemberConflict
+)
+
+// Error returns the message.
+func (e *MembershipError) Error() string { return e.Msg }
+
+// Is reports whether target is a *MembershipError of the same code, so that
+// errors.Is(err, &MembershipError{Code: MemberRemoved}) asks for a code.
+func (e *MembershipError) Is(target error) bool {
+	t, ok := target.(*MembershipError)
+	return ok && t.Code == e.Code
+}
+
+// refused is a MembershipError of code, its message formatted.
+func refused(code MembershipCode, format string, args ...any) *MembershipError {
+	return &MembershipError{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ErrRemoved is what a node's errors wrap once the cluster has removed it
+// (errors.Is(err, ErrRemoved)).
+var ErrRemoved = &MembershipError{Code: MemberRemoved}
+
+// ErrIncarnation is what a node's errors wrap when the cluster knows its id
+// with another data directory.
+var ErrIncarnation = &MembershipError{Code: MemberIncarnation}

@@ -17,14 +17,22 @@ import (
 // forwarding connection carries one frame at a time each way:
 //
 //	request   uvarint length, then 'C' uvarint shard, batch (appendBatch)
-//	          or 'S' (status: this node's replicas)
+//	          or 'S' (status: this node's replicas), then the asker's id
+//	          and incarnation (releases before the catalogue send none)
+//	          or 'A' and a catalogue change (catalogueops.go)
 //	response  uvarint length, then 0 and the results (appendResult each,
 //	          or for 'S' uvarint count, then per shard the applied index
-//	          and the leader's id, "" where unknown or not held),
+//	          and the leader's id, "" where unknown or not held, then
+//	          (what releases before the catalogue neither send nor read)
+//	          1, this node's incarnation, its catalogue's index, the
+//	          verdict on the asker (0, or 1 and an error), and per shard a
+//	          flags byte (1: it holds a replica) and the commit index;
+//	          or for 'A' the index the change was committed at),
 //	          or 3 and an error (codec.go's appendError, after its tag),
 //	          or 2 and the id of the node that leads the shard (the request
-//	          was not applied: ask that node); 1 and an error's text is
-//	          what releases before typed errors answer
+//	          was not applied: ask that node; for 'A', the catalogue's
+//	          leader); 1 and an error's text is what releases before typed
+//	          errors answer
 
 // The first byte of a response.
 const (
@@ -35,9 +43,10 @@ const (
 )
 
 const (
-	frameCommands byte = 'C'
-	frameStatus   byte = 'S'
-	maxFrame           = 64 << 20
+	frameCommands  byte = 'C'
+	frameStatus    byte = 'S'
+	frameCatalogue byte = 'A'
+	maxFrame            = 64 << 20
 	// frameTimeout bounds writing an answer, and a status call.
 	frameTimeout = 10 * time.Second
 )
@@ -51,8 +60,12 @@ type forwardHandler interface {
 	// requestTimeout bounds how long a forwarded request may wait for its
 	// answer here.
 	requestTimeout() time.Duration
-	// status describes this node's replica of each shard.
-	status() []shardStatus
+	// status describes this node's replicas and what it thinks of the
+	// asker (its id and incarnation, "" from an older release).
+	status(asker, incarnation string) nodeStatus
+	// applyCatalogueOp commits a catalogue change when this node leads the
+	// catalogue group, or names the node that does.
+	applyCatalogueOp(data []byte) (index uint64, leader string, err error)
 	// leaderHint names the shard's leader when this node knows it is
 	// another node ("" otherwise).
 	leaderHint(shard int) string
@@ -62,6 +75,73 @@ type forwardHandler interface {
 type shardStatus struct {
 	applied uint64 // Raft index applied; 0 where it holds no replica
 	leader  string // the leader's node id; "" when unknown or not held
+	held    bool   // it holds a replica (an empty one, at first)
+	commit  uint64 // Raft commit index
+}
+
+// nodeStatus is what a node says of itself and of the node that asks.
+type nodeStatus struct {
+	shards      []shardStatus
+	current     bool   // it answered as this release does (with what follows)
+	incarnation string // its data directory's
+	catalogue   uint64 // its catalogue's index
+	verdict     error  // why the cluster refuses the asker, as this node knows it
+}
+
+// appendStatus encodes st as the answer to 'S'.
+func appendStatus(out []byte, st nodeStatus) []byte {
+	out = append(out, replyOK)
+	out = binary.AppendUvarint(out, uint64(len(st.shards)))
+	for _, s := range st.shards {
+		out = binary.AppendUvarint(out, s.applied)
+		out = appendString(out, s.leader)
+	}
+	out = append(out, 1)
+	out = appendString(out, st.incarnation)
+	out = binary.AppendUvarint(out, st.catalogue)
+	if st.verdict != nil {
+		out = appendError(out, 1, st.verdict)
+	} else {
+		out = append(out, 0)
+	}
+	for _, s := range st.shards {
+		var flags byte
+		if s.held {
+			flags |= 1
+		}
+		out = append(out, flags)
+		out = binary.AppendUvarint(out, s.commit)
+	}
+	return out
+}
+
+// decodeStatus reads an answer to 'S' after its first byte, from this
+// release or an older one.
+func decodeStatus(d *wire) (nodeStatus, error) {
+	n := d.uvarint()
+	if n > 1<<16 {
+		return nodeStatus{}, errBadEntry
+	}
+	st := nodeStatus{shards: make([]shardStatus, n)}
+	for i := range st.shards {
+		st.shards[i] = shardStatus{applied: d.uvarint(), leader: string(d.bytes(256))}
+		st.shards[i].held = st.shards[i].applied > 0 // the best an older release says
+	}
+	if d.err != nil || len(d.b) == 0 || d.byte() != 1 {
+		return st, d.err
+	}
+	st.current = true
+	st.incarnation = string(d.bytes(64))
+	st.catalogue = d.uvarint()
+	if d.byte() == 1 {
+		st.verdict = d.error()
+	}
+	for i := range st.shards {
+		flags := d.byte()
+		st.shards[i].held = flags&1 != 0
+		st.shards[i].commit = d.uvarint()
+	}
+	return st, d.err
 }
 
 // serveForward answers frames on one forwarding connection until it closes.
@@ -79,12 +159,21 @@ func serveForward(conn net.Conn, h forwardHandler) {
 		case len(frame) > 0 && frame[0] == frameCommands:
 			out = answerCommands(out, frame[1:], h)
 		case len(frame) > 0 && frame[0] == frameStatus:
-			out = append(out, replyOK)
-			status := h.status()
-			out = binary.AppendUvarint(out, uint64(len(status)))
-			for _, st := range status {
-				out = binary.AppendUvarint(out, st.applied)
-				out = appendString(out, st.leader)
+			d := wire{b: frame[1:]}
+			var asker, incarnation string
+			if len(d.b) > 0 {
+				asker, incarnation = string(d.bytes(256)), string(d.bytes(64))
+			}
+			out = appendStatus(out, h.status(asker, incarnation))
+		case len(frame) > 0 && frame[0] == frameCatalogue:
+			index, leader, err := h.applyCatalogueOp(frame[1:])
+			switch {
+			case err != nil:
+				out = appendError(out, replyError, err)
+			case leader != "":
+				out = append(append(out, replyLeader), leader...)
+			default:
+				out = binary.AppendUvarint(append(out, replyOK), index)
 			}
 		default:
 			return

@@ -147,25 +147,43 @@ func (f *forwarder) leaderMoved(shard int, from, to *Member) {
 	})
 }
 
-// status asks the peer at addr about its replicas.
-func (f *forwarder) status(addr string) ([]shardStatus, error) {
-	reply, _, err := f.call(nil, addr, []byte{frameStatus}, time.Now().Add(frameTimeout))
+// status asks the peer at addr about its replicas, and about this node
+// (self and incarnation), waiting no longer than timeout.
+func (f *forwarder) status(addr, self, incarnation string, timeout time.Duration) (nodeStatus, error) {
+	frame := appendString(appendString([]byte{frameStatus}, self), incarnation)
+	reply, _, err := f.call(nil, addr, frame, time.Now().Add(timeout))
 	if err != nil {
-		return nil, err
+		return nodeStatus{}, err
 	}
 	d := wire{b: reply}
 	if d.byte() != replyOK {
-		return nil, fmt.Errorf("%w: status refused by %s", errBadEntry, addr)
+		return nodeStatus{}, fmt.Errorf("%w: status refused by %s", errBadEntry, addr)
 	}
-	n := d.uvarint()
-	if n > 1<<16 {
-		return nil, errBadEntry
+	return decodeStatus(&d)
+}
+
+// catalogueOp sends a catalogue change to the catalogue's leader at addr:
+// the index it was committed at, or the id of the leader to ask instead
+// (the error then says it was not applied), or the error that refused it.
+func (f *forwarder) catalogueOp(addr string, data []byte, deadline time.Time) (index uint64, leader string, err error) {
+	reply, sent, err := f.call(nil, addr, append([]byte{frameCatalogue}, data...), deadline)
+	if err != nil {
+		if !sent {
+			return 0, "", fmt.Errorf("the catalogue's leader is unreachable: %v: %w", err, ErrNotApplied)
+		}
+		return 0, "", fmt.Errorf("the catalogue's leader did not answer: %v: %w", err, ErrMayHaveBeenCounted)
 	}
-	out := make([]shardStatus, n)
-	for i := range out {
-		out[i] = shardStatus{applied: d.uvarint(), leader: string(d.bytes(256))}
+	d := wire{b: reply}
+	switch d.byte() {
+	case replyOK:
+		index = d.uvarint()
+		return index, "", d.err
+	case replyLeader:
+		return 0, string(d.b), fmt.Errorf("the catalogue's leader moved: %w", ErrNotApplied)
+	case replyError:
+		return 0, "", d.error()
 	}
-	return out, d.err
+	return 0, "", fmt.Errorf("%w: catalogue reply from %s", errBadEntry, addr)
 }
 
 // call sends one frame to addr and reads the answer, by deadline; sent

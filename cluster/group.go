@@ -18,13 +18,12 @@ import (
 // group is one shard's Raft group on this node: its stores, its Raft
 // instance, its state machine and proposer, and what it knows of its leader.
 type group struct {
-	shard    int
-	replicas []Member // the preferred leader first
-	raft     *raft.Raft
-	fsm      *shardFSM
-	store    *raftboltdb.BoltStore
-	trans    io.Closer
-	prop     *proposer
+	shard int
+	raft  *raft.Raft
+	fsm   *shardFSM
+	store *raftboltdb.BoltStore
+	trans io.Closer
+	prop  *proposer
 
 	leader atomic.Pointer[Member] // nil while unknown
 	load   loadLatch              // whether the replica has loaded its state
@@ -33,56 +32,84 @@ type group struct {
 	// moved, when set, is told of every change of leader (from and to are
 	// nil while unknown), on the goroutine that watches the group.
 	moved func(shard int, from, to *Member)
+	// stop ends the goroutines that watch and reconcile the group.
+	stop chan struct{}
 }
 
-// openGroup opens a shard's stores and starts its Raft instance,
-// bootstrapping the group from its replica set when the stores are new.
-func openGroup(cfg *RaftConfig, shard int, replicas []Member, trans raft.Transport, observer *observerSlot, halt chan<- error) (g *group, err error) {
-	g = &group{shard: shard, replicas: replicas, fsm: newShardFSM(shard, observer, halt, cfg.Scripts), change: make(chan struct{})}
+// stores are a group's log, stable and snapshot stores.
+type stores struct {
+	bolt     *raftboltdb.BoltStore
+	logs     raft.LogStore
+	snaps    raft.SnapshotStore
+	existing bool // they hold Raft state already
+}
+
+// openStores opens the stores of a group in dir. A damaged log is reported
+// as such.
+func openStores(dir string, log *slog.Logger) (st stores, err error) {
+	if st.bolt, err = persistence.OpenLogStore(dir); err != nil {
+		return st, err
+	}
+	defer func() {
+		if err != nil {
+			st.bolt.Close()
+		}
+	}()
+	if st.logs, err = raft.NewLogCache(512, persistence.CheckedLogs(st.bolt, persistence.LogStorePath(dir))); err != nil {
+		return st, err
+	}
+	if st.snaps, err = persistence.OpenSnapshotStore(dir, newRaftLogger(log, "snapshots")); err != nil {
+		return st, err
+	}
+	if st.existing, err = raft.HasExistingState(st.logs, st.bolt, st.snaps); err != nil {
+		return st, err
+	}
+	// NewRaft reads the last entry first, and reports a failure to read it
+	// without its cause: read it here, so that damage is reported as such.
+	if last, err := st.logs.LastIndex(); err == nil && last > 0 {
+		if err := st.logs.GetLog(last, new(raft.Log)); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// openGroup opens a shard's stores and starts its Raft instance. bootstrap,
+// when not nil, are the replicas to bootstrap the group with when its
+// stores are new (a cluster being created); a group opened without is
+// empty until a leader adds it to its configuration and sends it the
+// shard. requireState refuses stores that are new: the catalogue counts
+// this node among the shard's voters, so the state it lacks held votes.
+func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool, trans raft.Transport, observer *observerSlot, halt chan<- error) (g *group, err error) {
+	g = &group{shard: shard, fsm: newShardFSM(shard, observer, halt, cfg.Scripts), change: make(chan struct{}), stop: make(chan struct{})}
 	dir, err := cfg.Layout.ShardDir(shard)
 	if err != nil {
 		return nil, err
 	}
-	store, err := persistence.OpenLogStore(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			store.Close() // not g.store: g is nil on the way out
-		}
-	}()
-	g.store = store
-	logs, err := raft.NewLogCache(512, persistence.CheckedLogs(store, persistence.LogStorePath(dir)))
-	if err != nil {
-		return nil, err
-	}
-	snaps, err := persistence.OpenSnapshotStore(dir, newRaftLogger(cfg.Log, "snapshots"))
-	if err != nil {
-		return nil, err
-	}
-	existing, err := raft.HasExistingState(logs, g.store, snaps)
+	st, err := openStores(dir, cfg.Log)
 	if err != nil {
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
 	}
-	// NewRaft reads the last entry first, and reports a failure to read it
-	// without its cause: read it here, so that damage is reported as such.
-	if last, err := logs.LastIndex(); err == nil && last > 0 {
-		if err := logs.GetLog(last, new(raft.Log)); err != nil {
-			return nil, fmt.Errorf("shard %d: %w", shard, err)
-		}
+	if requireState && !st.existing {
+		st.bolt.Close()
+		return nil, refused(MemberIncarnation, "shard %d: %s holds no Raft state, yet the cluster counts this node among the shard's voters: "+
+			"its state, and the votes it cast, are lost; run CLUSTER FORGET %s FORCE on a live node, then start this node as a new one with --join",
+			shard, dir, cfg.Self.ID)
 	}
-	if g.raft, err = newRaft(raftConfig(cfg, shard), g.fsm, logs, store, snaps, trans); err != nil {
+	g.store = st.bolt
+	if g.raft, err = newRaft(raftConfig(cfg, fmt.Sprintf("raft.shard%d", shard)), g.fsm, st.logs, st.bolt, st.snaps, trans); err != nil {
+		st.bolt.Close()
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
 	}
 	if c, ok := trans.(io.Closer); ok {
 		g.trans = c
 	}
-	if !existing {
+	if bootstrap != nil && !st.existing {
 		// Every replica bootstraps with the same configuration; Raft makes
 		// that safe, and ErrCantBootstrap only means it already was.
-		if err := g.raft.BootstrapCluster(voters(replicas)).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		if err := g.raft.BootstrapCluster(voters(bootstrap)).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			g.raft.Shutdown()
+			st.bolt.Close()
 			return nil, fmt.Errorf("shard %d bootstrap: %w", shard, err)
 		}
 	}
@@ -118,8 +145,9 @@ func newRaft(c *raft.Config, fsm raft.FSM, logs raft.LogStore, stable raft.Stabl
 	return raft.NewRaft(c, fsm, logs, stable, snaps, trans)
 }
 
-// raftConfig is hashicorp/raft's configuration for one group.
-func raftConfig(cfg *RaftConfig, shard int) *raft.Config {
+// raftConfig is hashicorp/raft's configuration for one group; name names
+// its records (raft.shard3, raft.catalogue).
+func raftConfig(cfg *RaftConfig, name string) *raft.Config {
 	c := raft.DefaultConfig()
 	c.LocalID = raft.ServerID(cfg.Self.ID)
 	c.HeartbeatTimeout = cfg.HeartbeatTimeout
@@ -135,13 +163,13 @@ func raftConfig(cfg *RaftConfig, shard int) *raft.Config {
 	c.SnapshotInterval = cfg.SnapshotInterval
 	c.TrailingLogs = cfg.TrailingLogs
 	c.ShutdownOnRemove = false
-	c.Logger = newRaftLogger(cfg.Log, fmt.Sprintf("raft.shard%d", shard))
+	c.Logger = newRaftLogger(cfg.Log, name)
 	return c
 }
 
 // watch keeps g.leader current: from Raft's leader observations, and by
-// polling, since observations can be dropped.
-func (g *group) watch(members []Member, stop <-chan struct{}) {
+// polling, since observations can be dropped. member finds a node by id.
+func (g *group) watch(member func(id string) *Member, stop <-chan struct{}) {
 	obs := make(chan raft.Observation, 16)
 	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
@@ -152,11 +180,13 @@ func (g *group) watch(members []Member, stop <-chan struct{}) {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		g.refreshLeader(members)
+		g.refreshLeader(member)
 		select {
 		case <-obs:
 		case <-tick.C:
 		case <-stop:
+			return
+		case <-g.stop:
 			return
 		}
 	}
@@ -164,13 +194,11 @@ func (g *group) watch(members []Member, stop <-chan struct{}) {
 
 // refreshLeader reads Raft's current leader and, on a change, wakes the
 // requests waiting for one and tells moved, if set.
-func (g *group) refreshLeader(members []Member) {
+func (g *group) refreshLeader(member func(id string) *Member) {
 	_, id := g.raft.LeaderWithID()
 	var now *Member
-	for i := range members {
-		if raft.ServerID(members[i].ID) == id {
-			now = &members[i]
-		}
+	if id != "" {
+		now = member(string(id))
 	}
 	if old := g.leader.Load(); old == now || (old != nil && now != nil && old.ID == now.ID) {
 		return
@@ -192,19 +220,23 @@ func (g *group) changed() <-chan struct{} {
 	return g.change
 }
 
-// close stops the proposer, hands leadership over if it can, snapshots, and
-// shuts Raft and the stores down.
-func (g *group) close(handOver bool, log *slog.Logger) error {
+// close stops the proposer, hands leadership over if it can, snapshots if
+// asked (a replica the node is dropping is not worth one), and shuts Raft
+// and the stores down.
+func (g *group) close(handOver, snapshot bool, log *slog.Logger) error {
+	close(g.stop)
 	g.prop.stop()
-	if handOver && g.raft.State() == raft.Leader && len(g.replicas) > 1 {
+	if handOver && g.raft.State() == raft.Leader && len(g.raft.GetConfiguration().Configuration().Servers) > 1 {
 		if err := g.raft.LeadershipTransfer().Error(); err != nil {
 			log.Warn("leadership hand-over failed; the others will elect", "shard", g.shard, "err", err)
 		}
 	}
 	// A snapshot makes the next start fast; without one the log still holds
 	// everything, so a failure is only worth a warning.
-	if err := g.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
-		log.Warn("snapshot at shutdown failed", "shard", g.shard, "err", err)
+	if snapshot {
+		if err := g.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			log.Warn("snapshot at shutdown failed", "shard", g.shard, "err", err)
+		}
 	}
 	err := g.raft.Shutdown().Error()
 	if g.trans != nil {

@@ -12,13 +12,13 @@ type PeerView struct {
 // TLS it fails). It waits up to the bus's frame timeout: callers that must
 // not wait that long ask on a goroutine of their own.
 func (n *RaftShards) PeerStatus(m Member) (PeerView, error) {
-	st, err := n.fwd.status(m.Bus)
+	st, err := n.fwd.status(m.Bus, n.cfg.Self.ID, n.cfg.Incarnation, frameTimeout)
 	if err != nil {
 		return PeerView{}, err
 	}
 	var v PeerView
-	for shard, s := range st {
-		if s.applied > 0 {
+	for shard, s := range st.shards {
+		if s.held {
 			v.Holds = append(v.Holds, shard)
 		}
 		if s.leader == m.ID {

@@ -23,7 +23,7 @@ func BenchmarkRaftSingleNode(b *testing.B) {
 			}
 			self := Member{ID: "n1", Client: "127.0.0.1:1", Bus: "local"}
 			cfg := DefaultRaftConfig(self, []Member{self})
-			cfg.Layout = layout
+			cfg.Layout = layout.Layout
 			n, err := StartRaft(cfg)
 			if err != nil {
 				b.Fatal(err)

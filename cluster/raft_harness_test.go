@@ -116,8 +116,16 @@ func startSecureTestCluster(t testing.TB, size, shards int, busTLS []*BusTLS) *t
 		tc.dirs = append(tc.dirs, t.TempDir())
 	}
 	tc.nodes = make([]*RaftShards, size)
+	// At once, as a cluster's nodes start: a new node waits for the others
+	// to say it is new before it bootstraps.
+	errs := make([]error, size)
+	var wg sync.WaitGroup
 	for i := range size {
-		tc.start(i, lns[i])
+		wg.Go(func() { errs[i] = tc.tryStart(i, lns[i]) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		for _, n := range tc.nodes {
@@ -163,7 +171,8 @@ func (tc *testCluster) tryStart(i int, ln net.Listener) error {
 		sec = tc.busTLS[i]
 	}
 	cfg := DefaultRaftConfig(m, members)
-	cfg.Shards, cfg.Layout, cfg.Clock, cfg.Bus, cfg.BusTLS = tc.shards, layout, tc.clock, ln, sec
+	cfg.Shards, cfg.Layout, cfg.Clock, cfg.Bus, cfg.BusTLS = tc.shards, layout.Layout, tc.clock, ln, sec
+	cfg.Incarnation = layout.Identity.Incarnation
 	cfg.Dial = tc.net.dialer(m.ID)
 	cfg.HeartbeatTimeout, cfg.ElectionTimeout = 250*time.Millisecond, 250*time.Millisecond
 	cfg.RequestTimeout = 3 * time.Second
@@ -173,6 +182,13 @@ func (tc *testCluster) tryStart(i int, ln net.Listener) error {
 		return err
 	}
 	tc.nodes[i] = n
+	select { // a new cluster's node opens its replicas once the others say it is new
+	case <-n.opened:
+	case err := <-n.halted:
+		return err
+	case <-time.After(20 * time.Second):
+		return fmt.Errorf("%s did not open its replicas", m.ID)
+	}
 	return nil
 }
 

@@ -151,7 +151,7 @@ func TestRaftSingleNodeStartsAndStopsWithoutWarnings(t *testing.T) {
 		}
 		var out lockedBuffer
 		cfg := DefaultRaftConfig(self, []Member{self})
-		cfg.Layout = layout
+		cfg.Layout = layout.Layout
 		cfg.Log = slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		n, err := StartRaft(cfg)
 		if err != nil {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -12,98 +13,271 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/persistence"
 )
 
 // RaftShards runs this node's replicas of the shards, each a Raft group, and
 // routes every request to its shard's leader: the local proposer, or another
-// node over the bus.
+// node over the bus. In a cluster it also runs its replica of the
+// catalogue group (meta.go), follows the catalogue (replicas.go), and keeps
+// the shards it leads (reconcile.go), and when it leads the catalogue the
+// whole cluster's placement (driver.go), where the catalogue says.
 type RaftShards struct {
 	cfg    RaftConfig
 	groups []atomic.Pointer[group] // by shard; nil where this node holds no replica
-	// foreign are the leaders, learned from their replicas, of the shards
-	// this node holds no replica of (clusters of more than three nodes).
+	// foreign are the leaders, learned from their replicas (health.go), of
+	// the shards this node holds no replica of.
 	foreign []atomic.Pointer[Member]
+	// meta is this node's replica of the catalogue group; nil for a single
+	// node, whose catalogue never changes.
+	meta atomic.Pointer[metaGroup]
+	// initial is the catalogue this node starts from, until the catalogue
+	// group has committed one: its initial members', or what the member it
+	// joined through sent.
+	initial atomic.Pointer[Catalogue]
+	health  health
+	cluster [8]byte // the cluster's id, on every bus connection
 	bus     *bus
 	fwd     *forwarder
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// joinDialer opens joining connections (join.go), which carry no
+	// cluster id.
+	joinDialer busDialer
+	stop       chan struct{}
+	wg         sync.WaitGroup
 	// observer hears of what this node's replicas apply (SetWriteObserver).
 	observer observerSlot
-	// halted receives the first ErrNewerEntry a replica meets (Halted).
+	// halted receives the first error that stops the node (Halted).
 	halted chan error
+	// warnedPeer spaces the warnings about refused nodes.
+	warnedPeer atomic.Int64
+	// opened is closed once the node has opened its replicas: at once,
+	// unless it is a new cluster's node that waits for the others to say
+	// it is new.
+	opened chan struct{}
+	// replicasMu serialises opening and closing replicas.
+	replicasMu sync.Mutex
 
 	mu     sync.RWMutex // held for reading while submitting, for writing to close
 	closed bool
 }
 
 // StartRaft opens this node's shard replicas and starts their groups, after
-// checking cfg with Validate.
+// checking cfg with Validate. In a cluster it first makes sure the cluster
+// will have this node (join.go): it joins through cfg.Join, or, its data
+// directory being new, asks the other initial members whether it is new, or,
+// restarted, whether it was forgotten. Then it opens the catalogue group and
+// the shards the catalogue (or, for a new cluster, the initial placement)
+// gives it.
 func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	dialer := newBusDialer(cfg.Dial, fingerprint(cfg.Members, cfg.Shards), cfg.BusTLS)
-	n := &RaftShards{
-		cfg: cfg, groups: make([]atomic.Pointer[group], cfg.Shards), foreign: make([]atomic.Pointer[Member], cfg.Shards),
-		fwd: newForwarder(dialer), stop: make(chan struct{}), halted: make(chan error, 1),
+	n := &RaftShards{cfg: cfg, stop: make(chan struct{}), halted: make(chan error, 1), opened: make(chan struct{})}
+	if !cfg.clustered() {
+		return n, n.startSingle()
 	}
-	transports := make([]raft.Transport, cfg.Shards)
-	if cfg.Bus != nil {
-		n.bus = newBus(cfg.Bus, dialer, cfg.BusTLS, cfg.Log, func(c net.Conn) { serveForward(c, n) })
-	}
-	for shard := range cfg.Shards {
-		if !holds(Replicas(cfg.Members, shard), cfg.Self.ID) {
-			continue
-		}
-		if n.bus == nil {
-			_, transports[shard] = raft.NewInmemTransport(raft.ServerAddress(cfg.Self.Bus))
-		} else {
-			transports[shard] = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-				Stream: n.bus.stream(shard), MaxPool: 3, Timeout: 10 * time.Second,
-				Logger: newRaftLogger(cfg.Log, "raft.net"),
-			})
-		}
-	}
-	if n.bus != nil {
-		go n.bus.serve()
-	}
-	for shard, trans := range transports {
-		if trans == nil {
-			continue
-		}
-		g, err := openGroup(&n.cfg, shard, Replicas(cfg.Members, shard), trans, &n.observer, n.halted)
-		if err != nil {
-			n.shutdown(false)
-			return nil, err
-		}
-		g.moved = n.fwd.leaderMoved
-		n.groups[shard].Store(g)
-		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
-			g.watch(cfg.Members, n.stop)
-		}()
-	}
-	if len(cfg.Members) > 1 {
-		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
-			n.balance()
-		}()
-	}
-	if len(cfg.Members) > maxReplicas {
-		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
-			n.learnForeignLeaders()
-		}()
+	if err := n.startCluster(); err != nil {
+		n.shutdown(false)
+		return nil, err
 	}
 	return n, nil
+}
+
+// startSingle starts a single node: every shard on it, no bus, no
+// catalogue group (its catalogue is its initial one, for good).
+func (n *RaftShards) startSingle() error {
+	n.initial.Store(initialCatalogue(n.cfg.Members, n.cfg.Shards))
+	n.fwd = newForwarder(newBusDialer(n.cfg.Dial, fingerprint(n.cfg.Members, n.cfg.Shards), n.cfg.BusTLS))
+	n.groups = make([]atomic.Pointer[group], n.cfg.Shards)
+	n.foreign = make([]atomic.Pointer[Member], n.cfg.Shards)
+	for shard := range n.cfg.Shards {
+		if err := n.openReplica(shard, n.cfg.Members, false); err != nil {
+			n.shutdown(false)
+			return err
+		}
+	}
+	close(n.opened)
+	return nil
+}
+
+// startCluster starts a cluster node.
+func (n *RaftShards) startCluster() error {
+	cfg := &n.cfg
+	n.joinDialer = newBusDialer(cfg.Dial, [8]byte{}, cfg.BusTLS)
+	id, _, err := persistence.ReadIdentity(cfg.Layout.Dir)
+	if err != nil {
+		return err
+	}
+	fresh := id.Cluster == "" && !cfg.Upgraded // nothing in the data directory counts yet
+	switch {
+	case cfg.Join != "" && fresh:
+		cat, err := n.join()
+		if err != nil {
+			return err
+		}
+		if cfg.Shards != 0 && cfg.Shards != cat.Shards {
+			return refused(MemberConflict, "the cluster has %d shards, not --shards %d (the shard count cannot change)", cat.Shards, cfg.Shards)
+		}
+		cfg.Shards = cat.Shards
+		n.initial.Store(cat)
+		if n.cluster, err = parseClusterID(cat.Cluster); err != nil {
+			return err
+		}
+	case id.Cluster != "":
+		if n.cluster, err = parseClusterID(id.Cluster); err != nil {
+			return err
+		}
+		cfg.Shards = id.Shards
+		if len(cfg.Members) > 0 && cfg.Join == "" {
+			n.initial.Store(initialCatalogue(cfg.Members, cfg.Shards))
+		}
+	default:
+		n.cluster = fingerprint(cfg.Members, cfg.Shards)
+		n.initial.Store(initialCatalogue(cfg.Members, cfg.Shards))
+	}
+	n.groups = make([]atomic.Pointer[group], cfg.Shards)
+	n.foreign = make([]atomic.Pointer[Member], cfg.Shards)
+	n.health.start()
+	dialer := newBusDialer(cfg.Dial, n.cluster, cfg.BusTLS)
+	n.fwd = newForwarder(dialer)
+	n.bus = newBus(cfg.Bus, dialer, cfg.BusTLS, cfg.Log, func(c net.Conn) { serveForward(c, n) }, func(c net.Conn) { serveJoining(c, n) })
+	go n.bus.serve()
+
+	if fresh && cfg.Join == "" {
+		// A new cluster's node waits, serving by forwarding meanwhile,
+		// until the other initial members say it is new; it stops if they
+		// say the cluster knows it with another data directory.
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			if err := n.checkNewMember(); err != nil {
+				if !errors.Is(err, ErrShuttingDown) {
+					n.halt(err)
+				}
+				return
+			}
+			if err := n.openAndRun(id, true, cfg.Members); err != nil {
+				n.halt(err)
+			}
+		}()
+		return nil
+	}
+	var metaMembers []Member
+	switch {
+	case cfg.Upgraded:
+		n.cfg.Log.Info("upgrading a data directory made by a release without the catalogue: bootstrapping the catalogue from the initial members")
+		metaMembers = cfg.Members
+	case !fresh:
+		// The catalogue's snapshot names the members to ask.
+		meta, err := openMeta(cfg, n.transport(catalogueGroup), n.halted, nil)
+		if err != nil {
+			return err
+		}
+		n.meta.Store(meta)
+		if err := n.checkRestart(); err != nil {
+			return err
+		}
+	}
+	return n.openAndRun(id, false, metaMembers)
+}
+
+// openAndRun opens the catalogue group (bootstrapped from metaMembers when
+// not nil) and this node's replicas (bootstrap: a new cluster's initial
+// placement), records the cluster in the data directory's identity id,
+// and starts the loops that keep the node in its cluster.
+func (n *RaftShards) openAndRun(id persistence.Identity, bootstrap bool, metaMembers []Member) error {
+	cfg := &n.cfg
+	if n.meta.Load() == nil {
+		meta, err := openMeta(cfg, n.transport(catalogueGroup), n.halted, metaMembers)
+		if err != nil {
+			return err
+		}
+		n.meta.Store(meta)
+	}
+	if err := n.openInitialReplicas(bootstrap); err != nil {
+		return err
+	}
+	if id.Cluster == "" || cfg.Upgraded {
+		id.Cluster, id.Shards = n.clusterID(), cfg.Shards
+		if err := cfg.Layout.WriteIdentity(id); err != nil {
+			return err
+		}
+	}
+	for _, loop := range []func(){n.balance, n.pollHealth, n.followCatalogue, n.reconcile, n.drive} {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			loop()
+		}()
+	}
+	close(n.opened)
+	return nil
+}
+
+// openInitialReplicas opens the replicas this node holds at start: for a
+// cluster being created, the initial placement's, bootstrapped; otherwise
+// those it has state for, and those the catalogue gives it.
+func (n *RaftShards) openInitialReplicas(bootstrap bool) error {
+	cat := n.Catalogue()
+	for shard := range n.cfg.Shards {
+		var err error
+		switch {
+		case bootstrap:
+			if replicas := Replicas(n.cfg.Members, shard); holds(replicas, n.cfg.Self.ID) {
+				err = n.openReplica(shard, replicas, false)
+			}
+		default:
+			placed := cat != nil && cat.Placement[shard].involves(n.cfg.Self.ID)
+			voter := cat != nil && cat.Index > 0 && containsID(cat.Placement[shard].Voters, n.cfg.Self.ID)
+			if placed || n.cfg.Layout.HasShardDir(shard) {
+				err = n.openReplica(shard, nil, voter)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseClusterID reads a cluster's id, as the catalogue and the data
+// directory write it.
+func parseClusterID(s string) (id [8]byte, err error) {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(id) {
+		return id, fmt.Errorf("a cluster id %q that does not read", s)
+	}
+	return [8]byte(b), nil
+}
+
+// clusterID is the cluster's id as the catalogue writes it.
+func (n *RaftShards) clusterID() string { return fmt.Sprintf("%x", n.cluster[:]) }
+
+// transport is a Raft transport for shard's group (catalogueGroup for the
+// catalogue's) over the bus, or in memory for a single node.
+func (n *RaftShards) transport(shard int) raft.Transport {
+	if n.bus == nil {
+		_, t := raft.NewInmemTransport(raft.ServerAddress(n.cfg.Self.Bus))
+		return t
+	}
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: n.bus.stream(shard), MaxPool: 3, Timeout: 10 * time.Second,
+		Logger: newRaftLogger(n.cfg.Log, "raft.net"),
+	})
 }
 
 func holds(replicas []Member, id string) bool {
 	for _, m := range replicas {
 		if m.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func containsID(ids []string, id string) bool {
+	for _, x := range ids {
+		if x == id {
 			return true
 		}
 	}
@@ -159,13 +333,19 @@ func (n *RaftShards) relearn(shard int, whom *Member, hint string) {
 		n.foreign[shard].Store(m)
 		return
 	}
-	replicas := Replicas(n.cfg.Members, shard)
-	for i, m := range replicas {
-		if m.ID == whom.ID {
-			next := replicas[(i+1)%len(replicas)]
-			n.foreign[shard].Store(&next)
+	cat := n.Catalogue()
+	if cat == nil || shard >= len(cat.Placement) {
+		return
+	}
+	replicas := cat.Placement[shard].Replicas()
+	for i, id := range replicas {
+		if id == whom.ID {
+			n.foreign[shard].Store(n.member(replicas[(i+1)%len(replicas)]))
 			return
 		}
+	}
+	if len(replicas) > 0 {
+		n.foreign[shard].Store(n.member(replicas[0]))
 	}
 }
 
@@ -181,6 +361,9 @@ func (n *RaftShards) leaderHint(shard int) string {
 		if m := g.leader.Load(); m != nil && m.ID != n.cfg.Self.ID {
 			return m.ID
 		}
+	}
+	if m := n.foreign[shard].Load(); m != nil && m.ID != n.cfg.Self.ID {
+		return m.ID
 	}
 	return ""
 }
@@ -239,54 +422,28 @@ func (n *RaftShards) leaderOf(shard int) (*Member, bool) {
 		if m := n.foreign[shard].Load(); m != nil {
 			return m, true
 		}
-		m := Replicas(n.cfg.Members, shard)[0]
-		return &m, true
+		cat := n.Catalogue()
+		if cat == nil {
+			return nil, false
+		}
+		m := n.member(cat.Placement[shard].Preferred())
+		return m, m != nil
 	}
 	m := g.leader.Load()
 	return m, m != nil
 }
 
-// learnForeignLeaders keeps n.foreign current by asking the replicas of each
-// shard this node holds none of who leads it.
-func (n *RaftShards) learnForeignLeaders() {
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		asked := map[string][]shardStatus{} // one status call per node per round
-		for shard := range n.groups {
-			g := n.groups[shard].Load()
-			if g != nil {
-				continue
-			}
-			var learned *Member
-			for _, r := range Replicas(n.cfg.Members, shard) {
-				st, ok := asked[r.ID]
-				if !ok {
-					st, _ = n.fwd.status(r.Bus)
-					asked[r.ID] = st
-				}
-				if shard < len(st) && st[shard].leader != "" {
-					learned = n.member(st[shard].leader)
-					break
-				}
-			}
-			if old := n.foreign[shard].Swap(learned); old != learned {
-				n.fwd.leaderMoved(shard, old, learned)
-			}
-		}
-		select {
-		case <-tick.C:
-		case <-n.stop:
-			return
-		}
-	}
-}
-
 // member returns the member with id, or nil.
 func (n *RaftShards) member(id string) *Member {
-	for i := range n.cfg.Members {
-		if n.cfg.Members[i].ID == id {
-			return &n.cfg.Members[i]
+	if id == "" {
+		return nil
+	}
+	if id == n.cfg.Self.ID {
+		return &n.cfg.Self
+	}
+	if cat := n.Catalogue(); cat != nil {
+		if node := cat.Node(id); node != nil {
+			return &node.Member
 		}
 	}
 	return nil
@@ -315,20 +472,37 @@ func (n *RaftShards) submitLocal(shard int, r *Request) {
 	fail(r, err)
 }
 
-// status describes this node's replicas, for peers.
-func (n *RaftShards) status() []shardStatus {
-	out := make([]shardStatus, len(n.groups))
+// status describes this node's replicas for peers, and what the cluster
+// thinks of asker, as this node knows it.
+func (n *RaftShards) status(asker, incarnation string) nodeStatus {
+	st := nodeStatus{shards: make([]shardStatus, len(n.groups)), incarnation: n.cfg.Incarnation}
 	for i := range n.groups {
 		g := n.groups[i].Load()
 		if g == nil {
 			continue
 		}
-		out[i].applied = g.raft.AppliedIndex()
+		st.shards[i] = shardStatus{applied: g.raft.AppliedIndex(), commit: g.raft.CommitIndex(), held: true}
 		if m := g.leader.Load(); m != nil {
-			out[i].leader = m.ID
+			st.shards[i].leader = m.ID
 		}
 	}
-	return out
+	if c := n.committedCatalogue(); c != nil {
+		st.catalogue = c.Index
+		if asker != "" {
+			st.verdict = c.admits(asker, incarnation)
+		}
+	}
+	return st
+}
+
+// committedCatalogue is the catalogue the catalogue group has committed,
+// nil before it has (or for a single node).
+func (n *RaftShards) committedCatalogue() *Catalogue {
+	m := n.meta.Load()
+	if m == nil {
+		return nil
+	}
+	return m.fsm.cur.Load()
 }
 
 // Stats returns the counters of this node's replica of shard (zero when it
@@ -354,10 +528,20 @@ func (n *RaftShards) Read(shard int, cmd engine.Command) (engine.Result, error) 
 	return res[0], nil
 }
 
-// Halted reports, once, that a replica met an entry only a newer rlserver
-// can apply (ErrNewerEntry) and stopped applying: the process must stop,
-// without the snapshot Close would take, and be upgraded.
+// Halted reports, once, that the node must stop at once, without the
+// snapshot Close would take: a replica met an entry only a newer rlserver
+// can apply (ErrNewerEntry: upgrade it), or the cluster removed this node
+// (ErrRemoved) or knows its id with another data directory
+// (ErrIncarnation).
 func (n *RaftShards) Halted() <-chan error { return n.halted }
+
+// halt reports err on Halted, unless another error was reported first.
+func (n *RaftShards) halt(err error) {
+	select {
+	case n.halted <- err:
+	default:
+	}
+}
 
 // Close stops the node in order: no new requests, leadership handed over,
 // a snapshot of every shard, then Raft and the stores closed.
@@ -375,18 +559,28 @@ func (n *RaftShards) shutdown(handOver bool) error {
 	n.mu.Unlock()
 	close(n.stop)
 	n.wg.Wait()
+	n.replicasMu.Lock()
+	defer n.replicasMu.Unlock()
 	var errs []error
 	for i := range n.groups {
 		g := n.groups[i].Load()
 		if g != nil {
-			if err := g.close(handOver, n.cfg.Log); err != nil {
+			if err := g.close(handOver, true, n.cfg.Log); err != nil {
 				errs = append(errs, fmt.Errorf("shard %d: %w", g.shard, err))
 			}
 		}
 	}
+	if m := n.meta.Load(); m != nil {
+		if err := m.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			n.cfg.Log.Debug("catalogue snapshot at shutdown", "err", err)
+		}
+		m.close(n.cfg.Log)
+	}
 	if n.bus != nil {
 		n.bus.close()
 	}
-	n.fwd.close()
+	if n.fwd != nil {
+		n.fwd.close()
+	}
 	return errors.Join(errs...)
 }

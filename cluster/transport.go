@@ -20,13 +20,17 @@ import (
 // says what it carries:
 //
 //	magic        2 bytes  "rl"
-//	kind         1 byte   streamRaft or streamForward
-//	shard        uint16   big endian (streamRaft only; 0 otherwise)
-//	fingerprint  8 bytes  the cluster's members and shard count
+//	kind         1 byte   streamRaft, streamForward or streamJoin
+//	shard        uint16   big endian (streamRaft only, catalogueGroup for
+//	                      the catalogue's group; 0 otherwise)
+//	fingerprint  8 bytes  the cluster's id: its initial members and shard
+//	                      count
 //
 // The header must arrive within headerTimeout, so an idle or foreign
-// connection cannot hold a slot; a connection from a node configured with
-// other members or another shard count is refused. With BusTLS the
+// connection cannot hold a slot; a connection from a node of another
+// cluster is refused. A joining connection (join.go), opened by a node that
+// does not know the cluster's id yet, is let through without it: it can
+// only ask to join, or what the cluster thinks of a node. With BusTLS the
 // connection is TLS, mutually authenticated (bustls.go), and the header
 // follows the handshake, which must also end within headerTimeout.
 
@@ -43,27 +47,45 @@ type bus struct {
 	dialer  busDialer
 	tls     *tls.Config // the accepting end of BusTLS; nil for plain TCP
 	log     *slog.Logger
-	warned  atomic.Int64 // unix seconds of the last refusal logged
-	groups  map[int]*groupStream
+	warned  atomic.Int64   // unix seconds of the last refusal logged
 	forward func(net.Conn) // serves one forwarding connection
+	joining func(net.Conn) // serves one joining connection
 
 	mu     sync.Mutex
 	closed bool
+	groups map[int]*groupStream // the Raft groups this node runs, by shard
 }
 
-func newBus(ln net.Listener, dialer busDialer, sec *BusTLS, log *slog.Logger, forward func(net.Conn)) *bus {
-	b := &bus{ln: ln, dialer: dialer, log: log, groups: make(map[int]*groupStream), forward: forward}
+func newBus(ln net.Listener, dialer busDialer, sec *BusTLS, log *slog.Logger, forward, joining func(net.Conn)) *bus {
+	b := &bus{ln: ln, dialer: dialer, log: log, groups: make(map[int]*groupStream), forward: forward, joining: joining}
 	if sec != nil {
 		b.tls = sec.server()
 	}
 	return b
 }
 
-// stream returns the Raft stream layer of shard, to be set up before serve.
+// stream returns a new Raft stream layer for shard (catalogueGroup for the
+// catalogue's group); connections for it go to it until it is closed.
 func (b *bus) stream(shard int) *groupStream {
 	s := &groupStream{shard: shard, addr: b.ln.Addr(), dialer: b.dialer, accept: make(chan net.Conn, 16), closed: make(chan struct{})}
+	s.detach = func() {
+		b.mu.Lock()
+		if b.groups[shard] == s {
+			delete(b.groups, shard)
+		}
+		b.mu.Unlock()
+	}
+	b.mu.Lock()
 	b.groups[shard] = s
+	b.mu.Unlock()
 	return s
+}
+
+// group is shard's stream, or nil.
+func (b *bus) group(shard int) *groupStream {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.groups[shard]
 }
 
 // serve accepts connections until the listener closes.
@@ -97,8 +119,8 @@ func (b *bus) route(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	if [8]byte(h[5:]) != b.dialer.fp {
-		b.refused("refused a node configured with other members or another shard count", conn, nil)
+	if h[2] != streamJoin && [8]byte(h[5:]) != b.dialer.fp {
+		b.refused("refused a node of another cluster (configured with other members or another shard count)", conn, nil)
 		conn.Close()
 		return
 	}
@@ -106,9 +128,11 @@ func (b *bus) route(conn net.Conn) {
 	switch h[2] {
 	case streamForward:
 		b.forward(conn)
+	case streamJoin:
+		b.joining(conn)
 	case streamRaft:
-		g, ok := b.groups[int(binary.BigEndian.Uint16(h[3:]))]
-		if !ok {
+		g := b.group(int(binary.BigEndian.Uint16(h[3:])))
+		if g == nil {
 			conn.Close()
 			return
 		}
@@ -209,6 +233,7 @@ type groupStream struct {
 	accept    chan net.Conn
 	closed    chan struct{}
 	closeOnce sync.Once
+	detach    func() // takes it off the bus
 }
 
 // Accept waits for the next connection to this group.
@@ -221,9 +246,15 @@ func (s *groupStream) Accept() (net.Conn, error) {
 	}
 }
 
-// Close stops this group's Accept; the shared listener stays open.
+// Close stops this group's Accept and takes it off the bus; the shared
+// listener stays open.
 func (s *groupStream) Close() error {
-	s.closeOnce.Do(func() { close(s.closed) })
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		if s.detach != nil {
+			s.detach()
+		}
+	})
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -13,33 +14,79 @@ type ShardView struct {
 	Leader      Member   // the leader, or the preferred one while unknown
 	LeaderKnown bool     // false during an election
 	Replicas    []Member // every replica, the leader first
+	// Health is each replica's, in the order of Replicas.
+	Health []ReplicaHealth
+}
+
+// NodeView is what CLUSTER NODES shows of a node.
+type NodeView struct {
+	Member
+	// Failed is set when the node does not answer.
+	Failed bool
+	// Leaving is set while CLUSTER FORGET ... FORCE moves its replicas.
+	Leaving bool
 }
 
 // Self is this node.
 func (n *RaftShards) Self() Member { return n.cfg.Self }
 
-// Members are every node of the cluster.
-func (n *RaftShards) Members() []Member { return n.cfg.Members }
+// Members are every node of the cluster, as the catalogue lists them.
+func (n *RaftShards) Members() []Member {
+	if c := n.Catalogue(); c != nil {
+		return c.Members()
+	}
+	return []Member{n.cfg.Self}
+}
 
-// Topology describes every shard as this node sees it.
+// Nodes describes every node of the cluster, in the order they joined.
+func (n *RaftShards) Nodes() []NodeView {
+	c := n.Catalogue()
+	if c == nil {
+		return []NodeView{{Member: n.cfg.Self}}
+	}
+	out := make([]NodeView, len(c.Nodes))
+	for i, node := range c.Nodes {
+		out[i] = NodeView{Member: node.Member, Failed: n.bus != nil && n.down(node.ID), Leaving: node.Leaving}
+	}
+	return out
+}
+
+// Topology describes every shard as this node sees it: its replicas as its
+// Raft group last reported them to the catalogue, its leader as this node
+// knows it.
 func (n *RaftShards) Topology() []ShardView {
+	cat := n.Catalogue()
 	views := make([]ShardView, n.cfg.Shards)
 	for shard := range views {
-		replicas := Replicas(n.cfg.Members, shard)
-		v := ShardView{Shard: shard, Leader: replicas[0]}
+		v := ShardView{Shard: shard}
 		v.First, v.Last = SlotRange(shard, n.cfg.Shards)
-		known := n.foreign[shard].Load()
-		if g := n.groups[shard].Load(); g != nil {
-			known = g.leader.Load()
+		var p Placement
+		if cat != nil && shard < len(cat.Placement) {
+			p = cat.Placement[shard]
 		}
-		if known != nil {
-			v.Leader, v.LeaderKnown = *known, true
-		}
-		v.Replicas = append(v.Replicas, v.Leader)
-		for _, m := range replicas {
-			if m.ID != v.Leader.ID {
-				v.Replicas = append(v.Replicas, m)
+		leader, _, known := n.Leader(shard)
+		if !known {
+			if m := n.member(p.Preferred()); m != nil {
+				leader = *m
 			}
+		}
+		v.Leader, v.LeaderKnown = leader, known
+		ids := append([]string{leader.ID}, slices.DeleteFunc(p.Replicas(), func(id string) bool { return id == leader.ID })...)
+		var leaderApplied uint64
+		for i, id := range ids {
+			m := n.member(id)
+			if m == nil {
+				continue
+			}
+			h := n.replicaHealth(shard, id, slices.Contains(p.Learners, id), leaderApplied)
+			if i == 0 {
+				leaderApplied = h.Applied
+				if !known {
+					h.Health = "failed"
+				}
+			}
+			v.Replicas = append(v.Replicas, *m)
+			v.Health = append(v.Health, h)
 		}
 		views[shard] = v
 	}
@@ -76,6 +123,10 @@ type RaftState struct {
 	// before the first contact.
 	SinceContact time.Duration
 	Leader       string // the leader's node id, "" while unknown
+	// Preferred is the node the catalogue prefers to lead the shard.
+	Preferred string
+	// Learner is set while the replica is a non-voter catching up.
+	Learner bool
 }
 
 // RaftStates describes this node's replicas. It reads Raft's atomic
@@ -83,6 +134,7 @@ type RaftState struct {
 // INFO and a metrics scrape cost nothing to a busy group.
 func (n *RaftShards) RaftStates() []RaftState {
 	var out []RaftState
+	cat := n.Catalogue()
 	for i := range n.groups {
 		g := n.groups[i].Load()
 		if g == nil {
@@ -105,6 +157,10 @@ func (n *RaftShards) RaftStates() []RaftState {
 		}
 		if m := g.leader.Load(); m != nil {
 			s.Leader = m.ID
+		}
+		if cat != nil && g.shard < len(cat.Placement) {
+			s.Preferred = cat.Placement[g.shard].Preferred()
+			s.Learner = slices.Contains(cat.Placement[g.shard].Learners, n.cfg.Self.ID)
 		}
 		out = append(out, s)
 	}

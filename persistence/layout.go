@@ -1,6 +1,8 @@
 package persistence
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +13,18 @@ import (
 
 // FormatVersion is the data directory's format. A directory written by a
 // later format is refused rather than misread.
-const FormatVersion = 1
+//
+//	1  node id, shard count, member list
+//	2  and an incarnation, the cluster's id, the initial member list with
+//	   client addresses; membership lives in the cluster's catalogue
+//
+// A format 1 directory is upgraded to format 2 when it is opened, once: an
+// rlserver that reads format 1 only refuses it from then on, so a node is
+// never run again by a release that ignores the catalogue.
+const FormatVersion = 2
+
+// formatBeforeCatalogue is the format of the releases before the catalogue.
+const formatBeforeCatalogue = 1
 
 // Identity is what a data directory was created for. A node restarted with
 // another node id or shard count would map keys to other shards or replay
@@ -19,11 +32,26 @@ const FormatVersion = 1
 type Identity struct {
 	Format int    `json:"format"`
 	NodeID string `json:"node_id"`
-	Shards int    `json:"shards"`
-	// Members are the Raft members, "id@bus-address" (just this node's id
-	// for a single node). A node restarted with others would keep its old
-	// Raft configuration and lead a second copy of its shards.
-	Members []string `json:"members"`
+	// Shards is the shard count; 0 in a node that has not joined its
+	// cluster yet, which tells it.
+	Shards int `json:"shards"`
+	// Members are the Raft members the cluster was created with,
+	// "id@bus-address" (just this node's id for a single node; none for a
+	// node that joined later). The cluster's id is derived from them.
+	Members []string `json:"members,omitempty"`
+	// Incarnation is made at random when the directory is created (or
+	// upgraded from format 1): a node whose directory was lost and made
+	// again has another one, and the cluster, which remembers each node's,
+	// refuses it under its old id, since it has forgotten the Raft votes it
+	// cast.
+	Incarnation string `json:"incarnation,omitempty"`
+	// Cluster is the id of the cluster the node belongs to, set once the
+	// node has bootstrapped its groups or joined ("" before: the directory
+	// holds nothing that counts yet).
+	Cluster string `json:"cluster,omitempty"`
+	// Initial is the member list the cluster was created with, as
+	// "id@client-address@bus-address": the catalogue's first contents.
+	Initial []string `json:"initial,omitempty"`
 }
 
 // Layout names the files of one data directory.
@@ -71,13 +99,14 @@ func (e *IdentityError) Explain(name func(IdentityField) string) string {
 	var detail string
 	switch e.Field {
 	case FieldFormat:
-		detail = fmt.Sprintf("%s has format %d, this rlserver reads format %d", e.Dir, e.Have, e.Want)
+		detail = fmt.Sprintf("%s has format %d, this rlserver reads formats 1 to %d", e.Dir, e.Have, e.Want)
 	case FieldNodeID:
 		detail = fmt.Sprintf("%s belongs to node %q, not %s %q", e.Dir, e.Have, name(e.Field), e.Want)
 	case FieldShards:
 		detail = fmt.Sprintf("%s holds %d shards, not %s %d (the shard count cannot change)", e.Dir, e.Have, name(e.Field), e.Want)
 	default:
-		detail = fmt.Sprintf("%s belongs to a cluster of %v, not %v (the membership cannot change: use the original %s, or a new data directory)",
+		detail = fmt.Sprintf("%s belongs to a cluster of %v, not %v (a single node cannot become a cluster's member, nor a member a single node; "+
+			"a directory made before the catalogue is upgraded with the %s it was created with; add nodes to a cluster with --join)",
 			e.Dir, e.Have, e.Want, name(e.Field))
 	}
 	return ErrIdentityMismatch.Error() + ": " + detail
@@ -86,37 +115,98 @@ func (e *IdentityError) Explain(name func(IdentityField) string) string {
 // Unwrap returns ErrIdentityMismatch.
 func (e *IdentityError) Unwrap() error { return ErrIdentityMismatch }
 
-// Open prepares dir for the node described by id: it creates the directory
-// and its identity file on first use and checks them on every later one.
-func Open(dir string, id Identity) (Layout, error) {
-	id.Format = FormatVersion
+// Opened is a data directory as Open found it.
+type Opened struct {
+	Layout
+	// Identity is the directory's, as stored (its incarnation included).
+	Identity Identity
+	// Upgraded says the directory was format 1 until this Open: it was
+	// created by a release before the catalogue, and holds shard groups
+	// but no catalogue yet.
+	Upgraded bool
+}
+
+// Open prepares dir for the node described by want (NodeID, and Shards
+// when not 0; the other fields are stored when the directory is created):
+// it creates the directory and its identity file, with a new incarnation,
+// on first use, upgrades a format 1 identity, and checks the node id and
+// shard count on every later use. The member list is not checked: after
+// creation the cluster's catalogue, not the command line, says who the
+// members are.
+func Open(dir string, want Identity) (Opened, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return Layout{}, fmt.Errorf("data directory: %w", err)
+		return Opened{}, fmt.Errorf("data directory: %w", err)
 	}
-	l := Layout{Dir: dir}
-	path := filepath.Join(dir, identityFile)
-	data, err := os.ReadFile(path)
+	o := Opened{Layout: Layout{Dir: dir}}
+	have, ok, err := ReadIdentity(dir)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return l, writeFileSync(path, mustJSON(id))
 	case err != nil:
-		return Layout{}, fmt.Errorf("data directory: %w", err)
+		return Opened{}, err
+	case !ok:
+		want.Format = FormatVersion
+		if want.Incarnation, err = newIncarnation(); err != nil {
+			return Opened{}, err
+		}
+		o.Identity = want
+		return o, o.WriteIdentity(want)
+	case have.Format != formatBeforeCatalogue && have.Format != FormatVersion:
+		return Opened{}, &IdentityError{Dir: filepath.Join(dir, identityFile), Field: FieldFormat, Have: have.Format, Want: FormatVersion}
+	case have.NodeID != want.NodeID:
+		return Opened{}, &IdentityError{Dir: dir, Field: FieldNodeID, Have: have.NodeID, Want: want.NodeID}
+	case want.Shards != 0 && have.Shards != 0 && have.Shards != want.Shards:
+		return Opened{}, &IdentityError{Dir: dir, Field: FieldShards, Have: have.Shards, Want: want.Shards}
+	case want.Members != nil && !membersFit(have, want.Members):
+		return Opened{}, &IdentityError{Dir: dir, Field: FieldMembers, Have: have.Members, Want: want.Members}
 	}
-	var have Identity
-	if err := json.Unmarshal(data, &have); err != nil {
-		return Layout{}, fmt.Errorf("data directory: %s: %w", path, err)
+	if have.Format == formatBeforeCatalogue {
+		o.Upgraded = true
+		have.Format = FormatVersion
+		if have.Incarnation, err = newIncarnation(); err != nil {
+			return Opened{}, err
+		}
+		have.Initial = want.Initial
+		if err := o.WriteIdentity(have); err != nil {
+			return Opened{}, err
+		}
 	}
-	switch {
-	case have.Format != FormatVersion:
-		return Layout{}, &IdentityError{Dir: path, Field: FieldFormat, Have: have.Format, Want: FormatVersion}
-	case have.NodeID != id.NodeID:
-		return Layout{}, &IdentityError{Dir: dir, Field: FieldNodeID, Have: have.NodeID, Want: id.NodeID}
-	case have.Shards != id.Shards:
-		return Layout{}, &IdentityError{Dir: dir, Field: FieldShards, Have: have.Shards, Want: id.Shards}
-	case !slices.Equal(have.Members, id.Members):
-		return Layout{}, &IdentityError{Dir: dir, Field: FieldMembers, Have: have.Members, Want: id.Members}
+	o.Identity = have
+	return o, nil
+}
+
+// membersFit reports whether a directory created as have may be opened
+// with the member list want (the --cluster list, or just the node's id for
+// a single node). A directory made before the catalogue is upgraded from
+// exactly the list it was created with, which becomes the catalogue; after
+// that the list only has to say single node or cluster as the directory
+// does: a single node's groups bootstrapped with itself alone would lead a
+// second copy of their shards in a cluster, and a cluster's node cannot
+// serve alone.
+func membersFit(have Identity, want []string) bool {
+	if have.Format == formatBeforeCatalogue {
+		return slices.Equal(have.Members, want)
 	}
-	return l, nil
+	single := func(m []string) bool { return len(m) <= 1 }
+	if have.Cluster != "" && len(have.Members) == 0 {
+		return false // a node that joined a cluster is restarted with --join
+	}
+	return single(have.Members) == single(want)
+}
+
+// newIncarnation is 128 random bits as hex.
+func newIncarnation() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("data directory: incarnation: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// WriteIdentity replaces the directory's identity, durably.
+func (l Layout) WriteIdentity(id Identity) error {
+	if err := writeFileSync(filepath.Join(l.Dir, identityFile), mustJSON(id)); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	return nil
 }
 
 // ReadIdentity returns the identity dir was created with, and false when it
@@ -138,9 +228,38 @@ func ReadIdentity(dir string) (Identity, bool, error) {
 
 // ShardDir is the directory of one shard's files, created on demand.
 func (l Layout) ShardDir(shard int) (string, error) {
-	dir := filepath.Join(l.Dir, "shards", fmt.Sprintf("%03d", shard))
+	dir := l.shardPath(shard)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", fmt.Errorf("shard %d directory: %w", shard, err)
+	}
+	return dir, nil
+}
+
+func (l Layout) shardPath(shard int) string {
+	return filepath.Join(l.Dir, "shards", fmt.Sprintf("%03d", shard))
+}
+
+// HasShardDir reports whether the directory holds files of shard.
+func (l Layout) HasShardDir(shard int) bool {
+	_, err := os.Stat(l.shardPath(shard))
+	return err == nil
+}
+
+// RemoveShardDir deletes shard's files: the node no longer holds a replica
+// of it, and one it is given again starts empty, from the leader's snapshot.
+func (l Layout) RemoveShardDir(shard int) error {
+	if err := os.RemoveAll(l.shardPath(shard)); err != nil {
+		return fmt.Errorf("shard %d directory: %w", shard, err)
+	}
+	return nil
+}
+
+// CatalogueDir is the directory of the catalogue's Raft group (the
+// cluster's membership and placement), created on demand.
+func (l Layout) CatalogueDir() (string, error) {
+	dir := filepath.Join(l.Dir, "catalogue")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", fmt.Errorf("catalogue directory: %w", err)
 	}
 	return dir, nil
 }

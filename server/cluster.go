@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -51,8 +52,69 @@ func (c *client) clusterCommand(spec *commands.Spec, args [][]byte, out []byte) 
 		return appendBulkString(out, c.srv.clusterInfo())
 	case "cluster|myid":
 		return appendBulkString(out, cl.Self().RedisID())
+	case "cluster|moveshard", "cluster|rebalance", "cluster|forget":
+		return c.clusterChange(cl, sub.Name, args, out)
 	}
 	return appendError(out, commands.UnknownSubcommand(spec.Name, args[1]))
+}
+
+// ClusterChanger is what a cluster that changes its membership and
+// placement online offers (cluster.RaftShards). Each call returns once the
+// change is committed in the cluster's catalogue, or within the request
+// timeout with an error.
+type ClusterChanger interface {
+	MoveShard(ctx context.Context, shard int, from, to string) error
+	Rebalance(ctx context.Context, dryRun bool) ([]string, error)
+	Forget(ctx context.Context, id string, force bool) error
+}
+
+// clusterChange is CLUSTER MOVESHARD, REBALANCE [DRYRUN] and FORGET
+// <node-id> [FORCE].
+func (c *client) clusterChange(cl Cluster, name string, args [][]byte, out []byte) []byte {
+	ch, ok := cl.(ClusterChanger)
+	if !ok {
+		return appendError(out, errClusterDisabled)
+	}
+	ctx := context.Background()
+	switch name {
+	case "cluster|moveshard":
+		shard, err := strconv.Atoi(string(args[2]))
+		if err != nil {
+			return appendError(out, commands.ErrNotInteger)
+		}
+		if err := ch.MoveShard(ctx, shard, string(args[3]), string(args[4])); err != nil {
+			return appendError(out, err)
+		}
+		return appendOK(out)
+	case "cluster|rebalance":
+		dry := false
+		switch {
+		case len(args) == 3 && strings.EqualFold(string(args[2]), "dryrun"):
+			dry = true
+		case len(args) > 2:
+			return appendError(out, commands.ErrSyntax)
+		}
+		steps, err := ch.Rebalance(ctx, dry)
+		if err != nil {
+			return appendError(out, err)
+		}
+		out = appendArray(out, len(steps))
+		for _, st := range steps {
+			out = appendBulkString(out, st)
+		}
+		return out
+	}
+	force := false
+	switch {
+	case len(args) == 4 && strings.EqualFold(string(args[3]), "force"):
+		force = true
+	case len(args) > 3:
+		return appendError(out, commands.ErrSyntax)
+	}
+	if err := ch.Forget(ctx, string(args[2]), force); err != nil {
+		return appendError(out, err)
+	}
+	return appendOK(out)
 }
 
 // checkRoute applies the cluster's rules to a keyed command: its keys must
@@ -126,12 +188,15 @@ func appendClusterShards(out []byte, views []cluster.ShardView, resp3 bool) []by
 		out = appendArray(out, len(v.Replicas))
 		for i, m := range v.Replicas {
 			host, port := hostPort(m.Client)
-			role, health := "replica", "online"
+			role, health, offset := "replica", "online", int64(0)
 			if i == 0 {
 				role = "master"
 				if !v.LeaderKnown {
 					health = "failed"
 				}
+			}
+			if i < len(v.Health) { // the replica as the health poll last saw it
+				health, offset = v.Health[i].Health, int64(v.Health[i].Applied)
 			}
 			out = appendMap(out, 7, resp3)
 			for _, kv := range [][2]string{{"id", m.RedisID()}, {"ip", host}, {"endpoint", host}, {"role", role}, {"health", health}} {
@@ -141,7 +206,7 @@ func appendClusterShards(out []byte, views []cluster.ShardView, resp3 bool) []by
 			out = appendBulkString(out, "port")
 			out = appendInt(out, port)
 			out = appendBulkString(out, "replication-offset")
-			out = appendInt(out, 0)
+			out = appendInt(out, offset)
 		}
 	}
 	return out

@@ -39,7 +39,7 @@ func errorWord(err error) string {
 	switch {
 	case errors.Is(err, cluster.ErrNotApplied), errors.Is(err, cluster.ErrMayHaveBeenCounted), errors.Is(err, cluster.ErrShuttingDown):
 		return "TRYAGAIN"
-	case asError[*cluster.Failure](err) != nil:
+	case asError[*cluster.Failure](err) != nil, asError[*cluster.MembershipError](err) != nil:
 		return "ERR"
 	}
 	return ""

@@ -235,7 +235,7 @@ func TestClusterRefusesADataDirOfAnotherMembership(t *testing.T) {
 	members := fmt.Sprintf("n1@127.0.0.1:%d,n2@127.0.0.1:%d", ports[0], ports[1])
 	_, stderr, code := runBinaryIn(t, dir, "--node-id", "n1", "--bind", "127.0.0.1", "--port", fmt.Sprint(ports[0]),
 		"--shards", "2", "--cluster", members)
-	if code != 1 || !strings.Contains(stderr, "the membership cannot change") {
+	if code != 1 || !strings.Contains(stderr, "a single node cannot become a cluster's member") {
 		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 refusing the membership", code, stderr)
 	}
 }

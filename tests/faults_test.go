@@ -316,8 +316,10 @@ func TestFaultFullDisk(t *testing.T) {
 // A node killed under load whose log store is then damaged (see
 // logDamages) must refuse to start, saying its log is damaged, or start and
 // hold exactly the state the others hold: never a state of its own making.
-// An operator then empties its data directory, as docs/cluster.md says,
-// and it rejoins from the others with every acknowledged decision.
+// An operator then replaces it, as docs/cluster.md says: an empty data
+// directory under its old id is refused (it has forgotten the votes it
+// cast), so the old id is forgotten and a new node joins and takes its
+// replicas, with every acknowledged decision.
 func TestFaultDamagedLogTail(t *testing.T) {
 	t.Parallel()
 	began := time.Now()
@@ -328,11 +330,11 @@ func TestFaultDamagedLogTail(t *testing.T) {
 	for _, k := range l.keys {
 		names = append(names, k.name)
 	}
-	const victim, shard = 2, 0 // n3, a follower of shard 0
-	dataDir := tc.Nodes[victim].DataDir()
-	store := filepath.Join(dataDir, "shards", "000", "raft.db")
-	refusal := regexp.MustCompile(`rlserver: .*the Raft log is damaged: ` + regexp.QuoteMeta(store))
+	victim, shard := 2, 0 // n3, a follower of shard 0
 	for phase, ld := range logDamages {
+		dataDir := tc.Nodes[victim].DataDir()
+		store := filepath.Join(dataDir, "shards", "000", "raft.db")
+		refusal := regexp.MustCompile(`rlserver: .*the Raft log is damaged: ` + regexp.QuoteMeta(store))
 		l.setPhase(phase + 1)
 		l.start(2)
 		l.waitServed("decisions before the kill", victim, time.Now(), 50, func(k faultKey) bool { return k.shard == shard })
@@ -352,14 +354,29 @@ func TestFaultDamagedLogTail(t *testing.T) {
 			t.Logf("%s: started: %s", ld.name, l.check())
 			tc.kill(victim)
 		}
-		// The operator's repair: an empty data directory, filled from the
-		// others.
+		// The operator's repair: the old id is refused on an empty data
+		// directory, so it is forgotten and a new node takes its place.
 		if err := os.RemoveAll(dataDir); err != nil {
 			t.Fatal(err)
 		}
-		tc.start(victim)
+		if _, exited := tc.Nodes[victim].Spawn(t); !exited {
+			tc.waitExit(victim, "restarted empty under its old id")
+		}
+		if p := tc.node(victim); p.ExitCode() != 1 || !strings.Contains(p.Log(), "CLUSTER FORGET") {
+			t.Errorf("%s: restarted empty under its old id: exit %d; log:\n%s", ld.name, p.ExitCode(), p.Log())
+		}
+		old := tc.Nodes[victim].ID
+		tc.mustDo(0, "CLUSTER", "FORGET", old, "FORCE")
+		victim = tc.join(0)
 		l.setClock(victim)
-		t.Logf("%s, rejoined empty: %s", ld.name, l.check())
+		tc.mustDo(0, "CLUSTER", "REBALANCE")
+		tc.waitPlacement(0, 3, "the new node to take the forgotten one's replicas", func(p [][]replicaOf) error {
+			if h := holdsOf(p, tc.Nodes[victim].ID); len(h) != tc.Shards {
+				return fmt.Errorf("%s holds %v", tc.Nodes[victim].ID, h)
+			}
+			return nil
+		})
+		t.Logf("%s, %s forgotten and replaced by %s: %s", ld.name, old, tc.Nodes[victim].ID, l.check())
 	}
 	t.Logf("%v in all", time.Since(began).Round(100*time.Millisecond))
 }

@@ -19,10 +19,11 @@ func TestIdentityMismatchNamesTheFlag(t *testing.T) {
 		{&persistence.IdentityError{Dir: "d", Field: persistence.FieldShards, Have: 4, Want: 8},
 			"data directory was created with other settings: d holds 4 shards, not --shards 8 (the shard count cannot change)"},
 		{&persistence.IdentityError{Dir: "d", Field: persistence.FieldMembers, Have: []string{"n1"}, Want: []string{"n1@h:1", "n2@h:2"}},
-			"data directory was created with other settings: d belongs to a cluster of [n1], not [n1@h:1 n2@h:2] (the membership cannot change: use the original --cluster, or a new data directory)"},
+			"data directory was created with other settings: d belongs to a cluster of [n1], not [n1@h:1 n2@h:2] (a single node cannot become a cluster's member, nor a member a single node; " +
+				"a directory made before the catalogue is upgraded with the --cluster it was created with; add nodes to a cluster with --join)"},
 		// No flag sets the format.
-		{&persistence.IdentityError{Dir: "d/rlserver.json", Field: persistence.FieldFormat, Have: 2, Want: 1},
-			"data directory was created with other settings: d/rlserver.json has format 2, this rlserver reads format 1"},
+		{&persistence.IdentityError{Dir: "d/rlserver.json", Field: persistence.FieldFormat, Have: 3, Want: 2},
+			"data directory was created with other settings: d/rlserver.json has format 3, this rlserver reads formats 1 to 2"},
 	}
 	for _, c := range cases {
 		err := identityInFlags(c.err)

@@ -21,6 +21,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/rlserver/rlserver/cluster"
@@ -132,7 +133,7 @@ func serve(o options, log *slog.Logger) error {
 	}
 	if raft != nil {
 		cfg.Raft, cfg.DataDir = raft, o.dataDir
-		if o.cluster != "" {
+		if o.cluster != "" || o.join != "" {
 			cfg.Cluster = raft
 		}
 	}
@@ -167,7 +168,7 @@ func serve(o options, log *slog.Logger) error {
 	if lns.grpc != nil {
 		ready = append(ready, "grpc_addr", lns.grpc.Addr().String())
 	}
-	log.Info("rlserver ready", append(ready, "shards", o.shards, "mode", mode, "debug", o.debug)...)
+	log.Info("rlserver ready", append(ready, "shards", shards.Shards(), "mode", mode, "debug", o.debug)...)
 	if lns.plain != nil {
 		go func() { served <- srv.Serve(lns.plain) }()
 	}
@@ -186,8 +187,9 @@ func serve(o options, log *slog.Logger) error {
 	case err = <-halted:
 		// Stop at once, as a crash would: closing in order would snapshot
 		// a state that skipped the entry. On restart the node replays its
-		// log and stops here again, until it is upgraded.
-		log.Error("stopping: this node cannot apply its Raft log", "err", err)
+		// log and stops here again, until it is upgraded; a node the
+		// cluster removed refuses to start again.
+		log.Error("stopping: this node cannot go on", "err", err)
 		return err
 	}
 	if m != nil {
@@ -211,18 +213,39 @@ func serve(o options, log *slog.Logger) error {
 // against it), and the settings. rlserver restore prepares a data directory
 // with it too, so that the node then starts as from any other.
 func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.Logger) (cluster.RaftConfig, error) {
-	self, members, err := o.members(clientAddr)
+	have, _, err := persistence.ReadIdentity(o.dataDir)
 	if err != nil {
 		return cluster.RaftConfig{}, err
 	}
-	layout, err := persistence.Open(o.dataDir, persistence.Identity{NodeID: self.ID, Shards: o.shards, Members: cluster.MemberList(members)})
+	self, members, err := o.members(clientAddr, have.Initial)
+	if err != nil {
+		return cluster.RaftConfig{}, err
+	}
+	if len(have.Initial) > 0 && o.cluster != "" && o.cluster != strings.Join(have.Initial, ",") {
+		if flagMembers, err := o.clusterMembers(); err == nil && !sameMembers(flagMembers, members) {
+			log.Warn("--cluster differs from the members this data directory was created with; it is read only when a data directory is created: "+
+				"the cluster's catalogue says who the members are now (add nodes with --join, remove them with CLUSTER FORGET)", "cluster", o.cluster)
+		}
+	}
+	want := persistence.Identity{NodeID: self.ID, Shards: o.shards}
+	if o.join == "" {
+		want.Members, want.Initial = cluster.MemberList(members), initialList(members)
+	}
+	opened, err := persistence.Open(o.dataDir, want)
 	if err != nil {
 		return cluster.RaftConfig{}, identityInFlags(err)
 	}
 	cfg := cluster.DefaultRaftConfig(self, members)
-	cfg.Shards, cfg.Layout, cfg.Clock, cfg.BusTLS = o.shards, layout, clock, o.access.busTLS
+	cfg.Shards, cfg.Layout, cfg.Clock, cfg.BusTLS = o.shards, opened.Layout, clock, o.access.busTLS
+	cfg.Incarnation, cfg.Upgraded, cfg.ReplaceDeadAfter = opened.Identity.Incarnation, opened.Upgraded, o.replaceDead
 	cfg.Log = log
 	cfg.RequestTimeout = o.reqTimeout
+	if o.join != "" {
+		if cfg.Join, err = o.joinBus(); err != nil {
+			return cluster.RaftConfig{}, err
+		}
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout = cluster.DefaultClusterHeartbeat, cluster.DefaultClusterHeartbeat
+	}
 	if o.heartbeat != 0 { // --raft-heartbeat is both timeouts
 		cfg.HeartbeatTimeout, cfg.ElectionTimeout = o.heartbeat, o.heartbeat
 	}
@@ -250,7 +273,7 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 	cfg.Scripts = scripts
 	self, members := cfg.Self, cfg.Members
 	mode = "durable single node (" + o.dataDir + ")"
-	if len(members) > 1 {
+	if len(members) > 1 || o.join != "" {
 		listen := self.Bus
 		if o.busListen != "" {
 			listen = o.busListen
@@ -258,7 +281,7 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 		if cfg.Bus, err = net.Listen("tcp", listen); err != nil {
 			return nil, nil, "", fmt.Errorf("bus port: %w", err)
 		}
-		mode = fmt.Sprintf("cluster node %s of %d (%s), bus %s", self.ID, len(members), o.dataDir, self.Bus)
+		mode = fmt.Sprintf("cluster node %s (%s), bus %s", self.ID, o.dataDir, self.Bus)
 		if listen != self.Bus {
 			mode += " listening on " + listen
 		}
@@ -271,4 +294,31 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 		return nil, nil, "", err
 	}
 	return raft, raft, mode, nil
+}
+
+// initialList is members as the data directory records its initial
+// members: "id@host:port@busport", which cluster.ParseMembers reads back.
+func initialList(members []cluster.Member) []string {
+	if len(members) < 2 {
+		return nil
+	}
+	out := make([]string, len(members))
+	for i, m := range members {
+		_, bus, _ := net.SplitHostPort(m.Bus)
+		out[i] = m.ID + "@" + m.Client + "@" + bus
+	}
+	return out
+}
+
+// sameMembers reports whether a and b list the same members, in order.
+func sameMembers(a, b []cluster.Member) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

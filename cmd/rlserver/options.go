@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
@@ -24,7 +25,10 @@ type options struct {
 	dataDir     string
 	nodeID      string
 	cluster     string
+	join        string
+	announce    string
 	busListen   string
+	replaceDead time.Duration
 	shards      int
 	debug       bool
 	requirePass string
@@ -59,8 +63,11 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.StringVar(&o.dataDir, "data-dir", "rlserver-data", "directory for durable state (Raft logs and snapshots)")
 	fs.StringVar(&o.nodeID, "node-id", "n1", "this node's id; in a cluster, its name in --cluster")
 	fs.StringVar(&o.cluster, "cluster", "", "every node of the cluster: id@host:port[@busport],... (client addresses; the bus defaults to port+10000)")
+	fs.StringVar(&o.join, "join", "", "join an existing cluster through one of its members, host:port[@busport] (its client address; the bus defaults to port+10000); read when the data dir is new")
+	fs.StringVar(&o.announce, "announce", "", "with --join: the address clients and nodes reach this node at, host:port[@busport] (default: --bind and --port, the bus at port+10000)")
+	fs.DurationVar(&o.replaceDead, "replace-dead-after", 0, "in a cluster of more than three nodes, re-create elsewhere the replicas of a node down for this long (0: never; CLUSTER FORGET ... FORCE does it by hand)")
 	fs.StringVar(&o.busListen, "bus-listen", "", "listen for the cluster bus on this host:port instead of this node's bus address in --cluster, which the other nodes keep dialling (behind NAT, a port mapping or a proxy)")
-	fs.IntVar(&o.shards, "shards", 0, "number of shards (single-threaded partitions of the keyspace), 1 to 1024 (default: what the data dir was created with; for a new one, one per cluster member, or half the CPUs for a single node)")
+	fs.IntVar(&o.shards, "shards", 0, "number of shards (single-threaded partitions of the keyspace), 1 to 1024, fixed for the cluster's life (default: what the data dir was created with; for a new cluster, one per --cluster member; with --join, the cluster's; half the CPUs for a single node)")
 	fs.BoolVar(&o.debug, "enable-debug-command", false, "allow DEBUG CLOCK and DEBUG DIGEST (for tests)")
 	fs.StringVar(&o.requirePass, "requirepass", "", "password clients must give with AUTH or HELLO AUTH")
 	fs.IntVar(&o.maxClients, "maxclients", defaults.MaxClients, "maximum number of client connections")
@@ -124,8 +131,11 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 }
 
 // defaultShards is the shard count when --shards is not given: the one an
-// existing data directory was created with (it cannot change), else one per
-// cluster member, so each node leads one, or for a single node half the CPUs,
+// existing data directory was created with (it cannot change); for a new
+// cluster one per member, the count that decides fastest while the cluster
+// keeps its size (one that will grow is given --shards for its largest
+// size: docs/cluster.md weighs what each shard costs); 0 for a node that
+// joins, which takes its cluster's; for a single node half the CPUs,
 // leaving the rest to the connections. On a two-core machine one durable
 // shard measured fastest: every shard costs CPU per entry and splits
 // pipelines into smaller batches.
@@ -135,11 +145,14 @@ func (o options) defaultShards() (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if ok {
+		if ok && id.Shards != 0 {
 			return id.Shards, nil
 		}
 	}
-	if o.cluster != "" {
+	switch {
+	case o.join != "":
+		return 0, nil
+	case o.cluster != "":
 		members, err := o.clusterMembers()
 		if err != nil {
 			return 0, err
@@ -186,7 +199,7 @@ func (o options) validate() error {
 	switch {
 	case o.port < 0 || o.port > 65535:
 		return invalid("port", "--port %d: must be from 0 to 65535", o.port)
-	case o.shards < 1 || o.shards > cluster.MaxShards:
+	case (o.shards < 1 && !(o.shards == 0 && o.join != "")) || o.shards > cluster.MaxShards:
 		return invalid("shards", "--shards %d: must be from 1 to %d", o.shards, cluster.MaxShards)
 	case o.maxClients < 1:
 		return invalid("maxclients", "--maxclients %d: must be at least 1", o.maxClients)
@@ -206,8 +219,16 @@ func (o options) validate() error {
 		return invalid("node-id", "--node-id: must not be empty")
 	case o.inMemory && o.cluster != "":
 		return invalid("cluster", "--cluster needs durable state: drop --in-memory")
-	case o.busListen != "" && o.cluster == "":
-		return invalid("bus-listen", "--bus-listen needs --cluster: a single node has no bus")
+	case o.inMemory && o.join != "":
+		return invalid("join", "--join needs durable state: drop --in-memory")
+	case o.join != "" && o.cluster != "":
+		return invalid("join", "--join and --cluster exclude each other: --cluster creates a cluster, --join adds this node to one")
+	case o.busListen != "" && o.cluster == "" && o.join == "":
+		return invalid("bus-listen", "--bus-listen needs --cluster or --join: a single node has no bus")
+	case o.announce != "" && o.join == "":
+		return invalid("announce", "--announce needs --join: with --cluster, the list says where each node is")
+	case o.replaceDead < 0 || (o.replaceDead > 0 && o.cluster == "" && o.join == ""):
+		return invalid("replace-dead-after", "--replace-dead-after %v: must be 0, or positive in a cluster", o.replaceDead)
 	case o.dataDir == "" && !o.inMemory:
 		return invalid("data-dir", "--data-dir: must not be empty")
 	case o.metricsPort < 0 || o.metricsPort > 65535:
@@ -259,16 +280,27 @@ func (o options) clientPort() int {
 	return o.sec.tlsPort
 }
 
-// members returns the cluster's members and this node's entry: the parsed
-// --cluster, whose entry for --node-id must be where this node listens, or
-// this node alone.
-func (o options) members(clientAddr string) (self cluster.Member, all []cluster.Member, err error) {
-	if o.cluster == "" {
+// members returns the cluster's initial members and this node's entry: the
+// parsed --cluster (or, once the data directory exists, the list it was
+// created with: initial), whose entry for --node-id must be where this node
+// listens; for a node that joins, itself as --announce says and no
+// initial members; or this node alone.
+func (o options) members(clientAddr string, initial []string) (self cluster.Member, all []cluster.Member, err error) {
+	switch {
+	case o.join != "":
+		self, err = o.announced(clientAddr)
+		return self, nil, err
+	case o.cluster == "":
 		self = cluster.Member{ID: o.nodeID, Client: clientAddr, Bus: "local"}
 		return self, []cluster.Member{self}, nil
-	}
-	if all, err = o.clusterMembers(); err != nil {
-		return self, nil, err
+	case len(initial) > 0:
+		if all, err = cluster.ParseMembers(strings.Join(initial, ",")); err != nil {
+			return self, nil, fmt.Errorf("the data directory's initial members: %w", err)
+		}
+	default:
+		if all, err = o.clusterMembers(); err != nil {
+			return self, nil, err
+		}
 	}
 	for _, m := range all {
 		if m.ID != o.nodeID {
@@ -284,4 +316,31 @@ func (o options) members(clientAddr string) (self cluster.Member, all []cluster.
 		return m, all, nil
 	}
 	return self, nil, fmt.Errorf("--node-id %q is not one of the --cluster members", o.nodeID)
+}
+
+// announced is this node's entry when it joins: --announce, or --bind and
+// the client port, the bus at port+10000.
+func (o options) announced(clientAddr string) (cluster.Member, error) {
+	spec := o.announce
+	if spec == "" {
+		host, _, _ := net.SplitHostPort(clientAddr)
+		if o.bind != "" && o.bind != "0.0.0.0" && o.bind != "::" {
+			host = o.bind
+		}
+		spec = net.JoinHostPort(host, strconv.Itoa(o.clientPort()))
+	}
+	m, err := cluster.ParseMembers(o.nodeID + "@" + spec)
+	if err != nil {
+		return cluster.Member{}, &settingError{name: "announce", msg: "--announce: " + err.Error(), err: err}
+	}
+	return m[0], nil
+}
+
+// joinBus is the bus address of the member --join names.
+func (o options) joinBus() (string, error) {
+	m, err := cluster.ParseMembers("join@" + o.join)
+	if err != nil {
+		return "", &settingError{name: "join", msg: "--join: " + err.Error(), err: err}
+	}
+	return m[0].Bus, nil
 }

@@ -46,8 +46,12 @@ type ClusterConfig struct {
 type Cluster struct {
 	// Shards is the number of shards.
 	Shards int
-	// Nodes are the members, in the order --cluster names them.
+	// Nodes are the members, in the order --cluster names them, then the
+	// nodes Join added.
 	Nodes []*Node
+
+	cfg  ClusterConfig // as planned, Dir absolute
+	next int           // the number of the next node Join plans
 }
 
 // Node is one member of a Cluster. Its identity, addresses and command
@@ -92,7 +96,8 @@ func PlanCluster(cfg ClusterConfig) (*Cluster, error) {
 	for i := range n {
 		members = append(members, fmt.Sprintf("n%d@127.0.0.1:%d@%d", i+1, ports[i], ports[n+i]))
 	}
-	c := &Cluster{Shards: cfg.Shards}
+	cfg.Dir = root
+	c := &Cluster{Shards: cfg.Shards, cfg: cfg, next: n + 1}
 	for i := range n {
 		id := fmt.Sprintf("n%d", i+1)
 		dir := filepath.Join(root, id)
@@ -119,6 +124,44 @@ func PlanCluster(cfg ClusterConfig) (*Cluster, error) {
 		})
 	}
 	return c, nil
+}
+
+// Join plans a new node, n<next>, that joins the cluster through the
+// running node via (--join, with the cluster's settings and Args, and
+// extra), appends it to Nodes and returns it, without starting it.
+func (c *Cluster) Join(via *Node, extra ...string) (*Node, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	id := fmt.Sprintf("n%d", c.next)
+	c.next++
+	dir := filepath.Join(c.cfg.Dir, id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	_, viaBus, _ := strings.Cut(via.BusAddr, ":")
+	args := []string{
+		"--node-id", id, "--bind", "127.0.0.1", "--port", strconv.Itoa(ports[0]),
+		"--data-dir", filepath.Join(dir, "data"), "--join", via.Addr + "@" + viaBus,
+		"--announce", fmt.Sprintf("127.0.0.1:%d@%d", ports[0], ports[1]),
+	}
+	if c.cfg.Heartbeat != 0 {
+		args = append(args, "--raft-heartbeat", c.cfg.Heartbeat.String())
+	}
+	if c.cfg.Password != "" {
+		args = append(args, "--requirepass", c.cfg.Password)
+	}
+	args = append(append(args, c.cfg.Args...), extra...)
+	n := &Node{
+		ID:       id,
+		Addr:     fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		BusAddr:  fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		Config:   Config{Bin: c.cfg.Bin, Dir: dir, Args: args},
+		password: c.cfg.Password,
+	}
+	c.Nodes = append(c.Nodes, n)
+	return n, nil
 }
 
 // start starts the node as its Config says and returns once it is ready,

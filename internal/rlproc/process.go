@@ -218,8 +218,15 @@ func (p *Process) Terminate(timeout time.Duration) (int, error) {
 	case <-p.done:
 		return p.ExitCode(), nil
 	case <-timer.C:
+		// SIGQUIT makes a Go program print every goroutine's stack before
+		// it exits: the log then says where the shutdown was stuck.
+		p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(2 * time.Second):
+		}
 		p.Kill()
-		return p.ExitCode(), fmt.Errorf("%w %v later", errStillRunning, timeout)
+		return p.ExitCode(), fmt.Errorf("%w %v later (its goroutines' stacks are at the end of its log)", errStillRunning, timeout)
 	}
 }
 

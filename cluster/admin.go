@@ -1,0 +1,97 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+)
+
+// The operator's changes of membership and placement (CLUSTER MOVESHARD,
+// REBALANCE and FORGET): each is checked against this node's catalogue for
+// a clear error at once, then committed in the catalogue, where it is
+// checked again against the catalogue as it stands when it commits. The
+// placement driver (driver.go) carries the change out; these calls return
+// once it is committed, not once replicas have moved: CLUSTER SHARDS shows
+// the progress.
+
+// MoveShard queues the move of shard's replica on node from to node to
+// (each named by its node id or its Redis id): the shard's leader adds a
+// replica on to as a non-voter, promotes it once it has caught up, then
+// removes the one on from, handing its leadership over first if it leads.
+func (n *RaftShards) MoveShard(ctx context.Context, shard int, from, to string) error {
+	cat := n.Catalogue()
+	if !n.cfg.clustered() {
+		return refused(MemberConflict, "a single node has no replicas to move")
+	}
+	if cat == nil {
+		return errCatalogueUnavailable{"is not known to this node yet"}
+	}
+	m := Move{Shard: shard, From: cat.nodeID(from), To: cat.nodeID(to)}
+	if err := cat.checkMove(m); err != nil {
+		return err
+	}
+	_, err := n.propose(ctx, catalogueOp{Op: opMoveShard, Move: &m})
+	return err
+}
+
+// Rebalance plans the moves that give every shard min(3, nodes) replicas
+// on distinct nodes and spread replicas and leaders evenly, and returns
+// the plan as it stands now (one line a step). Unless dryRun, it asks the
+// placement driver to carry it out, one shard at a time, re-planning after
+// each move, until the cluster is balanced.
+func (n *RaftShards) Rebalance(ctx context.Context, dryRun bool) ([]string, error) {
+	cat := n.Catalogue()
+	if !n.cfg.clustered() {
+		return nil, refused(MemberConflict, "a single node has nothing to rebalance")
+	}
+	if cat == nil {
+		return nil, errCatalogueUnavailable{"is not known to this node yet"}
+	}
+	down, dead := n.liveness(cat)
+	steps := plan(cat, down, dead, true)
+	out := make([]string, len(steps))
+	for i, st := range steps {
+		out[i] = st.String()
+	}
+	if dryRun || len(steps) == 0 {
+		return out, nil
+	}
+	_, err := n.propose(ctx, catalogueOp{Op: opRebalance, On: true})
+	return out, err
+}
+
+// Forget removes node id (its node id or its Redis id) from the cluster.
+// A node that holds replicas is refused, with the moves that would empty
+// it; with force, its replicas are re-created on the other nodes first (a
+// node dead for good), and it is dropped from every group once it holds
+// none. A forgotten node never serves again under its data directory.
+func (n *RaftShards) Forget(ctx context.Context, id string, force bool) error {
+	cat := n.Catalogue()
+	if !n.cfg.clustered() {
+		return refused(MemberConflict, "a single node has no other node to forget")
+	}
+	if cat == nil {
+		return errCatalogueUnavailable{"is not known to this node yet"}
+	}
+	id = cat.nodeID(id)
+	if id == n.cfg.Self.ID {
+		return refused(MemberConflict, "I tried hard but I can't forget myself: node %s is the node this connection is on; send CLUSTER FORGET to another node", id)
+	}
+	if _, err := cat.forget(id, force); err != nil && !errors.Is(err, errNoChange) {
+		return err
+	}
+	_, err := n.propose(ctx, catalogueOp{Op: opForget, ID: id, Force: force})
+	return err
+}
+
+// nodeID is the node id of the node named by id or by its Redis id (what
+// CLUSTER NODES shows), or id itself when no node has either.
+func (c *Catalogue) nodeID(id string) string {
+	if c.Node(id) != nil {
+		return id
+	}
+	if i := slices.IndexFunc(c.Nodes, func(n NodeInfo) bool { return n.RedisID() == id }); i >= 0 {
+		return c.Nodes[i].ID
+	}
+	return id
+}

@@ -1,0 +1,228 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The catalogue is the cluster's own record of who its nodes are and where
+// each shard's replicas live. After bootstrap it is the truth: the
+// --cluster list is read only when a data directory is created, and every
+// change (a node joining, a replica moving, a node forgotten) is an entry
+// committed in the catalogue's Raft group (meta.go), applied alike on every
+// node (catalogueops.go). A Catalogue value is never changed once built:
+// applying an entry makes a new one, so readers hold a consistent copy
+// without locks.
+
+// Catalogue is the cluster's membership and placement.
+type Catalogue struct {
+	// Index is the catalogue log's index of the entry that made this
+	// version; 0 for the initial catalogue a node computes from its
+	// --cluster list before the catalogue group has committed it.
+	Index uint64
+	// Cluster is the cluster's id (the fingerprint of its initial members
+	// and shard count, in hex): every bus connection carries it.
+	Cluster string
+	// Shards is the shard count, fixed for the life of the cluster.
+	Shards int
+	// Nodes are the members, in the order they joined.
+	Nodes []NodeInfo
+	// Forgotten are the nodes removed by CLUSTER FORGET: a node is never
+	// admitted again under an incarnation it was forgotten with.
+	Forgotten []ForgottenNode
+	// Placement is each shard's, by shard.
+	Placement []Placement
+	// Moves are the moves CLUSTER MOVESHARD asked for, not yet started, in
+	// order.
+	Moves []Move
+	// Rebalance is set by CLUSTER REBALANCE until the cluster is balanced.
+	Rebalance bool
+}
+
+// NodeInfo is one member as the catalogue knows it.
+type NodeInfo struct {
+	Member
+	// Incarnation is the random id of the node's data directory; "" for an
+	// initial member that has not yet started under this release.
+	Incarnation string
+	// Leaving is set by CLUSTER FORGET ... FORCE: its replicas move to the
+	// other nodes, and it is forgotten once it holds none.
+	Leaving bool
+}
+
+// ForgottenNode is a node CLUSTER FORGET removed.
+type ForgottenNode struct {
+	ID, Incarnation string
+}
+
+// Placement is where a shard's replicas are, and where they should be.
+type Placement struct {
+	// Target is the replicas the shard should have, its preferred leader
+	// first: the shard's leader changes its Raft group towards it
+	// (reconcile.go).
+	Target []string
+	// Voters and Learners are the shard's Raft configuration as its leader
+	// last reported it (learners are non-voters catching up), committed at
+	// ConfigIndex in the shard's own log.
+	Voters, Learners []string
+	ConfigIndex      uint64
+}
+
+// Move is one replica of a shard to move from a node to another. From ""
+// adds a replica; To "" removes one.
+type Move struct {
+	Shard    int
+	From, To string
+}
+
+// String is the move as CLUSTER REBALANCE DRYRUN prints it.
+func (m Move) String() string {
+	switch {
+	case m.From == "":
+		return fmt.Sprintf("shard %d: add a replica on %s", m.Shard, m.To)
+	case m.To == "":
+		return fmt.Sprintf("shard %d: remove the replica on %s", m.Shard, m.From)
+	}
+	return fmt.Sprintf("shard %d: move the replica on %s to %s", m.Shard, m.From, m.To)
+}
+
+// initialCatalogue is the catalogue of a cluster created from members and
+// shards: shard s on members s, s+1, s+2 (Replicas), as every release has
+// placed them, so a cluster created by a release before the catalogue
+// starts with its placement recorded as it is.
+func initialCatalogue(members []Member, shards int) *Catalogue {
+	fp := fingerprint(members, shards)
+	c := &Catalogue{Cluster: fmt.Sprintf("%x", fp[:]), Shards: shards, Placement: make([]Placement, shards)}
+	for _, m := range members {
+		c.Nodes = append(c.Nodes, NodeInfo{Member: m})
+	}
+	for s := range c.Placement {
+		var ids []string
+		for _, m := range Replicas(members, s) {
+			ids = append(ids, m.ID)
+		}
+		c.Placement[s] = Placement{Target: ids, Voters: slices.Clone(ids)}
+	}
+	return c
+}
+
+// clone is a deep copy, to be changed into the next version.
+func (c *Catalogue) clone() *Catalogue {
+	out := *c
+	out.Nodes = slices.Clone(c.Nodes)
+	out.Forgotten = slices.Clone(c.Forgotten)
+	out.Moves = slices.Clone(c.Moves)
+	out.Placement = make([]Placement, len(c.Placement))
+	for i, p := range c.Placement {
+		out.Placement[i] = Placement{
+			Target: slices.Clone(p.Target), Voters: slices.Clone(p.Voters),
+			Learners: slices.Clone(p.Learners), ConfigIndex: p.ConfigIndex,
+		}
+	}
+	return &out
+}
+
+// Node returns the member with id, or nil.
+func (c *Catalogue) Node(id string) *NodeInfo {
+	for i := range c.Nodes {
+		if c.Nodes[i].ID == id {
+			return &c.Nodes[i]
+		}
+	}
+	return nil
+}
+
+// forgotten reports whether id was forgotten with incarnation.
+func (c *Catalogue) forgotten(id, incarnation string) bool {
+	return slices.Contains(c.Forgotten, ForgottenNode{ID: id, Incarnation: incarnation})
+}
+
+// Members are the members' addresses, in the order they joined.
+func (c *Catalogue) Members() []Member {
+	out := make([]Member, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Member
+	}
+	return out
+}
+
+// Replicas are shard's replicas: its voters, then its learners.
+func (p Placement) Replicas() []string {
+	return append(slices.Clone(p.Voters), p.Learners...)
+}
+
+// settled reports whether the shard's Raft group is what its target says.
+func (p Placement) settled() bool {
+	return len(p.Learners) == 0 && sameSet(p.Voters, p.Target)
+}
+
+// involves reports whether node is, or is to be, a replica of the shard.
+func (p Placement) involves(node string) bool {
+	return slices.Contains(p.Target, node) || slices.Contains(p.Voters, node) || slices.Contains(p.Learners, node)
+}
+
+// Preferred is the shard's preferred leader: the first of its target.
+func (p Placement) Preferred() string {
+	if len(p.Target) == 0 {
+		return ""
+	}
+	return p.Target[0]
+}
+
+// holdings are the shards node is, or is to be, a replica of.
+func (c *Catalogue) holdings(node string) []int {
+	var out []int
+	for s, p := range c.Placement {
+		if p.involves(node) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Settled reports whether nothing is moving: every shard's group is its
+// target, no move waits, no rebalance runs and no node is leaving.
+func (c *Catalogue) Settled() bool {
+	if len(c.Moves) > 0 || c.Rebalance {
+		return false
+	}
+	for _, n := range c.Nodes {
+		if n.Leaving {
+			return false
+		}
+	}
+	for _, p := range c.Placement {
+		if !p.settled() {
+			return false
+		}
+	}
+	return true
+}
+
+// moving returns the shard whose group is being changed towards its
+// target, or -1.
+func (c *Catalogue) moving() int {
+	for s, p := range c.Placement {
+		if !p.settled() {
+			return s
+		}
+	}
+	return -1
+}
+
+// sameSet reports whether a and b hold the same ids, in any order.
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// joinIDs lists ids for messages: "n1, n2".
+func joinIDs(ids []string) string { return strings.Join(ids, ", ") }

@@ -1,0 +1,202 @@
+package cluster
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// Every node asks every other, twice a second, how its replicas are (the
+// status frame, forward.go): the applied and commit index and the leader of
+// each shard it holds. From the answers it learns the leaders of the shards
+// it holds no replica of, which nodes are down (CLUSTER NODES, CLUSTER
+// SHARDS' health, and the driver's decisions), how far each replica trails
+// (CLUSTER SHARDS' replication offset, and whether a non-voter has caught up
+// enough to vote), and whether the cluster still has this node: a node the
+// catalogue has forgotten, or knows with another data directory, stops.
+
+const (
+	healthInterval = 500 * time.Millisecond
+	// minDownAfter is the least time a node must not answer for to be down;
+	// downAfter is that or four heartbeats, whichever is longer.
+	minDownAfter = 2 * time.Second
+)
+
+// health is what this node knows of the others.
+type health struct {
+	mu    sync.Mutex
+	peers map[string]*peerHealth
+}
+
+// peerHealth is one node as the polls found it.
+type peerHealth struct {
+	lastOK time.Time  // the last answer
+	status nodeStatus // what it said then
+}
+
+func (h *health) start() {
+	h.mu.Lock()
+	h.peers = map[string]*peerHealth{}
+	h.mu.Unlock()
+}
+
+// record keeps id's answer.
+func (h *health) record(id string, st nodeStatus, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.peers[id] = &peerHealth{lastOK: at, status: st}
+}
+
+// expect starts the clock of a node never heard from, at its first poll:
+// a node that has just joined is not down until it has had downAfter to
+// answer.
+func (h *health) expect(id string, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.peers[id]; !ok {
+		h.peers[id] = &peerHealth{lastOK: now}
+	}
+}
+
+// peer is id's last answer, false if it never answered.
+func (h *health) peer(id string) (peerHealth, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p, ok := h.peers[id]
+	if !ok || p.status.shards == nil {
+		return peerHealth{}, false
+	}
+	return *p, true
+}
+
+// silentFor is how long id has not answered: since its first poll if it
+// never has, 0 before that (a node that has just joined is not down before
+// it has been asked).
+func (h *health) silentFor(id string, now time.Time) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p, ok := h.peers[id]; ok {
+		return now.Sub(p.lastOK)
+	}
+	return 0
+}
+
+// downAfter is how long a node must not answer for to be down.
+func (n *RaftShards) downAfter() time.Duration {
+	return max(minDownAfter, 4*n.cfg.HeartbeatTimeout)
+}
+
+// down reports whether node id does not answer (this node never is).
+func (n *RaftShards) down(id string) bool {
+	return id != n.cfg.Self.ID && n.health.silentFor(id, time.Now()) > n.downAfter()
+}
+
+// pollHealth asks every other node how it is, until the node stops.
+func (n *RaftShards) pollHealth() {
+	tick := time.NewTicker(healthInterval)
+	defer tick.Stop()
+	for {
+		n.pollOnce()
+		select {
+		case <-tick.C:
+		case <-n.stop:
+			return
+		}
+	}
+}
+
+// pollOnce asks every other node at once, then learns from the answers.
+func (n *RaftShards) pollOnce() {
+	cat := n.Catalogue()
+	if cat == nil {
+		return
+	}
+	mine := uint64(0)
+	if c := n.committedCatalogue(); c != nil {
+		mine = c.Index
+	}
+	var wg sync.WaitGroup
+	for _, m := range cat.Members() {
+		if m.ID == n.cfg.Self.ID {
+			continue
+		}
+		n.health.expect(m.ID, time.Now())
+		wg.Go(func() {
+			st, err := n.fwd.status(m.Bus, n.cfg.Self.ID, n.cfg.Incarnation, healthInterval*2)
+			if err != nil {
+				return
+			}
+			n.health.record(m.ID, st, time.Now())
+			// A peer whose catalogue is at least as new as this node's
+			// knows better: the cluster has forgotten this node, or holds
+			// another data directory under its id.
+			if st.verdict != nil && st.catalogue >= mine && (errors.Is(st.verdict, ErrRemoved) || errors.Is(st.verdict, ErrIncarnation)) {
+				n.halt(st.verdict)
+			}
+		})
+	}
+	wg.Wait()
+	n.learnForeignLeaders(cat)
+}
+
+// learnForeignLeaders keeps n.foreign current: for each shard this node
+// holds no replica of, the leader its replicas name.
+func (n *RaftShards) learnForeignLeaders(cat *Catalogue) {
+	for shard := range n.groups {
+		if n.groups[shard].Load() != nil || shard >= len(cat.Placement) {
+			continue
+		}
+		var learned *Member
+		for _, id := range cat.Placement[shard].Replicas() {
+			p, ok := n.health.peer(id)
+			if !ok || n.down(id) || shard >= len(p.status.shards) {
+				continue
+			}
+			if leader := p.status.shards[shard].leader; leader != "" {
+				learned = n.member(leader)
+				break
+			}
+		}
+		if old := n.foreign[shard].Swap(learned); old != learned && (old == nil || learned == nil || old.ID != learned.ID) {
+			n.fwd.leaderMoved(shard, old, learned)
+		}
+	}
+}
+
+// ReplicaHealth is one replica of a shard as this node knows it, for
+// CLUSTER SHARDS.
+type ReplicaHealth struct {
+	// Health is "online", "loading" (a replica catching up: a new one, or
+	// one far behind its leader) or "failed" (its node does not answer).
+	Health string
+	// Applied is the Raft index the replica has applied, as its node last
+	// said.
+	Applied uint64
+}
+
+// loadingLag is how far behind its leader a replica may be and still count
+// as online.
+const loadingLag = 1024
+
+// replicaHealth is shard's replica on node id, seen from here; leaderApplied
+// is the shard leader's applied index, when known.
+func (n *RaftShards) replicaHealth(shard int, id string, learner bool, leaderApplied uint64) ReplicaHealth {
+	var applied uint64
+	if id == n.cfg.Self.ID {
+		if g := n.groups[shard].Load(); g != nil {
+			applied = g.raft.AppliedIndex()
+		}
+	} else {
+		if n.down(id) {
+			return ReplicaHealth{Health: "failed"}
+		}
+		if p, ok := n.health.peer(id); ok && shard < len(p.status.shards) {
+			applied = p.status.shards[shard].applied
+		}
+	}
+	h := ReplicaHealth{Health: "online", Applied: applied}
+	if learner || applied+loadingLag < leaderApplied {
+		h.Health = "loading"
+	}
+	return h
+}

@@ -1,0 +1,250 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// A shard's leader changes its group towards the target the catalogue
+// sets, one Raft configuration change at a time, and reports each
+// committed configuration back to the catalogue (which then knows the
+// shard has settled, and where its replicas are):
+//
+//  1. a replica leaving the shard whose node is down is removed first: a
+//     dead voter only makes the group's quorum harder to reach;
+//  2. a new replica is added as a non-voter, once its node has opened an
+//     empty replica to receive it (replicas.go); the leader sends it its
+//     latest snapshot and the log after it;
+//  3. a non-voter is promoted to voter once it has caught up: its applied
+//     index within caughtUp entries of the leader's commit index, at every
+//     look for stableFor (as Consul's autopilot judges a new server);
+//  4. then the replicas leaving the shard are removed; when this node is
+//     one of them it first hands its leadership to the shard's preferred
+//     replica, which carries on.
+//
+// Every step is idempotent and judged afresh from the group's
+// configuration and the catalogue, so a leader that dies in the middle of
+// a move leaves nothing half done that the next one cannot finish.
+
+const reconcileInterval = 250 * time.Millisecond
+
+// catchUp remembers since when each non-voter has been caught up.
+type catchUp struct {
+	mu    sync.Mutex
+	since map[string]time.Time // "shard/node" -> first look it was caught up
+}
+
+// stableFor is how long a non-voter must stay caught up before it votes.
+func (n *RaftShards) stableFor() time.Duration {
+	return max(500*time.Millisecond, 2*n.cfg.HeartbeatTimeout)
+}
+
+// reconcile changes the groups this node leads towards their targets
+// until the node stops.
+func (n *RaftShards) reconcile() {
+	tick := time.NewTicker(reconcileInterval)
+	defer tick.Stop()
+	cu := &catchUp{since: map[string]time.Time{}}
+	for {
+		changed := n.catalogueChanged()
+		if cat := n.committedCatalogue(); cat != nil {
+			for shard := range n.groups {
+				if g := n.groups[shard].Load(); g != nil && g.raft.State() == raft.Leader && shard < len(cat.Placement) {
+					n.reconcileShard(g, cat.Placement[shard], cu)
+				}
+			}
+		}
+		select {
+		case <-changed:
+		case <-tick.C:
+		case <-n.stop:
+			return
+		}
+	}
+}
+
+// groupConfig is a group's committed configuration.
+type groupConfig struct {
+	voters, learners []string
+	index            uint64
+}
+
+func (c groupConfig) has(id string) bool {
+	return slices.Contains(c.voters, id) || slices.Contains(c.learners, id)
+}
+
+// configuration reads g's configuration; ok is false while a change is not
+// committed yet.
+func configuration(g *group) (c groupConfig, ok bool) {
+	f := g.raft.GetConfiguration()
+	if f.Error() != nil {
+		return c, false
+	}
+	c.index = f.Index()
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			c.voters = append(c.voters, string(s.ID))
+		} else {
+			c.learners = append(c.learners, string(s.ID))
+		}
+	}
+	return c, c.index <= g.raft.CommitIndex()
+}
+
+// reconcileShard takes one step of g's group towards p's target.
+func (n *RaftShards) reconcileShard(g *group, p Placement, cu *catchUp) {
+	if len(p.Target) == 0 {
+		return
+	}
+	cfg, ok := configuration(g)
+	if !ok {
+		return
+	}
+	if !sameSet(cfg.voters, p.Voters) || !sameSet(cfg.learners, p.Learners) {
+		n.reportConfig(g.shard, cfg)
+		return
+	}
+	self := n.cfg.Self.ID
+	var leaving []string
+	for _, id := range append(slices.Clone(cfg.voters), cfg.learners...) {
+		if !slices.Contains(p.Target, id) {
+			leaving = append(leaving, id)
+		}
+	}
+	// 1. Dead replicas leave first.
+	for _, id := range leaving {
+		if id != self && n.down(id) {
+			n.changeConfig(g, "removing a replica whose node is down", id, g.raft.RemoveServer(raft.ServerID(id), 0, 0))
+			return
+		}
+	}
+	// 2. New replicas join as non-voters.
+	for _, id := range p.Target {
+		if cfg.has(id) {
+			continue
+		}
+		m := n.member(id)
+		if m == nil || n.down(id) || !n.holdsEmpty(id, g.shard) {
+			continue // its node has not opened the replica yet
+		}
+		n.changeConfig(g, "adding a replica as a non-voter", id,
+			g.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(m.Bus), 0, 0))
+		return
+	}
+	// 3. Caught-up non-voters vote.
+	for _, id := range cfg.learners {
+		if !slices.Contains(p.Target, id) || !n.caughtUp(g, id, cu) {
+			continue
+		}
+		m := n.member(id)
+		if m == nil {
+			continue
+		}
+		n.changeConfig(g, "promoting a caught-up replica to voter", id,
+			g.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(m.Bus), 0, 0))
+		return
+	}
+	for _, id := range p.Target {
+		if !slices.Contains(cfg.voters, id) {
+			return // the others wait until every new replica votes
+		}
+	}
+	// 4. The replicas that leave.
+	for _, id := range leaving {
+		if id == self {
+			n.handOver(g, p)
+			return
+		}
+		n.changeConfig(g, "removing a replica the catalogue moved away", id, g.raft.RemoveServer(raft.ServerID(id), 0, 0))
+		return
+	}
+}
+
+// holdsEmpty reports whether node id has opened its replica of shard, so
+// that the leader's first messages reach it.
+func (n *RaftShards) holdsEmpty(id string, shard int) bool {
+	p, ok := n.health.peer(id)
+	return ok && p.status.current && shard < len(p.status.shards) && p.status.shards[shard].held
+}
+
+// caughtUp reports whether the non-voter id has applied all but caughtUp
+// entries of g's log, at every look for stableFor.
+func (n *RaftShards) caughtUp(g *group, id string, cu *catchUp) bool {
+	m := n.member(id)
+	ok := false
+	if m != nil {
+		st, err := n.fwd.status(m.Bus, n.cfg.Self.ID, n.cfg.Incarnation, reconcileInterval*4)
+		ok = err == nil && g.shard < len(st.shards) && st.shards[g.shard].held &&
+			st.shards[g.shard].applied+caughtUp >= g.raft.CommitIndex()
+	}
+	cu.mu.Lock()
+	defer cu.mu.Unlock()
+	k := id + "/" + strconv.Itoa(g.shard)
+	if !ok {
+		delete(cu.since, k)
+		return false
+	}
+	since, seen := cu.since[k]
+	if !seen {
+		cu.since[k] = time.Now()
+		return false
+	}
+	return time.Since(since) >= n.stableFor()
+}
+
+// changeConfig waits for a configuration change and reports the group's
+// configuration after it.
+func (n *RaftShards) changeConfig(g *group, what, id string, f raft.IndexFuture) {
+	if err := f.Error(); err != nil {
+		n.cfg.Log.Info("changing a shard's replicas failed; trying again", "shard", g.shard, "step", what, "node", id, "err", err)
+		return
+	}
+	n.cfg.Log.Info("changed a shard's replicas", "shard", g.shard, "step", what, "node", id)
+	if cfg, ok := configuration(g); ok {
+		n.reportConfig(g.shard, cfg)
+	}
+}
+
+// reportConfig records a group's committed configuration in the
+// catalogue.
+func (n *RaftShards) reportConfig(shard int, cfg groupConfig) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RequestTimeout)
+	defer cancel()
+	_, err := n.propose(ctx, catalogueOp{Op: opConfig, Shard: shard, Voters: cfg.voters, Learners: cfg.learners, Index: cfg.index})
+	if err != nil {
+		n.cfg.Log.Debug("reporting a shard's replicas to the catalogue", "shard", shard, "err", err)
+	}
+}
+
+// handOver hands g's leadership to the shard's preferred replica (or
+// another caught-up one), with nothing in flight, before this node leaves
+// the group: the new leader removes it.
+func (n *RaftShards) handOver(g *group, p Placement) {
+	to := ""
+	for _, id := range p.Target {
+		if id != n.cfg.Self.ID && !n.down(id) {
+			to = id
+			break
+		}
+	}
+	m := n.member(to)
+	if m == nil {
+		return
+	}
+	g.prop.quiesce(func() {
+		f := g.raft.LeadershipTransferToServer(raft.ServerID(m.ID), raft.ServerAddress(m.Bus))
+		if err := f.Error(); err != nil {
+			n.cfg.Log.Info("handing a leadership over before leaving the shard failed", "shard", g.shard, "to", m.ID, "err", err)
+			return
+		}
+		deadline := time.Now().Add(2 * n.cfg.ElectionTimeout)
+		for g.raft.State() == raft.Leader && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+}

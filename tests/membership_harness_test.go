@@ -1,0 +1,204 @@
+package tests
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rlserver/rlserver/internal/poll"
+)
+
+// What the membership tests need besides the fault tests' load: nodes that
+// join, and the placement as CLUSTER SHARDS shows it.
+
+// settleTimeout bounds the wait for the cluster to carry out a change of
+// placement: each move adds a replica, lets it catch up for a while,
+// promotes it and removes the old one, one shard at a time.
+const settleTimeout = 90 * time.Second
+
+// join plans a node that joins through node via, starts it, and returns its
+// index.
+func (tc *testCluster) join(via int) int {
+	tc.t.Helper()
+	n, err := tc.Join(tc.Nodes[via])
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	n.Launch(tc.t)
+	return len(tc.Nodes) - 1
+}
+
+// redisID is the id CLUSTER SHARDS and NODES give node id.
+func redisID(id string) string {
+	sum := sha1.Sum([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// replicaOf is one replica in CLUSTER SHARDS.
+type replicaOf struct {
+	node, role, health string
+}
+
+// shards reads CLUSTER SHARDS through node i: per shard, its replicas by
+// node id (the leader first).
+func (tc *testCluster) shards(i int) ([][]replicaOf, error) {
+	c := tc.client(i)
+	v, err := c.Do(ctx(tc.t), "CLUSTER", "SHARDS").Slice()
+	if err != nil {
+		return nil, err
+	}
+	byRedisID := map[string]string{}
+	for _, n := range tc.Nodes {
+		byRedisID[redisID(n.ID)] = n.ID
+	}
+	var out [][]replicaOf
+	for _, s := range v {
+		fields := asMap(s)
+		var reps []replicaOf
+		nodes, _ := fields["nodes"].([]any)
+		for _, n := range nodes {
+			f := asMap(n)
+			id, _ := f["id"].(string)
+			role, _ := f["role"].(string)
+			health, _ := f["health"].(string)
+			reps = append(reps, replicaOf{node: byRedisID[id], role: role, health: health})
+		}
+		out = append(out, reps)
+	}
+	return out, nil
+}
+
+// asMap reads a RESP2 flat array of pairs, or a RESP3 map.
+func asMap(v any) map[string]any {
+	out := map[string]any{}
+	switch x := v.(type) {
+	case map[any]any:
+		for k, val := range x {
+			out[fmt.Sprint(k)] = val
+		}
+	case []any:
+		for i := 0; i+1 < len(x); i += 2 {
+			out[fmt.Sprint(x[i])] = x[i+1]
+		}
+	}
+	return out
+}
+
+// waitPlacement waits until, through node i, every shard has want
+// replicas, all online but those on the nodes excused (down on purpose),
+// and ok accepts the placement (nil: any); it returns the placement.
+func (tc *testCluster) waitPlacement(i, want int, what string, ok func([][]replicaOf) error, excused ...string) [][]replicaOf {
+	tc.t.Helper()
+	var got [][]replicaOf
+	err := poll.Wait(settleTimeout, what, func() (bool, error) {
+		var err error
+		if got, err = tc.shards(i); err != nil {
+			return false, err
+		}
+		for s, reps := range got {
+			if len(reps) != want {
+				return false, fmt.Errorf("shard %d has replicas %v", s, reps)
+			}
+			for _, r := range reps {
+				if r.health != "online" && !slices.Contains(excused, r.node) {
+					return false, fmt.Errorf("shard %d has replicas %v", s, reps)
+				}
+			}
+		}
+		if ok != nil {
+			if err := ok(got); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		tc.t.Fatalf("%v\nthe cluster's placement decisions:\n%s", err, tc.placementLog())
+	}
+	return got
+}
+
+// holds lists the shards whose replicas include node id.
+func holdsOf(placement [][]replicaOf, id string) []int {
+	var out []int
+	for s, reps := range placement {
+		if slices.ContainsFunc(reps, func(r replicaOf) bool { return r.node == id }) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// waitNodes waits until CLUSTER NODES through node i lists exactly ids.
+func (tc *testCluster) waitNodes(i int, ids ...string) {
+	tc.t.Helper()
+	want := make([]string, len(ids))
+	for j, id := range ids {
+		want[j] = redisID(id)
+	}
+	slices.Sort(want)
+	c := tc.client(i)
+	poll.Until(tc.t, settleTimeout, fmt.Sprintf("CLUSTER NODES to list %v", ids), func() (bool, error) {
+		text, err := c.ClusterNodes(ctx(tc.t)).Result()
+		if err != nil {
+			return false, err
+		}
+		var have []string
+		for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+			have = append(have, strings.Fields(line)[0])
+		}
+		slices.Sort(have)
+		return slices.Equal(have, want), fmt.Errorf("it lists %d nodes", len(have))
+	})
+}
+
+// waitExit waits until node i's process has exited on its own, and returns
+// its log.
+func (tc *testCluster) waitExit(i int, why string) string {
+	tc.t.Helper()
+	p := tc.node(i)
+	p.ExpectExit()
+	select {
+	case <-p.Exited():
+	case <-time.After(settleTimeout):
+		tc.t.Fatalf("n%d did not stop (%s); the cluster's placement decisions:\n%s\nits log:\n%s", i+1, why, tc.placementLog(), p.Log())
+	}
+	return p.Log()
+}
+
+// do sends one command to node i and returns its reply.
+func (tc *testCluster) do(i int, args ...any) (any, error) {
+	return tc.client(i).Do(ctx(tc.t), args...).Result()
+}
+
+// mustDo is do for a command that must succeed.
+func (tc *testCluster) mustDo(i int, args ...any) any {
+	tc.t.Helper()
+	v, err := tc.do(i, args...)
+	if err != nil {
+		tc.t.Fatalf("%v through n%d: %v", args, i+1, err)
+	}
+	return v
+}
+
+// placementLog is what every node logged about membership and placement,
+// for a failure's message.
+func (tc *testCluster) placementLog() string {
+	var b strings.Builder
+	for _, n := range tc.Nodes {
+		p := n.Process()
+		if p == nil {
+			continue
+		}
+		for _, line := range strings.Split(p.Log(), "\n") {
+			if strings.Contains(line, "placement") || strings.Contains(line, "replicas") || strings.Contains(line, "catalogue's members") ||
+				strings.Contains(line, "refused") || strings.Contains(line, "stopping") || strings.Contains(line, "move") {
+				fmt.Fprintf(&b, "%s: %s\n", n.ID, line)
+			}
+		}
+	}
+	return b.String()
+}
