@@ -20,7 +20,7 @@ func appendEntry(b []byte, ks *keyspace, i int32, now int64) []byte {
 	for _, v := range ks.paramsOf(i) {
 		b = binary.AppendVarint(b, v)
 	}
-	for _, v := range ks.records[i].state {
+	for _, v := range ks.records.at(i).state {
 		b = binary.AppendVarint(b, v)
 	}
 	var log []logEntry
@@ -32,7 +32,7 @@ func appendEntry(b []byte, ks *keyspace, i int32, now int64) []byte {
 		b = binary.AppendVarint(b, le.At)
 		b = binary.AppendVarint(b, le.N)
 	}
-	if kind == KindString && ks.records[i].state[2] == 1 {
+	if kind == KindString && ks.records.at(i).state[2] == 1 {
 		v := ks.value(i)
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		b = append(b, v...)
@@ -100,9 +100,9 @@ func (d *decoder) collection(ks *keyspace, i int32, kind Kind) {
 func (s *Shard) AppendSnapshot(b []byte) []byte {
 	ks := &s.keys
 	b = binary.AppendVarint(b, s.now)
-	b = binary.AppendUvarint(b, uint64(len(ks.records)))
-	for i := range ks.records {
-		if ks.records[i].params == 0 {
+	b = binary.AppendUvarint(b, uint64(ks.records.len()))
+	for i := range int32(ks.records.len()) {
+		if ks.records.at(i).params == 0 {
 			b = append(b, 0)
 			continue
 		}
@@ -143,8 +143,7 @@ func RestoreShard(b []byte, format int) (*Shard, error) {
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		if len(d.b) > 0 && d.b[0] == 0 {
 			d.b = d.b[1:]
-			free = append(free, int32(len(s.keys.records)))
-			s.keys.records = append(s.keys.records, record{})
+			free = append(free, s.keys.records.grow())
 			continue
 		}
 		d.entry(s)
@@ -250,7 +249,7 @@ func (d *decoder) entry(s *Shard) {
 		return
 	}
 	i := s.keys.add(key, kind, params) // the next record: the free list is empty until the layout section
-	s.keys.records[i].state = state
+	s.keys.records.at(i).state = state
 	if s.keys.persists(i) {
 		s.keys.persistent++
 	}
