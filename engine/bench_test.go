@@ -34,3 +34,26 @@ func BenchmarkGCRA(b *testing.B)    { benchmarkDecision(b, OpGCRA, [4]int64{99, 
 func BenchmarkThrottle(b *testing.B) {
 	benchmarkDecision(b, OpThrottle, [4]int64{99, 100, 60, 1})
 }
+
+// BenchmarkSnapshot encodes a shard of a million sliding-window keys, the
+// time a durable shard's applies wait while Raft takes a snapshot.
+func BenchmarkSnapshot(b *testing.B) {
+	s := NewShard()
+	const keys = 1_000_000
+	cmd := []Command{{Op: OpSliding, Args: [4]int64{100, 60_000, 0, 1}}}
+	out := make([]Result, 1)
+	key := make([]byte, 0, 32)
+	for i := range keys {
+		key = strconv.AppendInt(append(key[:0], "user:"...), int64(i), 10)
+		cmd[0].Key = key
+		s.Apply(1_700_000_000_000, cmd, out)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var size int
+	for b.Loop() {
+		size = len(s.AppendSnapshot(nil))
+	}
+	b.ReportMetric(float64(size)/keys, "bytes/key")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/keys, "ns/key")
+}

@@ -8,11 +8,13 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
+	"strings"
 )
 
 func main() {
@@ -27,7 +29,10 @@ func main() {
 }
 
 // fill sends the commands in pipelines of 1000 and checks every reply is a
-// decision (an array), not an error.
+// decision (an array), not an error. A command answered TRYAGAIN (its
+// shard did not answer in time: a durable shard stalls while it takes a
+// snapshot of a large keyspace) is sent again, and counted on stderr; for
+// loading keys, counting one twice does no harm.
 func fill(addr string, n int, sha string) error {
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -37,27 +42,51 @@ func fill(addr string, n int, sha string) error {
 	w := bufio.NewWriterSize(conn, 1<<16)
 	r := bufio.NewReaderSize(conn, 1<<16)
 	const batch = 1000
+	retried := 0
+	keys := make([]int, 0, batch)
 	for start := 0; start < n; start += batch {
-		end := min(start+batch, n)
-		for i := start; i < end; i++ {
-			key := "user:" + strconv.Itoa(i)
-			if sha != "" {
-				writeCommand(w, "EVALSHA", sha, "1", key, "100", "60000", "-1")
-			} else {
-				writeCommand(w, "RL.SLIDING", key, "100", "60000")
+		keys = keys[:0]
+		for i := start; i < min(start+batch, n); i++ {
+			keys = append(keys, i)
+		}
+		for attempt := 0; len(keys) > 0; attempt++ {
+			if attempt == 10 {
+				return fmt.Errorf("key %d: TRYAGAIN %d times", keys[0], attempt)
 			}
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-		for i := start; i < end; i++ {
-			if err := readReply(r); err != nil {
-				return fmt.Errorf("key %d: %w", i, err)
+			for _, i := range keys {
+				key := "user:" + strconv.Itoa(i)
+				if sha != "" {
+					writeCommand(w, "EVALSHA", sha, "1", key, "100", "60000", "-1")
+				} else {
+					writeCommand(w, "RL.SLIDING", key, "100", "60000")
+				}
 			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			again := keys[:0]
+			for _, i := range keys {
+				err := readReply(r)
+				if errors.Is(err, errTryAgain) {
+					again = append(again, i)
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("key %d: %w", i, err)
+				}
+			}
+			retried += len(again)
+			keys = again
 		}
+	}
+	if retried > 0 {
+		fmt.Fprintf(os.Stderr, "fill: %d commands answered TRYAGAIN, sent again\n", retried)
 	}
 	return nil
 }
+
+// errTryAgain is a TRYAGAIN reply.
+var errTryAgain = errors.New("TRYAGAIN")
 
 func writeCommand(w *bufio.Writer, args ...string) {
 	fmt.Fprintf(w, "*%d\r\n", len(args))
@@ -74,6 +103,9 @@ func readReply(r *bufio.Reader) error {
 	}
 	switch line[0] {
 	case '-':
+		if strings.HasPrefix(line, "-TRYAGAIN ") {
+			return fmt.Errorf("%w: %s", errTryAgain, line[1:len(line)-2])
+		}
 		return fmt.Errorf("server error: %s", line[1:len(line)-2])
 	case '*':
 		count, err := strconv.Atoi(line[1 : len(line)-2])
