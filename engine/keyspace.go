@@ -38,6 +38,7 @@ type keyspace struct {
 	// persistent counts the strings without an expiry, which INFO's
 	// keyspace line does not count among the keys that expire.
 	persistent int
+	touched    int32 // what prefetch read, for nothing
 }
 
 // inlineKey is the longest key kept inside its record.
@@ -289,4 +290,22 @@ func (ks *keyspace) rekey(i int32, key []byte) {
 		delete(ks.long, i)
 	}
 	ks.setKey(i, key)
+}
+
+// prefetch reads, for each command of a batch, the index slot its key
+// hashes to and the record that slot names, and nothing more: the batch's
+// cache misses then overlap (each command's are independent of the
+// others'), where the commands, applied one after the other, would wait for
+// each in turn. What it reads is kept only in touched, so that the compiler
+// keeps the reads; nothing depends on it.
+func (ks *keyspace) prefetch(cmds []Command) {
+	var sum int32
+	for i := range cmds {
+		h := ks.hash(cmds[i].Key)
+		s := ks.index.segment(h)
+		if j := h & segmentMask; s.ctrl[j] >= 0x80 {
+			sum += int32(ks.records.at(s.slots[j]).klen)
+		}
+	}
+	ks.touched = sum
 }
