@@ -4,6 +4,7 @@
 //
 //	fill -addr 127.0.0.1:6380 -n 1000000
 //	fill -addr 127.0.0.1:6379 -n 1000000 -evalsha <sha>
+//	fill -addr 127.0.0.1:6380 -from 100000 -n 900000 -pad   # keys 100000 to 999999, named as redis-benchmark names them
 package main
 
 import (
@@ -21,19 +22,25 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:6380", "server address")
 	n := flag.Int("n", 1_000_000, "distinct keys to create")
 	sha := flag.String("evalsha", "", "run the seed script with this SHA instead of RL.SLIDING")
+	from := flag.Int("from", 0, "the first key's number")
+	pad := flag.Bool("pad", false, "name keys as redis-benchmark's __rand_int__ does (user:000000000042), so that a benchmark with -r finds them")
 	flag.Parse()
-	if err := fill(*addr, *n, *sha); err != nil {
+	name := func(i int) string { return "user:" + strconv.Itoa(i) }
+	if *pad {
+		name = func(i int) string { return fmt.Sprintf("user:%012d", i) }
+	}
+	if err := fill(*addr, *from, *n, *sha, name); err != nil {
 		fmt.Fprintln(os.Stderr, "fill:", err)
 		os.Exit(1)
 	}
 }
 
-// fill sends the commands in pipelines of 1000 and checks every reply is a
+// fill creates keys from to from+n-1 (named by name). It sends the commands in pipelines of 1000 and checks every reply is a
 // decision (an array), not an error. A command answered TRYAGAIN (its
 // shard did not answer in time: a durable shard stalls while it takes a
 // snapshot of a large keyspace) is sent again, and counted on stderr; for
 // loading keys, counting one twice does no harm.
-func fill(addr string, n int, sha string) error {
+func fill(addr string, from, n int, sha string, name func(int) string) error {
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		return err
@@ -44,9 +51,9 @@ func fill(addr string, n int, sha string) error {
 	const batch = 1000
 	retried := 0
 	keys := make([]int, 0, batch)
-	for start := 0; start < n; start += batch {
+	for start := from; start < from+n; start += batch {
 		keys = keys[:0]
-		for i := start; i < min(start+batch, n); i++ {
+		for i := start; i < min(start+batch, from+n); i++ {
 			keys = append(keys, i)
 		}
 		for attempt := 0; len(keys) > 0; attempt++ {
@@ -54,7 +61,7 @@ func fill(addr string, n int, sha string) error {
 				return fmt.Errorf("key %d: TRYAGAIN %d times", keys[0], attempt)
 			}
 			for _, i := range keys {
-				key := "user:" + strconv.Itoa(i)
+				key := name(i)
 				if sha != "" {
 					writeCommand(w, "EVALSHA", sha, "1", key, "100", "60000", "-1")
 				} else {
