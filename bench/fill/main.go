@@ -23,24 +23,26 @@ func main() {
 	n := flag.Int("n", 1_000_000, "distinct keys to create")
 	sha := flag.String("evalsha", "", "run the seed script with this SHA instead of RL.SLIDING")
 	from := flag.Int("from", 0, "the first key's number")
+	window := flag.Int("window", 60000, "the limit's window in ms: keys expire two windows after their last decision, so a load that takes longer needs a longer one")
 	pad := flag.Bool("pad", false, "name keys as redis-benchmark's __rand_int__ does (user:000000000042), so that a benchmark with -r finds them")
 	flag.Parse()
 	name := func(i int) string { return "user:" + strconv.Itoa(i) }
 	if *pad {
 		name = func(i int) string { return fmt.Sprintf("user:%012d", i) }
 	}
-	if err := fill(*addr, *from, *n, *sha, name); err != nil {
+	if err := fill(*addr, *from, *n, *sha, strconv.Itoa(*window), name); err != nil {
 		fmt.Fprintln(os.Stderr, "fill:", err)
 		os.Exit(1)
 	}
 }
 
-// fill creates keys from to from+n-1 (named by name). It sends the commands in pipelines of 1000 and checks every reply is a
+// fill creates keys from to from+n-1 (named by name), limits of 100 in
+// window milliseconds. It sends the commands in pipelines of 1000 and checks every reply is a
 // decision (an array), not an error. A command answered TRYAGAIN (its
 // shard did not answer in time: a durable shard stalls while it takes a
 // snapshot of a large keyspace) is sent again, and counted on stderr; for
 // loading keys, counting one twice does no harm.
-func fill(addr string, from, n int, sha string, name func(int) string) error {
+func fill(addr string, from, n int, sha, window string, name func(int) string) error {
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		return err
@@ -63,9 +65,9 @@ func fill(addr string, from, n int, sha string, name func(int) string) error {
 			for _, i := range keys {
 				key := name(i)
 				if sha != "" {
-					writeCommand(w, "EVALSHA", sha, "1", key, "100", "60000", "-1")
+					writeCommand(w, "EVALSHA", sha, "1", key, "100", window, "-1")
 				} else {
-					writeCommand(w, "RL.SLIDING", key, "100", "60000")
+					writeCommand(w, "RL.SLIDING", key, "100", window)
 				}
 			}
 			if err := w.Flush(); err != nil {
