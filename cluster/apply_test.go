@@ -55,11 +55,14 @@ func TestMemoryAndRaftApplyABatchAlike(t *testing.T) {
 	fsm := newShardFSM(0, &observerSlot{}, nil, nil)
 	raftReqs := newRequests(batchRequests())
 	out := fsm.ApplyBatch([]*raft.Log{{Type: raft.LogCommand, Data: appendBatch(nil, now, raftReqs)}})
-	results, ok := out[0].([]engine.Result)
+	applied, ok := out[0].(*appliedEntry)
 	if !ok {
 		t.Fatalf("entry's response %v", out[0])
 	}
-	deliver(raftReqs, results, nil)
+	deliver(raftReqs, applied.take(), nil)
+	if applied.results != nil {
+		t.Fatal("the entry's response still holds its results once taken")
+	}
 
 	for i := range memReqs {
 		m, r := memReqs[i], raftReqs[i]

@@ -192,7 +192,7 @@ func TestNewerEntryHaltsTheReplica(t *testing.T) {
 				{Index: 2, Type: raft.LogCommand, Data: entry},
 				{Index: 3, Type: raft.LogCommand, Data: plain},
 			})
-			if _, ok := out[0].([]engine.Result); !ok {
+			if _, ok := out[0].(*appliedEntry); !ok {
 				t.Fatalf("entry 1: %v", out[0])
 			}
 			for i := 1; i < 3; i++ {

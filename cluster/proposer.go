@@ -211,8 +211,8 @@ func (p *proposer) complete() {
 		var results []engine.Result
 		if err == nil {
 			switch v := e.future.Response().(type) {
-			case []engine.Result:
-				results = v
+			case *appliedEntry:
+				results = v.take()
 			case error:
 				// Committed, and refused alike by every replica (it does
 				// not decode): nothing was decided.

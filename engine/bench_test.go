@@ -34,3 +34,91 @@ func BenchmarkGCRA(b *testing.B)    { benchmarkDecision(b, OpGCRA, [4]int64{99, 
 func BenchmarkThrottle(b *testing.B) {
 	benchmarkDecision(b, OpThrottle, [4]int64{99, 100, 60, 1})
 }
+
+// BenchmarkSnapshot encodes a shard of a million sliding-window keys, the
+// time a durable shard's applies wait while Raft takes a snapshot.
+func BenchmarkSnapshot(b *testing.B) {
+	s := NewShard()
+	const keys = 1_000_000
+	cmd := []Command{{Op: OpSliding, Args: [4]int64{100, 60_000, 0, 1}}}
+	out := make([]Result, 1)
+	key := make([]byte, 0, 32)
+	for i := range keys {
+		key = strconv.AppendInt(append(key[:0], "user:"...), int64(i), 10)
+		cmd[0].Key = key
+		s.Apply(1_700_000_000_000, cmd, out)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var size int
+	for b.Loop() {
+		size = len(s.AppendSnapshot(nil))
+	}
+	b.ReportMetric(float64(size)/keys, "bytes/key")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/keys, "ns/key")
+}
+
+// BenchmarkSlidingBatch applies RL.SLIDING to keys drawn at random from
+// keyspaces of 100,000 and 1,000,000, in batches of 800 (a shard's batch
+// under 50 connections pipelining 16 each): the records and the index are
+// out of the cache, as under a real load.
+func BenchmarkSlidingBatch(b *testing.B) {
+	for _, keys := range []int{100_000, 1_000_000} {
+		b.Run(strconv.Itoa(keys), func(b *testing.B) {
+			s, names := batchShard(keys)
+			// 64 batches of keys drawn at random, each batch's keys side by
+			// side in one buffer, as a connection's pipeline reads them.
+			const batch, batches = 800, 64
+			cmds := make([][]Command, batches)
+			rng := uint64(1)
+			for i := range cmds {
+				var buf []byte
+				var ends []int
+				for range batch {
+					rng = rng*6364136223846793005 + 1442695040888963407
+					buf = append(buf, names[(rng>>33)%uint64(keys)]...)
+					ends = append(ends, len(buf))
+				}
+				cmds[i] = make([]Command, batch)
+				start := 0
+				for j, end := range ends {
+					cmds[i][j] = Command{Op: OpSliding, Key: buf[start:end], Args: [4]int64{100, 60_000, 0, 1}}
+					start = end
+				}
+			}
+			out := make([]Result, batch)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for n := 0; n < b.N; n += batch {
+				c := cmds[(n/batch)%batches][:min(batch, b.N-n)]
+				s.Apply(batchNow+int64(n>>10), c, out)
+			}
+		})
+	}
+}
+
+const batchNow = int64(1_700_000_000_000)
+
+// batchShards are BenchmarkSlidingBatch's shards, by keys, made once.
+var batchShards = map[int]*Shard{}
+
+// batchShard returns a shard of keys sliding-window keys and their names.
+func batchShard(keys int) (*Shard, [][]byte) {
+	names := make([][]byte, keys)
+	for i := range names {
+		names[i] = []byte("user:" + strconv.Itoa(i))
+	}
+	if s, ok := batchShards[keys]; ok {
+		return s, names
+	}
+	s := NewShard()
+	cmds, out := make([]Command, 1000), make([]Result, 1000)
+	for i := 0; i < keys; i += len(cmds) {
+		for j := range cmds {
+			cmds[j] = Command{Op: OpSliding, Key: names[(i+j)%keys], Args: [4]int64{100, 60_000, 0, 1}}
+		}
+		s.Apply(batchNow, cmds, out)
+	}
+	batchShards[keys] = s
+	return s, names
+}

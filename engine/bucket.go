@@ -167,7 +167,7 @@ func gcraBucket(a [4]int64) bucket {
 }
 
 func (ks *keyspace) bucket(i int32) (bucket, bucketLevel) {
-	p, st := ks.paramsOf(i), &ks.records[i].state
+	p, st := ks.paramsOf(i), &ks.records.at(i).state
 	return bucket{Capacity: p[0], Rate: p[1], Period: p[2]}, bucketLevel{Whole: st[0], Frac: st[1], Last: st[2]}
 }
 

@@ -73,7 +73,7 @@ func (ks *keyspace) dropCollection(i int32) {
 type collectionKind struct{}
 
 func (collectionKind) expiresAt(ks *keyspace, i int32) int64 {
-	return stringExpiresAt(ks.records[i].state)
+	return stringExpiresAt(ks.records.at(i).state)
 }
 
 func (collectionKind) describe(ks *keyspace, i int32, now int64, f []Field) []Field {

@@ -96,7 +96,7 @@ func (w fixedWindow) refund(st windowCount, now, n int64) windowCount {
 type fixedAlgorithm struct{}
 
 func (ks *keyspace) fixed(i int32) (fixedWindow, windowCount) {
-	p, st := ks.paramsOf(i), &ks.records[i].state
+	p, st := ks.paramsOf(i), &ks.records.at(i).state
 	return fixedWindow{Limit: p[0], Window: p[1]}, windowCount{Start: st[0], Count: st[1]}
 }
 

@@ -71,8 +71,8 @@ func checkCounters(t *testing.T, s *Shard) {
 	t.Helper()
 	ks := &s.keys
 	live, persistent, logLen := 0, 0, int64(0)
-	for i := range ks.records {
-		if ks.records[i].params == 0 {
+	for i := range int32(ks.records.len()) {
+		if ks.records.at(i).params == 0 {
 			continue
 		}
 		live++

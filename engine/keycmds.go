@@ -64,7 +64,7 @@ func (s *Shard) applyKeyspaceOp(now int64, c *Command, r *Result) {
 	case OpDigest:
 		r.Type, r.Text = ResBulk, s.digest()
 	case OpSweep:
-		s.keys.reclaim(now, int(min(c.Args[0], int64(len(s.keys.records)))))
+		s.keys.reclaim(now, int(min(c.Args[0], int64(s.keys.records.len()))))
 		r.Type = ResOK
 	default:
 		r.Type, r.Err = ResError, ErrUnknownOp
@@ -79,10 +79,10 @@ func (s *Shard) scan(now int64, c *Command, r *Result) {
 	pos, count, kind := c.Args[0], max(c.Args[1], 1), Kind(c.Args[2])
 	r.Type = ResScan
 	ks := &s.keys
-	n := int64(len(ks.records))
+	n := int64(ks.records.len())
 	for ; pos < n && count > 0; pos, count = pos+1, count-1 {
 		i := int32(pos)
-		if ks.records[i].params == 0 || ks.expiresAt(i) <= now || (kind != kindNone && ks.kind(i) != kind) {
+		if ks.records.at(i).params == 0 || ks.expiresAt(i) <= now || (kind != kindNone && ks.kind(i) != kind) {
 			continue
 		}
 		r.Keys = append(r.Keys, string(ks.key(i)))
@@ -96,8 +96,8 @@ func (s *Shard) scan(now int64, c *Command, r *Result) {
 func (s *Shard) liveRecords() []int32 {
 	ks := &s.keys
 	live := make([]int32, 0, ks.len())
-	for i := range ks.records {
-		if ks.records[i].params != 0 && ks.expiresAt(int32(i)) > s.now {
+	for i := range int32(ks.records.len()) {
+		if ks.records.at(i).params != 0 && ks.expiresAt(int32(i)) > s.now {
 			live = append(live, int32(i))
 		}
 	}

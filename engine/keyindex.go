@@ -2,17 +2,43 @@ package engine
 
 import "hash/maphash"
 
-// keyIndex maps keys to record numbers by open addressing with linear
-// probing. Each slot is a control byte (empty, deleted, or 0x80 and seven
-// bits of the key's hash) and a record number, kept in two arrays: a probe
-// reads control bytes, and looks at a record only when its seven bits match.
-// The keyspace probes it (it alone knows the keys).
+// keyIndex maps keys to record numbers by extendible hashing: it is split
+// into segments, each a small open-addressing table with linear probing, and
+// a directory, indexed by some bits of a key's hash, says which segment
+// holds the key. A segment that fills up splits in two: the keys whose next
+// hash bit is 1 move to a new segment, and the directory doubles (a slice of
+// pointers, a few bytes a segment) when the split needs one more bit.
+//
+// So the index grows a segment at a time. A table that doubled would copy
+// every slot and leave the old table behind as garbage (the process paid for
+// it until the collector ran and the pages went back), and would stall the
+// shard for a time that grows with its keys; a split touches one segment's
+// 1,024 slots, whatever the keyspace.
+//
+// Each slot is a control byte (empty, deleted, or 0x80 and seven bits of the
+// key's hash) and a record number, kept in two arrays: a probe reads control
+// bytes, and looks at a record only when its seven bits match. The keyspace
+// probes it (it alone knows the keys). Bits of the hash: the lowest
+// segmentShift place a key in its segment, the next ones choose the segment,
+// the top seven are the control byte.
 type keyIndex struct {
-	seed    maphash.Seed
-	ctrl    []uint8
-	slots   []int32
-	used    int // full slots
-	deleted int // deleted slots, dropped by the next rebuild
+	seed  maphash.Seed
+	dir   []*indexSegment // 1<<depth entries; several may share a segment
+	depth uint
+	// segments counts the segments, for bytes.
+	segments int
+	// moving holds a segment's records while it is split or rebuilt.
+	moving []int32
+}
+
+// indexSegment is one table of the index. Its keys agree on the lowest
+// depth bits of their directory index.
+type indexSegment struct {
+	ctrl    [segmentSlots]uint8
+	slots   [segmentSlots]int32
+	used    int32 // full slots
+	deleted int32 // deleted slots, dropped by the next split or rebuild
+	depth   uint
 }
 
 const (
@@ -20,60 +46,133 @@ const (
 	ctrlDeleted = 1
 	// indexSlotSize is what one slot costs.
 	indexSlotSize = 5
-	minIndexSize  = 16
+	// segmentShift sets the slots of a segment: 1,024 slots, 5 KiB.
+	segmentShift = 10
+	segmentSlots = 1 << segmentShift
+	segmentMask  = segmentSlots - 1
 )
 
-func newKeyIndex(size int) keyIndex {
-	return keyIndex{seed: maphash.MakeSeed(), ctrl: make([]uint8, size), slots: make([]int32, size)}
+// hasher gives the index's hash of a record's key (the keyspace does).
+type hasher interface {
+	hashOf(r int32) uint64
+}
+
+func newKeyIndex() keyIndex {
+	return keyIndex{seed: maphash.MakeSeed(), dir: []*indexSegment{new(indexSegment)}, segments: 1}
 }
 
 func fingerprint7(h uint64) uint8 { return 0x80 | uint8(h>>57) }
 
-// crowded reports whether one more key would fill the table past 7/8.
-func (x *keyIndex) crowded() bool {
-	return (x.used+x.deleted+1)*8 > len(x.ctrl)*7
+// segment returns the segment that holds keys hashed to h.
+func (x *keyIndex) segment(h uint64) *indexSegment {
+	return x.dir[(h>>segmentShift)&(1<<x.depth-1)]
+}
+
+// crowded reports whether one more key would fill the segment past 7/8.
+func (s *indexSegment) crowded() bool {
+	return (s.used+s.deleted+1)*8 > segmentSlots*7
 }
 
 // place puts record r, hashed to h, in the first free slot of its probe
 // sequence.
-func (x *keyIndex) place(h uint64, r int32) {
-	mask := uint64(len(x.ctrl) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		if c := x.ctrl[i]; c == ctrlEmpty || c == ctrlDeleted {
+func (s *indexSegment) place(h uint64, r int32) {
+	for i := h & segmentMask; ; i = (i + 1) & segmentMask {
+		if c := s.ctrl[i]; c == ctrlEmpty || c == ctrlDeleted {
 			if c == ctrlDeleted {
-				x.deleted--
+				s.deleted--
 			}
-			x.ctrl[i], x.slots[i] = fingerprint7(h), r
-			x.used++
+			s.ctrl[i], s.slots[i] = fingerprint7(h), r
+			s.used++
 			return
 		}
+	}
+}
+
+// insert adds record r, hashed to h, first making room in its segment when
+// the segment is crowded: rebuilt in place when fewer than half its slots
+// hold keys (to drop the deleted ones), otherwise split.
+func (x *keyIndex) insert(h uint64, r int32, keys hasher) {
+	s := x.segment(h)
+	for s.crowded() {
+		if (s.used+1)*2 <= segmentSlots {
+			x.rebuild(s, keys)
+			break
+		}
+		x.split(s, keys)
+		s = x.segment(h)
+	}
+	s.place(h, r)
+}
+
+// take empties segment s into x.moving and returns its records.
+func (x *keyIndex) take(s *indexSegment) []int32 {
+	held := x.moving[:0]
+	for i, c := range s.ctrl {
+		if c >= 0x80 {
+			held = append(held, s.slots[i])
+		}
+	}
+	s.ctrl = [segmentSlots]uint8{}
+	s.used, s.deleted = 0, 0
+	x.moving = held
+	return held
+}
+
+// rebuild places segment s's records again, without its deleted slots.
+func (x *keyIndex) rebuild(s *indexSegment, keys hasher) {
+	for _, r := range x.take(s) {
+		s.place(keys.hashOf(r), r)
+	}
+}
+
+// split moves the records of segment s whose next directory bit is 1 to a
+// new segment, doubling the directory first when s already uses all of its
+// bits.
+func (x *keyIndex) split(s *indexSegment, keys hasher) {
+	if s.depth == x.depth {
+		x.dir = append(x.dir, x.dir...)
+		x.depth++
+	}
+	bit := uint64(1) << s.depth
+	t := &indexSegment{depth: s.depth + 1}
+	s.depth++
+	x.segments++
+	var pattern uint64 // the directory bits s's keys share
+	for _, r := range x.take(s) {
+		h := keys.hashOf(r)
+		pattern = (h >> segmentShift) & (bit - 1)
+		if (h>>segmentShift)&bit != 0 {
+			t.place(h, r)
+		} else {
+			s.place(h, r)
+		}
+	}
+	// The directory entries of s's keys are pattern plus a multiple of bit;
+	// those with the bit set now name t.
+	for j := pattern | bit; j < uint64(len(x.dir)); j += 2 * bit {
+		x.dir[j] = t
 	}
 }
 
 // drop deletes record r, hashed to h.
 func (x *keyIndex) drop(h uint64, r int32) {
-	mask := uint64(len(x.ctrl) - 1)
+	s := x.segment(h)
 	fp := fingerprint7(h)
-	for i := h & mask; x.ctrl[i] != ctrlEmpty; i = (i + 1) & mask {
-		if x.ctrl[i] == fp && x.slots[i] == r {
-			x.ctrl[i] = ctrlDeleted
-			x.used--
-			x.deleted++
+	for i := h & segmentMask; s.ctrl[i] != ctrlEmpty; i = (i + 1) & segmentMask {
+		if s.ctrl[i] == fp && s.slots[i] == r {
+			s.ctrl[i] = ctrlDeleted
+			s.used--
+			s.deleted++
 			return
 		}
 	}
 }
 
-// records lists the record numbers the index holds.
-func (x *keyIndex) records() []int32 {
-	out := make([]int32, 0, x.used)
-	for i, c := range x.ctrl {
-		if c >= 0x80 {
-			out = append(out, x.slots[i])
-		}
-	}
-	return out
-}
+// segmentBytes is what a segment takes: its slots, and the runtime's size
+// class of 5,376 bytes.
+const segmentBytes = 5376
 
 // bytes is the index's memory.
-func (x *keyIndex) bytes() int64 { return int64(len(x.ctrl)) * indexSlotSize }
+func (x *keyIndex) bytes() int64 {
+	return int64(x.segments)*segmentBytes + 8*int64(cap(x.dir)) + 4*int64(cap(x.moving))
+}

@@ -16,7 +16,7 @@ import "hash/maphash"
 // The index's layout depends on the hash seed, which differs between
 // processes; nothing reads it but lookups.
 type keyspace struct {
-	records []record
+	records recordStore
 	free    []int32 // removed records, reused last first
 	live    int     // records in use
 	sweep   int     // next record the expiry sweep examines
@@ -38,6 +38,7 @@ type keyspace struct {
 	// persistent counts the strings without an expiry, which INFO's
 	// keyspace line does not count among the keys that expire.
 	persistent int
+	touched    int32 // what prefetch read, for nothing
 }
 
 // inlineKey is the longest key kept inside its record.
@@ -66,7 +67,7 @@ const (
 
 func newKeyspace() keyspace {
 	return keyspace{
-		index:  newKeyIndex(minIndexSize),
+		index:  newKeyIndex(),
 		long:   make(map[int32]string),
 		logs:   make(map[int32][]logEntry),
 		vals:   make(map[int32]string),
@@ -78,40 +79,19 @@ func newKeyspace() keyspace {
 
 // find returns the record of key, or -1.
 func (ks *keyspace) find(key []byte) int32 {
-	x := &ks.index
 	h := ks.hash(key)
-	mask := uint64(len(x.ctrl) - 1)
+	s := ks.index.segment(h)
 	fp := fingerprint7(h)
-	for i := h & mask; ; i = (i + 1) & mask {
-		switch x.ctrl[i] {
+	for i := h & segmentMask; ; i = (i + 1) & segmentMask {
+		switch s.ctrl[i] {
 		case ctrlEmpty:
 			return -1
 		case fp:
-			if r := x.slots[i]; ks.keyIs(r, key) {
+			if r := s.slots[i]; ks.keyIs(r, key) {
 				return r
 			}
 		}
 	}
-}
-
-// indexRecord adds record i, holding key, to the index, first rebuilding
-// the index when it is crowded: doubled when more than half full of keys,
-// otherwise at its size, to drop deleted slots.
-func (ks *keyspace) indexRecord(key []byte, i int32) {
-	if ks.index.crowded() {
-		size := len(ks.index.ctrl)
-		if (ks.index.used+1)*2 > size {
-			size *= 2
-		}
-		held := ks.index.records()
-		seed := ks.index.seed
-		ks.index = newKeyIndex(size)
-		ks.index.seed = seed
-		for _, r := range held {
-			ks.index.place(ks.hashOf(r), r)
-		}
-	}
-	ks.index.place(ks.hash(key), i)
 }
 
 // hash is the index's hash of key.
@@ -121,7 +101,7 @@ func (ks *keyspace) hash(key []byte) uint64 {
 
 // hashOf is the index's hash of record i's key.
 func (ks *keyspace) hashOf(i int32) uint64 {
-	r := &ks.records[i]
+	r := ks.records.at(i)
 	if r.klen == longKey {
 		return maphash.String(ks.index.seed, ks.long[i])
 	}
@@ -130,7 +110,7 @@ func (ks *keyspace) hashOf(i int32) uint64 {
 
 // keyIs reports whether record i holds key.
 func (ks *keyspace) keyIs(i int32, key []byte) bool {
-	r := &ks.records[i]
+	r := ks.records.at(i)
 	if r.klen == longKey {
 		return ks.long[i] == string(key)
 	}
@@ -140,7 +120,7 @@ func (ks *keyspace) keyIs(i int32, key []byte) bool {
 // key returns record i's key, aliasing the record when it is inline: use it
 // before the keyspace changes.
 func (ks *keyspace) key(i int32) []byte {
-	r := &ks.records[i]
+	r := ks.records.at(i)
 	if r.klen == longKey {
 		return []byte(ks.long[i])
 	}
@@ -155,10 +135,9 @@ func (ks *keyspace) add(key []byte, kind Kind, params [3]int64) int32 {
 		i = ks.free[n-1]
 		ks.free = ks.free[:n-1]
 	} else {
-		ks.records = append(ks.records, record{})
-		i = int32(len(ks.records) - 1)
+		i = ks.records.grow()
 	}
-	ks.records[i] = record{params: ks.params.acquire(kind, params)}
+	*ks.records.at(i) = record{params: ks.params.acquire(kind, params)}
 	ks.setKey(i, key)
 	ks.live++
 	return i
@@ -166,7 +145,7 @@ func (ks *keyspace) add(key []byte, kind Kind, params [3]int64) int32 {
 
 // setKey stores key in record i, which holds none, and indexes it.
 func (ks *keyspace) setKey(i int32, key []byte) {
-	r := &ks.records[i]
+	r := ks.records.at(i)
 	if len(key) <= inlineKey {
 		r.klen = uint8(len(key))
 		r.key = [inlineKey]byte{}
@@ -176,12 +155,12 @@ func (ks *keyspace) setKey(i int32, key []byte) {
 		ks.long[i] = string(key)
 		ks.longLen += int64(len(key))
 	}
-	ks.indexRecord(key, i)
+	ks.index.insert(ks.hash(key), i, ks)
 }
 
 // remove deletes record i.
 func (ks *keyspace) remove(i int32) {
-	r := &ks.records[i]
+	r := ks.records.at(i)
 	ks.index.drop(ks.hashOf(i), i)
 	if r.klen == longKey {
 		ks.longLen -= int64(len(ks.long[i]))
@@ -199,17 +178,17 @@ func (ks *keyspace) remove(i int32) {
 
 // kind is record i's algorithm (kindNone for a free record).
 func (ks *keyspace) kind(i int32) Kind {
-	return ks.params.sets[ks.records[i].params].kind
+	return ks.params.sets[ks.records.at(i).params].kind
 }
 
 // paramsOf are record i's parameters.
 func (ks *keyspace) paramsOf(i int32) [3]int64 {
-	return ks.params.sets[ks.records[i].params].p
+	return ks.params.sets[ks.records.at(i).params].p
 }
 
 // set stores record i's kind, parameters and state.
 func (ks *keyspace) set(i int32, kind Kind, params [3]int64, state [3]int64) {
-	r := &ks.records[i]
+	r := ks.records.at(i)
 	if set := ks.params.sets[r.params]; set.kind != kind || set.p != params {
 		ks.params.release(r.params)
 		r.params = ks.params.acquire(kind, params)
@@ -263,7 +242,7 @@ func (ks *keyspace) len() int { return ks.live }
 // logs and parameter sets, spare capacity included. It is an estimate for
 // INFO, not an allocator measurement; --maxmemory counts charged instead.
 func (ks *keyspace) bytes() int64 {
-	return int64(cap(ks.records))*recordSize + ks.index.bytes() + ks.longLen + 48*int64(len(ks.long)) +
+	return ks.records.bytes() + ks.index.bytes() + ks.longLen + 48*int64(len(ks.long)) +
 		logEntrySize*ks.logCap + 48*int64(len(ks.logs)) + ks.valLen + 48*int64(len(ks.vals)) + ks.params.bytes() +
 		ks.collBytes()
 }
@@ -271,7 +250,7 @@ func (ks *keyspace) bytes() int64 {
 // usage estimates the bytes record i holds.
 func (ks *keyspace) usage(i int32) int64 {
 	n := int64(recordSize + indexSlotSize)
-	if ks.records[i].klen == longKey {
+	if ks.records.at(i).klen == longKey {
 		n += 48 + int64(len(ks.long[i]))
 	}
 	if log, ok := ks.logs[i]; ok {
@@ -289,12 +268,12 @@ func (ks *keyspace) reclaim(now int64, budget int) {
 	if ks.live == 0 {
 		return
 	}
-	budget = min(budget, len(ks.records))
+	budget = min(budget, ks.records.len())
 	for ; budget > 0; budget-- {
-		if ks.sweep >= len(ks.records) {
+		if ks.sweep >= ks.records.len() {
 			ks.sweep = 0
 		}
-		if i := int32(ks.sweep); ks.records[i].params != 0 && ks.expiresAt(i) <= now {
+		if i := int32(ks.sweep); ks.records.at(i).params != 0 && ks.expiresAt(i) <= now {
 			ks.remove(i)
 		}
 		ks.sweep++
@@ -304,11 +283,29 @@ func (ks *keyspace) reclaim(now int64, budget int) {
 // rekey gives record i the key key (which must be absent), keeping its
 // number, its kind and its state.
 func (ks *keyspace) rekey(i int32, key []byte) {
-	r := &ks.records[i]
+	r := ks.records.at(i)
 	ks.index.drop(ks.hashOf(i), i)
 	if r.klen == longKey {
 		ks.longLen -= int64(len(ks.long[i]))
 		delete(ks.long, i)
 	}
 	ks.setKey(i, key)
+}
+
+// prefetch reads, for each command of a batch, the index slot its key
+// hashes to and the record that slot names, and nothing more: the batch's
+// cache misses then overlap (each command's are independent of the
+// others'), where the commands, applied one after the other, would wait for
+// each in turn. What it reads is kept only in touched, so that the compiler
+// keeps the reads; nothing depends on it.
+func (ks *keyspace) prefetch(cmds []Command) {
+	var sum int32
+	for i := range cmds {
+		h := ks.hash(cmds[i].Key)
+		s := ks.index.segment(h)
+		if j := h & segmentMask; s.ctrl[j] >= 0x80 {
+			sum += int32(ks.records.at(s.slots[j]).klen)
+		}
+	}
+	ks.touched = sum
 }

@@ -84,7 +84,7 @@ func (leaseAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cos
 	var entries []logEntry
 	var last int64
 	if i >= 0 {
-		entries, last = ks.log(i), ks.records[i].state[0]
+		entries, last = ks.log(i), ks.records.at(i).state[0]
 	}
 	next := leaseID(last, now)
 	v.params = [3]int64{l.Limit, l.TTL}
@@ -106,7 +106,7 @@ func (leaseAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cos
 }
 
 func (leaseAlgorithm) expiresAt(ks *keyspace, i int32) int64 {
-	return leasesExpireAt(ks.log(i), ks.records[i].state[0])
+	return leasesExpireAt(ks.log(i), ks.records.at(i).state[0])
 }
 
 func (leaseAlgorithm) describe(ks *keyspace, i int32, now int64, f []Field) []Field {

@@ -75,7 +75,7 @@ func (s *Shard) admit(now int64, n int, keep []int32) error {
 // of records from the eviction cursor; false when there is none to evict.
 func (s *Shard) evictOne(keep []int32) bool {
 	ks := &s.keys
-	n := len(ks.records)
+	n := ks.records.len()
 	best, bestAt := int32(-1), int64(0)
 	for range min(evictionSample, n) {
 		if s.evictCursor >= n {
@@ -83,7 +83,7 @@ func (s *Shard) evictOne(keep []int32) bool {
 		}
 		i := int32(s.evictCursor)
 		s.evictCursor++
-		if ks.records[i].params == 0 || slices.Contains(keep, i) {
+		if ks.records.at(i).params == 0 || slices.Contains(keep, i) {
 			continue
 		}
 		if at := ks.expiresAt(i); best < 0 || at < bestAt {

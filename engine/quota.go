@@ -127,7 +127,7 @@ func appendQuotaArgs(b []byte, p [3]int64) []byte {
 }
 
 func (ks *keyspace) quota(i int32) (quota, windowCount) {
-	p, st := ks.paramsOf(i), &ks.records[i].state
+	p, st := ks.paramsOf(i), &ks.records.at(i).state
 	return quota{Limit: p[0], Period: Period(p[1]), Offset: p[2]}, windowCount{Start: st[0], Count: st[1]}
 }
 

@@ -165,7 +165,7 @@ func (d *decoder) layout(s *Shard, free []int32) {
 	list := make([]int32, n)
 	for j := range list {
 		v := d.uvarint()
-		if v >= uint64(len(ks.records)) {
+		if v >= uint64(ks.records.len()) {
 			d.fail("free record out of range")
 			return
 		}
@@ -178,7 +178,7 @@ func (d *decoder) layout(s *Shard, free []int32) {
 		return
 	}
 	sweep, evict := d.uvarint(), d.uvarint()
-	if d.err == nil && (sweep > uint64(len(ks.records)) || evict > uint64(len(ks.records))) {
+	if d.err == nil && (sweep > uint64(ks.records.len()) || evict > uint64(ks.records.len())) {
 		d.fail("cursor out of range")
 		return
 	}

@@ -72,6 +72,11 @@ type DecisionCount struct{ Allowed, Denied int64 }
 // applied, so reclaiming keeps pace with the traffic that creates keys.
 const sweepPerCommand = 2
 
+// prefetchBatch is the least batch whose keys Apply reads ahead
+// (keyspace.prefetch): with a handful, the misses do not overlap enough to
+// pay for hashing each key twice.
+const prefetchBatch = 8
+
 // NewShard returns an empty shard.
 func NewShard() *Shard {
 	return &Shard{keys: newKeyspace(), policies: make(map[string]*policy), scripts: newScriptCache()}
@@ -103,6 +108,9 @@ func (s *Shard) Stats() Stats {
 func (s *Shard) Apply(now int64, cmds []Command, out []Result) {
 	now = max(now, s.now)
 	s.now = now
+	if len(cmds) >= prefetchBatch {
+		s.keys.prefetch(cmds)
+	}
 	s.applyCommands(now, cmds, out)
 	s.keys.reclaim(now, sweepPerCommand*len(cmds))
 }

@@ -99,8 +99,8 @@ func TestSweepReclaimsExpiredKeys(t *testing.T) {
 	for i := range 1000 {
 		decision(t, s, 3000, OpFixed, "again"+string(rune(i)), 5, 1000, 0, 1)
 	}
-	if len(s.keys.records) != 1000 || s.Stats().Bytes != held {
-		t.Fatalf("records %d (want 1000), bytes %d (want %d)", len(s.keys.records), s.Stats().Bytes, held)
+	if s.keys.records.len() != 1000 || s.Stats().Bytes != held {
+		t.Fatalf("records %d (want 1000), bytes %d (want %d)", s.keys.records.len(), s.Stats().Bytes, held)
 	}
 }
 

@@ -147,7 +147,7 @@ func (w slidingWindow) refund(st windowCounts, now, n int64) windowCounts {
 type slidingAlgorithm struct{}
 
 func (ks *keyspace) sliding(i int32) (slidingWindow, windowCounts) {
-	p, st := ks.paramsOf(i), &ks.records[i].state
+	p, st := ks.paramsOf(i), &ks.records.at(i).state
 	return slidingWindow{Limit: p[0], Window: p[1]}, windowCounts{Start: st[0], Prev: st[1], Cur: st[2]}
 }
 

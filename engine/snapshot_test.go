@@ -17,6 +17,10 @@ func TestSnapshotRoundTripKeepsStateAndAnswers(t *testing.T) {
 			a.Apply(times[i], cmds[i:i+1], out)
 		}
 		snap := a.AppendSnapshot(nil)
+		// Sized exactly before it is encoded (every kind of key is here).
+		if want := a.snapshotLen(len(a.appendSettings(a.appendLayout(nil)))); len(snap) != want {
+			t.Fatalf("seed %d: a snapshot of %d bytes sized for %d", seed, len(snap), want)
+		}
 		b, err := RestoreShard(snap, SnapshotFormat)
 		if err != nil {
 			t.Fatalf("seed %d: restore: %v", seed, err)
@@ -142,5 +146,39 @@ func TestInspectChangesNothing(t *testing.T) {
 	}
 	if string(s.AppendSnapshot(nil)) != string(before) || s.now != clock {
 		t.Fatal("Inspect changed the shard")
+	}
+}
+
+// A snapshot is sized exactly before it is encoded, whatever its keys hold:
+// long keys, logs, values, hashes and lists as well as plain limiters.
+func TestSnapshotSizedExactly(t *testing.T) {
+	s := NewShard()
+	long := "long:" + string(bytes.Repeat([]byte("k"), 300))
+	results := run(s, 1_700_000_000_000,
+		cmd(OpSliding, "user:1", 100, 60_000, 0, 1),
+		cmd(OpSliding, long, 100, 60_000, 0, 1),
+		cmd(OpLog, "log", 10, 60_000, 0, 3),
+		cmd(OpLog, long+"log", 10, 60_000, 0, 1),
+		cmd(OpToken, "tok", 10, 1, 1_000, 1),
+		Command{Op: OpSet, Key: []byte("s"), Value: []byte("not a number")},
+		Command{Op: OpSet, Key: []byte("n"), Value: []byte("-12345678901")},
+		vcmd(OpHSet, 0, "h", "a", "1", "b", "2"),
+		vcmd(OpPush, FlagRight, long+"list", "x", "y", "z"),
+		cmd(OpDel, "user:1"),
+	)
+	for i, r := range results {
+		if r.Err != nil {
+			t.Fatalf("command %d: %v", i, r.Err)
+		}
+	}
+	if s.Stats().Keys != 8 {
+		t.Fatalf("%d keys", s.Stats().Keys)
+	}
+	snap := s.AppendSnapshot(nil)
+	if want := s.snapshotLen(len(s.appendSettings(s.appendLayout(nil)))); len(snap) != want {
+		t.Fatalf("a snapshot of %d bytes sized for %d", len(snap), want)
+	}
+	if _, err := RestoreShard(snap, SnapshotFormat); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -47,10 +47,10 @@ func (ks *keyspace) getString(i int32, r *Result) {
 	switch {
 	case i < 0:
 		r.Type = ResNil
-	case ks.records[i].state[2] == 1:
+	case ks.records.at(i).state[2] == 1:
 		r.Type, r.Text = ResBulk, ks.value(i)
 	default:
-		r.Type, r.Int = ResIntBulk, ks.records[i].state[0]
+		r.Type, r.Int = ResIntBulk, ks.records.at(i).state[0]
 	}
 }
 
@@ -81,7 +81,7 @@ func (s *Shard) set(now int64, c *Command, i int32, r *Result) {
 	case c.Args[1] == ExpiryAbsolute:
 		expiry = c.Args[0]
 	case c.Flags&FlagKeepTTL != 0 && i >= 0 && ks.kind(i) == KindString:
-		expiry = ks.records[i].state[1]
+		expiry = ks.records.at(i).state[1]
 	}
 	if c.Args[1] != ExpiryNone && expiry <= now {
 		if i >= 0 { // set and expired at once: Redis deletes the key
@@ -116,7 +116,7 @@ func (s *Shard) set(now int64, c *Command, i int32, r *Result) {
 // persists reports whether record i is a string, hash or list without an
 // expiry: the keys INFO does not count among those that expire.
 func (ks *keyspace) persists(i int32) bool {
-	return settableExpiry(ks.kind(i)) && ks.records[i].state[1] == 0
+	return settableExpiry(ks.kind(i)) && ks.records.at(i).state[1] == 0
 }
 
 // settableExpiry reports whether keys of kind have an expiry of their own,
@@ -132,11 +132,11 @@ func (s *Shard) incrBy(now int64, c *Command, i int32, r *Result) {
 	ks := &s.keys
 	var v int64
 	if i >= 0 {
-		if ks.records[i].state[2] == 1 {
+		if ks.records.at(i).state[2] == 1 {
 			r.Type, r.Err = ResError, ErrNotInteger
 			return
 		}
-		v = ks.records[i].state[0]
+		v = ks.records.at(i).state[0]
 	}
 	by := c.Args[0]
 	if (by > 0 && v > math.MaxInt64-by) || (by < 0 && v < math.MinInt64-by) {
@@ -152,7 +152,7 @@ func (s *Shard) incrBy(now int64, c *Command, i int32, r *Result) {
 		i = ks.add(c.Key, KindString, [3]int64{})
 		ks.persistent++
 	}
-	ks.records[i].state[0] = v
+	ks.records.at(i).state[0] = v
 	r.Type, r.Int = ResInt, v
 }
 
@@ -166,10 +166,10 @@ func (s *Shard) expire(now int64, c *Command, i int32, r *Result) {
 	if i < 0 || !settableExpiry(ks.kind(i)) {
 		return
 	}
-	cur := ks.records[i].state[1] // 0: none, which compares as infinite
+	cur := ks.records.at(i).state[1] // 0: none, which compares as infinite
 	if c.Args[1] == ExpiryPersist {
 		if cur != 0 {
-			ks.records[i].state[1] = 0
+			ks.records.at(i).state[1] = 0
 			ks.persistent++
 			r.Int = 1
 		}
@@ -192,7 +192,7 @@ func (s *Shard) expire(now int64, c *Command, i int32, r *Result) {
 	if cur == 0 {
 		ks.persistent--
 	}
-	ks.records[i].state[1] = at
+	ks.records.at(i).state[1] = at
 }
 
 // parseInteger parses v as Redis does for INCR: decimal, an optional minus,
@@ -237,13 +237,13 @@ func stringExpiresAt(st [3]int64) int64 {
 type stringKind struct{}
 
 func (stringKind) expiresAt(ks *keyspace, i int32) int64 {
-	return stringExpiresAt(ks.records[i].state)
+	return stringExpiresAt(ks.records.at(i).state)
 }
 
 // describe gives a string's expiry only: it has no budget.
 func (stringKind) describe(ks *keyspace, i int32, now int64, f []Field) []Field {
 	ttl := int64(-1)
-	if at := ks.records[i].state[1]; at != 0 {
+	if at := ks.records.at(i).state[1]; at != 0 {
 		ttl = at - now
 	}
 	return append(f, Field{Name: "ttl_ms", Int: ttl})

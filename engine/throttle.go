@@ -122,7 +122,7 @@ func checkThrottle(c Command) error {
 
 func (ks *keyspace) throttle(i int32) (throttle, int64) {
 	p := ks.paramsOf(i)
-	return throttle{MaxBurst: p[0], Count: p[1], Period: p[2]}, ks.records[i].state[0]
+	return throttle{MaxBurst: p[0], Count: p[1], Period: p[2]}, ks.records.at(i).state[0]
 }
 
 func (throttleAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cost int64, v *verdict) {

@@ -98,7 +98,11 @@ func (g *guardConn) scan(b []byte) (ok bool, cut int) {
 		if g.state == atCommand {
 			start, g.cmdBytes = i, 0
 		}
-		if g.state == inBulkBody {
+		if n := g.wholeHeader(b[i:]); n > 0 {
+			// The common case, a header read whole: no byte-at-a-time walk.
+			g.cmdBytes += int64(n)
+			i += n - 1
+		} else if g.state == inBulkBody {
 			step := min(g.skip, int64(len(b)-i))
 			g.skip -= step
 			g.cmdBytes += step
@@ -118,6 +122,42 @@ func (g *guardConn) scan(b []byte) (ok bool, cut int) {
 		}
 	}
 	return true, 0
+}
+
+// wholeHeader takes, when b begins with a whole, well-formed header of the
+// kind the framing expects ("*<n>\r\n" at a command's start, "$<n>\r\n"
+// before an argument) within its limit, that header at once and returns its
+// length. It returns 0, having changed nothing, for anything else: a header
+// cut by the end of the read, a malformed or oversized one, which step then
+// walks byte by byte to the same end or error as before.
+func (g *guardConn) wholeHeader(b []byte) int {
+	var state frameState
+	switch {
+	case len(b) < 4:
+		return 0
+	case g.state == atCommand && b[0] == '*':
+		state = inCount
+	case g.state == atBulk && b[0] == '$':
+		state = inBulkLen
+	default:
+		return 0
+	}
+	limit := limitOf(state, g.limits)
+	var num int64
+	i := 1
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		d := int64(b[i] - '0')
+		if (i == 2 && num == 0) || d > limit || num > (limit-d)/10 {
+			return 0 // a leading zero, or past the limit
+		}
+		num = num*10 + d
+	}
+	if i == 1 || i+1 >= len(b) || b[i] != '\r' || b[i+1] != '\n' {
+		return 0
+	}
+	g.state, g.num = state, num
+	g.endHeader()
+	return i + 2
 }
 
 // step advances the framing by one byte outside a payload. Framing the guard
@@ -230,11 +270,15 @@ const maxBulkLimit = 1 << 62
 const maxArgsLimit = 1024 * 1024
 
 // headerLimit is the largest number the current header may carry.
-func (g *guardConn) headerLimit() int64 {
-	if g.state == inCount {
-		return min(g.limits.MaxArgs, maxArgsLimit)
+func (g *guardConn) headerLimit() int64 { return limitOf(g.state, g.limits) }
+
+// limitOf is the largest number a header read in state (inCount or
+// inBulkLen) may carry.
+func limitOf(state frameState, limits Limits) int64 {
+	if state == inCount {
+		return min(limits.MaxArgs, maxArgsLimit)
 	}
-	return min(g.limits.MaxBulkLen, maxBulkLimit)
+	return min(limits.MaxBulkLen, maxBulkLimit)
 }
 
 // headerError is Redis's error for a malformed or oversized header.

@@ -229,6 +229,16 @@ func TestGuardScanCut(t *testing.T) {
 		{"bad begun in an earlier chunk", []string{ping + "*1\r\n$", "11\r\n"}, 0, errBulkTooLong},
 		{"too large within a payload", []string{ping + "*3\r\n" + strings.Repeat("$10\r\n0123456789\r\n", 3)}, len(ping), errRequestTooLong},
 		{"huge count", []string{"*9223372036854775808\r\n"}, 0, errTooManyArgs},
+		// Headers read whole take a shorter path than headers cut by a
+		// read; both refuse the same things.
+		{"whole headers at the limits", []string{"*3\r\n$10\r\n0123456789\r\n$1\r\na\r\n$0\r\n\r\n"}, 0, nil},
+		{"whole count with a leading zero", []string{ping + "*03\r\n"}, len(ping), errTooManyArgs},
+		{"whole count past the limit", []string{ping + "*4\r\n$1\r\na\r\n"}, len(ping), errTooManyArgs},
+		{"whole length with a leading zero", []string{"*1\r\n$01\r\na\r\n"}, 0, errBulkTooLong},
+		{"whole length past the limit", []string{"*1\r\n$11\r\n"}, 0, errBulkTooLong},
+		{"whole header without its LF", []string{"*1\r\r\n"}, 0, errTooManyArgs},
+		{"empty count", []string{"*\r\n"}, 0, errTooManyArgs},
+		{"count of zero", []string{"*0\r\n" + ping}, 0, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -285,6 +295,23 @@ func TestGuardHugeLimits(t *testing.T) {
 		}
 		if ok || !errors.Is(g.failed, tt.want) {
 			t.Errorf("%q: ok %v, error %v; want %v", tt.stream, ok, g.failed, tt.want)
+		}
+	}
+}
+
+// BenchmarkGuardScan is the guard's cost on a pipeline of 16 decisions, the
+// shape of redis-benchmark's -P 16 load.
+func BenchmarkGuardScan(b *testing.B) {
+	var pipeline strings.Builder
+	for i := range 16 {
+		pipeline.WriteString(encode("RL.SLIDING", "user:0000000"+strings.Repeat("1", 1+i%5), "100", "60000"))
+	}
+	p := []byte(pipeline.String())
+	g := &guardConn{limits: Limits{MaxBulkLen: 512 << 20, MaxArgs: 1 << 20, MaxRequestLen: 512 << 20}}
+	b.SetBytes(int64(len(p)))
+	for b.Loop() {
+		if ok, _ := g.scan(p); !ok {
+			b.Fatal(g.failed)
 		}
 	}
 }

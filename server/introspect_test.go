@@ -1,6 +1,8 @@
 package server
 
 import (
+	"math"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -257,6 +259,40 @@ func TestInfo(t *testing.T) {
 	for _, want := range []string{"rl_decisions_allowed:2\r\n", "rl_decisions_denied:1\r\n", "rl_keys:2\r\n", "rl_clock_ms:" + strconv.FormatInt(testNow, 10) + "\r\n"} {
 		if !strings.Contains(rl, want) {
 			t.Errorf("INFO ratelimit %q lacks %q", rl, want)
+		}
+	}
+}
+
+// TestInfoMemory checks that INFO memory reports the process's real resident
+// set (what a container limit is set on) and the heap's division, in figures
+// that agree with each other.
+func TestInfoMemory(t *testing.T) {
+	s := startServer(t)
+	c := s.dial(t)
+	mem, _ := parse(t, c.do("INFO", "memory")).(string)
+	field := func(name string) float64 {
+		for _, line := range strings.Split(mem, "\r\n") {
+			if v, ok := strings.CutPrefix(line, name+":"); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				return f
+			}
+		}
+		t.Fatalf("INFO memory lacks %s: %q", name, mem)
+		return 0
+	}
+	rss, heap, live, goal := field("used_memory_rss"), field("used_memory"), field("rl_heap_live"), field("rl_heap_goal")
+	if rss < heap || heap <= 0 || live < 0 || goal < live || rss > 1<<40 { // live: 0 before a first collection
+		t.Errorf("used_memory_rss %.0f, used_memory %.0f, rl_heap_live %.0f, rl_heap_goal %.0f", rss, heap, live, goal)
+	}
+	if own := residentBytes(); runtime.GOOS == "linux" && (own == 0 || math.Abs(float64(own)-rss) > rss/2) {
+		t.Errorf("VmRSS %d, INFO said %.0f", own, rss)
+	}
+	for _, name := range []string{"mem_fragmentation_ratio", "rl_heap_free", "rl_heap_released", "rl_gc_percent", "rl_gc_cycles"} {
+		if field(name) < 0 {
+			t.Errorf("%s is negative", name)
 		}
 	}
 }

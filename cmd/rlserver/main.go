@@ -25,6 +25,7 @@ import (
 	"syscall"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/gcpacer"
 	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/persistence"
 	"github.com/rlserver/rlserver/script"
@@ -144,6 +145,11 @@ func serve(o options, log *slog.Logger) error {
 		shards.Close()
 		return err
 	}
+	// The collector's pace follows what it must scan, not the keys (see
+	// gcpacer), for as long as the server serves.
+	paced := make(chan struct{})
+	defer close(paced)
+	go gcpacer.Run(gcpacer.Config{Percent: o.gcPercent}, paced)
 	served := make(chan error, 3)
 	var front *rlsFront // nil without --grpc-port
 	if lns.grpc != nil {

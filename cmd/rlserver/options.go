@@ -48,6 +48,9 @@ type options struct {
 	sec         security    // access: users, protected mode, TLS, timeout
 	access      access      // what sec loads, once validated
 	rls         rlsSettings // Envoy's rate limit service (rls.go)
+	// gcPercent is false when GOGC is set in the environment: the
+	// operator paces the collector, and gcpacer only returns idle memory.
+	gcPercent bool
 }
 
 // parseFlags parses the command line args, then the environment
@@ -100,6 +103,9 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	}
 	if o.configPath == "" {
 		o.configPath, _ = lookupEnv(envName("config"))
+	}
+	if v, ok := lookupEnv("GOGC"); !ok || v == "" {
+		o.gcPercent = true
 	}
 	sources, err := layers(fs, lookupEnv, o.configPath)
 	if err != nil {

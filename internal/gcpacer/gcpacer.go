@@ -1,0 +1,202 @@
+// Package gcpacer sets the pace of Go's garbage collector for a server whose
+// memory is mostly a keyspace the collector need not scan.
+//
+// Left alone (GOGC=100), the collector lets the heap grow to twice what was
+// live at the end of the previous collection before it collects again. That
+// headroom is what keeps collections rare: a collection costs the work of
+// scanning the heap's pointers, so a heap twice as large may take half as
+// many. But rlserver's keys live in chunks without pointers (engine's
+// records and index), which the collector marks with one look each and never
+// scans: a million keys add 67 MB to the heap and almost nothing to a
+// collection's work. Doubling them buys nothing, and the machine pays the
+// headroom in resident memory all the same.
+//
+// So after every collection the pacer sets GOGC so that the next one comes
+// after the heap grows by what the collector must scan (heap, stacks and
+// globals; at least MinHeadroom), not by the whole heap: the collector does
+// the work per byte allocated it would do for the same server without its
+// keys. And when the server has been idle for a moment with memory held
+// beyond what is live (garbage from a burst of work, a snapshot's buffer
+// released), it collects and returns the free pages to the system, which
+// the runtime would otherwise keep until it next needs them.
+package gcpacer
+
+import (
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// Config says how the pacer runs. The zero value of a field takes its
+// default.
+type Config struct {
+	// MinHeadroom is the least the heap may grow by between two
+	// collections (default 8 MiB, twice Go's own minimum heap).
+	MinHeadroom uint64
+	// Interval is how often the pacer reads the runtime's figures (default
+	// 250 ms).
+	Interval time.Duration
+	// IdleAlloc is what the server may allocate in an interval and still
+	// count as idle (default 256 KiB).
+	IdleAlloc uint64
+	// MinReturn is the least memory held beyond the live heap that is worth
+	// a collection to return, when idle (default 4 MiB; at least a 64th of
+	// the live heap).
+	MinReturn uint64
+	// Percent leaves GOGC as it is when false (the operator set GOGC) and
+	// only returns memory when idle.
+	Percent bool
+}
+
+// Defaults.
+const (
+	DefaultMinHeadroom = 8 << 20
+	DefaultInterval    = 250 * time.Millisecond
+	DefaultIdleAlloc   = 256 << 10
+	DefaultMinReturn   = 4 << 20
+)
+
+// idleIntervals is how many intervals in a row the server must be idle
+// before memory is returned: one quiet interval could be a pause between
+// two pipelines.
+const idleIntervals = 2
+
+// minPercent and maxPercent bound the GOGC the pacer sets: never more
+// headroom than Go's default, and never so little that a heap of mostly
+// keys is collected for every few kilobytes.
+const (
+	minPercent = 2
+	maxPercent = 100
+)
+
+// Reading is what the pacer reads from the runtime at each interval.
+type Reading struct {
+	Cycles    uint64 // collections so far
+	Allocated uint64 // bytes allocated on the heap so far
+	Live      uint64 // heap live at the end of the latest collection
+	Scan      uint64 // what a collection must scan: heap, stacks and globals (as allocated since)
+	Held      uint64 // heap held and resident: objects, garbage and free pages not returned
+}
+
+// Action is what the pacer decides at an interval.
+type Action struct {
+	Percent int  // GOGC to set; 0: leave it
+	Return  bool // collect now and return free memory to the system
+}
+
+// Pacer decides from successive readings. It keeps what it needs of the
+// previous one; Step is its only method that changes it.
+type Pacer struct {
+	cfg       Config
+	allocated uint64 // Reading.Allocated at the previous step
+	cycles    uint64 // Reading.Cycles at the previous step
+	idle      int    // steps in a row that allocated at most IdleAlloc
+	percent   int    // GOGC as last set
+	started   bool
+}
+
+// New returns a pacer with cfg's defaults filled in.
+func New(cfg Config) *Pacer {
+	if cfg.MinHeadroom == 0 {
+		cfg.MinHeadroom = DefaultMinHeadroom
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.IdleAlloc == 0 {
+		cfg.IdleAlloc = DefaultIdleAlloc
+	}
+	if cfg.MinReturn == 0 {
+		cfg.MinReturn = DefaultMinReturn
+	}
+	return &Pacer{cfg: cfg, percent: maxPercent}
+}
+
+// Step takes the reading of this interval and says what to do.
+func (p *Pacer) Step(r Reading) Action {
+	var a Action
+	// Live is as of the latest collection: the percent is set again after
+	// each one (and at the first reading).
+	if p.cfg.Percent && (!p.started || r.Cycles != p.cycles) {
+		if pct := PercentFor(r.Live, r.Scan, p.cfg.MinHeadroom); pct != p.percent {
+			p.percent, a.Percent = pct, pct
+		}
+	}
+	// The first reading only sets the baseline: what came before is unknown.
+	if !p.started {
+		p.started = true
+	} else if r.Allocated-p.allocated <= p.cfg.IdleAlloc {
+		p.idle++
+	} else {
+		p.idle = 0
+	}
+	p.allocated, p.cycles = r.Allocated, r.Cycles
+	held := r.Held - min(r.Held, r.Live)
+	if p.idle >= idleIntervals && held > max(p.cfg.MinReturn, r.Live/64) {
+		a.Return = true
+		p.idle = 0
+	}
+	return a
+}
+
+// PercentFor is the GOGC that lets a heap of live bytes grow by what the
+// collector must scan (scan bytes), at least by minHeadroom, before the next
+// collection.
+func PercentFor(live, scan, minHeadroom uint64) int {
+	if live == 0 {
+		return maxPercent
+	}
+	headroom := max(scan, minHeadroom)
+	pct := min(headroom*100/live, maxPercent)
+	return int(max(pct, minPercent))
+}
+
+// samples are the runtime metrics a Reading comes from.
+var samples = []string{
+	"/gc/cycles/total:gc-cycles",
+	"/gc/heap/allocs:bytes",
+	"/gc/heap/live:bytes",
+	"/gc/scan/heap:bytes",
+	"/gc/scan/stack:bytes",
+	"/gc/scan/globals:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/free:bytes",
+}
+
+// read reads the runtime's figures into a Reading.
+func read(s []metrics.Sample) Reading {
+	metrics.Read(s)
+	v := func(i int) uint64 {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return s[i].Value.Uint64()
+	}
+	return Reading{Cycles: v(0), Allocated: v(1), Live: v(2), Scan: v(3) + v(4) + v(5), Held: v(6) + v(7)}
+}
+
+// Run paces the collector until stop is closed. It is the process's one
+// caller of debug.SetGCPercent.
+func Run(cfg Config, stop <-chan struct{}) {
+	p := New(cfg)
+	s := make([]metrics.Sample, len(samples))
+	for i, name := range samples {
+		s[i].Name = name
+	}
+	tick := time.NewTicker(p.cfg.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		a := p.Step(read(s))
+		if a.Percent != 0 {
+			debug.SetGCPercent(a.Percent)
+		}
+		if a.Return {
+			debug.FreeOSMemory()
+		}
+	}
+}

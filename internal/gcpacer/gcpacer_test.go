@@ -1,0 +1,125 @@
+package gcpacer
+
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/internal/poll"
+)
+
+const mib = 1 << 20
+
+// sink keeps the compiler from leaving out the test's allocations.
+var sink []byte
+
+func TestPercentFor(t *testing.T) {
+	for _, c := range []struct {
+		name                    string
+		live, scan, minHeadroom uint64
+		want                    int
+	}{
+		{"nothing live yet", 0, 0, 8 * mib, 100},
+		{"a small heap keeps Go's default", 4 * mib, 2 * mib, 8 * mib, 100},
+		{"a heap all pointers keeps Go's default", 100 * mib, 100 * mib, 8 * mib, 100},
+		{"the minimum headroom over a keyspace", 400 * mib, 1 * mib, 8 * mib, 2},
+		{"headroom for what is scanned", 200 * mib, 50 * mib, 8 * mib, 25},
+		{"never below the floor", 10_000 * mib, 1 * mib, 8 * mib, 2},
+	} {
+		if got := PercentFor(c.live, c.scan, c.minHeadroom); got != c.want {
+			t.Errorf("%s: PercentFor(%d MiB, %d MiB) = %d, want %d", c.name, c.live/mib, c.scan/mib, got, c.want)
+		}
+	}
+}
+
+// A pacer fed a sequence of readings: GOGC follows what is scanned, and
+// memory is returned only after two quiet intervals with enough held
+// beyond the live heap, once.
+func TestStep(t *testing.T) {
+	type step struct {
+		r    Reading
+		want Action
+	}
+	// Each reading with another live heap follows a collection.
+	cycles, lastLive := uint64(0), uint64(0)
+	busy := func(alloc, live, scan, held uint64) Reading {
+		if live != lastLive {
+			cycles, lastLive = cycles+1, live
+		}
+		return Reading{Cycles: cycles, Allocated: alloc, Live: live, Scan: scan, Held: held}
+	}
+	for _, c := range []struct {
+		name    string
+		percent bool
+		steps   []step
+	}{
+		{"a growing keyspace", true, []step{
+			{busy(0, 4*mib, 2*mib, 6*mib), Action{}}, // 100, already Go's default
+			{busy(300*mib, 200*mib, 20*mib, 300*mib), Action{Percent: 10}},
+			{busy(600*mib, 200*mib, 40*mib, 380*mib), Action{}}, // no collection since: as set
+			{busy(900*mib, 400*mib, 20*mib, 420*mib), Action{Percent: 5}},
+		}},
+		{"idle after a burst returns memory once", true, []step{
+			{busy(0, 100*mib, 100*mib, 190*mib), Action{}},
+			{busy(100*mib, 100*mib, 100*mib, 190*mib), Action{}},
+			{busy(100*mib, 100*mib, 100*mib, 190*mib), Action{}}, // one quiet interval
+			{busy(100*mib, 100*mib, 100*mib, 190*mib), Action{Return: true}},
+			{busy(100*mib, 100*mib, 100*mib, 100*mib), Action{}},
+			{busy(100*mib, 100*mib, 100*mib, 100*mib), Action{}},
+			{busy(100*mib, 100*mib, 100*mib, 100*mib), Action{}}, // nothing held beyond live
+		}},
+		{"a busy server keeps its memory", true, []step{
+			{busy(0, 100*mib, 100*mib, 190*mib), Action{}},
+			{busy(10*mib, 100*mib, 100*mib, 190*mib), Action{}},
+			{busy(20*mib, 100*mib, 100*mib, 190*mib), Action{}},
+			{busy(30*mib, 100*mib, 100*mib, 190*mib), Action{}},
+		}},
+		{"a little held is not worth a collection", true, []step{
+			{busy(0, 600*mib, 600*mib, 606*mib), Action{}},
+			{busy(0, 600*mib, 600*mib, 606*mib), Action{}},
+			{busy(0, 600*mib, 600*mib, 606*mib), Action{}}, // 6 MiB < 600/64
+		}},
+		{"GOGC set by the operator", false, []step{
+			{busy(0, 400*mib, 1*mib, 450*mib), Action{}},
+			{busy(0, 400*mib, 1*mib, 450*mib), Action{}},
+			{busy(0, 400*mib, 1*mib, 450*mib), Action{Return: true}},
+		}},
+	} {
+		p := New(Config{Percent: c.percent})
+		for i, s := range c.steps {
+			if got := p.Step(s.r); got != s.want {
+				t.Fatalf("%s, step %d: %+v, want %+v", c.name, i, got, s.want)
+			}
+		}
+	}
+}
+
+// Run against the real runtime: garbage left by a burst of work is collected
+// and its memory returned to the system while the process is idle. The
+// collector is off (GOGC=off, which the pacer then leaves alone), so that
+// only the pacer can collect it.
+func TestRunReturnsIdleMemory(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	for range 64 {
+		sink = make([]byte, 1<<20) // garbage as soon as the next replaces it
+	}
+	sink = nil
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(Config{Interval: 10 * time.Millisecond}, stop)
+	}()
+	defer func() { close(stop); <-done }()
+	err := poll.Wait(10*time.Second, "an idle collection that returns memory", func() (bool, error) {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.NumForcedGC > before.NumForcedGC && m.HeapInuse+32<<20 < before.HeapInuse, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
