@@ -30,6 +30,9 @@ func (n *RaftShards) MoveShard(ctx context.Context, shard int, from, to string) 
 	if err := cat.checkMove(m); err != nil {
 		return err
 	}
+	if n.down(m.To) {
+		return refused(MemberBadMove, "node %s does not answer: a replica cannot move to it now; start it, or move the replica to another node", m.To)
+	}
 	_, err := n.propose(ctx, catalogueOp{Op: opMoveShard, Move: &m})
 	return err
 }

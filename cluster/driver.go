@@ -80,7 +80,11 @@ func (n *RaftShards) driveOnce() {
 	if len(cat.Moves) > 0 {
 		m := cat.Moves[0]
 		p := cat.Placement[m.Shard]
-		if err := cat.checkMove(m); err != nil || down[m.To] {
+		err := cat.checkMove(m)
+		if err == nil && down[m.To] && !n.waitedFor(m) {
+			return
+		}
+		if err != nil || down[m.To] {
 			n.cfg.Log.Warn("dropping a queued move that cannot be made now", "move", m.String(), "err", err, "to_down", down[m.To])
 			n.decide("dropping a queued move", catalogueOp{Op: opTarget, Shard: m.Shard, Target: p.Target, Expect: p.Target, PopMove: true})
 			return
@@ -99,6 +103,23 @@ func (n *RaftShards) driveOnce() {
 	}
 	st := steps[0]
 	n.decide("starting: "+st.String(), catalogueOp{Op: opTarget, Shard: st.shard, Target: st.target, Expect: cat.Placement[st.shard].Target})
+}
+
+// queuedMoveGrace is how long the driver holds a queued move whose target
+// does not answer before it drops it: long enough for a node that has just
+// started to answer a health poll (this node may see it later than the
+// node that accepted the move did), short enough not to stall placement
+// behind a node that is gone.
+const queuedMoveGrace = 5 * time.Second
+
+// waitedFor reports whether the driver has held queued move m for its
+// target's sake for queuedMoveGrace, starting the wait at its first look.
+func (n *RaftShards) waitedFor(m Move) bool {
+	now := time.Now()
+	if n.waiting.move != m {
+		n.waiting.move, n.waiting.since = m, now
+	}
+	return now.Sub(n.waiting.since) >= queuedMoveGrace
 }
 
 // decide commits a decision of the driver, logging it.

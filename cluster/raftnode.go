@@ -36,6 +36,13 @@ type RaftShards struct {
 	// joined through sent.
 	initial atomic.Pointer[Catalogue]
 	health  health
+	// waiting is the queued move the placement driver holds while its
+	// target does not answer, and since when; only the driver's goroutine
+	// touches it.
+	waiting struct {
+		move  Move
+		since time.Time
+	}
 	cluster [8]byte // the cluster's id, on every bus connection
 	bus     *bus
 	fwd     *forwarder
