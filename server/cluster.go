@@ -215,7 +215,10 @@ func appendClusterShards(out []byte, views []cluster.ShardView, resp3 bool) []by
 // clusterNodes is CLUSTER NODES. Its format gives each node one role, but an
 // rlserver node leads some shards and follows others; every node is shown as
 // a master with the slots it leads, which is what redis-cli --cluster and
-// redis-benchmark --cluster route by.
+// redis-benchmark --cluster route by. A node that does not answer this one
+// is flagged fail and disconnected, in Redis's words; a node being emptied
+// by CLUSTER FORGET ... FORCE has no word of Redis's and shows in CLUSTER
+// SHARDS instead.
 func clusterNodes(cl Cluster) string {
 	led := map[string][]string{}
 	for _, v := range cl.Topology() {
@@ -225,14 +228,18 @@ func clusterNodes(cl Cluster) string {
 	}
 	var b strings.Builder
 	self := cl.Self()
-	for _, m := range cl.Members() {
+	for _, node := range cl.Nodes() {
+		m := node.Member
 		host, port := hostPort(m.Client)
 		_, bus := hostPort(m.Bus)
-		flags := "master"
+		flags, link := "master", "connected"
 		if m.ID == self.ID {
 			flags = "myself,master"
 		}
-		fmt.Fprintf(&b, "%s %s:%d@%d %s - 0 0 0 connected", m.RedisID(), host, port, bus, flags)
+		if node.Failed {
+			flags, link = flags+",fail", "disconnected"
+		}
+		fmt.Fprintf(&b, "%s %s:%d@%d %s - 0 0 0 %s", m.RedisID(), host, port, bus, flags, link)
 		for _, r := range led[m.ID] {
 			b.WriteString(" " + r)
 		}

@@ -14,6 +14,7 @@ type fakeCluster struct {
 	members []cluster.Member
 	leaders []string
 	shards  int
+	failed  map[string]bool // nodes that do not answer
 }
 
 func newFakeCluster(shards int, leaders ...string) *fakeCluster {
@@ -23,6 +24,14 @@ func newFakeCluster(shards int, leaders ...string) *fakeCluster {
 
 func (f *fakeCluster) Self() cluster.Member      { return f.members[0] }
 func (f *fakeCluster) Members() []cluster.Member { return f.members }
+
+func (f *fakeCluster) Nodes() []cluster.NodeView {
+	out := make([]cluster.NodeView, len(f.members))
+	for i, m := range f.members {
+		out[i] = cluster.NodeView{Member: m, Failed: f.failed[m.ID]}
+	}
+	return out
+}
 
 func (f *fakeCluster) member(id string) cluster.Member {
 	for _, m := range f.members {
@@ -148,6 +157,21 @@ func TestClusterStateFailsDuringAnElection(t *testing.T) {
 	info, _ := parse(t, c.do("CLUSTER", "INFO")).(string)
 	if !strings.Contains(info, "cluster_state:fail\r\n") || !strings.Contains(info, "cluster_slots_fail:8192\r\n") {
 		t.Fatalf("CLUSTER INFO during an election:\n%s", info)
+	}
+}
+
+// A node that does not answer is flagged fail and disconnected in CLUSTER
+// NODES, as Redis shows one, so that redis-cli --cluster check names it.
+func TestClusterNodesFlagsANodeThatDoesNotAnswer(t *testing.T) {
+	fc := newFakeCluster(2, "n1", "n2")
+	fc.failed = map[string]bool{"n3": true}
+	s := startServer(t, withShards(2), withConfig(func(c *Config) { c.Cluster = fc }))
+	c := s.dial(t)
+	nodes, _ := parse(t, c.do("CLUSTER", "NODES")).(string)
+	lines := strings.Split(strings.TrimSpace(nodes), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[1], " master - 0 0 0 connected 8192-16383") ||
+		!strings.HasSuffix(lines[2], " 127.0.0.1:7003@17003 master,fail - 0 0 0 disconnected") {
+		t.Fatalf("CLUSTER NODES with n3 down:\n%s", nodes)
 	}
 }
 

@@ -37,9 +37,11 @@ type Shards interface {
 
 // Cluster is what the server needs to answer as a node of a cluster.
 type Cluster interface {
-	// Self is this node, Members every node.
+	// Self is this node, Members every node; Nodes every node with
+	// whether it answers.
 	Self() cluster.Member
 	Members() []cluster.Member
+	Nodes() []cluster.NodeView
 	// Topology describes every shard: its slots, leader and replicas.
 	Topology() []cluster.ShardView
 	// Leader is a shard's leader as this node knows it: local when it is
