@@ -238,7 +238,7 @@ func (g *group) close(handOver, snapshot bool, log *slog.Logger) error {
 			log.Warn("snapshot at shutdown failed", "shard", g.shard, "err", err)
 		}
 	}
-	err := g.raft.Shutdown().Error()
+	err := shutdownRaft(g.raft, fmt.Sprintf("shard %d", g.shard), log)
 	if g.trans != nil {
 		g.trans.Close()
 	}
@@ -246,4 +246,32 @@ func (g *group) close(handOver, snapshot bool, log *slog.Logger) error {
 		err = cerr
 	}
 	return err
+}
+
+// raftShutdownBound is how long closing a Raft group waits for
+// hashicorp/raft's goroutines to end. A replication pipeline to a peer that
+// stopped answering in the middle of it can stay blocked inside
+// hashicorp/raft for good (its sender waits for room that its exited
+// decoder will never make); past the bound the group is closed without
+// those goroutines, which stay blocked, rather than holding up the node's
+// shutdown or its membership changes. Their reads of the closed log store
+// fail harmlessly.
+const raftShutdownBound = 5 * time.Second
+
+// shutdowner is the part of *raft.Raft shutdownRaft uses.
+type shutdowner interface{ Shutdown() raft.Future }
+
+// shutdownRaft shuts r down, waiting for it at most raftShutdownBound.
+func shutdownRaft(r shutdowner, what string, log *slog.Logger) error {
+	done := make(chan error, 1)
+	go func() { done <- r.Shutdown().Error() }()
+	timer := time.NewTimer(raftShutdownBound)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		log.Warn("Raft's goroutines did not stop in time; closing without them", "group", what, "waited", raftShutdownBound)
+		return nil
+	}
 }

@@ -99,7 +99,7 @@ func hasVote(c raft.Configuration, id string) bool {
 
 // close shuts the catalogue group down.
 func (m *metaGroup) close(log *slog.Logger) {
-	if err := m.raft.Shutdown().Error(); err != nil {
+	if err := shutdownRaft(m.raft, "catalogue", log); err != nil {
 		log.Warn("catalogue shutdown", "err", err)
 	}
 	if m.trans != nil {
