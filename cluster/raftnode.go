@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/rlserver/rlserver/engine"
@@ -267,10 +268,24 @@ func (n *RaftShards) transport(shard int) raft.Transport {
 		_, t := raft.NewInmemTransport(raft.ServerAddress(n.cfg.Self.Bus))
 		return t
 	}
-	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: n.bus.stream(shard), MaxPool: 3, Timeout: 10 * time.Second,
-		Logger: newRaftLogger(n.cfg.Log, "raft.net"),
-	})
+	return raft.NewNetworkTransportWithConfig(transportConfig(n.bus.stream(shard), newRaftLogger(n.cfg.Log, "raft.net")))
+}
+
+// transportConfig is the configuration of a group's Raft transport over
+// stream. MaxRPCsInFlight 1 turns hashicorp/raft's pipelined replication
+// off: with its default of 2 the pipeline's channels are unbuffered, and
+// when a follower answers an append with Success=false (a log that does not
+// match, after every change of leader) the pipeline's decoder exits while
+// its sender may already be committed to one more send, which then waits
+// for good; the follower gets heartbeats and no entries ever again, and the
+// group cannot shut down (grafana/pyroscope#5518 describes the same). Each
+// append then waits for its answer; entries are batched anyway (up to
+// MaxAppendEntries), which is where the throughput comes from.
+func transportConfig(stream raft.StreamLayer, log hclog.Logger) *raft.NetworkTransportConfig {
+	return &raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, MaxRPCsInFlight: 1,
+		Logger: log,
+	}
 }
 
 func holds(replicas []Member, id string) bool {
