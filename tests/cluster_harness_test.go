@@ -1,7 +1,10 @@
 package tests
 
 import (
+	"context"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,4 +133,43 @@ func keyOnShard(t testing.TB, c *redis.Client, prefix string, shard, shards int)
 	}
 	t.Fatalf("no key for shard %d", shard)
 	return ""
+}
+
+// uncertainAttempts is a go-redis hook that counts the attempts whose
+// outcome is unknown: a reply that says the command may have been counted,
+// or a connection that broke before the reply. A ClusterClient retries
+// TRYAGAIN by itself (up to MaxRedirects, whatever MaxRetries says), so the
+// caller never sees the attempts before its last one; on each node's client
+// this hook does.
+type uncertainAttempts struct{ n *atomic.Int64 }
+
+func (h uncertainAttempts) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h uncertainAttempts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && (strings.Contains(err.Error(), "may have been counted") || !isReply(err)) {
+			h.n.Add(1)
+		}
+		return err
+	}
+}
+
+func (h uncertainAttempts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// countingClusterClient is clusterClient with uncertainAttempts on every
+// node's connection, adding to uncertain.
+func (tc *testCluster) countingClusterClient(uncertain *atomic.Int64) *redis.ClusterClient {
+	c := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: tc.Addrs(), Protocol: 2, ClusterStateReloadInterval: time.Second, MaxRetries: -1,
+		NewClient: func(opt *redis.Options) *redis.Client {
+			node := redis.NewClient(opt)
+			node.AddHook(uncertainAttempts{uncertain})
+			return node
+		},
+	})
+	tc.t.Cleanup(func() { c.Close() })
+	return c
 }
