@@ -87,6 +87,11 @@ func (n *RaftShards) Backup(ctx context.Context, shard int) (ShardBackup, error)
 		if err = f.Error(); errors.Is(err, raft.ErrNothingNewToSnapshot) {
 			continue
 		}
+		if leadershipMoving(err) {
+			// A snapshot is the leader's: it moved (or is being handed
+			// over, as after a start), and the caller asks the next one.
+			return ShardBackup{}, retryError(shard, "", ErrNotApplied, "its leadership is moving: "+err.Error())
+		}
 		if err != nil {
 			return ShardBackup{}, fmt.Errorf("shard %d snapshot: %w", shard, err)
 		}
@@ -104,6 +109,13 @@ func (n *RaftShards) Backup(ctx context.Context, shard int) (ShardBackup, error)
 		return b, nil
 	}
 	return ShardBackup{}, fmt.Errorf("shard %d snapshot: %w", shard, err)
+}
+
+// leadershipMoving reports whether err is hashicorp/raft's word for a
+// leadership that is changing hands.
+func leadershipMoving(err error) bool {
+	return errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, raft.ErrNotLeader) ||
+		errors.Is(err, raft.ErrLeadershipLost)
 }
 
 // Backup takes shard's state between two of its batches.
