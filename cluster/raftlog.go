@@ -44,7 +44,9 @@ func newRaftLogger(log *slog.Logger, name string) hclog.Logger {
 //     debug.
 //   - A warning stays one, but for the election a node starts when it has
 //     had no leader since it started (every start of a single node, and of
-//     a cluster's first nodes): nothing is wrong, so info.
+//     a cluster's first nodes), and for an append a replica that holds no
+//     entry yet cannot match (a replica just added, which the leader then
+//     catches up): nothing is wrong, so info.
 //   - An error stays one, but for those an orderly stop causes: the
 //     transport's shutting down (dropped), and a snapshot with nothing new
 //     to write (debug: rlserver asks for one at every stop).
@@ -56,6 +58,9 @@ func raftLevel(level hclog.Level, msg string, args []any) (slog.Level, bool) {
 		return slog.LevelDebug, true
 	case level == hclog.Warn:
 		if msg == "heartbeat timeout reached, starting election" && fmt.Sprint(argValue(args, "last-leader-id")) == "" {
+			return slog.LevelInfo, true
+		}
+		if msg == "failed to get previous log" && fmt.Sprint(argValue(args, "last-index")) == "0" {
 			return slog.LevelInfo, true
 		}
 		return slog.LevelWarn, true

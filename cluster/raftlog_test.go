@@ -47,6 +47,17 @@ func TestRaftRecordsBecomeTheNodesRecords(t *testing.T) {
 			},
 			[]record{{"WARN", "raft.shard0", "heartbeat timeout reached, starting election"}},
 			map[string]any{"last-leader-id": "n2"}},
+		{"a new replica's first append is routine", slog.LevelWarn,
+			func(l hclog.Logger) {
+				l.Warn("failed to get previous log", "previous-index", uint64(8), "last-index", uint64(0), "error", raft.ErrLogNotFound)
+			},
+			nil, nil},
+		{"a replica with entries that do not match is a warning", slog.LevelWarn,
+			func(l hclog.Logger) {
+				l.Warn("failed to get previous log", "previous-index", uint64(80), "last-index", uint64(75), "error", raft.ErrLogNotFound)
+			},
+			[]record{{"WARN", "raft.shard0", "failed to get previous log"}},
+			map[string]any{"last-index": float64(75)}},
 		{"real warnings and errors stay", slog.LevelWarn,
 			func(l hclog.Logger) {
 				l.Warn("failed to contact", "server-id", raft.ServerID("n3"), "time", "2s")
