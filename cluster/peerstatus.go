@@ -1,23 +1,36 @@
 package cluster
 
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
 // PeerView is what another node says of its replicas when asked over the
 // bus: which shards it holds, and which it leads.
 type PeerView struct {
 	Holds, Leads []int
 }
 
-// PeerStatus asks m, another member, for its replicas over the bus (the
-// status call learnForeignLeaders makes). An error means it did not answer:
-// stopped, unreachable, or refusing this node (another cluster, or mutual
-// TLS it fails). It waits up to the bus's frame timeout: callers that must
-// not wait that long ask on a goroutine of their own.
+// peerStatusFresh is how old the last answer of a member's health poll may
+// be for PeerStatus to report it: two polls missed, and it says so.
+const peerStatusFresh = 2 * healthInterval
+
+// PeerStatus is what m, another member, said of its replicas in its latest
+// answer to the health polls every node makes of the others (health.go), so
+// that asking costs no call over the bus. An error means it has not
+// answered lately: stopped, unreachable, or refusing this node (another
+// cluster, or mutual TLS it fails).
 func (n *RaftShards) PeerStatus(m Member) (PeerView, error) {
-	st, err := n.fwd.status(m.Bus, n.cfg.Self.ID, n.cfg.Incarnation, frameTimeout)
-	if err != nil {
-		return PeerView{}, err
+	if silent := n.health.silentFor(m.ID, time.Now()); silent > peerStatusFresh {
+		return PeerView{}, fmt.Errorf("no answer to the health polls for %v", silent.Round(100*time.Millisecond))
+	}
+	p, ok := n.health.peer(m.ID)
+	if !ok {
+		return PeerView{}, errors.New("it has not answered a health poll yet")
 	}
 	var v PeerView
-	for shard, s := range st.shards {
+	for shard, s := range p.status.shards {
 		if s.held {
 			v.Holds = append(v.Holds, shard)
 		}

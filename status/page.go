@@ -78,11 +78,9 @@ type Page struct {
 
 // peer is what the sampler last learnt of another node.
 type peer struct {
-	asking  bool      // a status call is in flight
-	lastOK  time.Time // its last answer
-	lastTry time.Time // the last call's end
-	err     string    // the last call's error, "" after an answer
-	view    cluster.PeerView
+	lastOK time.Time // its last answer
+	err    string    // why it has not answered lately, "" after an answer
+	view   cluster.PeerView
 }
 
 // New returns the page of src; Start begins its sampling.
@@ -118,8 +116,8 @@ func (p *Page) Close() {
 	p.done.Wait()
 }
 
-// sample records the decision counters and asks every other node, unless
-// it is still answering the last call.
+// sample records the decision counters and what every other node last said
+// of itself.
 func (p *Page) sample(now time.Time) {
 	s := sample{at: now}
 	for shard := range p.src.Shards.Shards() {
@@ -143,21 +141,13 @@ func (p *Page) sample(now time.Time) {
 			pr = &peer{}
 			p.peers[m.ID] = pr
 		}
-		if pr.asking {
+		// The cluster answers from its own health polls: no call waits here.
+		view, err := p.src.Cluster.PeerStatus(m)
+		if err != nil {
+			pr.err = err.Error()
 			continue
 		}
-		pr.asking = true
-		go func() {
-			view, err := p.src.Cluster.PeerStatus(m)
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			pr.asking, pr.lastTry = false, time.Now()
-			if err != nil {
-				pr.err = err.Error()
-				return
-			}
-			pr.err, pr.lastOK, pr.view = "", pr.lastTry, view
-		}()
+		pr.err, pr.lastOK, pr.view = "", now, view
 	}
 }
 

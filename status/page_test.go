@@ -12,7 +12,6 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
-	"github.com/rlserver/rlserver/internal/poll"
 	"github.com/rlserver/rlserver/server"
 )
 
@@ -79,7 +78,6 @@ func TestView(t *testing.T) {
 	}
 	t0 := time.Unix(1_700_000_000, 0)
 	p.sample(t0)
-	waitPeers(t, p)
 	shards.add(0, 10, 2)
 	p.sample(t0.Add(time.Second))
 	shards.add(1, 30, 0)
@@ -88,7 +86,6 @@ func TestView(t *testing.T) {
 	shards.stats[0] = engine.Stats{Keys: 3, Charged: 300} // counters restart with a snapshot
 	shards.mu.Unlock()
 	p.sample(t0.Add(3 * time.Second))
-	waitPeers(t, p)
 
 	v := p.View(t0.Add(3 * time.Second))
 	if v.Mode != "cluster" || v.Ready || v.NotReady == "" {
@@ -120,20 +117,6 @@ func TestView(t *testing.T) {
 	if len(v.Top.Denied) != 1 || v.Top.Denied[0].Decisions != 9 || v.Top.Allowed == nil {
 		t.Errorf("top %+v", v.Top)
 	}
-}
-
-// waitPeers waits for the status calls the last sample started.
-func waitPeers(t *testing.T, p *Page) {
-	poll.Until(t, 5*time.Second, "the status calls to end", func() (bool, error) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, pr := range p.peers {
-			if pr.asking {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
 }
 
 func TestHandlers(t *testing.T) {
