@@ -2,8 +2,10 @@
 // durable rlserver nodes and three-node clusters on loopback, runs every
 // client library's scenario program against them (tests/compat/python,
 // tests/compat/node, tests/compat/gocompat), drives redis-cli and
-// redis-benchmark itself, and prints a table of every client, version,
-// mode and case with its result. It exits 1 if any case failed.
+// redis-benchmark itself, then runs every cluster client at once against a
+// cluster whose membership it changes (membership.go), and prints a table
+// of every client, version, mode and case with its result. It exits 1 if
+// any case failed.
 //
 // tests/compat/run installs the clients and starts it; see
 // tests/compat/README.md.

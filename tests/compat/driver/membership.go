@@ -31,7 +31,8 @@ import (
 // A program asks for each stage with CONTROL membership <stage>; the stage
 // runs once every program still running has asked (a barrier), and each
 // gets the same answer: OK, the members' addresses, each shard key's
-// leader, and what was done.
+// leader, the nodes the stage joined, and what was done, tab-separated
+// (a list comma-separated).
 
 // membershipStages are the stages, in the order the programs ask for them.
 var membershipStages = []string{"grow", "decommission", "replace"}
@@ -75,6 +76,7 @@ type membership struct {
 	running bool              // a stage is being carried out
 	answers map[string]string // answers of the stages carried out
 	cli     *toolCases        // redis-cli -c at each stage
+	joined  []string          // the client addresses of the nodes the stage joined
 }
 
 // runMembership starts the membership cluster and runs the programs
@@ -172,6 +174,7 @@ func (m *membership) leave() {
 func (m *membership) carryOut(stage string) string {
 	start := time.Now()
 	logf("  membership: %s", stage)
+	m.joined = nil
 	var detail string
 	var err error
 	switch stage {
@@ -198,7 +201,7 @@ func (m *membership) carryOut(stage string) string {
 		return "ERR\t" + err.Error()
 	}
 	m.cli.run(stage, func() (string, error) { return m.cliDecisions(stage, members) })
-	return "OK\t" + strings.Join(members, ",") + "\t" + strings.Join(leaders, ",") + "\t" + detail
+	return "OK\t" + strings.Join(members, ",") + "\t" + strings.Join(leaders, ",") + "\t" + strings.Join(m.joined, ",") + "\t" + detail
 }
 
 // grow joins two nodes through the first and rebalances (docs/cluster.md,
@@ -305,6 +308,7 @@ func (m *membership) join(via *rlproc.Node) (*rlproc.Node, error) {
 	if _, err := n.Start(rlproc.StartTimeout); err != nil {
 		return nil, err
 	}
+	m.joined = append(m.joined, n.Addr)
 	return n, nil
 }
 

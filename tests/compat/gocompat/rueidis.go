@@ -325,10 +325,16 @@ func keysOf(m map[string]rueidis.Client) []string {
 }
 
 // rueidisMembership runs the membership scenario through rueidis's cluster
-// client, default options, seeded with every original node. rueidis has
-// no slot map to show: its view is the nodes it knows (Nodes()).
+// client, seeded with every original node. rueidis has no slot map to
+// show: its view is the nodes it knows (Nodes()). It reads the topology
+// again only after a MOVED or an error, and rlserver forwards the commands
+// of connections that did not ask for the topology: without a periodic
+// refresh it learns of nodes that joined only when a node it uses fails
+// (docs/clients.md).
 func rueidisMembership(s *scenario) {
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: s.addrs})
+	c, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: s.addrs, ClusterOption: rueidis.ClusterOption{ShardsRefreshInterval: 2 * time.Second},
+	})
 	if err != nil {
 		s.result("grow", "FAIL", err.Error())
 		return
@@ -342,5 +348,5 @@ func rueidisMembership(s *scenario) {
 		view: func(ctx context.Context, keys []string) []string {
 			return keysOf(c.Nodes())
 		},
-	}, "default options")
+	}, "ShardsRefreshInterval: 2s")
 }
