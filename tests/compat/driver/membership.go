@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -333,14 +331,14 @@ func (m *membership) waitSettled(via *rlproc.Node) error {
 		if len(plan) > 0 {
 			return false, fmt.Errorf("REBALANCE DRYRUN still plans %v", plan)
 		}
-		shards, err := m.shards(via)
+		shards, err := m.c.Placement(context.Background(), via)
 		if err != nil {
 			return false, err
 		}
 		for s, reps := range shards {
 			online := 0
 			for _, r := range reps {
-				if r.health == "online" {
+				if r.Health == "online" {
 					online++
 				}
 			}
@@ -358,21 +356,13 @@ func (m *membership) waitMembers(via *rlproc.Node) error {
 	var want []string
 	for _, n := range m.c.Nodes {
 		if n.Running() {
-			want = append(want, redisID(n.ID))
+			want = append(want, n.ID)
 		}
 	}
 	slices.Sort(want)
 	return poll.Wait(settleTimeout, "CLUSTER NODES to list the members", func() (bool, error) {
-		text, err := admin(via, "CLUSTER", "NODES").Text()
-		if err != nil {
-			return false, err
-		}
-		var have []string
-		for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
-			have = append(have, strings.Fields(line)[0])
-		}
-		slices.Sort(have)
-		return slices.Equal(have, want), fmt.Errorf("it lists %d nodes, want %d", len(have), len(want))
+		have, err := m.c.Members(context.Background(), via)
+		return err == nil && slices.Equal(have, want), fmt.Errorf("it lists %v (%v), want %v", have, err, want)
 	})
 }
 
@@ -412,44 +402,10 @@ func (m *membership) leaders() ([]string, error) {
 	return out, nil
 }
 
-// replica is one replica of a shard in CLUSTER SHARDS.
-type replica struct {
-	node, role, health string
-}
-
-func (r replica) String() string { return r.node + "/" + r.role + "/" + r.health }
-
-// shards reads CLUSTER SHARDS through via: per shard, its replicas (the
-// leader first), by node id.
-func (m *membership) shards(via *rlproc.Node) ([][]replica, error) {
-	v, err := admin(via, "CLUSTER", "SHARDS").Slice()
-	if err != nil {
-		return nil, err
-	}
-	ids := map[string]string{}
-	for _, n := range m.c.Nodes {
-		ids[redisID(n.ID)] = n.ID
-	}
-	var out [][]replica
-	for _, s := range v {
-		nodes, _ := pairs(s)["nodes"].([]any)
-		var reps []replica
-		for _, n := range nodes {
-			f := pairs(n)
-			id, _ := f["id"].(string)
-			role, _ := f["role"].(string)
-			health, _ := f["health"].(string)
-			reps = append(reps, replica{node: ids[id], role: role, health: health})
-		}
-		out = append(out, reps)
-	}
-	return out, nil
-}
-
 // placement says which nodes hold each shard, the leader first, for the
 // report: "s0 n4,n2,n5; s1 ...".
 func (m *membership) placement(via *rlproc.Node) string {
-	shards, err := m.shards(via)
+	shards, err := m.c.Placement(context.Background(), via)
 	if err != nil {
 		return err.Error()
 	}
@@ -457,7 +413,7 @@ func (m *membership) placement(via *rlproc.Node) string {
 	for s, reps := range shards {
 		var ids []string
 		for _, r := range reps {
-			ids = append(ids, r.node)
+			ids = append(ids, r.Node)
 		}
 		parts = append(parts, fmt.Sprintf("s%d %s", s, strings.Join(ids, ",")))
 	}
@@ -540,27 +496,4 @@ func (m *membership) placementLog() string {
 		}
 	}
 	return b.String()
-}
-
-// redisID is the id CLUSTER NODES and CLUSTER SHARDS give a node: the
-// SHA-1 of its node id, in hex.
-func redisID(id string) string {
-	sum := sha1.Sum([]byte(id))
-	return hex.EncodeToString(sum[:])
-}
-
-// pairs reads a RESP2 flat array of names and values, or a RESP3 map.
-func pairs(v any) map[string]any {
-	out := map[string]any{}
-	switch x := v.(type) {
-	case map[any]any:
-		for k, val := range x {
-			out[fmt.Sprint(k)] = val
-		}
-	case []any:
-		for i := 0; i+1 < len(x); i += 2 {
-			out[fmt.Sprint(x[i])] = x[i+1]
-		}
-	}
-	return out
 }
