@@ -74,6 +74,7 @@ type membership struct {
 	running bool              // a stage is being carried out
 	answers map[string]string // answers of the stages carried out
 	cli     *toolCases        // redis-cli -c at each stage
+	failed  []result          // the stages that failed, as rlserver's rows
 	joined  []string          // the client addresses of the nodes the stage joined
 }
 
@@ -102,7 +103,7 @@ func runMembership(dir string, filter *regexp.Regexp) []result {
 		for _, s := range membershipStages {
 			m.arrive(s)
 		}
-		return m.cli.results
+		return append(m.failed, m.cli.results...)
 	}
 	var mu sync.Mutex
 	var results []result
@@ -120,7 +121,7 @@ func runMembership(dir string, filter *regexp.Regexp) []result {
 	if withCLI {
 		results = append(results, m.cli.results...)
 	}
-	return results
+	return append(results, m.failed...)
 }
 
 // arrive is a program's CONTROL membership <stage>: it waits until every
@@ -186,18 +187,19 @@ func (m *membership) carryOut(stage string) string {
 	if err == nil {
 		_, err = m.c.WaitHealthy(rlproc.HealthTimeout)
 	}
+	var leaders []string
+	if err == nil {
+		leaders, err = m.leaders()
+	}
 	if err != nil {
-		logf("  membership: %s: %v\n%s", stage, err, m.placementLog())
-		m.cli.run(stage, func() (string, error) { return "", fmt.Errorf("stage %s: %w", stage, err) })
-		return "ERR\t" + strings.Join(strings.Fields(err.Error()), " ")
+		why := strings.Join(strings.Fields(err.Error()), " ")
+		logf("  membership: %s: %s\n%s", stage, why, m.placementLog())
+		m.failed = append(m.failed, result{client: "rlserver", mode: "membership", name: stage, status: statusFail, detail: why})
+		return "ERR\t" + why
 	}
 	detail = fmt.Sprintf("%s in %.1fs", detail, time.Since(start).Seconds())
 	logf("  membership: %s", detail)
 	members := m.members()
-	leaders, err := m.leaders()
-	if err != nil {
-		return "ERR\t" + err.Error()
-	}
 	m.cli.run(stage, func() (string, error) { return m.cliDecisions(stage, members) })
 	return "OK\t" + strings.Join(members, ",") + "\t" + strings.Join(leaders, ",") + "\t" + strings.Join(m.joined, ",") + "\t" + detail
 }
