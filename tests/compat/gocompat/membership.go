@@ -16,9 +16,9 @@ import (
 // the original ones and replaces a killed one. Each stage's case passes
 // when the load kept being answered during the stage, the client's view of
 // the cluster names only live members afterwards and one of the nodes the
-// stage joined (if any), and a decision on every shard succeeds; "limits" checks that no key was granted beyond its limit
-// and that every acknowledged grant is still counted. See
-// tests/compat/README.md.
+// stage joined (if any), and a decision on every shard succeeds. "limits"
+// checks that no key was granted beyond its limit and that every
+// acknowledged grant is still counted. See tests/compat/README.md.
 
 // memberClient is what the scenario needs of a cluster client.
 type memberClient struct {
@@ -44,7 +44,7 @@ const (
 	// loadWorkers is how many decisions the client has in flight.
 	loadWorkers = 2
 	// followBudget bounds the wait for the client's view to drop the nodes
-	// that went away.
+	// that went away and take in one that joined.
 	followBudget = 12 * time.Second
 )
 
@@ -52,8 +52,8 @@ const (
 type load struct {
 	mu       sync.Mutex
 	ok       int
-	errs     map[string]int // by the error's first word
-	acked    map[string]int64
+	errs     map[string]int   // by the error's first word
+	acked    map[string]int64 // grants on the load keys
 	admitted map[string]int64 // grants on the small-limit keys
 	tries    int              // decisions asked of the small-limit keys
 	stop     chan struct{}
