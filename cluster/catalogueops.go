@@ -94,7 +94,10 @@ func apply(c *Catalogue, op catalogueOp, index uint64) (*Catalogue, error) {
 		return next, nil
 	}
 	if c == nil {
-		return nil, refused(MemberConflict, "the cluster's catalogue is not initialised yet")
+		// Not a refusal: the initial members commit the init within moments
+		// of forming the cluster, and a node that joins (or an operator's
+		// change) sent meanwhile must be tried again, not turned away.
+		return nil, errCatalogueUnavailable{"is not initialised yet"}
 	}
 	var next *Catalogue
 	var err error

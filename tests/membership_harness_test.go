@@ -1,14 +1,13 @@
 package tests
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // What the membership tests need besides the fault tests' load: nodes that
@@ -31,60 +30,13 @@ func (tc *testCluster) join(via int) int {
 	return len(tc.Nodes) - 1
 }
 
-// redisID is the id CLUSTER SHARDS and NODES give node id.
-func redisID(id string) string {
-	sum := sha1.Sum([]byte(id))
-	return hex.EncodeToString(sum[:])
-}
-
 // replicaOf is one replica in CLUSTER SHARDS.
-type replicaOf struct {
-	node, role, health string
-}
+type replicaOf = rlproc.Replica
 
 // shards reads CLUSTER SHARDS through node i: per shard, its replicas by
 // node id (the leader first).
 func (tc *testCluster) shards(i int) ([][]replicaOf, error) {
-	c := tc.client(i)
-	v, err := c.Do(ctx(tc.t), "CLUSTER", "SHARDS").Slice()
-	if err != nil {
-		return nil, err
-	}
-	byRedisID := map[string]string{}
-	for _, n := range tc.Nodes {
-		byRedisID[redisID(n.ID)] = n.ID
-	}
-	var out [][]replicaOf
-	for _, s := range v {
-		fields := asMap(s)
-		var reps []replicaOf
-		nodes, _ := fields["nodes"].([]any)
-		for _, n := range nodes {
-			f := asMap(n)
-			id, _ := f["id"].(string)
-			role, _ := f["role"].(string)
-			health, _ := f["health"].(string)
-			reps = append(reps, replicaOf{node: byRedisID[id], role: role, health: health})
-		}
-		out = append(out, reps)
-	}
-	return out, nil
-}
-
-// asMap reads a RESP2 flat array of pairs, or a RESP3 map.
-func asMap(v any) map[string]any {
-	out := map[string]any{}
-	switch x := v.(type) {
-	case map[any]any:
-		for k, val := range x {
-			out[fmt.Sprint(k)] = val
-		}
-	case []any:
-		for i := 0; i+1 < len(x); i += 2 {
-			out[fmt.Sprint(x[i])] = x[i+1]
-		}
-	}
-	return out
+	return tc.Placement(ctx(tc.t), tc.Nodes[i])
 }
 
 // waitPlacement waits until, through node i, every shard has want
@@ -103,7 +55,7 @@ func (tc *testCluster) waitPlacement(i, want int, what string, ok func([][]repli
 				return false, fmt.Errorf("shard %d has replicas %v", s, reps)
 			}
 			for _, r := range reps {
-				if r.health != "online" && !slices.Contains(excused, r.node) {
+				if r.Health != "online" && !slices.Contains(excused, r.Node) {
 					return false, fmt.Errorf("shard %d has replicas %v", s, reps)
 				}
 			}
@@ -125,7 +77,7 @@ func (tc *testCluster) waitPlacement(i, want int, what string, ok func([][]repli
 func holdsOf(placement [][]replicaOf, id string) []int {
 	var out []int
 	for s, reps := range placement {
-		if slices.ContainsFunc(reps, func(r replicaOf) bool { return r.node == id }) {
+		if slices.ContainsFunc(reps, func(r replicaOf) bool { return r.Node == id }) {
 			out = append(out, s)
 		}
 	}
@@ -135,23 +87,10 @@ func holdsOf(placement [][]replicaOf, id string) []int {
 // waitNodes waits until CLUSTER NODES through node i lists exactly ids.
 func (tc *testCluster) waitNodes(i int, ids ...string) {
 	tc.t.Helper()
-	want := make([]string, len(ids))
-	for j, id := range ids {
-		want[j] = redisID(id)
-	}
-	slices.Sort(want)
-	c := tc.client(i)
+	want := slices.Sorted(slices.Values(ids))
 	poll.Until(tc.t, settleTimeout, fmt.Sprintf("CLUSTER NODES to list %v", ids), func() (bool, error) {
-		text, err := c.ClusterNodes(ctx(tc.t)).Result()
-		if err != nil {
-			return false, err
-		}
-		var have []string
-		for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
-			have = append(have, strings.Fields(line)[0])
-		}
-		slices.Sort(have)
-		return slices.Equal(have, want), fmt.Errorf("it lists %d nodes", len(have))
+		have, err := tc.Members(ctx(tc.t), tc.Nodes[i])
+		return err == nil && slices.Equal(have, want), fmt.Errorf("it lists %v (%v)", have, err)
 	})
 }
 

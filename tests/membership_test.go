@@ -212,8 +212,8 @@ func TestMembershipLeaderKilledDuringAMove(t *testing.T) {
 	tc.mustDo(1, "CLUSTER", "MOVESHARD", 0, "n2", "n4")
 	tc.kill(0) // shard 0's leader, while it adds n4
 	tc.waitPlacement(1, 3, "shard 0 to move from n2 to n4 under another leader", func(p [][]replicaOf) error {
-		if reps := p[0]; !slices.ContainsFunc(reps, func(r replicaOf) bool { return r.node == "n4" }) ||
-			slices.ContainsFunc(reps, func(r replicaOf) bool { return r.node == "n2" }) {
+		if reps := p[0]; !slices.ContainsFunc(reps, func(r replicaOf) bool { return r.Node == "n4" }) ||
+			slices.ContainsFunc(reps, func(r replicaOf) bool { return r.Node == "n2" }) {
 			return fmt.Errorf("shard 0 on %v", reps)
 		}
 		return nil

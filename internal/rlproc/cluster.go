@@ -164,10 +164,10 @@ func (c *Cluster) Join(via *Node, extra ...string) (*Node, error) {
 	return n, nil
 }
 
-// start starts the node as its Config says and returns once it is ready,
-// as Start does; the error also says when it serves on another address
-// than Addr (it is then stopped).
-func (n *Node) start(timeout time.Duration) (*Process, error) {
+// Start starts the node as its Config says and returns once it is ready,
+// as the package's Start does; the error also says when it serves on
+// another address than Addr (it is then stopped).
+func (n *Node) Start(timeout time.Duration) (*Process, error) {
 	p, err := Start(n.Config, timeout)
 	if p != nil {
 		n.mu.Lock()
@@ -267,7 +267,7 @@ func (c *Cluster) Start(timeout time.Duration) error {
 	var wg sync.WaitGroup
 	for i, n := range c.Nodes {
 		if !n.Running() {
-			wg.Go(func() { _, errs[i] = n.start(timeout) })
+			wg.Go(func() { _, errs[i] = n.Start(timeout) })
 		}
 	}
 	wg.Wait()

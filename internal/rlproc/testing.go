@@ -223,13 +223,13 @@ func (c *Cluster) Launch(t testing.TB) {
 // Launch starts the node as its Config says, as Launch does.
 func (n *Node) Launch(t testing.TB) *Process {
 	t.Helper()
-	p, err := n.start(StartTimeout)
+	p, err := n.Start(StartTimeout)
 	return ready(t, p, err)
 }
 
 // Spawn starts the node as its Config says, as Spawn does.
 func (n *Node) Spawn(t testing.TB) (p *Process, exited bool) {
 	t.Helper()
-	p, err := n.start(StartTimeout)
+	p, err := n.Start(StartTimeout)
 	return p, exitedOrReady(t, p, err)
 }

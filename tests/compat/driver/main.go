@@ -2,8 +2,10 @@
 // durable rlserver nodes and three-node clusters on loopback, runs every
 // client library's scenario program against them (tests/compat/python,
 // tests/compat/node, tests/compat/gocompat), drives redis-cli and
-// redis-benchmark itself, and prints a table of every client, version,
-// mode and case with its result. It exits 1 if any case failed.
+// redis-benchmark itself, then runs every cluster client at once against a
+// cluster whose membership it changes (membership.go), and prints a table
+// of every client, version, mode and case with its result. It exits 1 if
+// any case failed.
 //
 // tests/compat/run installs the clients and starts it; see
 // tests/compat/README.md.
@@ -16,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -28,6 +31,7 @@ var (
 	nodeBin     = flag.String("node", "node", "Node.js")
 	compatDir   = flag.String("dir", ".", "tests/compat, where the scenario scripts are")
 	only        = flag.String("only", "", "run only the clients whose name matches this regexp")
+	mode        = flag.String("mode", "", "run only this phase: single, cluster or membership (default: all three)")
 	workDir     = flag.String("work", "", "directory for the servers' data and logs (default: a new temp dir, removed after a run without failures)")
 	verbose     = flag.Bool("v", false, "print the scenario programs' stderr")
 )
@@ -73,6 +77,10 @@ func main() {
 		}
 		*p = abs
 	}
+	if *mode != "" && *mode != "single" && *mode != "cluster" && *mode != "membership" {
+		logf("driver: -mode %q: want single, cluster or membership", *mode)
+		os.Exit(2)
+	}
 	filter, err := regexp.Compile(*only)
 	if err != nil {
 		logf("driver: -only: %v", err)
@@ -116,13 +124,28 @@ func programs(filter *regexp.Regexp) []scenarioProgram {
 	return out
 }
 
-// runAll runs every phase and returns every result.
+// runAll runs every phase whose mode matches -mode and returns every
+// result.
 func runAll(dir string, filter *regexp.Regexp) []result {
+	var results []result
+	for _, phase := range []struct {
+		mode string
+		run  func(dir string, filter *regexp.Regexp) []result
+	}{{"single", runSingle}, {"cluster", runCluster}, {"membership", runMembership}} {
+		if *mode == "" || *mode == phase.mode {
+			results = append(results, phase.run(dir, filter)...)
+		}
+	}
+	return results
+}
+
+// runSingle runs the programs, tools, snippets and limiters against a
+// durable node.
+func runSingle(dir string, filter *regexp.Regexp) []result {
 	var results []result
 	fail := func(mode, what string, err error) {
 		results = append(results, result{client: "rlserver", mode: mode, name: what, status: statusFail, detail: err.Error()})
 	}
-
 	logf("== single node: %s", dir)
 	open, err := startSingle("single-open", filepath.Join(dir, "single-open"), "")
 	if err != nil {
@@ -148,7 +171,16 @@ func runAll(dir string, filter *regexp.Regexp) []result {
 	results = append(results, runLimiters(dir, "single", []string{open.Addr}, filter)...)
 	open.stop()
 	secured.stop()
+	return results
+}
 
+// runCluster runs the programs, tools, snippets and limiters against a
+// three-node cluster, and a second one with a password.
+func runCluster(dir string, filter *regexp.Regexp) []result {
+	var results []result
+	fail := func(mode, what string, err error) {
+		results = append(results, result{client: "rlserver", mode: mode, name: what, status: statusFail, detail: err.Error()})
+	}
 	// rlserver's default Raft heartbeat (500ms in a cluster), as users run
 	// it. The e2e tests' 200ms made leaders step down now and then on a busy
 	// two-core machine, and a client's decision fail with TRYAGAIN in a case
@@ -176,8 +208,6 @@ func runAll(dir string, filter *regexp.Regexp) []result {
 		fail("cluster", "start", fmt.Errorf("%v; %v", err, auth.err))
 		return results
 	}
-	defer cl.stop()
-	defer auth.c.stop()
 	clusterTarget := target{mode: "cluster", addrs: cl.Addrs(), authAddrs: auth.c.Addrs(), cluster: cl, timeout: 240 * time.Second}
 	for _, p := range programs(filter) {
 		before := cl.Leaders(context.Background())
@@ -189,6 +219,8 @@ func runAll(dir string, filter *regexp.Regexp) []result {
 		}
 		cl.killed = false
 		if _, err := cl.waitHealthy(); err != nil {
+			cl.stop()
+			auth.c.stop()
 			fail("cluster", "restart after "+p.client, err)
 			return results
 		}
@@ -200,6 +232,8 @@ func runAll(dir string, filter *regexp.Regexp) []result {
 		results = append(results, runSnippets("cluster", nil, nil, cl)...)
 	}
 	results = append(results, runLimiters(dir, "cluster", cl.Addrs(), filter)...)
+	cl.stop()
+	auth.c.stop()
 	return results
 }
 
@@ -215,15 +249,15 @@ func report(results []result, took time.Duration) (failed bool) {
 		if a.client != b.client {
 			return clientOrder(a.client) < clientOrder(b.client)
 		}
-		return a.mode > b.mode // single before cluster
+		return modeOrder(a.mode) < modeOrder(b.mode)
 	})
 	counts := map[string]int{}
 	nFailed := 0
 	fmt.Println()
 	fmt.Println("Client compatibility: every client, version, mode and case")
 	fmt.Println()
-	fmt.Printf("| %-15s | %-8s | %-7s | %-18s | %-6s | %s\n", "client", "version", "mode", "case", "result", "detail")
-	fmt.Printf("|%s|%s|%s|%s|%s|%s\n", dashes(17), dashes(10), dashes(9), dashes(20), dashes(8), dashes(8))
+	fmt.Printf("| %-15s | %-8s | %-10s | %-18s | %-6s | %s\n", "client", "version", "mode", "case", "result", "detail")
+	fmt.Printf("|%s|%s|%s|%s|%s|%s\n", dashes(17), dashes(10), dashes(12), dashes(20), dashes(8), dashes(8))
 	for _, r := range results {
 		counts[r.status]++
 		detail := r.detail
@@ -233,7 +267,7 @@ func report(results []result, took time.Duration) (failed bool) {
 		if len(detail) > 160 && r.status == statusPass {
 			detail = detail[:157] + "..."
 		}
-		fmt.Printf("| %-15s | %-8s | %-7s | %-18s | %-6s | %s\n", r.client, r.version, r.mode, r.name, r.status, detail)
+		fmt.Printf("| %-15s | %-8s | %-10s | %-18s | %-6s | %s\n", r.client, r.version, r.mode, r.name, r.status, detail)
 		if r.status == statusFail || (strict && (r.status == statusKnown || r.status == statusFixed)) {
 			failed = true
 			nFailed++
@@ -266,6 +300,12 @@ func containsKnown(list []*knownFailure, k *knownFailure) bool {
 		}
 	}
 	return false
+}
+
+// modeOrder sorts a client's rows: a single node, the cluster, then the
+// membership scenario.
+func modeOrder(mode string) int {
+	return slices.Index([]string{"single", "cluster", "membership"}, mode)
 }
 
 func dashes(n int) string { return strings.Repeat("-", n) }

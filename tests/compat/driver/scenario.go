@@ -26,7 +26,10 @@ type target struct {
 	addrs     []string
 	authAddrs []string
 	cluster   *cluster // the open cluster, for CONTROL; nil on a single node
-	timeout   time.Duration
+	// membership is the membership scenario's run, for CONTROL membership;
+	// nil in the other modes.
+	membership *membership
+	timeout    time.Duration
 }
 
 // runScenario runs p against t and returns its results. A program that
@@ -124,6 +127,8 @@ func control(t target, args []string) string {
 		return "ERR\tno cluster to control"
 	}
 	switch {
+	case len(args) == 2 && args[0] == "membership" && t.membership != nil:
+		return t.membership.arrive(args[1])
 	case len(args) == 2 && args[0] == "kill-leader":
 		killed, err := t.cluster.killLeaderOf(args[1])
 		if err != nil {

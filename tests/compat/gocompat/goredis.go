@@ -28,11 +28,38 @@ func goredisDecide(ctx context.Context, c goredisDo, args ...any) (decision, err
 }
 
 func runGoRedis(s *scenario) {
-	if s.mode == "single" {
+	switch s.mode {
+	case "single":
 		goredisSingle(s)
-	} else {
+	case "membership":
+		goredisMembership(s)
+	default:
 		goredisCluster(s)
 	}
+}
+
+// goredisMembership runs the membership scenario through a ClusterClient
+// seeded with every original node, with the periodic reload of the slot
+// map that the failover case needs too (see known.go, go-redis-reload).
+func goredisMembership(s *scenario) {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.addrs, ClusterStateReloadInterval: time.Second})
+	defer c.Close()
+	s.membership(memberClient{
+		decide: func(ctx context.Context, key string, limit int64) (bool, int64, error) {
+			d, err := goredisDecide(ctx, c, "RL.SLIDING", key, limit, window)
+			return d.v[0] == 1, d.v[2], err
+		},
+		view: func(ctx context.Context, keys []string) []string {
+			out := make([]string, len(keys))
+			for i, k := range keys {
+				if m, err := c.MasterForKey(ctx, k); err == nil {
+					out[i] = m.Options().Addr
+				}
+			}
+			return out
+		},
+		slotMap: true,
+	}, "ClusterStateReloadInterval: 1s")
 }
 
 func goredisSingle(s *scenario) {

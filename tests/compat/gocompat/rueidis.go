@@ -12,6 +12,10 @@ import (
 )
 
 func runRueidis(s *scenario) {
+	if s.mode == "membership" {
+		rueidisMembership(s)
+		return
+	}
 	// Default options: RESP3, client-side caching on (CLIENT TRACKING ON
 	// OPTIN), the mode found with CLUSTER SLOTS. In a cluster, seeded with
 	// one node.
@@ -318,4 +322,31 @@ func keysOf(m map[string]rueidis.Client) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// rueidisMembership runs the membership scenario through rueidis's cluster
+// client, seeded with every original node. rueidis has no slot map to
+// show: its view is the nodes it knows (Nodes()). It reads the topology
+// again only after a MOVED or an error, and rlserver forwards the commands
+// of connections that did not ask for the topology: without a periodic
+// refresh it learns of nodes that joined only when a node it uses fails
+// (docs/clients.md).
+func rueidisMembership(s *scenario) {
+	c, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: s.addrs, ClusterOption: rueidis.ClusterOption{ShardsRefreshInterval: 2 * time.Second},
+	})
+	if err != nil {
+		s.result("grow", "FAIL", err.Error())
+		return
+	}
+	defer c.Close()
+	s.membership(memberClient{
+		decide: func(ctx context.Context, key string, limit int64) (bool, int64, error) {
+			d, err := rueidisDecide(ctx, c, "RL.SLIDING", key, strconv.FormatInt(limit, 10), strconv.Itoa(window))
+			return d.v[0] == 1, d.v[2], err
+		},
+		view: func(ctx context.Context, keys []string) []string {
+			return keysOf(c.Nodes())
+		},
+	}, "ShardsRefreshInterval: 2s")
 }

@@ -19,7 +19,8 @@ const SHARD_LEADERS = (process.env.COMPAT_SHARD_LEADERS || '').split(',').filter
 // An hour: no run crosses a window boundary, where sliding weights shift.
 const WINDOW = 3600000;
 const FIELDS = ['allowed', 'limit', 'remaining', 'retry_after_ms', 'reset_after_ms'];
-const CASE_TIMEOUT = 30000;
+// A membership stage waits for the driver to change the cluster as well.
+const CASE_TIMEOUT = MODE === 'membership' ? 150000 : 30000;
 const IOREDIS = LIB.startsWith('ioredis');
 const VERSION = require(`${LIB}/package.json`).version;
 const NAME = `compat-${LIB}`;
@@ -180,6 +181,7 @@ function lib() {
       cluster: async (addrs, opts = {}) => {
         const o = {};
         if (opts.auth) o.redisOptions = { password: PASSWORD, connectionName: NAME };
+        if (opts.slotsRefreshInterval) o.slotsRefreshInterval = opts.slotsRefreshInterval;
         const c = new Redis.Cluster(addrs.map(hostPort), o);
         c.on('error', () => {});
         await new Promise((resolve, reject) => {
@@ -451,7 +453,140 @@ function summarize(errors) {
   return [...counts].map(([e, n]) => `${n}x ${JSON.stringify(e)}`).sort().join('; ');
 }
 
-(MODE === 'single' ? single() : cluster()).then(
+// The membership scenario (tests/compat/README.md): a cluster client
+// seeded with the three original nodes keeps a steady load of decisions
+// while the driver grows, shrinks and repairs the cluster. The load: keys
+// spread over every slot with a limit never reached (every acknowledged
+// grant must still be counted), and one key per shard with a small limit,
+// reached early (a grant beyond it would show a state lost in a move).
+// tests/compat/gocompat/membership.go is the same in Go.
+const LOAD_KEYS = 64;
+const LOAD_LIMIT = 1000000;
+const SMALL_LIMIT = 20;
+const LOAD_WORKERS = 2;
+const FOLLOW_BUDGET = 12000;
+
+async function membership() {
+  const L = lib();
+  // ioredis keeps its slot map until a MOVED, and only the connection
+  // that asked for the topology gets MOVED from rlserver (the others are
+  // forwarded): without a periodic refresh it keeps mapping a forgotten
+  // node's slots to it, and sends them to a random node, which forwards
+  // them. docs/clients.md says so.
+  const c = await L.cluster(ADDRS, { slotsRefreshInterval: 2000 });
+  const settings = IOREDIS ? 'slotsRefreshInterval: 2000, seeded with the 3 original nodes' : 'defaults, seeded with the 3 original nodes';
+  let ok = 0;
+  let errors = {};
+  let tries = 0;
+  const acked = new Map();
+  const admitted = new Map();
+  let stopped = false;
+  const decide = async (key, limit) => {
+    const [allowed, , remaining] = decision(await withTimeout(c.cmd('RL.SLIDING', key, limit, WINDOW), 10000)).v;
+    return { allowed: allowed === 1, remaining };
+  };
+  // An error's kind: its Redis error code (TRYAGAIN, MOVED, ...), or the
+  // library's code or name with the start of its message.
+  const errKind = (e) => {
+    const msg = String((e && e.message) || e);
+    const word = msg.split(' ')[0];
+    if (/^[A-Z]+$/.test(word)) return word;
+    return `${(e && (e.code || e.name)) || 'Error'} (${msg.slice(0, 40)})`;
+  };
+  const ask = async (key, limit, small) => {
+    tries += small ? 1 : 0;
+    try {
+      const { allowed } = await decide(key, limit);
+      ok++;
+      if (allowed) {
+        const m = small ? admitted : acked;
+        m.set(key, (m.get(key) || 0) + 1);
+      }
+    } catch (e) {
+      const k = errKind(e);
+      errors[k] = (errors[k] || 0) + 1;
+      await new Promise((r) => setTimeout(r, 50)); // a retry's back-off
+    }
+  };
+  const worker = async (w) => {
+    for (let i = w; !stopped; i += LOAD_WORKERS) {
+      await ask(`${PREFIX}m:${i % LOAD_KEYS}`, LOAD_LIMIT, false);
+      await ask(`${SHARD_KEYS[i % SHARD_KEYS.length]}:small`, SMALL_LIMIT, true);
+    }
+  };
+  const since = () => {
+    const out = { ok, errors };
+    ok = 0;
+    errors = {};
+    return out;
+  };
+  const kinds = (errs) => Object.entries(errs).sort().map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+  const view = () => SHARD_KEYS.map((k) => {
+    try {
+      return c.slotMaster(keySlot(k)) || '';
+    } catch (e) {
+      return ''; // no slot map yet: nothing to say
+    }
+  });
+  const workers = [];
+  for (let w = 0; w < LOAD_WORKERS; w++) workers.push(worker(w));
+  for (const name of ['grow', 'decommission', 'replace']) {
+    await run(name, async () => {
+      since();
+      const [membersList, leadersList, joinedList, did] = (await control('membership', name)).split('\t');
+      const members = membersList.split(',');
+      const leaders = leadersList.split(',');
+      const joined = joinedList.split(',').filter(Boolean);
+      const during = since();
+      if (during.ok === 0) throw new Error(`no decision during the stage (${did}); errors ${kinds(during.errors)}`);
+      const start = Date.now();
+      let v;
+      for (;;) {
+        v = view();
+        const stale = [...new Set(v.filter((a) => a && !members.includes(a)))];
+        if (!stale.length && (!joined.length || joined.some((a) => v.includes(a)))) break;
+        if (Date.now() - start > FOLLOW_BUDGET) {
+          throw new Error(`${FOLLOW_BUDGET / 1000}s after the stage, the slot map [${v}]: names nodes gone [${stale}], ` +
+            `or none of the nodes joined [${joined}] (members ${members}; ${did})`);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const took = (Date.now() - start) / 1000;
+      for (const k of SHARD_KEYS) await decide(`${k}:${name}`, 1000);
+      const on = v.filter((a, i) => a === leaders[i]).length;
+      return `${during.ok} decisions during the stage, errors ${kinds(during.errors)}; after it the slot map maps ${on} of ` +
+        `${leaders.length} shards to their leader, none to a node gone, some to a node joined (${took < 0.2 ? 'at once' : `after ${took.toFixed(1)}s`}), ` +
+        `a decision on every shard; ${settings}; driver: ${did}`;
+    });
+  }
+  stopped = true;
+  await Promise.all(workers);
+  await run('limits', async () => {
+    const got = [];
+    const over = [];
+    for (let k of SHARD_KEYS) {
+      k += ':small';
+      const { allowed } = await decide(k, SMALL_LIMIT);
+      admitted.set(k, (admitted.get(k) || 0) + (allowed ? 1 : 0));
+      got.push(admitted.get(k));
+      if (admitted.get(k) > SMALL_LIMIT) over.push(`${k}: ${admitted.get(k)}`);
+    }
+    if (over.length) throw new Error(`granted beyond the limit of ${SMALL_LIMIT}: ${over.join(', ')}`);
+    let total = 0;
+    for (const [k, n] of acked) {
+      const { remaining } = await decide(k, LOAD_LIMIT);
+      if (remaining > LOAD_LIMIT - n - 1) {
+        throw new Error(`${k}: ${n} grants acknowledged, but the key has ${remaining} of ${LOAD_LIMIT} left: grants were lost`);
+      }
+      total += n;
+    }
+    return `small keys (limit ${SMALL_LIMIT}, one per shard): granted [${got}] of ${tries} tries; ` +
+      `${total} acknowledged grants on ${acked.size} keys all still counted`;
+  });
+  c.close();
+}
+
+({ single, cluster, membership })[MODE]().then(
   () => process.exit(0),
   (e) => {
     console.error(e);

@@ -7,6 +7,7 @@ tests/compat/README.md). Standalone: redis.Redis; cluster: RedisCluster.
 """
 import os
 import sys
+import threading
 import time
 import traceback
 
@@ -268,5 +269,123 @@ def summarize(errors):
     return "; ".join("%dx %r" % (n, e) for e, n in sorted(counts.items()))
 
 
+def membership():
+    """The membership scenario (tests/compat/README.md): a RedisCluster
+    seeded with the three original nodes keeps a steady load of decisions
+    while the driver grows, shrinks and repairs the cluster."""
+    rc = RedisCluster(startup_nodes=[ClusterNode(*host_port(a)) for a in ADDRS], socket_timeout=TIMEOUT)
+    settings = "defaults, seeded with the 3 original nodes"
+    lock = threading.Lock()
+    stats = {"ok": 0, "errors": {}, "tries": 0}
+    acked, admitted = {}, {}
+    stop = threading.Event()
+
+    def decide(key, limit):
+        allowed, _, remaining, _, _ = decision(rc.execute_command("RL.SLIDING", key, limit, WINDOW))[0]
+        return allowed == 1, remaining
+
+    def ask(key, limit, small):
+        try:
+            allowed, _ = decide(key, limit)
+        except Exception as e:  # counted by kind and reported
+            with lock:
+                kind = type(e).__name__  # redis-py's class for each error code: TryAgainError, MovedError, ...
+                stats["errors"][kind] = stats["errors"].get(kind, 0) + 1
+                stats["tries"] += small
+            time.sleep(0.05)  # a retry's back-off
+            return
+        with lock:
+            stats["ok"] += 1
+            stats["tries"] += small
+            if allowed:
+                counts = admitted if small else acked
+                counts[key] = counts.get(key, 0) + 1
+
+    def worker(w):
+        i = w
+        while not stop.is_set():
+            ask("%sm:%d" % (PREFIX, i % LOAD_KEYS), LOAD_LIMIT, False)
+            ask(SHARD_KEYS[i % len(SHARD_KEYS)] + ":small", SMALL_LIMIT, True)
+            i += LOAD_WORKERS
+
+    def since():
+        with lock:
+            ok, errors = stats["ok"], stats["errors"]
+            stats["ok"], stats["errors"] = 0, {}
+        return ok, errors
+
+    def view():
+        out = []
+        for k in SHARD_KEYS:
+            try:
+                out.append(rc.get_node_from_key(k).name)
+            except Exception:  # no slot map yet: nothing to say
+                out.append("")
+        return out
+
+    def stage(name):
+        since()
+        members, leaders, joined, did = control("membership", name).split("\t", 3)
+        members, leaders, joined = members.split(","), leaders.split(","), [a for a in joined.split(",") if a]
+        ok, errors = since()
+        assert ok > 0, "no decision during the stage (%s); errors %r" % (did, errors)
+        start = time.monotonic()
+        while True:
+            v = view()
+            stale = sorted({a for a in v if a and a not in members})
+            if not stale and (not joined or any(a in v for a in joined)):
+                break
+            if time.monotonic() - start > FOLLOW_BUDGET:
+                raise AssertionError("%ds after the stage, the slot map %s: names nodes gone %s, or none of the nodes joined %s "
+                                     "(members %s; %s)" % (FOLLOW_BUDGET, v, stale, joined, members, did))
+            time.sleep(0.1)
+        took = time.monotonic() - start
+        for k in SHARD_KEYS:
+            decide(k + ":" + name, 1000)
+        on = sum(1 for a, l in zip(v, leaders) if a == l)
+        return ("%d decisions during the stage, errors %s; after it the slot map maps %d of %d shards to their leader, "
+                "none to a node gone, some to a node joined (%s), a decision on every shard; %s; driver: %s"
+                % (ok, kinds(errors), on, len(leaders), "at once" if took < 0.2 else "after %.1fs" % took, settings, did))
+
+    def limits():
+        over, got = [], []
+        for k in SHARD_KEYS:
+            k += ":small"
+            allowed, _ = decide(k, SMALL_LIMIT)
+            admitted[k] = admitted.get(k, 0) + allowed
+            got.append(admitted[k])
+            if admitted[k] > SMALL_LIMIT:
+                over.append("%s: %d" % (k, admitted[k]))
+        assert not over, "granted beyond the limit of %d: %s" % (SMALL_LIMIT, ", ".join(over))
+        for k, n in acked.items():
+            _, remaining = decide(k, LOAD_LIMIT)
+            assert remaining <= LOAD_LIMIT - n - 1, ("%s: %d grants acknowledged, but the key has %d of %d left: grants were lost"
+                                                     % (k, n, remaining, LOAD_LIMIT))
+        return ("small keys (limit %d, one per shard): granted %s of %d tries; %d acknowledged grants on %d keys all still counted"
+                % (SMALL_LIMIT, got, stats["tries"], sum(acked.values()), len(acked)))
+
+    workers = [threading.Thread(target=worker, args=(w,), daemon=True) for w in range(LOAD_WORKERS)]
+    for t in workers:
+        t.start()
+    for name in ("grow", "decommission", "replace"):
+        run(name, lambda: stage(name))
+    stop.set()
+    for t in workers:
+        t.join()
+    run("limits", limits)
+
+
+# The membership scenario's load: keys spread over every slot with a limit
+# never reached (every acknowledged grant must still be counted), and one
+# key per shard with a small limit, reached early (a grant beyond it would
+# show a state lost in a move). tests/compat/gocompat/membership.go is the
+# same in Go.
+LOAD_KEYS, LOAD_LIMIT, SMALL_LIMIT, LOAD_WORKERS, FOLLOW_BUDGET = 64, 1000000, 20, 2, 12
+
+
+def kinds(errors):
+    return ", ".join("%s %d" % (k, n) for k, n in sorted(errors.items())) or "none"
+
+
 if __name__ == "__main__":
-    single() if MODE == "single" else cluster()
+    {"single": single, "cluster": cluster, "membership": membership}[MODE]()
