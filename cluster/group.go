@@ -27,6 +27,9 @@ type group struct {
 
 	leader atomic.Pointer[Member] // nil while unknown
 	load   loadLatch              // whether the replica has loaded its state
+	// recovered is set while the group's directory holds a recovery's
+	// mark (recover.go).
+	recovered atomic.Bool
 	mu     sync.Mutex
 	change chan struct{} // closed and replaced when the leader changes
 	// moved, when set, is told of every change of leader (from and to are
@@ -97,6 +100,7 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 			shard, dir, cfg.Self.ID)
 	}
 	g.store = st.bolt
+	g.recovered.Store(persistence.IsRecovered(dir))
 	if g.raft, err = newRaft(raftConfig(cfg, fmt.Sprintf("raft.shard%d", shard)), g.fsm, st.logs, st.bolt, st.snaps, trans); err != nil {
 		st.bolt.Close()
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
