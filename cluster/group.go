@@ -30,8 +30,8 @@ type group struct {
 	// recovered is set while the group's directory holds a recovery's
 	// mark (recover.go).
 	recovered atomic.Bool
-	mu     sync.Mutex
-	change chan struct{} // closed and replaced when the leader changes
+	mu        sync.Mutex
+	change    chan struct{} // closed and replaced when the leader changes
 	// moved, when set, is told of every change of leader (from and to are
 	// nil while unknown), on the goroutine that watches the group.
 	moved func(shard int, from, to *Member)
