@@ -27,16 +27,17 @@ type group struct {
 
 	leader atomic.Pointer[Member] // nil while unknown
 	load   loadLatch              // whether the replica has loaded its state
-	// recovered is set while the group's directory holds a recovery's
-	// mark (recover.go).
-	recovered atomic.Bool
-	mu        sync.Mutex
-	change    chan struct{} // closed and replaced when the leader changes
+	mu     sync.Mutex
+	change chan struct{} // closed and replaced when the leader changes
 	// moved, when set, is told of every change of leader (from and to are
 	// nil while unknown), on the goroutine that watches the group.
 	moved func(shard int, from, to *Member)
 	// stop ends the goroutines that watch and reconcile the group.
 	stop chan struct{}
+
+	// recovered is set while the group's directory holds a recovery's
+	// mark (recover.go).
+	recovered atomic.Bool
 }
 
 // stores are a group's log, stable and snapshot stores.
