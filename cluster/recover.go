@@ -73,7 +73,7 @@ type Recovery struct {
 }
 
 // ErrNoGroup reports a group the data directory holds no replica of.
-var ErrNoGroup = errors.New("no replica of the group in this data directory")
+var ErrNoGroup = errors.New("no such group")
 
 // ErrNotInGroup reports a voter given for a recovery that is not a member
 // of the group's configuration.
@@ -171,7 +171,7 @@ func openOffline(cfg *RaftConfig, g GroupName) (*offlineGroup, error) {
 		og.dir, _ = cfg.Layout.CatalogueDir()
 		og.fsm = newCatalogueFSM(og.halt)
 	case g.Shard < 0 || g.Shard >= cfg.Shards:
-		return nil, fmt.Errorf("no shard %d: %w: the cluster's shards are 0 to %d", g.Shard, ErrNoGroup, cfg.Shards-1)
+		return nil, fmt.Errorf("%s: %w: the cluster's shards are 0 to %d", g, ErrNoGroup, cfg.Shards-1)
 	case !cfg.Layout.HasShardDir(g.Shard):
 		return nil, fmt.Errorf("%s: %w: node %s holds no replica of it in %s", g, ErrNoGroup, cfg.Self.ID, cfg.Layout.Dir)
 	default:

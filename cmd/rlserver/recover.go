@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/rlserver/rlserver/cluster"
@@ -35,7 +36,15 @@ func runRecover(args []string, stdout, stderr io.Writer, lookupEnv func(string) 
 	var s recoverSettings
 	dataDir, _ := lookupEnv(envName("data-dir"))
 	fs.StringVar(&s.dataDir, "data-dir", dataDir, "the stopped node's data directory (also RLSERVER_DATA_DIR)")
-	fs.IntVar(&s.shard, "shard", -1, "the shard to recover")
+	s.shard = -1
+	fs.Func("shard", "the shard to recover, from 0 to the shard count less one", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return errors.New("a shard is a number from 0")
+		}
+		s.shard = n
+		return nil
+	})
 	fs.BoolVar(&s.catalogue, "catalogue", false, "recover the catalogue group (the cluster's membership and placement) instead of a shard")
 	fs.StringVar(&s.voters, "voters", "", "the surviving voters, by node id, comma-separated (default: this node alone); run the same recovery on each of them")
 	fs.BoolVar(&s.dryRun, "dry-run", false, "print the group's configuration and what would be written; write nothing")
