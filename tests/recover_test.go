@@ -1,8 +1,10 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,6 +32,7 @@ const (
 // join, a rebalance gives every shard three replicas again, and they hold
 // identical state.
 func TestRecoverFromLosingTwoOfThreeReplicas(t *testing.T) {
+	t.Parallel()
 	const shards = 3
 	tc := startCluster(t, shards)
 	tc.waitLeaders()
@@ -64,15 +67,7 @@ func TestRecoverFromLosingTwoOfThreeReplicas(t *testing.T) {
 	}
 
 	// Recovery is refused while the node runs.
-	recoverCmd := func(args ...string) (string, string, int) {
-		t.Helper()
-		out, errOut, code, err := rlproc.Run(rlproc.Config{Bin: n1.Config.Bin, Dir: n1.Config.Dir,
-			Args: append([]string{"recover", "--data-dir", n1.DataDir()}, args...)}, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out, errOut, code
-	}
+	recoverCmd := func(args ...string) (string, string, int) { return recoverNode(t, n1, args...) }
 	if _, errOut, code := recoverCmd("--shard", "0"); code != 1 || !strings.Contains(errOut, "in use") {
 		t.Fatalf("recover while the node runs: exit %d\n%s", code, errOut)
 	}
@@ -115,8 +110,7 @@ func TestRecoverFromLosingTwoOfThreeReplicas(t *testing.T) {
 	}
 
 	// Forget the lost nodes, add two new ones, rebalance.
-	tc.mustDo(0, "CLUSTER", "FORGET", "n2", "FORCE")
-	tc.mustDo(0, "CLUSTER", "FORGET", "n3", "FORCE")
+	forgetForce(tc, 0, "n2", "n3")
 	tc.waitNodes(0, "n1")
 	n4, n5 := tc.join(0), tc.join(0)
 	tc.mustDo(0, "CLUSTER", "REBALANCE")
@@ -143,4 +137,133 @@ func TestRecoverFromLosingTwoOfThreeReplicas(t *testing.T) {
 		}
 	}
 	tc.converge()
+}
+
+// recoverNode runs rlserver recover on node n's data directory with args.
+func recoverNode(t *testing.T, n *rlproc.Node, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	stdout, stderr, code, err := rlproc.Run(rlproc.Config{Bin: n.Config.Bin, Dir: n.Config.Dir,
+		Args: append([]string{"recover", "--data-dir", n.DataDir()}, args...)}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stdout, stderr, code
+}
+
+// takeDecisions takes recoverTaken decisions on each of keys through c.
+func takeDecisions(t *testing.T, c interface {
+	Do(context.Context, ...any) *redis.Cmd
+}, keys []string) {
+	t.Helper()
+	for _, k := range keys {
+		for i := range recoverTaken {
+			if v, err := c.Do(ctx(t), "RL.SLIDING", k, recoverLimit, 600_000).Int64Slice(); err != nil || v[0] != 1 {
+				t.Fatalf("%s, decision %d: %v %v", k, i+1, v, err)
+			}
+		}
+	}
+}
+
+// A cluster that has lived: a fourth node joined and took a replica of
+// shard 0, so the catalogue recorded a configuration of shard 0 from late
+// in its log. Then n2 and n4 are lost: shard 0 (on n1, n2, n4) lost its
+// majority, the other shards and the catalogue (on n1, n2, n3) did not.
+// Only shard 0 is recovered, and its recovered configuration, which
+// RecoverCluster records at the start of the log, must still become the
+// catalogue's, or the shard would never get replicas again.
+func TestRecoverOneShardOfALivedCluster(t *testing.T) {
+	t.Parallel()
+	const shards = 3
+	tc := startCluster(t, shards)
+	tc.waitLeaders()
+	n4 := tc.join(0)
+	tc.waitNodes(0, "n1", "n2", "n3", "n4")
+	tc.mustDo(0, "CLUSTER", "MOVESHARD", 0, "n3", "n4")
+	tc.waitPlacement(0, 3, "shard 0 on n1, n2 and n4", func(p [][]replicaOf) error {
+		if !slices.Equal(holdsOf(p, "n4"), []int{0}) || slices.Contains(holdsOf(p, "n3"), 0) {
+			return fmt.Errorf("n4 holds %v, n3 %v", holdsOf(p, "n4"), holdsOf(p, "n3"))
+		}
+		return nil
+	})
+	keys := make([]string, shards)
+	for s := range shards {
+		keys[s] = keyOnShard(t, tc.client(0), "lived", s, shards)
+	}
+	takeDecisions(t, tc.client(0), keys)
+
+	for _, i := range []int{1, n4} {
+		tc.kill(i)
+		if err := os.RemoveAll(tc.Nodes[i].DataDir()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := tc.client(0)
+	poll.Until(t, 20*time.Second, keys[0]+" to answer TRYAGAIN", func() (bool, error) {
+		err := c.Do(ctx(t), "RL.SLIDING", keys[0], recoverLimit, 600_000).Err()
+		return err != nil && strings.HasPrefix(err.Error(), "TRYAGAIN"), fmt.Errorf("answered %v", err)
+	})
+	for _, k := range keys[1:] { // n1 and n3 are a majority of the others
+		poll.Until(t, 20*time.Second, k+" to be decided without n2", func() (bool, error) {
+			return true, c.Do(ctx(t), "RL.SLIDING", k, recoverLimit, 600_000).Err()
+		})
+	}
+
+	n1 := tc.Nodes[0]
+	tc.stop(0)
+	if out, errOut, code := recoverNode(t, n1, "--shard", "0"); code != 0 || !strings.Contains(out, "possibly lost: entries only n2, n4 held") {
+		t.Fatalf("recover --shard 0: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := recoverNode(t, n1, "--shard", "1", "--dry-run"); code != 0 || !strings.Contains(out, "would write") {
+		t.Fatalf("recover --shard 1 --dry-run: exit %d\n%s%s", code, out, errOut)
+	}
+	tc.start(0)
+	poll.Until(t, 20*time.Second, keys[0]+" to be decided after the recovery", func() (bool, error) {
+		v, err := c.Do(ctx(t), "RL.SLIDING", keys[0], recoverLimit, 600_000).Int64Slice()
+		if err == nil && (v[0] != 1 || v[2] > recoverLimit-recoverTaken-1) {
+			t.Fatalf("%s after the recovery: %v: a fresh budget", keys[0], v)
+		}
+		return err == nil, err
+	})
+
+	forgetForce(tc, 0, "n2", "n4")
+	tc.waitNodes(0, "n1", "n3")
+	n5 := tc.join(0)
+	tc.mustDo(0, "CLUSTER", "REBALANCE")
+	tc.waitPlacement(0, 3, "every shard on n1, n3 and n5", func(p [][]replicaOf) error {
+		for _, id := range []string{"n1", "n3", tc.Nodes[n5].ID} {
+			if len(holdsOf(p, id)) != shards {
+				return fmt.Errorf("%s holds shards %v", id, holdsOf(p, id))
+			}
+		}
+		return nil
+	})
+	for _, k := range keys {
+		v, err := tc.client(n5).Do(ctx(t), "RL.SLIDING", k, recoverLimit, 600_000).Int64Slice()
+		if err != nil || (v[0] == 1 && v[2] > recoverLimit-recoverTaken-2) {
+			t.Fatalf("%s after the rebalance: %v %v", k, v, err)
+		}
+	}
+	tc.converge()
+}
+
+// forgetForce runs CLUSTER FORGET id FORCE through node i for each of ids,
+// again while the catalogue answers TRYAGAIN (its leadership moving after
+// the restart): forgetting a node already leaving changes nothing, and one
+// already forgotten by an attempt that was committed after all is unknown.
+func forgetForce(tc *testCluster, i int, ids ...string) {
+	tc.t.Helper()
+	for _, id := range ids {
+		retried := false
+		poll.Until(tc.t, 20*time.Second, "CLUSTER FORGET "+id+" FORCE", func() (bool, error) {
+			_, err := tc.do(i, "CLUSTER", "FORGET", id, "FORCE")
+			if retried && err != nil && strings.Contains(err.Error(), "Unknown node") {
+				return true, nil
+			}
+			retried = true
+			if err != nil && !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+				tc.t.Fatalf("CLUSTER FORGET %s FORCE: %v", id, err)
+			}
+			return err == nil, err
+		})
+	}
 }
