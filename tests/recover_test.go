@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -43,27 +44,15 @@ func TestRecoverFromLosingTwoOfThreeReplicas(t *testing.T) {
 	keys := make([]string, shards)
 	for s := range shards {
 		keys[s] = keyOnShard(t, tc.client(0), "recover", s, shards)
-		for i := range recoverTaken {
-			if v, err := cc.Do(ctx(t), "RL.SLIDING", keys[s], recoverLimit, 600_000).Int64Slice(); err != nil || v[0] != 1 {
-				t.Fatalf("%s, decision %d: %v %v", keys[s], i+1, v, err)
-			}
-		}
 	}
+	takeDecisions(t, cc, keys)
 	cc.Close()
 
 	// n2 and n3 are lost: their shards (all of them) cannot elect.
-	for _, i := range []int{1, 2} {
-		tc.kill(i)
-		if err := os.RemoveAll(tc.Nodes[i].DataDir()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tc.lose(1, 2)
 	c := tc.client(0)
 	for _, k := range keys {
-		poll.Until(t, 20*time.Second, k+" to answer TRYAGAIN", func() (bool, error) {
-			err := c.Do(ctx(t), "RL.SLIDING", k, recoverLimit, 600_000).Err()
-			return err != nil && strings.HasPrefix(err.Error(), "TRYAGAIN"), fmt.Errorf("answered %v", err)
-		})
+		waitTryAgain(t, c, k)
 	}
 
 	// Recovery is refused while the node runs.
@@ -176,7 +165,7 @@ func TestRecoverOneShardOfALivedCluster(t *testing.T) {
 	const shards = 3
 	tc := startCluster(t, shards)
 	tc.waitLeaders()
-	n4 := tc.join(0)
+	n4 := tc.joinOnceInitialised(0)
 	tc.waitNodes(0, "n1", "n2", "n3", "n4")
 	tc.mustDo(0, "CLUSTER", "MOVESHARD", 0, "n3", "n4")
 	tc.waitPlacement(0, 3, "shard 0 on n1, n2 and n4", func(p [][]replicaOf) error {
@@ -191,17 +180,9 @@ func TestRecoverOneShardOfALivedCluster(t *testing.T) {
 	}
 	takeDecisions(t, tc.client(0), keys)
 
-	for _, i := range []int{1, n4} {
-		tc.kill(i)
-		if err := os.RemoveAll(tc.Nodes[i].DataDir()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tc.lose(1, n4)
 	c := tc.client(0)
-	poll.Until(t, 20*time.Second, keys[0]+" to answer TRYAGAIN", func() (bool, error) {
-		err := c.Do(ctx(t), "RL.SLIDING", keys[0], recoverLimit, 600_000).Err()
-		return err != nil && strings.HasPrefix(err.Error(), "TRYAGAIN"), fmt.Errorf("answered %v", err)
-	})
+	waitTryAgain(t, c, keys[0])
 	for _, k := range keys[1:] { // n1 and n3 are a majority of the others
 		poll.Until(t, 20*time.Second, k+" to be decided without n2", func() (bool, error) {
 			return true, c.Do(ctx(t), "RL.SLIDING", k, recoverLimit, 600_000).Err()
@@ -254,7 +235,7 @@ func forgetForce(tc *testCluster, i int, ids ...string) {
 	tc.t.Helper()
 	for _, id := range ids {
 		retried := false
-		poll.Until(tc.t, 20*time.Second, "CLUSTER FORGET "+id+" FORCE", func() (bool, error) {
+		err := poll.Wait(20*time.Second, "CLUSTER FORGET "+id+" FORCE", func() (bool, error) {
 			_, err := tc.do(i, "CLUSTER", "FORGET", id, "FORCE")
 			if retried && err != nil && strings.Contains(err.Error(), "Unknown node") {
 				return true, nil
@@ -265,5 +246,49 @@ func forgetForce(tc *testCluster, i int, ids ...string) {
 			}
 			return err == nil, err
 		})
+		if err != nil {
+			tc.t.Fatalf("%v\nthe cluster's placement decisions:\n%s", err, tc.placementLog())
+		}
 	}
+}
+
+// lose kills the nodes (kill -9) and deletes their data directories: they
+// are lost for good.
+func (tc *testCluster) lose(nodes ...int) {
+	tc.t.Helper()
+	for _, i := range nodes {
+		tc.kill(i)
+		if err := os.RemoveAll(tc.Nodes[i].DataDir()); err != nil {
+			tc.t.Fatal(err)
+		}
+	}
+}
+
+// waitTryAgain waits until a decision on key through c answers TRYAGAIN:
+// its shard has no leader.
+func waitTryAgain(t *testing.T, c *redis.Client, key string) {
+	t.Helper()
+	poll.Until(t, 20*time.Second, key+" to answer TRYAGAIN", func() (bool, error) {
+		err := c.Do(ctx(t), "RL.SLIDING", key, recoverLimit, 600_000).Err()
+		return err != nil && strings.HasPrefix(err.Error(), "TRYAGAIN"), fmt.Errorf("answered %v", err)
+	})
+}
+
+// joinOnceInitialised is join for a cluster that has just started: a node
+// that joins before the catalogue's first entry is committed is refused
+// and exits, and is started again.
+func (tc *testCluster) joinOnceInitialised(via int) int {
+	tc.t.Helper()
+	n, err := tc.Join(tc.Nodes[via])
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	poll.Until(tc.t, 20*time.Second, n.ID+" to join", func() (bool, error) {
+		p, exited := n.Spawn(tc.t)
+		if exited && !strings.Contains(p.Log(), "not initialised yet") {
+			tc.t.Fatalf("%s: exit %d; log:\n%s", n.ID, p.ExitCode(), p.Log())
+		}
+		return !exited, errors.New("the catalogue is not initialised yet")
+	})
+	return len(tc.Nodes) - 1
 }
