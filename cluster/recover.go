@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -161,24 +162,32 @@ type offlineGroup struct {
 }
 
 // openOffline opens g's stores in cfg's data directory, as a start opens
-// them (openStores), with the state machine the group runs.
+// them (openStores), with the state machine the group runs. A group whose
+// files are missing is refused before anything is opened, so nothing is
+// created.
 func openOffline(cfg *RaftConfig, g GroupName) (*offlineGroup, error) {
 	og := &offlineGroup{cfg: cfg, group: g, halt: make(chan error, 1)}
+	var err error
 	switch {
 	case g.Catalogue && !cfg.Layout.HasCatalogueDir():
 		return nil, fmt.Errorf("%s: %w: %s holds no catalogue (a single node has none)", g, ErrNoGroup, cfg.Layout.Dir)
 	case g.Catalogue:
-		og.dir, _ = cfg.Layout.CatalogueDir()
+		og.dir, err = cfg.Layout.CatalogueDir()
 		og.fsm = newCatalogueFSM(og.halt)
 	case g.Shard < 0 || g.Shard >= cfg.Shards:
 		return nil, fmt.Errorf("%s: %w: the cluster's shards are 0 to %d", g, ErrNoGroup, cfg.Shards-1)
 	case !cfg.Layout.HasShardDir(g.Shard):
 		return nil, fmt.Errorf("%s: %w: node %s holds no replica of it in %s", g, ErrNoGroup, cfg.Self.ID, cfg.Layout.Dir)
 	default:
-		og.dir, _ = cfg.Layout.ShardDir(g.Shard)
+		og.dir, err = cfg.Layout.ShardDir(g.Shard)
 		og.fsm = newShardFSM(g.Shard, new(observerSlot), og.halt, cfg.Scripts)
 	}
-	var err error
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(persistence.LogStorePath(og.dir)); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", g, ErrNoGroup, err)
+	}
 	if og.st, err = openStores(og.dir, cfg.Log); err != nil {
 		return nil, fmt.Errorf("%s: %w", g, err)
 	}

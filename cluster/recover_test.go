@@ -134,6 +134,18 @@ func TestRecoverRefusals(t *testing.T) {
 	if _, err := RecoverGroup(empty, GroupName{Catalogue: true}, nil, false); !errors.Is(err, ErrNoGroup) {
 		t.Fatalf("an empty data directory's catalogue: %v", err)
 	}
+	// A shard directory without a log (an empty replica): refused, and
+	// left without one.
+	dir, err := empty.Layout.ShardDir(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RecoverGroup(empty, GroupName{Shard: 0}, nil, false); !errors.Is(err, ErrNoGroup) {
+		t.Fatalf("a shard directory without a log: %v", err)
+	}
+	if _, err := os.Stat(persistence.LogStorePath(dir)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused recovery made a log: %v", err)
+	}
 	if st, err := RecoverGroup(stopped, GroupName{Shard: 0}, nil, true); err != nil || len(st.Before.Servers) != 3 {
 		t.Fatalf("the refusals changed the configuration: %+v %v", st, err)
 	}
