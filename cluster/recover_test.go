@@ -193,3 +193,21 @@ func TestCatalogueRecordsARecoveredConfiguration(t *testing.T) {
 		t.Fatalf("a report is version %d", data[0])
 	}
 }
+
+// The placement driver gives a catalogue vote only to a node that answers
+// at that moment: one that has just died is not down yet for the health
+// polls (they wait downAfter), and given a vote while another voter is
+// gone or leaving, it would leave the catalogue without a reachable
+// majority for good (found by TestRecoverOneShardOfALivedCluster, whose
+// FORGET FORCE came within a second of a node's death).
+func TestCatalogueVoteOnlyForANodeThatAnswersNow(t *testing.T) {
+	tc := startTestCluster(t, 3, 1)
+	n := tc.nodes[0]
+	poll.Until(t, 10*time.Second, "n3 to answer", func() (bool, error) { return n.answersNow("n3"), nil })
+	tc.net.isolate("n3") // its machine is gone
+	down := n.down("n3")
+	if n.answersNow("n3") {
+		t.Fatal("a node that has just gone answers")
+	}
+	t.Logf("down for the health polls at once: %v", down)
+}
