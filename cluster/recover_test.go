@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -210,4 +211,50 @@ func TestCatalogueVoteOnlyForANodeThatAnswersNow(t *testing.T) {
 		t.Fatal("a node that has just gone answers")
 	}
 	t.Logf("down for the health polls at once: %v", down)
+}
+
+// Two survivors recover with the same voters: each rewrites its own
+// replica, they elect one of them, and the replicas agree.
+func TestRecoverTwoSurvivorsWithTheSameVoters(t *testing.T) {
+	tc := startTestCluster(t, 3, 1)
+	const key = "k"
+	leader := tc.leaderOf(0)
+	for range 7 {
+		if _, err := tc.call(leader, 0, sliding(key, 10, 600_000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tc.converge(0)
+	for i := range tc.nodes {
+		tc.crash(i)
+	}
+	if err := os.RemoveAll(tc.dirs[2]); err != nil {
+		t.Fatal(err)
+	}
+	voters := []string{"n1", "n2"}
+	for _, i := range []int{0, 1} {
+		for _, g := range []GroupName{{Shard: 0}, {Catalogue: true}} {
+			rec, err := RecoverGroup(tc.recoverConfig(i), g, voters, false)
+			if err != nil || !rec.Written || len(rec.After) != 2 {
+				t.Fatalf("n%d, %s: %+v %v", i+1, g, rec, err)
+			}
+		}
+	}
+	tc.start(0, nil)
+	tc.start(1, nil)
+	r, err := tc.call(tc.leaderOf(0), 0, sliding(key, 10, 600_000))
+	if err != nil || r.Results[0].Decision.Remaining != 2 {
+		t.Fatalf("after the recovery: %+v %v, want 2 remaining (7 of 10 were taken before)", r.Results, err)
+	}
+	tc.converge(0)
+	poll.Until(t, 10*time.Second, "the catalogue to record the recovered configuration", func() (bool, error) {
+		p := tc.nodes[0].Catalogue().Placement[0]
+		marked := 0
+		for _, i := range []int{0, 1} {
+			if dir, err := tc.recoverConfig(i).Layout.ShardDir(0); err == nil && persistence.IsRecovered(dir) {
+				marked++
+			}
+		}
+		return sameSet(p.Voters, voters) && marked == 0, fmt.Errorf("placement %s, %d replicas still marked", joinIDs(p.Voters), marked)
+	})
 }
