@@ -16,7 +16,14 @@ import (
 // changes nothing and answers its error, alike on every node.
 
 // catalogueEntryVersion is the version byte of catalogue entries.
-const catalogueEntryVersion = 1
+// Version 2 is a version 1 entry with a field that version 1 would ignore
+// and so apply otherwise (a recovered shard's configuration): only those
+// entries carry it, so that a node of a release before it stops and asks
+// to be upgraded (ErrNewerEntry) rather than disagree with the others.
+const (
+	catalogueEntryVersion   = 1
+	catalogueEntryRecovered = 2
+)
 
 // The kinds of change.
 const (
@@ -42,6 +49,7 @@ type catalogueOp struct {
 	Voters    []string   `json:"voters,omitempty"`    // config
 	Learners  []string   `json:"learners,omitempty"`  // config
 	Index     uint64     `json:"index,omitempty"`     // config: the shard log's index
+	Recovered bool       `json:"recovered,omitempty"` // config: rewritten by rlserver recover (version 2)
 	Target    []string   `json:"target,omitempty"`    // target
 	Expect    []string   `json:"expect,omitempty"`    // target: the target it replaces
 	PopMove   bool       `json:"pop_move,omitempty"`  // target: starts the first queued move
@@ -55,7 +63,11 @@ func (op catalogueOp) encode() []byte {
 	if err != nil {
 		panic(err) // every field marshals
 	}
-	return append([]byte{catalogueEntryVersion}, b...)
+	version := byte(catalogueEntryVersion)
+	if op.Recovered {
+		version = catalogueEntryRecovered
+	}
+	return append([]byte{version}, b...)
 }
 
 // decodeCatalogueOp reads a catalogue entry.
@@ -64,9 +76,9 @@ func decodeCatalogueOp(data []byte) (catalogueOp, error) {
 	switch {
 	case len(data) == 0:
 		return op, fmt.Errorf("%w: empty catalogue entry", errBadEntry)
-	case data[0] > catalogueEntryVersion:
+	case data[0] > catalogueEntryRecovered:
 		return op, fmt.Errorf("%w (catalogue entry version %d)", ErrNewerEntry, data[0])
-	case data[0] != catalogueEntryVersion:
+	case data[0] != catalogueEntryVersion && data[0] != catalogueEntryRecovered:
 		return op, fmt.Errorf("%w: catalogue entry version %d", errBadEntry, data[0])
 	}
 	if err := json.Unmarshal(data[1:], &op); err != nil {
@@ -111,7 +123,7 @@ func apply(c *Catalogue, op catalogueOp, index uint64) (*Catalogue, error) {
 	case opDrop:
 		next, err = c.drop(op.ID)
 	case opConfig:
-		next, err = c.config(op.Shard, op.Voters, op.Learners, op.Index)
+		next, err = c.config(op.Shard, op.Voters, op.Learners, op.Index, op.Recovered)
 	case opTarget:
 		next, err = c.target(op.Shard, op.Target, op.Expect, op.PopMove)
 	case opMoveShard:
@@ -250,13 +262,16 @@ func (c *Catalogue) dropNow(id string) *Catalogue {
 }
 
 // config records a shard's Raft configuration, as its leader reports it;
-// a report older than the one recorded changes nothing.
-func (c *Catalogue) config(shard int, voters, learners []string, index uint64) (*Catalogue, error) {
+// a report older than the one recorded changes nothing, unless it is a
+// recovered group's (rlserver recover): its configuration is recorded at
+// the start of its log, before those of the replicas it lost, and is the
+// shard's from then on.
+func (c *Catalogue) config(shard int, voters, learners []string, index uint64, recovered bool) (*Catalogue, error) {
 	if shard < 0 || shard >= c.Shards {
 		return nil, refused(MemberBadMove, "no shard %d", shard)
 	}
 	p := c.Placement[shard]
-	if index <= p.ConfigIndex && p.ConfigIndex != 0 {
+	if index <= p.ConfigIndex && p.ConfigIndex != 0 && !recovered {
 		return nil, errNoChange
 	}
 	if slices.Equal(p.Voters, voters) && slices.Equal(p.Learners, learners) && index == p.ConfigIndex {

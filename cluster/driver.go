@@ -238,7 +238,7 @@ func (n *RaftShards) keepCatalogueGroup(cat *Catalogue) bool {
 	if len(goodVoters) < want {
 		for _, s := range servers {
 			id := string(s.ID)
-			if s.Suffrage == raft.Voter || !good(id) || n.down(id) || !n.catalogueCaughtUp(id, cat) {
+			if s.Suffrage == raft.Voter || !good(id) || n.down(id) || !n.catalogueCaughtUp(id, cat) || !n.answersNow(id) {
 				continue
 			}
 			return n.changeCatalogueGroup("giving a node a vote in the catalogue",
@@ -260,6 +260,20 @@ func (n *RaftShards) keepCatalogueGroup(cat *Catalogue) bool {
 		return n.changeCatalogueGroup("taking a node's vote in the catalogue", meta.raft.DemoteVoter(raft.ServerID(demote), 0, 0))
 	}
 	return false
+}
+
+// answersNow asks node id how it is, now: a vote is given only to a node
+// that answers at that moment, not one the health polls heard from last.
+// With a voter down, the catalogue's majority is thin; a node that died
+// since its last poll, given a vote, would be one more voter the group
+// needs and cannot reach, and the catalogue could elect no leader again.
+func (n *RaftShards) answersNow(id string) bool {
+	m := n.member(id)
+	if m == nil {
+		return false
+	}
+	_, err := n.fwd.status(m.Bus, n.cfg.Self.ID, n.cfg.Incarnation, healthInterval)
+	return err == nil
 }
 
 // catalogueCaughtUp reports whether node id holds the catalogue as it is.

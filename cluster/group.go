@@ -34,6 +34,10 @@ type group struct {
 	moved func(shard int, from, to *Member)
 	// stop ends the goroutines that watch and reconcile the group.
 	stop chan struct{}
+
+	// recovered is set while the group's directory holds a recovery's
+	// mark (recover.go).
+	recovered atomic.Bool
 }
 
 // stores are a group's log, stable and snapshot stores.
@@ -97,6 +101,7 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 			shard, dir, cfg.Self.ID)
 	}
 	g.store = st.bolt
+	g.recovered.Store(persistence.IsRecovered(dir))
 	if g.raft, err = newRaft(raftConfig(cfg, fmt.Sprintf("raft.shard%d", shard)), g.fsm, st.logs, st.bolt, st.snaps, trans); err != nil {
 		st.bolt.Close()
 		return nil, fmt.Errorf("shard %d: %w", shard, err)

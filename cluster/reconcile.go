@@ -54,7 +54,14 @@ func (n *RaftShards) reconcile() {
 		changed := n.catalogueChanged()
 		if cat := n.committedCatalogue(); cat != nil {
 			for shard := range n.groups {
-				if g := n.groups[shard].Load(); g != nil && g.raft.State() == raft.Leader && shard < len(cat.Placement) {
+				g := n.groups[shard].Load()
+				if g == nil || shard >= len(cat.Placement) {
+					continue
+				}
+				if g.recovered.Load() {
+					n.settleRecovered(g, cat.Placement[shard])
+				}
+				if g.raft.State() == raft.Leader {
 					n.reconcileShard(g, cat.Placement[shard], cu)
 				}
 			}
@@ -105,8 +112,9 @@ func (n *RaftShards) reconcileShard(g *group, p Placement, cu *catchUp) {
 	if !ok {
 		return
 	}
-	if !sameSet(cfg.voters, p.Voters) || !sameSet(cfg.learners, p.Learners) {
-		n.reportConfig(g.shard, cfg)
+	recovered := g.recovered.Load()
+	if !sameSet(cfg.voters, p.Voters) || !sameSet(cfg.learners, p.Learners) || (recovered && cfg.index != p.ConfigIndex) {
+		n.reportConfig(g.shard, cfg, recovered)
 		return
 	}
 	self := n.cfg.Self.ID
@@ -206,16 +214,16 @@ func (n *RaftShards) changeConfig(g *group, what, id string, f raft.IndexFuture)
 	}
 	n.cfg.Log.Info("changed a shard's replicas", "shard", g.shard, "step", what, "node", id)
 	if cfg, ok := configuration(g); ok {
-		n.reportConfig(g.shard, cfg)
+		n.reportConfig(g.shard, cfg, g.recovered.Load())
 	}
 }
 
 // reportConfig records a group's committed configuration in the
-// catalogue.
-func (n *RaftShards) reportConfig(shard int, cfg groupConfig) {
+// catalogue; recovered says the group was recovered (recover.go).
+func (n *RaftShards) reportConfig(shard int, cfg groupConfig, recovered bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RequestTimeout)
 	defer cancel()
-	_, err := n.propose(ctx, catalogueOp{Op: opConfig, Shard: shard, Voters: cfg.voters, Learners: cfg.learners, Index: cfg.index})
+	_, err := n.propose(ctx, catalogueOp{Op: opConfig, Shard: shard, Voters: cfg.voters, Learners: cfg.learners, Index: cfg.index, Recovered: recovered})
 	if err != nil {
 		n.cfg.Log.Debug("reporting a shard's replicas to the catalogue", "shard", shard, "err", err)
 	}

@@ -257,11 +257,20 @@ func (l Layout) RemoveShardDir(shard int) error {
 // CatalogueDir is the directory of the catalogue's Raft group (the
 // cluster's membership and placement), created on demand.
 func (l Layout) CatalogueDir() (string, error) {
-	dir := filepath.Join(l.Dir, "catalogue")
+	dir := l.cataloguePath()
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", fmt.Errorf("catalogue directory: %w", err)
 	}
 	return dir, nil
+}
+
+func (l Layout) cataloguePath() string { return filepath.Join(l.Dir, "catalogue") }
+
+// HasCatalogueDir reports whether the directory holds the catalogue
+// group's files.
+func (l Layout) HasCatalogueDir() bool {
+	_, err := os.Stat(l.cataloguePath())
+	return err == nil
 }
 
 func mustJSON(v any) []byte {

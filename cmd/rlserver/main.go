@@ -56,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string
 			return runBackup(args[1:], stdout, stderr, lookupEnv)
 		case "restore":
 			return runRestore(args[1:], stdout, stderr, lookupEnv)
+		case "recover":
+			return runRecover(args[1:], stdout, stderr, lookupEnv)
 		}
 	}
 	o, err := parseFlags(args, stderr, lookupEnv)
@@ -262,7 +264,7 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 // for, and names the mode for the log. raft is nil in memory. hashicorp/raft
 // logs into log too, at the levels cluster gives its records.
 func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Logger) (shards backend, raft *cluster.RaftShards, mode string, err error) {
-	scripts := script.New(script.Config{ErrorText: server.ErrorText, Log: log, RedisVersion: server.RedisVersion})
+	scripts := newScripts(log)
 	if o.inMemory {
 		cfg := cluster.DefaultMemoryConfig()
 		cfg.Shards, cfg.Clock, cfg.Scripts = o.shards, clock, scripts
@@ -327,4 +329,10 @@ func sameMembers(a, b []cluster.Member) bool {
 		}
 	}
 	return true
+}
+
+// newScripts is the Lua runner of the shards' scripts (EVAL), which a
+// shard's replicated entries need to be applied.
+func newScripts(log *slog.Logger) *script.Runner {
+	return script.New(script.Config{ErrorText: server.ErrorText, Log: log, RedisVersion: server.RedisVersion})
 }
