@@ -57,6 +57,16 @@ func (c checkedLogs) GetLog(index uint64, l *raft.Log) error {
 	return nil
 }
 
+// IsMonotonic says whether the store refuses a gap between entries (the
+// WAL does): Raft then drops the whole log when it installs a snapshot,
+// instead of leaving a gap before the snapshot's next entry.
+// (raft.MonotonicLogStore: the wrapper must pass it on, or Raft would not
+// see it.)
+func (c checkedLogs) IsMonotonic() bool {
+	m, ok := c.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
 // StoreLog stores one entry with its checksum.
 func (c checkedLogs) StoreLog(l *raft.Log) error {
 	return c.StoreLogs([]*raft.Log{l})

@@ -323,14 +323,18 @@ func TestFaultFullDisk(t *testing.T) {
 func TestFaultDamagedLogTail(t *testing.T) {
 	t.Parallel()
 	began := time.Now()
-	tc := startCluster(t, 3)
+	victim, shard := 2, 0 // n3, a follower of shard 0
+	tc := newCluster(t, 3)
+	// The damages are bbolt's (logDamages): the victim keeps its logs so.
+	// The WAL's are cluster.TestRaftRefusesADamagedWAL's.
+	tc.Nodes[victim].Config.Args = append(tc.Nodes[victim].Config.Args, "--raft-log-store", "bolt")
+	tc.Launch(t)
 	tc.waitPreferredLeaders()
 	l := newFaultLoad(t, tc, 1_000_000)
 	var names []string
 	for _, k := range l.keys {
 		names = append(names, k.name)
 	}
-	victim, shard := 2, 0 // n3, a follower of shard 0
 	for phase, ld := range logDamages {
 		dataDir := tc.Nodes[victim].DataDir()
 		store := filepath.Join(dataDir, "shards", "000", "raft.db")
