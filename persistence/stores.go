@@ -22,6 +22,8 @@ type Store interface {
 	raft.LogStore
 	raft.StableStore
 	io.Closer
+	// Path is the store's file or directory, for errors to name.
+	Path() string
 }
 
 // OpenLogStore opens the Raft log and stable store of the group in dir: in
@@ -43,7 +45,11 @@ func OpenLogStore(dir string, newStore LogFormat, logger hclog.Logger) (Store, e
 	case LogWAL:
 		return openWAL(WALPath(dir), logger)
 	case LogBolt:
-		return openLogStoreAt(LogStorePath(dir))
+		store, err := openLogStoreAt(LogStorePath(dir))
+		if err != nil {
+			return nil, err
+		}
+		return boltStore{store, LogStorePath(dir)}, nil
 	}
 	return nil, fmt.Errorf("open the Raft log in %s: unknown format %d", dir, format)
 }
@@ -53,6 +59,15 @@ func OpenLogStore(dir string, newStore LogFormat, logger hclog.Logger) (Store, e
 func LogStorePath(dir string) string {
 	return filepath.Join(dir, "raft.db")
 }
+
+// boltStore is a raft-boltdb store and its file.
+type boltStore struct {
+	*raftboltdb.BoltStore
+	path string
+}
+
+// Path is the store's file.
+func (s boltStore) Path() string { return s.path }
 
 // openLogStoreAt opens the bbolt log store at path. bbolt's free list is
 // kept in memory instead of being rewritten on every commit, and the open

@@ -30,7 +30,11 @@ const walLockFile = "LOCK"
 type walStore struct {
 	*wal.WAL
 	lock *os.File
+	path string
 }
+
+// Path is the WAL's directory.
+func (s *walStore) Path() string { return s.path }
 
 // openWAL opens, or creates, the WAL in directory path. raft-wal itself
 // would wait forever for another process's lock on its meta file: the
@@ -50,9 +54,9 @@ func openWAL(path string, logger hclog.Logger) (Store, error) {
 	w, err := wal.Open(path, wal.WithSegmentSize(walSegmentSize), wal.WithLogger(logger))
 	if err != nil {
 		lock.Close()
-		return nil, fmt.Errorf("%w: %s: %v", ErrDamagedLog, path, err)
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &walStore{WAL: w, lock: lock}, nil
+	return &walStore{WAL: w, lock: lock, path: path}, nil
 }
 
 // Close closes the WAL and releases the directory.
