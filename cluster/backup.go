@@ -173,7 +173,7 @@ func InstallBackup(cfg RaftConfig, shard int, index uint64, frame io.Reader) (er
 	if err != nil {
 		return err
 	}
-	store, err := persistence.OpenLogStore(dir)
+	store, err := persistence.OpenLogStore(dir, cfg.LogStore, newRaftLogger(cfg.Log, "wal"))
 	if err != nil {
 		return err
 	}
@@ -199,5 +199,14 @@ func InstallBackup(cfg RaftConfig, shard int, index uint64, frame io.Reader) (er
 		sink.Cancel()
 		return fmt.Errorf("shard %d snapshot: %w", shard, err)
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return fmt.Errorf("shard %d snapshot: %w", shard, err)
+	}
+	// The snapshot holds the configuration the bootstrap entry carried.
+	// Without that entry the log starts after the snapshot, with no gap,
+	// which the WAL (a store that refuses gaps) needs.
+	if err := store.DeleteRange(1, 1); err != nil {
+		return fmt.Errorf("shard %d: drop the bootstrap entry: %w", shard, err)
+	}
+	return nil
 }

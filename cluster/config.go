@@ -61,6 +61,9 @@ type RaftConfig struct {
 	// Layout is the data directory that holds every shard's log and
 	// snapshots, and the catalogue's.
 	Layout persistence.Layout
+	// LogStore is the format of the Raft log stores this node creates (a
+	// group's existing store keeps its own).
+	LogStore persistence.LogFormat
 	// Incarnation is the random id of the data directory
 	// (persistence.Identity): the cluster remembers each node's, and
 	// refuses a node that comes back under its id with another one.
@@ -150,7 +153,8 @@ func DefaultRaftConfig(self Member, members []Member) RaftConfig {
 	}
 	return RaftConfig{
 		Self: self, Members: members, Shards: len(members),
-		Clock: SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Dial: tcpDial,
+		LogStore: persistence.DefaultLogFormat,
+		Clock:    SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Dial: tcpDial,
 		HeartbeatTimeout: heartbeat, ElectionTimeout: heartbeat,
 		// Frequent, small snapshots keep the log, and so the disk, small
 		// under constant load: a shard's snapshot is its live keys, written
@@ -173,6 +177,8 @@ func (c RaftConfig) Validate() error {
 	switch {
 	case c.Layout.Dir == "":
 		return invalidSetting("RaftConfig.Layout", "names no data directory")
+	case c.LogStore != persistence.LogWAL && c.LogStore != persistence.LogBolt:
+		return invalidSetting("RaftConfig.LogStore", "%v: must be wal or bolt", c.LogStore)
 	case c.Clock == nil:
 		return invalidSetting("RaftConfig.Clock", "must be set")
 	case c.Log == nil:

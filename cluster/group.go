@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/rlserver/rlserver/persistence"
 )
@@ -21,7 +20,7 @@ type group struct {
 	shard int
 	raft  *raft.Raft
 	fsm   *shardFSM
-	store *raftboltdb.BoltStore
+	store persistence.Store
 	trans io.Closer
 	prop  *proposer
 
@@ -42,30 +41,30 @@ type group struct {
 
 // stores are a group's log, stable and snapshot stores.
 type stores struct {
-	bolt     *raftboltdb.BoltStore
-	logs     raft.LogStore
+	store    persistence.Store // log and stable store
+	logs     raft.LogStore     // store's log, checked and cached
 	snaps    raft.SnapshotStore
 	existing bool // they hold Raft state already
 }
 
-// openStores opens the stores of a group in dir. A damaged log is reported
-// as such.
-func openStores(dir string, log *slog.Logger) (st stores, err error) {
-	if st.bolt, err = persistence.OpenLogStore(dir); err != nil {
+// openStores opens the stores of a group in dir; a new log store is made in
+// format. A damaged log is reported as such.
+func openStores(dir string, format persistence.LogFormat, log *slog.Logger) (st stores, err error) {
+	if st.store, err = persistence.OpenLogStore(dir, format, newRaftLogger(log, "wal")); err != nil {
 		return st, err
 	}
 	defer func() {
 		if err != nil {
-			st.bolt.Close()
+			st.store.Close()
 		}
 	}()
-	if st.logs, err = raft.NewLogCache(512, persistence.CheckedLogs(st.bolt, persistence.LogStorePath(dir))); err != nil {
+	if st.logs, err = raft.NewLogCache(512, persistence.CheckedLogs(st.store, st.store.Path())); err != nil {
 		return st, err
 	}
 	if st.snaps, err = persistence.OpenSnapshotStore(dir, newRaftLogger(log, "snapshots")); err != nil {
 		return st, err
 	}
-	if st.existing, err = raft.HasExistingState(st.logs, st.bolt, st.snaps); err != nil {
+	if st.existing, err = raft.HasExistingState(st.logs, st.store, st.snaps); err != nil {
 		return st, err
 	}
 	// NewRaft reads the last entry first, and reports a failure to read it
@@ -90,20 +89,20 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStores(dir, cfg.Log)
+	st, err := openStores(dir, cfg.LogStore, cfg.Log)
 	if err != nil {
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
 	}
 	if requireState && !st.existing {
-		st.bolt.Close()
+		st.store.Close()
 		return nil, refused(MemberIncarnation, "shard %d: %s holds no Raft state, yet the cluster counts this node among the shard's voters: "+
 			"its state, and the votes it cast, are lost; run CLUSTER FORGET %s FORCE on a live node, then start this node as a new one with --join",
 			shard, dir, cfg.Self.ID)
 	}
-	g.store = st.bolt
+	g.store = st.store
 	g.recovered.Store(persistence.IsRecovered(dir))
-	if g.raft, err = newRaft(raftConfig(cfg, fmt.Sprintf("raft.shard%d", shard)), g.fsm, st.logs, st.bolt, st.snaps, trans); err != nil {
-		st.bolt.Close()
+	if g.raft, err = newRaft(raftConfig(cfg, fmt.Sprintf("raft.shard%d", shard)), g.fsm, st.logs, st.store, st.snaps, trans); err != nil {
+		st.store.Close()
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
 	}
 	if c, ok := trans.(io.Closer); ok {
@@ -114,7 +113,7 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 		// that safe, and ErrCantBootstrap only means it already was.
 		if err := g.raft.BootstrapCluster(voters(bootstrap)).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			g.raft.Shutdown()
-			st.bolt.Close()
+			st.store.Close()
 			return nil, fmt.Errorf("shard %d bootstrap: %w", shard, err)
 		}
 	}

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/rlserver/rlserver/persistence"
 )
 
 // Where the catalogue lives. The catalogue is replicated in a Raft group of
@@ -34,7 +35,7 @@ const catalogueVoters = maxReplicas
 type metaGroup struct {
 	raft  *raft.Raft
 	fsm   *catalogueFSM
-	store *raftboltdb.BoltStore
+	store persistence.Store
 	trans io.Closer
 }
 
@@ -48,14 +49,14 @@ func openMeta(cfg *RaftConfig, trans raft.Transport, halt chan<- error, bootstra
 		return nil, err
 	}
 	m := &metaGroup{fsm: newCatalogueFSM(halt)}
-	st, err := openStores(dir, cfg.Log)
+	st, err := openStores(dir, cfg.LogStore, cfg.Log)
 	if err != nil {
 		return nil, fmt.Errorf("catalogue: %w", err)
 	}
-	m.store = st.bolt
+	m.store = st.store
 	c := raftConfig(cfg, "raft.catalogue")
-	if m.raft, err = newRaft(c, m.fsm, st.logs, st.bolt, st.snaps, trans); err != nil {
-		st.bolt.Close()
+	if m.raft, err = newRaft(c, m.fsm, st.logs, st.store, st.snaps, trans); err != nil {
+		st.store.Close()
 		return nil, fmt.Errorf("catalogue: %w", err)
 	}
 	if closer, ok := trans.(io.Closer); ok {

@@ -86,6 +86,9 @@ type testCluster struct {
 	shards  int
 	clock   Clock
 	busTLS  []*BusTLS // each node's bus security, nil for plain TCP
+	// logStore is the format of the nodes' new Raft logs (LogNone: the
+	// default).
+	logStore persistence.LogFormat
 }
 
 func startTestCluster(t *testing.T, size, shards int) *testCluster {
@@ -102,7 +105,19 @@ func startTestClusterB(t testing.TB, size, shards int) *testCluster {
 // busTLS[i] (nil: no TLS).
 func startSecureTestCluster(t testing.TB, size, shards int, busTLS []*BusTLS) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, net: newTestNet(), shards: shards, clock: SystemClock{}, busTLS: busTLS}
+	return launchTestCluster(&testCluster{t: t, net: newTestNet(), shards: shards, clock: SystemClock{}, busTLS: busTLS}, size)
+}
+
+// startTestClusterLogs is startTestCluster with Raft logs in format.
+func startTestClusterLogs(t testing.TB, size, shards int, format persistence.LogFormat) *testCluster {
+	t.Helper()
+	return launchTestCluster(&testCluster{t: t, net: newTestNet(), shards: shards, clock: SystemClock{}, logStore: format}, size)
+}
+
+// launchTestCluster starts size nodes with tc's settings.
+func launchTestCluster(tc *testCluster, size int) *testCluster {
+	t := tc.t
+	t.Helper()
 	lns := make([]net.Listener, size)
 	for i := range size {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -173,6 +188,9 @@ func (tc *testCluster) tryStart(i int, ln net.Listener) error {
 	cfg := DefaultRaftConfig(m, members)
 	cfg.Shards, cfg.Layout, cfg.Clock, cfg.Bus, cfg.BusTLS = tc.shards, layout.Layout, tc.clock, ln, sec
 	cfg.Incarnation = layout.Identity.Incarnation
+	if tc.logStore != persistence.LogNone {
+		cfg.LogStore = tc.logStore
+	}
 	cfg.Dial = tc.net.dialer(m.ID)
 	cfg.HeartbeatTimeout, cfg.ElectionTimeout = 250*time.Millisecond, 250*time.Millisecond
 	cfg.RequestTimeout = 3 * time.Second

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -185,10 +184,13 @@ func openOffline(cfg *RaftConfig, g GroupName) (*offlineGroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(persistence.LogStorePath(og.dir)); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", g, ErrNoGroup, err)
+	switch format, err := persistence.StoredLogFormat(og.dir); {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", g, err)
+	case format == persistence.LogNone:
+		return nil, fmt.Errorf("%s: %w: %s holds no Raft log", g, ErrNoGroup, og.dir)
 	}
-	if og.st, err = openStores(og.dir, cfg.Log); err != nil {
+	if og.st, err = openStores(og.dir, cfg.LogStore, cfg.Log); err != nil {
 		return nil, fmt.Errorf("%s: %w", g, err)
 	}
 	if !og.st.existing {
@@ -200,7 +202,7 @@ func openOffline(cfg *RaftConfig, g GroupName) (*offlineGroup, error) {
 
 // close closes the stores.
 func (og *offlineGroup) close() {
-	var c io.Closer = og.st.bolt
+	var c io.Closer = og.st.store
 	c.Close()
 }
 
@@ -221,7 +223,7 @@ func (og *offlineGroup) state() (GroupState, error) {
 	c.NoSnapshotRestoreOnStart = true
 	_, trans := raft.NewInmemTransport("")
 	defer trans.Close()
-	var stable raft.StableStore = og.st.bolt
+	var stable raft.StableStore = og.st.store
 	conf, err := readConfiguration(c, og.fsm, og.st.logs, stable, og.st.snaps, trans)
 	if err != nil {
 		return st, fmt.Errorf("%s: reading its configuration: %w", og.group, err)
@@ -281,7 +283,7 @@ func (og *offlineGroup) recover(servers []RaftServer) error {
 	}
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(servers[0].Address))
 	defer trans.Close()
-	var stable raft.StableStore = og.st.bolt
+	var stable raft.StableStore = og.st.store
 	if err := raft.RecoverCluster(og.raftConfig(), og.fsm, og.st.logs, stable, og.st.snaps, trans, conf); err != nil {
 		select {
 		case herr := <-og.halt:

@@ -144,8 +144,8 @@ func TestRecoverRefusals(t *testing.T) {
 	if _, err := RecoverGroup(empty, GroupName{Shard: 0}, nil, false); !errors.Is(err, ErrNoGroup) {
 		t.Fatalf("a shard directory without a log: %v", err)
 	}
-	if _, err := os.Stat(persistence.LogStorePath(dir)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("a refused recovery made a log: %v", err)
+	if format, err := persistence.StoredLogFormat(dir); format != persistence.LogNone || err != nil {
+		t.Fatalf("a refused recovery made a log: %v, %v", format, err)
 	}
 	if st, err := RecoverGroup(stopped, GroupName{Shard: 0}, nil, true); err != nil || len(st.Before.Servers) != 3 {
 		t.Fatalf("the refusals changed the configuration: %+v %v", st, err)

@@ -35,7 +35,7 @@ func NewRaftSink() *RaftSink {
 		Buckets: raftTimingBuckets,
 	}, []string{"phase"})
 	restore := hist("rlserver_raft_restore_duration_seconds", "Time to restore a shard's state from a snapshot (at start, or sent by the leader).")
-	store := hist("rlserver_raft_log_store_duration_seconds", "Time to append a batch of entries to a shard's Raft log on disk, fsync included (raft-boltdb's StoreLogs).")
+	store := hist("rlserver_raft_log_store_duration_seconds", "Time to append a batch of entries to a shard's Raft log on disk, fsync included in either log format.")
 	commit := hist("rlserver_raft_commit_duration_seconds", "On a shard's leader: time from appending an entry to its commit by a majority (replication and the followers' fsyncs).")
 	apply := hist("rlserver_raft_apply_duration_seconds", "Time to apply a batch of committed entries to a shard's state.")
 	s := &RaftSink{
@@ -44,7 +44,7 @@ func NewRaftSink() *RaftSink {
 			"raft.fsm.snapshot":          snapshot.WithLabelValues("capture"),
 			"raft.snapshot.persist":      snapshot.WithLabelValues("persist"),
 			"raft.fsm.restore":           restore,
-			"raft.boltdb.storeLogs":      store,
+			"rlserver.log.storeLogs":     store,
 			"raft.commitTime":            commit,
 			"raft.fsm.applyBatch":        apply,
 		},

@@ -80,11 +80,11 @@ func TestCheckedLogsRefuseDamagedEntries(t *testing.T) {
 // with ErrDamagedLog.
 func TestLogStoreRefusesAFileCutShort(t *testing.T) {
 	dir := t.TempDir()
-	store, err := OpenLogStore(dir)
+	store, err := OpenLogStore(dir, LogBolt, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := CheckedLogs(store, LogStorePath(dir))
+	logs := CheckedLogs(store, dir)
 	for i := uint64(1); i <= 200; i++ {
 		if err := logs.StoreLog(&raft.Log{Index: i, Term: 1, Data: bytes.Repeat([]byte{byte(i)}, 1000)}); err != nil {
 			t.Fatal(err)
@@ -98,7 +98,7 @@ func TestLogStoreRefusesAFileCutShort(t *testing.T) {
 	if err := os.Truncate(LogStorePath(dir), info.Size()/2+1234); err != nil {
 		t.Fatal(err)
 	}
-	if store, err := OpenLogStore(dir); !errors.Is(err, ErrDamagedLog) {
+	if store, err := OpenLogStore(dir, LogBolt, nil); !errors.Is(err, ErrDamagedLog) {
 		if err == nil {
 			store.Close()
 		}

@@ -58,12 +58,12 @@ func TestLogStoreRefusesASecondOpener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := OpenLogStore(dir)
+	first, err := OpenLogStore(dir, LogBolt, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	if _, err := OpenLogStore(dir); !errors.Is(err, ErrInUse) {
+	if _, err := OpenLogStore(dir, LogBolt, nil); !errors.Is(err, ErrInUse) {
 		t.Fatalf("second open: %v, want ErrInUse", err)
 	}
 }

@@ -3,6 +3,7 @@ package persistence
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -15,21 +16,62 @@ import (
 // ErrInUse reports a shard store that another process holds open.
 var ErrInUse = errors.New("data directory is in use by another rlserver")
 
-// OpenLogStore opens a shard's Raft log and stable store. It fsyncs every
-// append (never NoSync: that loses votes and entries on power loss), keeps
-// bbolt's free list in memory instead of rewriting it on every commit, and
-// gives up after a second when another process holds the file. A file cut
-// short is refused with ErrDamagedLog.
-func OpenLogStore(shardDir string) (*raftboltdb.BoltStore, error) {
-	return openLogStoreAt(LogStorePath(shardDir))
+// Store is a group's Raft log and stable store (its votes and term), in
+// one of the LogFormats.
+type Store interface {
+	raft.LogStore
+	raft.StableStore
+	io.Closer
+	// Path is the store's file or directory, for errors to name.
+	Path() string
 }
 
-// LogStorePath is the file of a shard's Raft log and stable store.
-func LogStorePath(shardDir string) string {
-	return filepath.Join(shardDir, "raft.db")
+// OpenLogStore opens the Raft log and stable store of the group in dir: in
+// the format it already has, or, when dir holds neither, a new store in
+// format newStore. Either format fsyncs every append before it returns
+// (never a NoSync mode: that loses votes and entries on power loss), and
+// refuses with ErrInUse a store another process holds open. A bbolt file
+// cut short, or a WAL that does not read back, is refused with
+// ErrDamagedLog. The WAL logs through logger.
+func OpenLogStore(dir string, newStore LogFormat, logger hclog.Logger) (Store, error) {
+	format, err := StoredLogFormat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if format == LogNone {
+		format = newStore
+	}
+	switch format {
+	case LogWAL:
+		return openWAL(WALPath(dir), logger)
+	case LogBolt:
+		store, err := openLogStoreAt(LogStorePath(dir))
+		if err != nil {
+			return nil, err
+		}
+		return boltStore{store, LogStorePath(dir)}, nil
+	}
+	return nil, fmt.Errorf("open the Raft log in %s: unknown format %d", dir, format)
 }
 
-// openLogStoreAt is OpenLogStore for the file at path.
+// LogStorePath is the file of a group's log and stable store in the bbolt
+// format.
+func LogStorePath(dir string) string {
+	return filepath.Join(dir, "raft.db")
+}
+
+// boltStore is a raft-boltdb store and its file.
+type boltStore struct {
+	*raftboltdb.BoltStore
+	path string
+}
+
+// Path is the store's file.
+func (s boltStore) Path() string { return s.path }
+
+// openLogStoreAt opens the bbolt log store at path. bbolt's free list is
+// kept in memory instead of being rewritten on every commit, and the open
+// gives up after a second when another process holds the file.
 func openLogStoreAt(path string) (*raftboltdb.BoltStore, error) {
 	if err := checkLength(path); err != nil {
 		return nil, err

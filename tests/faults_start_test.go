@@ -40,7 +40,7 @@ func TestFaultStartOnFullDisk(t *testing.T) {
 	if code := refused.ExitCode(); code == 0 {
 		t.Errorf("exit code 0 after refusing to start")
 	}
-	if !regexp.MustCompile(`raft\.db.*file too large`).MatchString(refused.Log()) {
+	if !regexp.MustCompile(`/wal/.*file too large`).MatchString(refused.Log()) {
 		t.Errorf("the error does not name the file it could not write:\n%s", refused.Log())
 	}
 

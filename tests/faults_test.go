@@ -265,6 +265,10 @@ func TestFaultFullDisk(t *testing.T) {
 				t.Skip(reason)
 			}
 			tc.Nodes[victim].Config.Wrap = wrap
+			// bbolt's logs: a WAL allocates each segment whole when it
+			// creates it, and then fails only when the next one cannot be
+			// allocated (docs/cluster.md, "A full disk").
+			tc.Nodes[victim].Config.Args = append(tc.Nodes[victim].Config.Args, "--raft-log-store", "bolt")
 			tc.Launch(t)
 			tc.waitPreferredLeaders() // n1 leads shard 0
 			lap := newLaps()
@@ -323,14 +327,18 @@ func TestFaultFullDisk(t *testing.T) {
 func TestFaultDamagedLogTail(t *testing.T) {
 	t.Parallel()
 	began := time.Now()
-	tc := startCluster(t, 3)
+	victim, shard := 2, 0 // n3, a follower of shard 0
+	tc := newCluster(t, 3)
+	// The damages are bbolt's (logDamages): the victim keeps its logs so.
+	// The WAL's are cluster.TestRaftRefusesADamagedWAL's.
+	tc.Nodes[victim].Config.Args = append(tc.Nodes[victim].Config.Args, "--raft-log-store", "bolt")
+	tc.Launch(t)
 	tc.waitPreferredLeaders()
 	l := newFaultLoad(t, tc, 1_000_000)
 	var names []string
 	for _, k := range l.keys {
 		names = append(names, k.name)
 	}
-	victim, shard := 2, 0 // n3, a follower of shard 0
 	for phase, ld := range logDamages {
 		dataDir := tc.Nodes[victim].DataDir()
 		store := filepath.Join(dataDir, "shards", "000", "raft.db")
@@ -367,7 +375,12 @@ func TestFaultDamagedLogTail(t *testing.T) {
 		}
 		old := tc.Nodes[victim].ID
 		tc.mustDo(0, "CLUSTER", "FORGET", old, "FORCE")
-		victim = tc.join(0)
+		n, err := tc.Join(tc.Nodes[0], "--raft-log-store", "bolt") // the next phase damages its log
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Launch(t)
+		victim = len(tc.Nodes) - 1
 		l.setClock(victim)
 		tc.mustDo(0, "CLUSTER", "REBALANCE")
 		tc.waitPlacement(0, 3, "the new node to take the forgotten one's replicas", func(p [][]replicaOf) error {

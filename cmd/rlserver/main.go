@@ -247,6 +247,7 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 	cfg.Shards, cfg.Layout, cfg.Clock, cfg.BusTLS = o.shards, opened.Layout, clock, o.access.busTLS
 	cfg.Incarnation, cfg.Upgraded, cfg.ReplaceDeadAfter = opened.Identity.Incarnation, opened.Upgraded, o.replaceDead
 	cfg.Log = log
+	cfg.LogStore = o.raftLogStore()
 	cfg.RequestTimeout = o.reqTimeout
 	if o.join != "" {
 		if cfg.Join, err = o.joinBus(); err != nil {

@@ -29,6 +29,7 @@ type options struct {
 	announce    string
 	busListen   string
 	replaceDead time.Duration
+	raftLog     string // --raft-log-store as given; raftLogStore parses it
 	shards      int
 	debug       bool
 	requirePass string
@@ -81,6 +82,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.Int64Var(&o.limits.MaxRequestLen, "max-request-len", defaults.Limits.MaxRequestLen, "maximum bytes in one command")
 	fs.IntVar(&o.limits.MaxKeyLen, "max-key-len", defaults.Limits.MaxKeyLen, "maximum bytes in one key")
 	fs.DurationVar(&o.heartbeat, "raft-heartbeat", 0, "Raft heartbeat and election timeout (default 500ms in a cluster, 100ms for a single node)")
+	fs.StringVar(&o.raftLog, "raft-log-store", persistence.DefaultLogFormat.String(), "format of the Raft logs a new data directory gets: wal (one fsync an append) or bolt (bbolt, two; every release before 0.2's format); an existing log keeps its own")
 	fs.DurationVar(&o.reqTimeout, "request-timeout", defaults.RequestTimeout, "answer every command within this long, with TRYAGAIN when its shard cannot (an election, a leader that died or froze), saying whether it may have been counted; 10ms to 1m")
 	fs.StringVar(&o.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.IntVar(&o.metricsPort, "metrics-port", 0, "serve Prometheus /metrics, /healthz and /readyz over HTTP on this port of --bind (0: off)")
@@ -237,6 +239,8 @@ func (o options) validate() error {
 		return invalid("replace-dead-after", "--replace-dead-after %v: must be 0, or positive in a cluster", o.replaceDead)
 	case o.dataDir == "" && !o.inMemory:
 		return invalid("data-dir", "--data-dir: must not be empty")
+	case !validLogStore(o.raftLog):
+		return invalid("raft-log-store", "--raft-log-store %q: must be wal or bolt", o.raftLog)
 	case o.metricsPort < 0 || o.metricsPort > 65535:
 		return invalid("metrics-port", "--metrics-port %d: must be from 1 to 65535, or 0 for off", o.metricsPort)
 	case o.metricsPort != 0 && o.metricsPort == o.port:
@@ -349,4 +353,16 @@ func (o options) joinBus() (string, error) {
 		return "", &settingError{name: "join", msg: "--join: " + err.Error(), err: err}
 	}
 	return m[0].Bus, nil
+}
+
+// validLogStore says whether name is a Raft log store format.
+func validLogStore(name string) bool {
+	_, err := persistence.ParseLogFormat(name)
+	return err == nil
+}
+
+// raftLogStore is the format --raft-log-store names (validated).
+func (o options) raftLogStore() persistence.LogFormat {
+	f, _ := persistence.ParseLogFormat(o.raftLog)
+	return f
 }
