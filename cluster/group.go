@@ -50,9 +50,11 @@ type stores struct {
 // openStores opens the stores of a group in dir; a new log store is made in
 // format. A damaged log is reported as such.
 func openStores(dir string, format persistence.LogFormat, log *slog.Logger) (st stores, err error) {
-	if st.store, err = persistence.OpenLogStore(dir, format, newRaftLogger(log, "wal")); err != nil {
+	store, err := persistence.OpenLogStore(dir, format, newRaftLogger(log, "wal"))
+	if err != nil {
 		return st, err
 	}
+	st.store = &closingStore{Store: store}
 	defer func() {
 		if err != nil {
 			st.store.Close()

@@ -24,6 +24,9 @@ type Store interface {
 	io.Closer
 	// Path is the store's file or directory, for errors to name.
 	Path() string
+	// IsMonotonic says whether the store refuses gaps between entries
+	// (raft.MonotonicLogStore; part of Store so that wrappers pass it on).
+	IsMonotonic() bool
 }
 
 // OpenLogStore opens the Raft log and stable store of the group in dir: in
@@ -68,6 +71,9 @@ type boltStore struct {
 
 // Path is the store's file.
 func (s boltStore) Path() string { return s.path }
+
+// IsMonotonic is false: bbolt keeps entries by index and takes gaps.
+func (s boltStore) IsMonotonic() bool { return false }
 
 // openLogStoreAt opens the bbolt log store at path. bbolt's free list is
 // kept in memory instead of being rewritten on every commit, and the open
