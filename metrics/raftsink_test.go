@@ -17,8 +17,8 @@ func TestRaftSinkBridgesGoMetrics(t *testing.T) {
 	}
 	defer gometrics.NewGlobal(gometrics.DefaultConfig(""), &gometrics.BlackholeSink{})
 
-	// What raft and raft-boltdb call, as they call it.
-	gometrics.MeasureSince([]string{"raft", "boltdb", "storeLogs"}, time.Now().Add(-2*time.Millisecond))
+	// What raft and rlserver's log stores call, as they call it.
+	gometrics.MeasureSince([]string{"rlserver", "log", "storeLogs"}, time.Now().Add(-2*time.Millisecond)) // persistence.StoreLogsTiming
 	gometrics.MeasureSince([]string{"raft", "snapshot", "takeSnapshot"}, time.Now().Add(-50*time.Millisecond))
 	gometrics.MeasureSince([]string{"raft", "fsm", "snapshot"}, time.Now())
 	gometrics.MeasureSince([]string{"raft", "snapshot", "persist"}, time.Now())
