@@ -1,0 +1,167 @@
+//go:build linux
+
+package tests
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlproc"
+)
+
+// A rebalance over five nodes goes on while the network cuts nodes off
+// (busNet: every bus connection to and from the node closed and refused,
+// both ways): first the leader of the shard that is moving, until the
+// others have elected another leader and it has stepped down; then the
+// node a shard is moving to, before it has caught up, until the others see
+// it fail. Both are healed. The rebalance ends with every shard on three
+// distinct nodes, spread evenly, nothing left to plan; nothing granted goes
+// beyond a limit, every acknowledged grant is still counted, and every
+// replica ends with the same state.
+func TestMembershipRebalanceThroughCutOffNodes(t *testing.T) {
+	t.Parallel()
+	began := time.Now()
+	lap := newLaps()
+	tc := newCluster(t, 6)
+	bn := newBusNet(t, tc)
+	for i := range tc.Nodes {
+		tc.start(i)
+		bn.started(i, tc.node(i))
+	}
+	tc.waitLeaders()
+	l := newFaultLoad(t, tc, 40)
+	l.setPhase(1)
+	l.start(2)
+	for range 2 {
+		i := bn.join(tc, 0)
+		l.setClock(i)
+	}
+	tc.waitNodes(2, "n1", "n2", "n3", "n4", "n5")
+	lap.lap("joined")
+	tc.mustDo(2, "CLUSTER", "REBALANCE")
+
+	// The leader of a shard in the middle of its move.
+	shard, reps := tc.waitMove(2, func(reps []replicaOf) bool { return reps[0].Role == "master" })
+	leader := reps[0].Node
+	victim := tc.index(leader)
+	lap.lap(fmt.Sprintf("shard %d moving %v", shard, reps))
+	bn.cut(victim)
+	successor := tc.waitOtherLeader(shard, victim)
+	lap.lap(fmt.Sprintf("n%d cut off, n%d leads shard %d", victim+1, successor+1, shard))
+	tc.waitSteppedDown(victim)
+	tc.waitSeenFailed(successor, leader)
+	lap.lap(fmt.Sprintf("n%d stepped down and seen failed", victim+1))
+	bn.heal()
+
+	// The node a shard is moving to, while it catches up: the one replica
+	// still loading (not the healed node, which may be catching up too).
+	loading := func(reps []replicaOf) []replicaOf {
+		return slices.DeleteFunc(slices.Clone(reps), func(r replicaOf) bool { return r.Health != "loading" })
+	}
+	shard, reps = tc.waitMove(successor, func(reps []replicaOf) bool {
+		l := loading(reps)
+		return len(l) == 1 && l[0].Node != leader
+	})
+	to := loading(reps)[0].Node
+	target := tc.index(to)
+	lap.lap(fmt.Sprintf("healed; shard %d moving %v", shard, reps))
+	bn.cut(target)
+	observer := (target + 1) % len(tc.Nodes)
+	tc.waitSeenFailed(observer, to)
+	lap.lap(fmt.Sprintf("%s cut off and seen failed", to))
+	bn.heal()
+
+	tc.waitPlacement(observer, 3, "the rebalance to end with every replica online", func(p [][]replicaOf) error {
+		for s, reps := range p {
+			nodes := make([]string, 0, len(reps))
+			for _, r := range reps {
+				nodes = append(nodes, r.Node)
+			}
+			if slices.Sort(nodes); len(slices.Compact(nodes)) != len(reps) {
+				return fmt.Errorf("shard %d on %v", s, reps)
+			}
+		}
+		for _, id := range []string{"n1", "n2", "n3", "n4", "n5"} {
+			if h := len(holdsOf(p, id)); h < 3 || h > 4 { // 18 replicas on 5 nodes
+				return fmt.Errorf("%s holds %d replicas", id, h)
+			}
+		}
+		return nil
+	})
+	poll.Until(t, settleTimeout, "REBALANCE DRYRUN to plan nothing", func() (bool, error) {
+		plan, err := tc.do(victim, "CLUSTER", "REBALANCE", "DRYRUN")
+		steps, _ := plan.([]any)
+		return err == nil && len(steps) == 0, fmt.Errorf("plan %v, %v", plan, err)
+	})
+	lap.lap("healed; rebalanced")
+	l.stopLoad()
+	summary := l.check()
+	t.Logf("rebalanced through a cut-off leader and a cut-off joining node: %s; %v in all (%v)",
+		summary, time.Since(began).Round(100*time.Millisecond), lap)
+}
+
+// waitMove waits until, through node i, a shard is moving (it has more
+// replicas than its three: a new one added, the old one not yet removed)
+// and ok accepts its replicas; it returns the shard and its replicas.
+func (tc *testCluster) waitMove(i int, ok func(reps []replicaOf) bool) (shard int, reps []replicaOf) {
+	tc.t.Helper()
+	poll.Until(tc.t, settleTimeout, "a shard to be moving", func() (bool, error) {
+		p, err := tc.shards(i)
+		if err != nil {
+			return false, err
+		}
+		for s, r := range p {
+			if len(r) > 3 && ok(r) {
+				shard, reps = s, r
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("placement %v", p)
+	})
+	return shard, reps
+}
+
+// waitSeenFailed waits until, through node i, every replica on node id is
+// failed (its node does not answer) in CLUSTER SHARDS.
+func (tc *testCluster) waitSeenFailed(i int, id string) {
+	tc.t.Helper()
+	poll.Until(tc.t, 30*time.Second, fmt.Sprintf("n%d to see %s fail", i+1, id), func() (bool, error) {
+		p, err := tc.shards(i)
+		if err != nil {
+			return false, err
+		}
+		for _, reps := range p {
+			if slices.ContainsFunc(reps, func(r replicaOf) bool { return r.Node == id && r.Health != "failed" }) {
+				return false, fmt.Errorf("placement %v", p)
+			}
+		}
+		return true, nil
+	})
+}
+
+// waitSteppedDown waits until node i leads no shard.
+func (tc *testCluster) waitSteppedDown(i int) {
+	tc.t.Helper()
+	poll.Until(tc.t, 20*time.Second, fmt.Sprintf("n%d to step down", i+1), func() (bool, error) {
+		st, err := tc.raftStates(i)
+		for shard, r := range st {
+			if r.State == "leader" {
+				return false, fmt.Errorf("it leads shard %d", shard)
+			}
+		}
+		return err == nil, err
+	})
+}
+
+// index is the index in Nodes of the node whose id is id.
+func (tc *testCluster) index(id string) int {
+	tc.t.Helper()
+	i := slices.IndexFunc(tc.Nodes, func(n *rlproc.Node) bool { return n.ID == id })
+	if i < 0 {
+		tc.t.Fatalf("no node %q", id)
+	}
+	return i
+}
