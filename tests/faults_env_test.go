@@ -105,6 +105,15 @@ func (n *busNet) add(t testing.TB, i int, node *rlproc.Node) {
 	go n.accept(ln, i)
 }
 
+// launch starts every node of tc and records its process.
+func (n *busNet) launch(tc *testCluster) {
+	tc.t.Helper()
+	for i := range tc.Nodes {
+		tc.start(i)
+		n.started(i, tc.node(i))
+	}
+}
+
 // join plans a node that joins tc through node via, behind a proxy of its
 // own (its --announce names the proxy), starts it, records its process and
 // returns its index.
