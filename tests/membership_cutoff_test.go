@@ -43,7 +43,7 @@ func TestMembershipRebalanceThroughCutOffNodes(t *testing.T) {
 
 	// The leader of a shard in the middle of its move (known: a shard whose
 	// leader is not shows its preferred replica first, failed).
-	shard, reps := tc.waitMove(2, func(reps []replicaOf) bool { return reps[0].Role == "master" && reps[0].Health != "failed" })
+	shard, reps, _ := tc.waitMove(2, "", func(reps []replicaOf) bool { return reps[0].Role == "master" && reps[0].Health != "failed" })
 	leader := reps[0].Node
 	victim := tc.index(leader)
 	lap.lap(fmt.Sprintf("shard %d moving %v", shard, reps))
@@ -60,7 +60,7 @@ func TestMembershipRebalanceThroughCutOffNodes(t *testing.T) {
 	loading := func(reps []replicaOf) []replicaOf {
 		return slices.DeleteFunc(slices.Clone(reps), func(r replicaOf) bool { return r.Health != "loading" })
 	}
-	shard, reps = tc.waitMove(successor, func(reps []replicaOf) bool {
+	shard, reps, byHand := tc.waitMove(successor, leader, func(reps []replicaOf) bool {
 		l := loading(reps)
 		return len(l) == 1 && l[0].Node != leader
 	})
@@ -71,6 +71,9 @@ func TestMembershipRebalanceThroughCutOffNodes(t *testing.T) {
 	tc.waitCutOff(to)
 	lap.lap(fmt.Sprintf("%s cut off and seen failed, both ways", to))
 	bn.heal()
+	if byHand {
+		tc.mustDo(successor, "CLUSTER", "REBALANCE") // for whatever the move by hand unsettled
+	}
 
 	tc.waitPlacement((target+1)%len(tc.Nodes), 3, "the rebalance to end with every replica online", func(p [][]replicaOf) error {
 		for s, reps := range p {
@@ -103,8 +106,11 @@ func TestMembershipRebalanceThroughCutOffNodes(t *testing.T) {
 
 // waitMove waits until, through node i, a shard is moving (it has more
 // replicas than its three: a new one added, the old one not yet removed)
-// and ok accepts its replicas; it returns the shard and its replicas.
-func (tc *testCluster) waitMove(i int, ok func(reps []replicaOf) bool) (shard int, reps []replicaOf) {
+// and ok accepts its replicas; it returns the shard and its replicas. When
+// the rebalance has ended first (no shard moving, nothing planned), it
+// starts a move that keeps the balance and is not to node avoid
+// (moveKeepingBalance), waits for that one, and says so (byHand).
+func (tc *testCluster) waitMove(i int, avoid string, ok func(reps []replicaOf) bool) (shard int, reps []replicaOf, byHand bool) {
 	tc.t.Helper()
 	poll.Until(tc.t, settleTimeout, "a shard to be moving", func() (bool, error) {
 		p, err := tc.shards(i)
@@ -117,9 +123,41 @@ func (tc *testCluster) waitMove(i int, ok func(reps []replicaOf) bool) (shard in
 				return true, nil
 			}
 		}
-		return false, fmt.Errorf("placement %v", p)
+		if byHand || slices.ContainsFunc(p, func(r []replicaOf) bool { return len(r) != 3 }) {
+			return false, fmt.Errorf("placement %v", p)
+		}
+		if plan, err := tc.do(i, "CLUSTER", "REBALANCE", "DRYRUN"); err != nil || len(plan.([]any)) != 0 {
+			return false, fmt.Errorf("placement %v, plan %v (%v)", p, plan, err)
+		}
+		if err := tc.moveKeepingBalance(i, p, avoid); err != nil {
+			return false, err
+		}
+		byHand = true
+		return false, fmt.Errorf("placement %v, rebalanced: a move started by hand", p)
 	})
-	return shard, reps
+	return shard, reps, byHand
+}
+
+// moveKeepingBalance starts, through node i, a move of a replica from a node
+// holding one more replica than another (not avoid) to that one, which
+// leaves the rebalance at most a change of leaders to make.
+func (tc *testCluster) moveKeepingBalance(i int, p [][]replicaOf, avoid string) error {
+	held := map[string][]int{}
+	for _, n := range tc.Nodes {
+		held[n.ID] = holdsOf(p, n.ID)
+	}
+	for s := range p {
+		for _, from := range tc.Nodes {
+			for _, to := range tc.Nodes {
+				if to.ID != avoid && len(held[from.ID]) == len(held[to.ID])+1 && slices.Contains(held[from.ID], s) && !slices.Contains(held[to.ID], s) {
+					tc.t.Logf("the rebalance ended first: moving shard %d from %s to %s by hand", s, from.ID, to.ID)
+					_, err := tc.do(i, "CLUSTER", "MOVESHARD", s, from.ID, to.ID)
+					return err
+				}
+			}
+		}
+	}
+	return fmt.Errorf("no move keeps the balance of %v", p)
 }
 
 // waitCutOff waits until node id is cut off as every running node sees it
