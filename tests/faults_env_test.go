@@ -27,18 +27,17 @@ import (
 )
 
 // busNet is the network between the nodes of a cluster, made by the test:
-// --cluster names a proxy as each node's bus, and each node listens
-// elsewhere (--bus-listen), so every connection between two nodes passes a
-// proxy. The proxies find which node opened each connection, so a test can
-// cut one node off from the others, both ways, and heal it. Clients still
-// reach every node directly.
+// --cluster (or a joined node's --announce) names a proxy as each node's
+// bus, and each node listens elsewhere (--bus-listen), so every connection
+// between two nodes passes a proxy. The proxies find which node opened each
+// connection, so a test can cut one node off from the others, both ways,
+// and heal it. Clients still reach every node directly.
 type busNet struct {
-	proxies []net.Listener
-	targets []string // each node's real bus address
-
 	mu       sync.Mutex
-	pids     []int // each node's process, 0 before it starts
-	isolated int   // the node cut off, -1 for none
+	proxies  []net.Listener // node i's proxy, where the others dial it
+	targets  []string       // node i's real bus address
+	pids     []int          // node i's process, 0 before it starts
+	isolated int            // the node cut off, -1 for none
 	links    map[*busLink]struct{}
 	wg       sync.WaitGroup
 }
@@ -61,35 +60,74 @@ func (b *busLink) close() {
 	})
 }
 
-// newBusNet puts proxies on tc's bus ports and moves the nodes' own bus
-// listeners to other free ports; tc must not have started.
+// newBusNet puts proxies on the bus ports of tc's nodes (see add); tc must
+// not have started.
 func newBusNet(t testing.TB, tc *testCluster) *busNet {
 	t.Helper()
-	n := &busNet{isolated: -1, links: map[*busLink]struct{}{}, pids: make([]int, len(tc.Nodes))}
-	real := rlproc.Ports(t, len(tc.Nodes))
-	for i, node := range tc.Nodes {
-		ln, err := net.Listen("tcp", node.BusAddr)
-		if err != nil {
-			t.Fatalf("proxy for n%d's bus: %v", i+1, err)
-		}
-		n.proxies = append(n.proxies, ln)
-		n.targets = append(n.targets, fmt.Sprintf("127.0.0.1:%d", real[i]))
-		node.Config.Args = append(node.Config.Args, "--bus-listen", n.targets[i])
-		n.wg.Add(1)
-		go n.accept(ln, i)
-	}
+	n := &busNet{isolated: -1, links: map[*busLink]struct{}{}}
 	t.Cleanup(func() {
+		n.mu.Lock()
 		for _, ln := range n.proxies {
 			ln.Close()
 		}
-		n.mu.Lock()
 		for l := range n.links {
 			l.close()
 		}
 		n.mu.Unlock()
 		n.wg.Wait()
 	})
+	for i, node := range tc.Nodes {
+		n.add(t, i, node)
+	}
 	return n
+}
+
+// add puts a proxy on the bus address the others dial node i at, and moves
+// the node's own bus listener to a free port (--bus-listen); the node must
+// not have started, and the nodes before it must have been added.
+func (n *busNet) add(t testing.TB, i int, node *rlproc.Node) {
+	t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if i != len(n.proxies) {
+		t.Fatalf("n%d added to the bus after %d nodes", i+1, len(n.proxies))
+	}
+	ln, err := net.Listen("tcp", node.BusAddr)
+	if err != nil {
+		t.Fatalf("proxy for n%d's bus: %v", i+1, err)
+	}
+	target := fmt.Sprintf("127.0.0.1:%d", rlproc.Ports(t, 1)[0])
+	node.Config.Args = append(node.Config.Args, "--bus-listen", target)
+	n.proxies = append(n.proxies, ln)
+	n.targets = append(n.targets, target)
+	n.pids = append(n.pids, 0)
+	n.wg.Add(1)
+	go n.accept(ln, i)
+}
+
+// launch starts every node of tc and records its process.
+func (n *busNet) launch(tc *testCluster) {
+	tc.t.Helper()
+	for i := range tc.Nodes {
+		tc.start(i)
+		n.started(i, tc.node(i))
+	}
+}
+
+// join plans a node that joins tc through node via, behind a proxy of its
+// own (its --announce names the proxy), starts it, records its process and
+// returns its index.
+func (n *busNet) join(tc *testCluster, via int) int {
+	tc.t.Helper()
+	node, err := tc.Join(tc.Nodes[via])
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	i := len(tc.Nodes) - 1
+	n.add(tc.t, i, node)
+	tc.start(i)
+	n.started(i, tc.node(i))
+	return i
 }
 
 // started records node i's process, so its connections can be told apart.
@@ -118,7 +156,8 @@ func (n *busNet) accept(ln net.Listener, to int) {
 // serve relays one connection to node to, unless it crosses the cut.
 func (n *busNet) serve(conn net.Conn, to int) {
 	n.mu.Lock()
-	pids := append([]int(nil), n.pids...)
+	pids := slices.Clone(n.pids)
+	target := n.targets[to]
 	n.mu.Unlock()
 	from := socketOwner(conn.RemoteAddr().(*net.TCPAddr).Port, conn.LocalAddr().(*net.TCPAddr).Port, pids)
 	link := &busLink{from: from, to: to, down: conn}
@@ -136,7 +175,7 @@ func (n *busNet) serve(conn net.Conn, to int) {
 		delete(n.links, link)
 		n.mu.Unlock()
 	}()
-	up, err := net.DialTimeout("tcp", n.targets[to], time.Second)
+	up, err := net.DialTimeout("tcp", target, time.Second)
 	if err != nil {
 		return
 	}

@@ -456,6 +456,20 @@ func (tc *testCluster) waitOtherLeader(shard, not int) int {
 	return leader
 }
 
+// waitSteppedDown waits until node i leads no shard.
+func (tc *testCluster) waitSteppedDown(i int) {
+	tc.t.Helper()
+	poll.Until(tc.t, 20*time.Second, fmt.Sprintf("n%d to step down", i+1), func() (bool, error) {
+		st, err := tc.raftStates(i)
+		for shard, r := range st {
+			if r.State == "leader" {
+				return false, fmt.Errorf("it leads shard %d", shard)
+			}
+		}
+		return err == nil, err
+	})
+}
+
 // laps times the stages of a fault test, for its log.
 type laps struct {
 	last time.Time

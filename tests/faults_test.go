@@ -185,10 +185,7 @@ func TestFaultPartitionedNodeIsCutOffThenHealed(t *testing.T) {
 	began := time.Now()
 	tc := newCluster(t, 3)
 	bn := newBusNet(t, tc)
-	for i := range tc.Nodes {
-		tc.start(i)
-		bn.started(i, tc.node(i))
-	}
+	bn.launch(tc)
 	tc.waitPreferredLeaders()
 	const shard, victim = 0, 0 // n1 leads shard 0
 	lap := newLaps()
@@ -206,17 +203,8 @@ func TestFaultPartitionedNodeIsCutOffThenHealed(t *testing.T) {
 	successor := tc.waitOtherLeader(shard, victim)
 	elected := time.Since(cut)
 	lap.lap("election")
-	var stepDown time.Duration
-	poll.Until(t, 20*time.Second, fmt.Sprintf("n%d to step down", victim+1), func() (bool, error) {
-		st, err := tc.raftStates(victim)
-		for _, r := range st {
-			if r.State == "leader" {
-				return false, nil
-			}
-		}
-		stepDown = time.Since(cut)
-		return err == nil, err
-	})
+	tc.waitSteppedDown(victim)
+	stepDown := time.Since(cut)
 	steppedDown := time.Now()
 	lap.lap("step down")
 	l.exhaust(tight, successor, cut)
