@@ -156,3 +156,24 @@ func TestParseLogFormat(t *testing.T) {
 		t.Errorf("default %v", DefaultLogFormat)
 	}
 }
+
+// Raft empties a WAL when it installs a snapshot (the store is monotonic)
+// and appends after the snapshot's index: an empty WAL takes any index,
+// one that is not empty refuses a gap (Raft never asks for one).
+func TestWALAppendsAfterAnEmptyingDelete(t *testing.T) {
+	dir := t.TempDir()
+	store := openTestLogs(t, dir, LogWAL)
+	storeEntries(t, store, 1, 100)
+	if err := store.DeleteRange(1, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.StoreLog(&raft.Log{Index: 500, Term: 2, Data: []byte("after a snapshot")}); err != nil {
+		t.Fatalf("append after the snapshot's index into an emptied WAL: %v", err)
+	}
+	if first, err := store.FirstIndex(); first != 500 || err != nil {
+		t.Fatalf("first index %d, %v; want 500", first, err)
+	}
+	if err := store.StoreLog(&raft.Log{Index: 700, Term: 2}); err == nil {
+		t.Fatal("a gap after 500 was taken")
+	}
+}

@@ -100,6 +100,11 @@ func (tc *testCluster) converge() string {
 		}
 	}
 	var digests []string
+	defer func() {
+		if tc.t.Failed() {
+			tc.logTroubles()
+		}
+	}()
 	poll.Until(tc.t, 20*time.Second, "the replicas to hold identical state", func() (bool, error) {
 		digests = digests[:0]
 		for _, c := range clients {
@@ -117,6 +122,27 @@ func (tc *testCluster) converge() string {
 		return len(digests) > 0, nil
 	})
 	return digests[0]
+}
+
+// logTroubles logs what each running node logged at WARN and ERROR, and
+// its INFO raft, for a test that failed on the cluster's state.
+func (tc *testCluster) logTroubles() {
+	for i, n := range tc.Nodes {
+		if !n.Running() {
+			continue
+		}
+		var lines []string
+		for _, line := range strings.Split(tc.node(i).Log(), "\n") {
+			if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+				lines = append(lines, line)
+			}
+		}
+		if len(lines) > 40 {
+			lines = lines[len(lines)-40:]
+		}
+		info, _ := tc.client(i).Info(ctx(tc.t), "raft").Result()
+		tc.t.Logf("%s: INFO raft:\n%s\nits last warnings and errors:\n%s", n.ID, info, strings.Join(lines, "\n"))
+	}
 }
 
 // keyOnShard returns a key that maps to shard.
