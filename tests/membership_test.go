@@ -286,9 +286,12 @@ func TestMembershipJoiningNodeKilledWhileItCatchesUp(t *testing.T) {
 	})
 	tc.start(n4)
 	l.setClock(n4)
+	// An attempt that timed out under load may have been accepted and
+	// carried out: then n2 no longer holds the shard, and the placement
+	// check below says whether the move is what happened.
 	poll.Until(t, settleTimeout, "the move to n4 to be accepted again", func() (bool, error) {
 		_, err := tc.do(1, "CLUSTER", "MOVESHARD", 0, "n2", "n4")
-		return err == nil || strings.Contains(err.Error(), "already holds"), err
+		return err == nil || strings.Contains(err.Error(), "already holds") || strings.Contains(err.Error(), "n2 holds no replica of shard 0"), err
 	})
 	tc.waitPlacement(0, 3, "the move to succeed once n4 is back", func(p [][]replicaOf) error {
 		if !slices.Equal(holdsOf(p, "n4"), []int{0}) || slices.Contains(holdsOf(p, "n2"), 0) {
