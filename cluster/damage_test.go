@@ -179,7 +179,7 @@ func appendEntriesIn(t *testing.T, dir string, format persistence.LogFormat, n i
 		t.Fatal(err)
 	}
 	defer store.Close()
-	logs := persistence.CheckedLogs(store, store.Path())
+	logs := persistence.CheckedLogs(store)
 	last, err := logs.LastIndex()
 	if err != nil {
 		t.Fatal(err)

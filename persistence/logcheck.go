@@ -28,11 +28,10 @@ const checksumTag = 'c'
 // checkedLogs is a raft.LogStore that stores with each entry a checksum of
 // its index, term, type and data, and checks it on every read.
 type checkedLogs struct {
-	raft.LogStore
-	path string // named in errors
+	Store
 }
 
-// CheckedLogs wraps the log store of the file at path so that a damaged
+// CheckedLogs wraps a log store so that a damaged
 // entry fails to read, with ErrDamagedLog, instead of being applied. bbolt
 // checksums only its meta pages and raft-boltdb stores entries as plain
 // msgpack, so a torn page or a flipped bit in an entry otherwise either
@@ -41,35 +40,25 @@ type checkedLogs struct {
 // leaves to its users (rlserver puts nothing else there), and is taken off
 // again on reading; entries stored without one, by an earlier rlserver, are
 // read as they are.
-func CheckedLogs(store raft.LogStore, path string) raft.LogStore {
-	return checkedLogs{LogStore: store, path: path}
+func CheckedLogs(store Store) raft.LogStore {
+	return checkedLogs{store}
 }
 
 // GetLog reads entry index and checks it.
 func (c checkedLogs) GetLog(index uint64, l *raft.Log) error {
-	if err := c.LogStore.GetLog(index, l); err != nil {
+	if err := c.Store.GetLog(index, l); err != nil {
 		if errors.Is(err, raft.ErrLogNotFound) {
 			return err
 		}
-		return fmt.Errorf("%w: %s, entry %d: %v", ErrDamagedLog, c.path, index, err)
+		return fmt.Errorf("%w: %s, entry %d: %v", ErrDamagedLog, c.Path(), index, err)
 	}
 	if len(l.Extensions) == 5 && l.Extensions[0] == checksumTag {
 		if l.Index != index || binary.BigEndian.Uint32(l.Extensions[1:]) != entrySum(l) {
-			return fmt.Errorf("%w: %s, entry %d: checksum mismatch", ErrDamagedLog, c.path, index)
+			return fmt.Errorf("%w: %s, entry %d: checksum mismatch", ErrDamagedLog, c.Path(), index)
 		}
 		l.Extensions = nil
 	}
 	return nil
-}
-
-// IsMonotonic says whether the store refuses a gap between entries (the
-// WAL does): Raft then drops the whole log when it installs a snapshot,
-// instead of leaving a gap before the snapshot's next entry.
-// (raft.MonotonicLogStore: the wrapper must pass it on, or Raft would not
-// see it.)
-func (c checkedLogs) IsMonotonic() bool {
-	m, ok := c.LogStore.(raft.MonotonicLogStore)
-	return ok && m.IsMonotonic()
 }
 
 // StoreLog stores one entry with its checksum.
@@ -88,7 +77,7 @@ func (c checkedLogs) StoreLogs(logs []*raft.Log) error {
 		sealed[i].Extensions = binary.BigEndian.AppendUint32([]byte{checksumTag}, entrySum(l))
 		ptrs[i] = &sealed[i]
 	}
-	return c.LogStore.StoreLogs(ptrs)
+	return c.Store.StoreLogs(ptrs)
 }
 
 // entrySum is the CRC-32C of what an entry means to Raft and the state

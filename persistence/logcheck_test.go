@@ -47,7 +47,7 @@ func TestCheckedLogsRefuseDamagedEntries(t *testing.T) {
 	for _, c := range cases {
 		path := dir + "/" + c.name + ".db"
 		store := openTestStore(t, path)
-		logs := CheckedLogs(store, path)
+		logs := CheckedLogs(store)
 		if err := logs.StoreLogs([]*raft.Log{entry(1), entry(2)}); err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestCheckedLogsRefuseDamagedEntries(t *testing.T) {
 			changeStored(t, path, 2, c.damage)
 		}
 		store = openTestStore(t, path)
-		logs = CheckedLogs(store, path)
+		logs = CheckedLogs(store)
 		for i := uint64(1); i <= 3; i++ {
 			var got raft.Log
 			err := logs.GetLog(i, &got)
@@ -84,7 +84,7 @@ func TestLogStoreRefusesAFileCutShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := CheckedLogs(store, dir)
+	logs := CheckedLogs(store)
 	for i := uint64(1); i <= 200; i++ {
 		if err := logs.StoreLog(&raft.Log{Index: i, Term: 1, Data: bytes.Repeat([]byte{byte(i)}, 1000)}); err != nil {
 			t.Fatal(err)
@@ -107,10 +107,7 @@ func TestLogStoreRefusesAFileCutShort(t *testing.T) {
 }
 
 // openTestStore opens a log store file for the test, closed on cleanup.
-func openTestStore(t *testing.T, path string) interface {
-	raft.LogStore
-	Close() error
-} {
+func openTestStore(t *testing.T, path string) Store {
 	t.Helper()
 	store, err := openLogStoreAt(path)
 	if err != nil {

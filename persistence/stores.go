@@ -48,11 +48,7 @@ func OpenLogStore(dir string, newStore LogFormat, logger hclog.Logger) (Store, e
 	case LogWAL:
 		return openWAL(WALPath(dir), logger)
 	case LogBolt:
-		store, err := openLogStoreAt(LogStorePath(dir))
-		if err != nil {
-			return nil, err
-		}
-		return boltStore{store, LogStorePath(dir)}, nil
+		return openLogStoreAt(LogStorePath(dir))
 	}
 	return nil, fmt.Errorf("open the Raft log in %s: unknown format %d", dir, format)
 }
@@ -78,7 +74,7 @@ func (s boltStore) IsMonotonic() bool { return false }
 // openLogStoreAt opens the bbolt log store at path. bbolt's free list is
 // kept in memory instead of being rewritten on every commit, and the open
 // gives up after a second when another process holds the file.
-func openLogStoreAt(path string) (*raftboltdb.BoltStore, error) {
+func openLogStoreAt(path string) (Store, error) {
 	if err := checkLength(path); err != nil {
 		return nil, err
 	}
@@ -96,7 +92,7 @@ func openLogStoreAt(path string) (*raftboltdb.BoltStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return store, nil
+	return boltStore{store, path}, nil
 }
 
 // SnapshotsRetained is how many snapshots a shard keeps: the newest, and one

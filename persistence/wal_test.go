@@ -43,7 +43,7 @@ func TestLogStoreKeepsItsFormat(t *testing.T) {
 			t.Fatalf("empty directory: %v, %v", got, err)
 		}
 		store := openTestLogs(t, dir, created)
-		storeEntries(t, CheckedLogs(store, dir), 1, 10)
+		storeEntries(t, CheckedLogs(store), 1, 10)
 		if err := store.SetUint64([]byte("CurrentTerm"), 7); err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func TestLogStoreKeepsItsFormat(t *testing.T) {
 				t.Fatalf("created as %v: stored format %v, %v", created, got, err)
 			}
 			store := openTestLogs(t, dir, newStore)
-			logs := CheckedLogs(store, dir)
+			logs := CheckedLogs(store)
 			var l raft.Log
 			if last, err := logs.LastIndex(); last != 10 || err != nil {
 				t.Fatalf("created as %v, opened with %v for new stores: last index %d, %v", created, newStore, last, err)
@@ -97,13 +97,12 @@ func TestWALRefusesASecondOpener(t *testing.T) {
 // cache (raft.MonotonicLogStore), or installing a snapshot would leave a
 // gap the WAL refuses to append after.
 func TestWALIsMonotonicThroughTheWrappers(t *testing.T) {
-	dir := t.TempDir() // named in errors
 	for _, c := range []struct {
 		format LogFormat
 		want   bool
 	}{{LogWAL, true}, {LogBolt, false}} {
 		store := openTestLogs(t, t.TempDir(), c.format)
-		cache, err := raft.NewLogCache(16, CheckedLogs(store, dir))
+		cache, err := raft.NewLogCache(16, CheckedLogs(store))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +118,7 @@ func TestWALIsMonotonicThroughTheWrappers(t *testing.T) {
 func TestWALDamagedEntry(t *testing.T) {
 	dir := t.TempDir()
 	store := openTestLogs(t, dir, LogWAL)
-	storeEntries(t, CheckedLogs(store, dir), 1, 200)
+	storeEntries(t, CheckedLogs(store), 1, 200)
 	store.Close()
 	segments, err := filepath.Glob(filepath.Join(WALPath(dir), "*.wal"))
 	if err != nil || len(segments) != 1 {
@@ -133,7 +132,7 @@ func TestWALDamagedEntry(t *testing.T) {
 	if err := os.WriteFile(segments[0], b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logs := CheckedLogs(openTestLogs(t, dir, LogWAL), dir)
+	logs := CheckedLogs(openTestLogs(t, dir, LogWAL))
 	var l raft.Log
 	if err := logs.GetLog(99, &l); err != nil {
 		t.Fatalf("entry 99: %v", err)
