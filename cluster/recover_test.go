@@ -31,15 +31,8 @@ func (tc *testCluster) recoverConfig(i int) RaftConfig {
 // configuration, which RecoverCluster places at index 1, must still become
 // the catalogue's, or the placement would never move again.
 func TestRecoverAfterLosingTwoOfThreeReplicas(t *testing.T) {
-	tc := startTestCluster(t, 3, 1)
 	const key = "k"
-	leader := tc.leaderOf(0)
-	for range 7 {
-		if _, err := tc.call(leader, 0, sliding(key, 10, 600_000)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tc.converge(0)
+	tc := startSpentCluster(t, key)
 	// The catalogue records a configuration at an index beyond the log.
 	poll.Until(t, 10*time.Second, "the first catalogue", func() (bool, error) {
 		return tc.nodes[0].committedCatalogue() != nil, nil
@@ -216,15 +209,8 @@ func TestCatalogueVoteOnlyForANodeThatAnswersNow(t *testing.T) {
 // Two survivors recover with the same voters: each rewrites its own
 // replica, they elect one of them, and the replicas agree.
 func TestRecoverTwoSurvivorsWithTheSameVoters(t *testing.T) {
-	tc := startTestCluster(t, 3, 1)
 	const key = "k"
-	leader := tc.leaderOf(0)
-	for range 7 {
-		if _, err := tc.call(leader, 0, sliding(key, 10, 600_000)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tc.converge(0)
+	tc := startSpentCluster(t, key)
 	for i := range tc.nodes {
 		tc.crash(i)
 	}
@@ -257,4 +243,19 @@ func TestRecoverTwoSurvivorsWithTheSameVoters(t *testing.T) {
 		}
 		return sameSet(p.Voters, voters) && marked == 0, fmt.Errorf("placement %s, %d replicas still marked", joinIDs(p.Voters), marked)
 	})
+}
+
+// startSpentCluster starts a three-node cluster of one shard and spends 7 of
+// key's 10 on it, committed on every replica.
+func startSpentCluster(t *testing.T, key string) *testCluster {
+	t.Helper()
+	tc := startTestCluster(t, 3, 1)
+	leader := tc.leaderOf(0)
+	for range 7 {
+		if _, err := tc.call(leader, 0, sliding(key, 10, 600_000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tc.converge(0)
+	return tc
 }
