@@ -30,9 +30,7 @@ func TestMembershipRebalanceThroughCutOffNodes(t *testing.T) {
 	bn := newBusNet(t, tc)
 	bn.launch(tc)
 	tc.waitLeaders()
-	l := newFaultLoad(t, tc, 40)
-	l.setPhase(1)
-	l.start(2)
+	l := startMembershipLoad(t, tc)
 	for range 2 {
 		i := bn.join(tc, 0)
 		l.setClock(i)

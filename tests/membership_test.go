@@ -27,9 +27,7 @@ func TestMembershipGrowRebalanceAndShrinkUnderLoad(t *testing.T) {
 	began := time.Now()
 	tc := startCluster(t, 6)
 	tc.waitLeaders()
-	l := newFaultLoad(t, tc, 40)
-	l.setPhase(1)
-	l.start(2)
+	l := startMembershipLoad(t, tc)
 
 	n4 := tc.join(0)
 	l.setClock(n4)
@@ -103,9 +101,7 @@ func TestMembershipLostDiskIsRefusedThenReplaced(t *testing.T) {
 	t.Parallel()
 	tc := startCluster(t, 3)
 	tc.waitLeaders()
-	l := newFaultLoad(t, tc, 40)
-	l.setPhase(1)
-	l.start(2)
+	l := startMembershipLoad(t, tc)
 	l.waitServed("decisions before the loss", -1, time.Now(), 100, nil)
 
 	// An empty data directory under a live node's id is refused too.
@@ -171,9 +167,7 @@ func TestMembershipRollingUpgradeFromAReleaseWithoutTheCatalogue(t *testing.T) {
 	}
 	tc.Launch(t)
 	tc.waitLeaders()
-	l := newFaultLoad(t, tc, 40)
-	l.setPhase(1)
-	l.start(2)
+	l := startMembershipLoad(t, tc)
 	l.waitServed("decisions on the old release", -1, time.Now(), 100, nil)
 	for i, n := range tc.Nodes {
 		tc.stop(i)
@@ -203,9 +197,7 @@ func TestMembershipLeaderKilledDuringAMove(t *testing.T) {
 	t.Parallel()
 	tc := startCluster(t, 3)
 	tc.waitPreferredLeaders() // n1 leads shard 0
-	l := newFaultLoad(t, tc, 40)
-	l.setPhase(1)
-	l.start(2)
+	l := startMembershipLoad(t, tc)
 	n4 := tc.join(1)
 	l.setClock(n4)
 	tc.waitNodes(1, "n1", "n2", "n3", "n4")
@@ -243,9 +235,7 @@ func TestMembershipReplaceDeadAfter(t *testing.T) {
 		}
 		return nil
 	})
-	l := newFaultLoad(t, tc, 40)
-	l.setPhase(1)
-	l.start(2)
+	l := startMembershipLoad(t, tc)
 	tc.kill(n4)
 	tc.waitPlacement(0, 3, "n4's replicas to be re-created on the others", func(p [][]replicaOf) error {
 		if h := holdsOf(p, "n4"); len(h) != 0 {
@@ -264,9 +254,7 @@ func TestMembershipJoiningNodeKilledWhileItCatchesUp(t *testing.T) {
 	t.Parallel()
 	tc := startCluster(t, 3)
 	tc.waitLeaders()
-	l := newFaultLoad(t, tc, 40)
-	l.setPhase(1)
-	l.start(2)
+	l := startMembershipLoad(t, tc)
 	n4 := tc.join(0)
 	l.setClock(n4)
 	tc.waitNodes(0, "n1", "n2", "n3", "n4")
@@ -310,9 +298,7 @@ func TestMembershipRebalanceThroughFrozenAndKilledLeaders(t *testing.T) {
 	t.Parallel()
 	tc := startCluster(t, 6)
 	tc.waitPreferredLeaders() // n1 leads shards 0 and 3, n2 shards 1 and 4
-	l := newFaultLoad(t, tc, 40)
-	l.setPhase(1)
-	l.start(2)
+	l := startMembershipLoad(t, tc)
 	for range 2 {
 		i := tc.join(0)
 		l.setClock(i)
