@@ -17,24 +17,31 @@ import (
 // answered merges them, and every commit serves everyone, so more decisions
 // are served per commit at pipeline 1 (docs/performance.md has the figures).
 //
-// The wait ends as soon as the callers expected are back and lasts at most
-// one commit, so no request waits more than twice what it would have. Callers
-// that do not come straight back (independent requests arriving at random)
-// make a wait run to its end, adding latency for nothing: after a wait that
-// timed out the proposer gathers without waiting for a while, twice as long
-// after each further one, until waits succeed again several times in a row
-// (random arrivals fill a short wait now and then, by chance).
+// The wait ends as soon as the callers expected are back. It lasts at most
+// one commit, or twice the time the callers have been taking to come back
+// when that is longer: on a busy machine a reply, the client's turn and its
+// next request take longer than a commit, and a wait bounded by the commit
+// alone ran out just before they arrived, every time. Callers that do not
+// come straight back (independent requests arriving at random) make a wait
+// run to its end, adding latency for nothing: after a wait that timed out
+// the proposer gathers without waiting for a while, twice as long after each
+// further one, until waits succeed again several times in a row (random
+// arrivals fill a short wait now and then, by chance).
 type groupCommit struct {
-	last     int          // requests in the entry just gathered
-	cooldown int          // entries left to gather without waiting
-	backoff  int          // the next cooldown, should a wait time out
-	streak   int          // waits in a row that ended with the callers back
-	commit   atomic.Int64 // nanoseconds the latest entry took to commit (set by complete)
+	last     int // requests in the entry just gathered
+	cooldown int // entries left to gather without waiting
+	backoff  int // the next cooldown, should a wait time out
+	streak   int // waits in a row that ended with the callers back
+	// turnaround estimates how long the callers take to come back: an
+	// average of the waits that ended with them back; a wait that timed out
+	// raises it to that wait's bound, as they took longer than that.
+	turnaround time.Duration
+	commit     atomic.Int64 // nanoseconds the latest entry took to commit (set by complete)
 }
 
 const (
 	minGroupWait    = 50 * time.Microsecond
-	maxGroupWait    = 2 * time.Millisecond
+	maxGroupWait    = 10 * time.Millisecond
 	minGroupWant    = 8 // fewer callers gain little, and random arrivals look like them
 	minGroupBackoff = 16
 	maxGroupBackoff = 1024
@@ -59,19 +66,27 @@ func (g *groupCommit) plan(queued int, waitedForCommit bool) (want int, wait tim
 	if want < minGroupWant || want <= queued {
 		return 0, 0
 	}
-	wait = min(max(time.Duration(g.commit.Load()), minGroupWait), maxGroupWait)
-	return want, wait
+	return want, g.bound()
+}
+
+// bound is how long the next wait may last: one commit, or twice the
+// callers' turnaround, within bounds.
+func (g *groupCommit) bound() time.Duration {
+	return min(max(time.Duration(g.commit.Load()), 2*g.turnaround, minGroupWait), maxGroupWait)
 }
 
 // gathered records what an entry took: got requests; waited, that it waited
-// for them; timedOut, that the wait ended before they were back.
-func (g *groupCommit) gathered(got int, waited, timedOut bool) {
+// for them, for took (its bound, when timedOut); timedOut, that the wait
+// ended before they were back.
+func (g *groupCommit) gathered(got int, waited, timedOut bool, took time.Duration) {
 	g.last = got
 	switch {
 	case timedOut:
+		g.turnaround = max(g.turnaround, took)
 		g.backoff = min(max(g.backoff, minGroupBackoff/2)*2, maxGroupBackoff)
 		g.cooldown, g.streak = g.backoff, 0
 	case waited:
+		g.turnaround = (3*g.turnaround + took) / 4
 		if g.streak++; g.streak >= groupStreak {
 			g.backoff = 0
 		}

@@ -55,11 +55,11 @@ func TestGroupCommitBackoff(t *testing.T) {
 			if want > 0 {
 				waited++
 			}
-			g.gathered(50, want > 0, want > 0 && timedOut)
+			g.gathered(50, want > 0, want > 0 && timedOut, time.Millisecond)
 		}
 		return waited
 	}
-	g.gathered(50, false, false)
+	g.gathered(50, false, false, 0)
 	if n := waits(1, true); n != 1 {
 		t.Fatalf("the first entry did not wait")
 	}
@@ -94,5 +94,46 @@ func TestGroupCommitBackoff(t *testing.T) {
 	waits(1, true)
 	if g.cooldown != minGroupBackoff {
 		t.Fatalf("cooldown %d after %d successes in a row, want %d again", g.cooldown, groupStreak, minGroupBackoff)
+	}
+}
+
+// The wait lasts as long as the callers have been taking to come back,
+// twice over, when that is longer than a commit: a time-out raises the
+// estimate to the wait it ran out, so the next wait is twice as long, and
+// waits that end with the callers back bring it down again.
+func TestGroupCommitWaitFollowsTheCallers(t *testing.T) {
+	g := groupCommit{last: 50}
+	g.committed(time.Millisecond)
+	bound := func() time.Duration {
+		t.Helper()
+		g.cooldown = 0
+		want, wait := g.plan(1, false)
+		if want == 0 {
+			t.Fatalf("no wait planned")
+		}
+		return wait
+	}
+	if got := bound(); got != time.Millisecond {
+		t.Fatalf("first wait %v, want one commit (1ms)", got)
+	}
+	g.gathered(50, true, true, time.Millisecond) // the callers took longer than a commit
+	if got := bound(); got != 2*time.Millisecond {
+		t.Fatalf("after a time-out, wait %v, want 2ms", got)
+	}
+	g.gathered(50, true, true, 2*time.Millisecond)
+	g.gathered(50, true, true, 4*time.Millisecond)
+	g.gathered(50, true, true, 8*time.Millisecond)
+	if got := bound(); got != maxGroupWait {
+		t.Fatalf("after time-outs, wait %v, want the maximum %v", got, maxGroupWait)
+	}
+	for range 40 { // the callers now come back within 300µs, every time
+		g.gathered(50, true, false, 300*time.Microsecond)
+	}
+	if got := bound(); got != time.Millisecond {
+		t.Fatalf("after quick returns, wait %v, want one commit (1ms) again", got)
+	}
+	g.committed(100 * time.Microsecond) // a fast commit: the turnaround bounds the wait
+	if got := bound(); got < 600*time.Microsecond || got > 700*time.Microsecond {
+		t.Fatalf("wait %v, want about twice the callers' 300µs", got)
 	}
 }

@@ -148,7 +148,9 @@ func (p *proposer) gather(first *Request, waited bool) []*Request {
 	b.add(first)
 	want, wait := p.group.plan(1+len(p.in), waited)
 	timedOut := false
+	var took time.Duration
 	if want > 0 {
+		start := time.Now()
 		if p.timer == nil {
 			p.timer = time.NewTimer(wait)
 		} else {
@@ -163,9 +165,10 @@ func (p *proposer) gather(first *Request, waited bool) []*Request {
 			}
 		}
 		p.timer.Stop()
+		took = time.Since(start)
 	}
 	b.addWaiting(p.in)
-	p.group.gathered(len(b.reqs), want > 0, timedOut)
+	p.group.gathered(len(b.reqs), want > 0, timedOut, took)
 	return b.reqs
 }
 
