@@ -165,3 +165,51 @@ func TestSweepPolicy(t *testing.T) {
 		}
 	}
 }
+
+// A node that holds no replica of a shard reads its digest through the
+// shard's log (RaftShards.Read): an entry stamped with the leader's time,
+// which moves the shard's time forward as any entry does. Every replica that
+// applies that entry inspects the same digest the entry answered, whatever
+// its time: before a key's expiry, after it (the key is left out alike), or
+// behind the shard's time (raised to it). Only a replica that has not
+// applied it yet may differ, when a key expired in between: DEBUG DIGEST
+// compares nodes once their replicas have caught up.
+func TestDigestThroughTheLogIsEveryReplicasDigest(t *testing.T) {
+	const t0 = 1_700_000_000_000
+	setup := []engine.Command{
+		sliding("a", 10, 60_000),
+		{Op: engine.OpSet, Key: []byte("short"), Value: []byte("v"), Args: [4]int64{1000, engine.ExpiryRelative}},
+		{Op: engine.OpSet, Key: []byte("long"), Value: []byte("v"), Args: [4]int64{600_000, engine.ExpiryRelative}},
+	}
+	digest := []engine.Command{{Op: engine.OpDigest}}
+	entry := func(now int64, cmds []engine.Command) *raft.Log {
+		reqs := newRequests([][]engine.Command{cmds})
+		return &raft.Log{Type: raft.LogCommand, Data: appendBatch(nil, now, reqs)}
+	}
+	cases := []struct {
+		name    string
+		at      int64
+		expired bool // a key expired between the shard's time and at
+	}{
+		{"before the key's expiry", t0 + 10, false},
+		{"after the key's expiry", t0 + 5000, true},
+		{"a leader's clock behind the shard's", t0 - 5000, false},
+	}
+	for _, c := range cases {
+		leader, follower := newShardFSM(0, &observerSlot{}, nil, nil), newShardFSM(0, &observerSlot{}, nil, nil)
+		for _, f := range []*shardFSM{leader, follower} {
+			f.ApplyBatch([]*raft.Log{entry(t0, setup)})
+		}
+		before := follower.inspect(engine.Command{Op: engine.OpDigest}).Text
+		answered := leader.ApplyBatch([]*raft.Log{entry(c.at, digest)})[0].(*appliedEntry).take()[0].Text
+		if stale := before != answered; stale != c.expired {
+			t.Errorf("%s: a replica behind the entry inspects %.12s, the entry answered %.12s", c.name, before, answered)
+		}
+		follower.ApplyBatch([]*raft.Log{entry(c.at, digest)})
+		for name, f := range map[string]*shardFSM{"leader": leader, "follower": follower} {
+			if got := f.inspect(engine.Command{Op: engine.OpDigest}).Text; got != answered {
+				t.Errorf("%s: the %s inspects %.12s, the entry answered %.12s", c.name, name, got, answered)
+			}
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/rlserver/rlserver/internal/poll"
+)
+
+// An append's commit index is lowered to the last entry it verifies, and
+// only that.
+func TestBoundCommit(t *testing.T) {
+	entries := func(first, last uint64) []*raft.Log {
+		var out []*raft.Log
+		for i := first; i <= last; i++ {
+			out = append(out, &raft.Log{Index: i, Term: 2})
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		req  raft.AppendEntriesRequest
+		want uint64
+	}{
+		{"a heartbeat says nothing", raft.AppendEntriesRequest{Term: 2}, 0},
+		{"an empty append vouches for its previous entry", raft.AppendEntriesRequest{PrevLogEntry: 5, LeaderCommitIndex: 9}, 5},
+		{"entries vouch up to the last", raft.AppendEntriesRequest{PrevLogEntry: 5, Entries: entries(6, 8), LeaderCommitIndex: 9}, 8},
+		{"a commit index below them is kept", raft.AppendEntriesRequest{PrevLogEntry: 5, Entries: entries(6, 8), LeaderCommitIndex: 7}, 7},
+		{"a caught-up follower learns it all", raft.AppendEntriesRequest{PrevLogEntry: 9, LeaderCommitIndex: 9}, 9},
+	}
+	for _, c := range cases {
+		req := c.req
+		boundCommit(&req)
+		if req.LeaderCommitIndex != c.want {
+			t.Errorf("%s: commit index %d, want %d", c.name, req.LeaderCommitIndex, c.want)
+		}
+	}
+}
+
+// appliedLog is a state machine that records the entries it applies.
+type appliedLog struct {
+	mu   sync.Mutex
+	data []string
+}
+
+func (a *appliedLog) Apply(l *raft.Log) any {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.data = append(a.data, string(l.Data))
+	return nil
+}
+
+func (a *appliedLog) Snapshot() (raft.FSMSnapshot, error) { return nil, fmt.Errorf("not in this test") }
+func (a *appliedLog) Restore(io.ReadCloser) error         { return fmt.Errorf("not in this test") }
+
+func (a *appliedLog) entries() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.data)
+}
+
+// A former leader still holds the tail it wrote in its term but never got to
+// a majority (it was frozen, say). The new leader's first append matches it
+// at the last entry they share, carries nothing, and says the new leader's
+// own entry at the tail's index is committed (the append was built a moment
+// after its last index was read). hashicorp/raft alone applies the stale
+// tail, and never the new leader's entry at that index: the replica has
+// diverged (CI: a shard's frozen leader, leading again, held other counts
+// than its followers). Through verifiedCommits it applies the new leader's
+// entry, once an append brings it. (The first case fails once hashicorp/raft
+// follows the paper's rule itself: verifiedCommits may then go.)
+func TestFormerLeaderNeverAppliesItsStaleTail(t *testing.T) {
+	cases := []struct {
+		name     string
+		verified bool
+		want     []string
+	}{
+		{"hashicorp/raft alone", false, []string{"shared", "stale, never committed"}},
+		{"verified commits", true, []string{"shared", "the new leader's"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			store := raft.NewInmemStore()
+			if err := store.SetUint64([]byte("CurrentTerm"), 1); err != nil {
+				t.Fatal(err)
+			}
+			members := raft.Configuration{Servers: []raft.Server{
+				{ID: "n1", Address: "n1"}, {ID: "n2", Address: "n2"}, {ID: "n3", Address: "n3"}}}
+			if err := store.StoreLogs([]*raft.Log{
+				{Index: 1, Term: 1, Type: raft.LogConfiguration, Data: raft.EncodeConfiguration(members)},
+				{Index: 2, Term: 1, Type: raft.LogCommand, Data: []byte("shared")},
+				{Index: 3, Term: 1, Type: raft.LogCommand, Data: []byte("stale, never committed")},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			_, inmem := raft.NewInmemTransport("n1")
+			_, leader := raft.NewInmemTransport("n2")
+			inmem.Connect("n2", leader)
+			leader.Connect("n1", inmem)
+			var trans raft.Transport = inmem
+			if c.verified {
+				trans = withVerifiedCommits(inmem)
+			}
+			conf := raft.DefaultConfig()
+			conf.LocalID = "n1"
+			// No election of its own while the test plays the leader.
+			conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = time.Minute, time.Minute, time.Minute
+			conf.LogOutput = io.Discard
+			fsm := &appliedLog{}
+			r, err := raft.NewRaft(conf, fsm, store, store, raft.NewInmemSnapshotStore(), trans)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Shutdown()
+
+			header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("n2"), Addr: []byte("n2")}
+			send := func(req *raft.AppendEntriesRequest) {
+				t.Helper()
+				var resp raft.AppendEntriesResponse
+				if err := leader.AppendEntries("n1", "n1", req, &resp); err != nil || !resp.Success {
+					t.Fatalf("append %+v: %v, success %v", req, err, resp.Success)
+				}
+			}
+			// The new leader (term 2) holds 1 and 2, and its own entry at 3,
+			// committed with n3.
+			send(&raft.AppendEntriesRequest{RPCHeader: header, Term: 2, PrevLogEntry: 2, PrevLogTerm: 1, LeaderCommitIndex: 3})
+			send(&raft.AppendEntriesRequest{RPCHeader: header, Term: 2, PrevLogEntry: 2, PrevLogTerm: 1, LeaderCommitIndex: 3,
+				Entries: []*raft.Log{{Index: 3, Term: 2, Type: raft.LogCommand, Data: []byte("the new leader's")}}})
+			poll.Until(t, 10*time.Second, "the committed entries to be applied", func() (bool, error) {
+				got := fsm.entries()
+				return len(got) == len(c.want), fmt.Errorf("applied %q", got)
+			})
+			if got := fsm.entries(); !slices.Equal(got, c.want) {
+				t.Fatalf("applied %q, want %q", got, c.want)
+			}
+		})
+	}
+}
