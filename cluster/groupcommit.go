@@ -21,19 +21,29 @@ import (
 // one commit, or twice the time the callers have been taking to come back
 // when that is longer: on a busy machine a reply, the client's turn and its
 // next request take longer than a commit, and a wait bounded by the commit
-// alone ran out just before they arrived, every time. Callers that do not
-// come straight back (independent requests arriving at random) make a wait
-// run to its end, adding latency for nothing: after a wait that timed out
-// the proposer gathers without waiting for a while, twice as long after each
-// further one, until waits succeed again several times in a row (random
-// arrivals fill a short wait now and then, by chance).
+// alone ran out just before they arrived, every time.
+//
+// Callers that do not come straight back (independent requests arriving at
+// random, below what the shard can serve) make a wait run to its end and
+// bring few requests with them: latency for little. After a wait that ran
+// out in vain, with fewer than half the requests it waited for and not even
+// as many again as the entry held when it began, the proposer gathers
+// without waiting for a while, twice as long after each further one, until
+// waits are worth it again several times in a row (random arrivals fill a
+// short wait now and then, by chance). A wait that ran out having brought
+// more was worth it: on a machine whose cores and disk are the bound, fewer
+// and larger entries are what serves more, and the callers of a node that
+// forwards, or of a busy gRPC front, come back late and unevenly, and to
+// other shards as often as to this one.
 type groupCommit struct {
 	last     int // requests in the entry just gathered
+	queued   int // requests waiting when the latest plan was made
+	wanted   int // requests the latest plan waits for (0: it does not wait)
 	cooldown int // entries left to gather without waiting
-	backoff  int // the next cooldown, should a wait time out
-	streak   int // waits in a row that ended with the callers back
+	backoff  int // the next cooldown, should a wait be in vain
+	streak   int // waits in a row that were worth it
 	// turnaround estimates how long the callers take to come back: an
-	// average of the waits that ended with them back; a wait that timed out
+	// average of the waits that ended with them back; a wait that ran out
 	// raises it to that wait's bound, as they took longer than that.
 	turnaround time.Duration
 	commit     atomic.Int64 // nanoseconds the latest entry took to commit (set by complete)
@@ -54,6 +64,7 @@ const (
 // while the previous entry was still committing (then they are callers of
 // their own, in addition to those it answered).
 func (g *groupCommit) plan(queued int, waitedForCommit bool) (want int, wait time.Duration) {
+	g.queued, g.wanted = queued, 0
 	if g.cooldown > 0 {
 		g.cooldown--
 		return 0, 0
@@ -66,6 +77,7 @@ func (g *groupCommit) plan(queued int, waitedForCommit bool) (want int, wait tim
 	if want < minGroupWant || want <= queued {
 		return 0, 0
 	}
+	g.wanted = want
 	return want, g.bound()
 }
 
@@ -75,21 +87,26 @@ func (g *groupCommit) bound() time.Duration {
 	return min(max(time.Duration(g.commit.Load()), 2*g.turnaround, minGroupWait), maxGroupWait)
 }
 
-// gathered records what an entry took: got requests; waited, that it waited
-// for them, for took (its bound, when timedOut); timedOut, that the wait
-// ended before they were back.
-func (g *groupCommit) gathered(got int, waited, timedOut bool, took time.Duration) {
+// gathered records what the entry planned last took: got requests, after
+// a wait (if the plan made one) that lasted took and, when timedOut, ran out
+// before every request it waited for was there.
+func (g *groupCommit) gathered(got int, timedOut bool, took time.Duration) {
 	g.last = got
-	switch {
-	case timedOut:
-		g.turnaround = max(g.turnaround, took)
-		g.backoff = min(max(g.backoff, minGroupBackoff/2)*2, maxGroupBackoff)
-		g.cooldown, g.streak = g.backoff, 0
-	case waited:
+	if g.wanted == 0 {
+		return
+	}
+	if !timedOut {
 		g.turnaround = (3*g.turnaround + took) / 4
-		if g.streak++; g.streak >= groupStreak {
-			g.backoff = 0
+	} else {
+		g.turnaround = max(g.turnaround, took)
+		if got < 2*g.queued && 2*(got-g.queued) < g.wanted-g.queued { // in vain
+			g.backoff = min(max(g.backoff, minGroupBackoff/2)*2, maxGroupBackoff)
+			g.cooldown, g.streak = g.backoff, 0
+			return
 		}
+	}
+	if g.streak++; g.streak >= groupStreak {
+		g.backoff = 0
 	}
 }
 

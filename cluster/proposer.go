@@ -168,7 +168,7 @@ func (p *proposer) gather(first *Request, waited bool) []*Request {
 		took = time.Since(start)
 	}
 	b.addWaiting(p.in)
-	p.group.gathered(len(b.reqs), want > 0, timedOut, took)
+	p.group.gathered(len(b.reqs), timedOut, took)
 	return b.reqs
 }
 
