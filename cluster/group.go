@@ -86,6 +86,11 @@ func openStores(dir string, format persistence.LogFormat, log *slog.Logger) (st 
 // shard. requireState refuses stores that are new: the catalogue counts
 // this node among the shard's voters, so the state it lacks held votes.
 func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool, trans raft.Transport, observer *observerSlot, halt chan<- error) (g *group, err error) {
+	defer func() {
+		if err != nil {
+			closeTransport(trans) // else its stream stays on the bus, accepting for nobody
+		}
+	}()
 	g = &group{shard: shard, fsm: newShardFSM(shard, observer, halt, cfg.Scripts), change: make(chan struct{}), stop: make(chan struct{})}
 	dir, err := cfg.Layout.ShardDir(shard)
 	if err != nil {
@@ -279,5 +284,14 @@ func shutdownRaft(r shutdowner, what string, log *slog.Logger) error {
 	case <-timer.C:
 		log.Warn("Raft's goroutines did not stop in time; closing without them", "group", what, "waited", raftShutdownBound)
 		return nil
+	}
+}
+
+// closeTransport closes a group's transport that no group took, when it has
+// a Close: one an open gave up on, so that its stream leaves the bus and its
+// goroutines end.
+func closeTransport(t raft.Transport) {
+	if c, ok := t.(io.Closer); ok {
+		c.Close()
 	}
 }

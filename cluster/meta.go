@@ -43,12 +43,17 @@ type metaGroup struct {
 // instance; bootstrap, when not nil, is the configuration to bootstrap a
 // new group with (a cluster created now, or a data directory upgraded from
 // a release without the catalogue).
-func openMeta(cfg *RaftConfig, trans raft.Transport, halt chan<- error, bootstrap []Member) (*metaGroup, error) {
+func openMeta(cfg *RaftConfig, trans raft.Transport, halt chan<- error, bootstrap []Member) (m *metaGroup, err error) {
+	defer func() {
+		if err != nil {
+			closeTransport(trans)
+		}
+	}()
 	dir, err := cfg.Layout.CatalogueDir()
 	if err != nil {
 		return nil, err
 	}
-	m := &metaGroup{fsm: newCatalogueFSM(halt)}
+	m = &metaGroup{fsm: newCatalogueFSM(halt)}
 	st, err := openStores(dir, cfg.LogStore, cfg.Log)
 	if err != nil {
 		return nil, fmt.Errorf("catalogue: %w", err)
