@@ -44,3 +44,62 @@ func TestStillOpen(t *testing.T) {
 		t.Fatal("checking changed a live connection")
 	}
 }
+
+// The forwarder keeps as many idle connections to a peer as were in use at
+// once, up to forwardPool, and takes them again before it dials: requests
+// forwarded at the same moment do not each pay a new connection.
+func TestForwarderReusesItsConnections(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var peers []net.Conn
+	defer func() {
+		for _, c := range peers {
+			c.Close()
+		}
+	}()
+	dials := 0
+	dial := func(addr string, timeout time.Duration) (net.Conn, error) {
+		dials++
+		c, err := net.DialTimeout("tcp", addr, timeout)
+		if err == nil {
+			p, aerr := ln.Accept()
+			if aerr != nil {
+				return nil, aerr
+			}
+			peers = append(peers, p) // the peer keeps it open: it stays usable
+		}
+		return c, err
+	}
+	f := newForwarder(newBusDialer(dial, [8]byte{}, nil))
+	defer f.close()
+	addr := ln.Addr().String()
+	busy := func(n int) {
+		t.Helper()
+		var held []*peerConn
+		for range n {
+			c, err := f.get(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+		}
+		for _, c := range held {
+			f.put(addr, c)
+		}
+	}
+	busy(forwardPool)
+	if dials != forwardPool {
+		t.Fatalf("%d dials for %d connections in use at once", dials, forwardPool)
+	}
+	busy(forwardPool)
+	if dials != forwardPool {
+		t.Fatalf("%d dials after the same load again, want none more than the first %d", dials, forwardPool)
+	}
+	busy(forwardPool + 3) // beyond the pool: three more dials, and three closed after use
+	if dials != forwardPool+3 || len(f.idle[addr]) != forwardPool {
+		t.Fatalf("%d dials, %d idle; want %d and %d", dials, len(f.idle[addr]), forwardPool+3, forwardPool)
+	}
+}

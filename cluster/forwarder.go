@@ -26,7 +26,7 @@ import (
 type forwarder struct {
 	dialer busDialer
 	mu     sync.Mutex
-	idle   map[string][]net.Conn
+	idle   map[string][]*peerConn
 	calls  map[*forwardCall]struct{} // forwarded requests awaiting their answer
 }
 
@@ -46,7 +46,13 @@ type forwardCall struct {
 var errGivenUp = errors.New("given up before it was sent")
 
 const (
-	forwardPool = 8 // idle connections kept per peer
+	// forwardPool is how many idle connections are kept per peer. Every
+	// request forwarded at the same moment needs a connection of its own; one
+	// that finds the pool full is closed after its answer, and the next
+	// request dials again (a handshake, and a goroutine on the peer), so the
+	// pool is sized for the requests a busy node forwards to one peer at
+	// once, not for the few of a quiet one.
+	forwardPool = 64
 	// movedGrace is how long a node that lost a shard's leadership has to
 	// answer the requests it was forwarded before they are given up.
 	movedGrace = 200 * time.Millisecond
@@ -55,7 +61,16 @@ const (
 )
 
 func newForwarder(dialer busDialer) *forwarder {
-	return &forwarder{dialer: dialer, idle: make(map[string][]net.Conn), calls: make(map[*forwardCall]struct{})}
+	return &forwarder{dialer: dialer, idle: make(map[string][]*peerConn), calls: make(map[*forwardCall]struct{})}
+}
+
+// peerConn is a forwarding connection and the reader of its answers, kept
+// together so that a pooled connection reuses its buffer. Answers are read
+// whole before the connection goes back to the pool: nothing is left
+// buffered.
+type peerConn struct {
+	net.Conn
+	rd *bufio.Reader
 }
 
 // forward applies r's commands on shard at leader. It answers r itself when
@@ -201,13 +216,13 @@ func (f *forwarder) call(c *forwardCall, addr string, frame []byte, deadline tim
 	}
 	f.mu.Lock()
 	if c != nil {
-		c.conn = conn
+		c.conn = conn.Conn
 		f.calls[c] = struct{}{}
 	}
 	f.mu.Unlock()
 	conn.SetDeadline(deadline)
 	if err = writeFrame(conn, frame); err == nil {
-		reply, err = readFrame(bufio.NewReader(conn))
+		reply, err = readFrame(conn.rd)
 	}
 	f.mu.Lock()
 	delete(f.calls, c) // leaderMoved no longer touches conn
@@ -224,25 +239,29 @@ func (f *forwarder) call(c *forwardCall, addr string, frame []byte, deadline tim
 // An idle connection the peer closed (it restarted, say) must not be used: a
 // frame written into it is lost, yet its loss would look like a request
 // that may have been counted.
-func (f *forwarder) get(addr string) (net.Conn, error) {
+func (f *forwarder) get(addr string) (*peerConn, error) {
 	for {
 		f.mu.Lock()
 		conns := f.idle[addr]
 		if len(conns) == 0 {
 			f.mu.Unlock()
-			return f.dialer.open(addr, streamForward, 0, dialTimeout)
+			conn, err := f.dialer.open(addr, streamForward, 0, dialTimeout)
+			if err != nil {
+				return nil, err
+			}
+			return &peerConn{Conn: conn, rd: bufio.NewReader(conn)}, nil
 		}
 		conn := conns[len(conns)-1]
 		f.idle[addr] = conns[:len(conns)-1]
 		f.mu.Unlock()
-		if stillOpen(conn) {
+		if stillOpen(conn.Conn) {
 			return conn, nil
 		}
 		conn.Close()
 	}
 }
 
-func (f *forwarder) put(addr string, conn net.Conn) {
+func (f *forwarder) put(addr string, conn *peerConn) {
 	conn.SetDeadline(time.Time{})
 	f.mu.Lock()
 	defer f.mu.Unlock()
