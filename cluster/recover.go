@@ -3,7 +3,6 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -201,10 +200,7 @@ func openOffline(cfg *RaftConfig, g GroupName) (*offlineGroup, error) {
 }
 
 // close closes the stores.
-func (og *offlineGroup) close() {
-	var c io.Closer = og.st.store
-	c.Close()
-}
+func (og *offlineGroup) close() { og.st.store.Close() }
 
 // raftConfig is the group's Raft configuration, as a start makes it.
 func (og *offlineGroup) raftConfig() *raft.Config {
@@ -223,8 +219,7 @@ func (og *offlineGroup) state() (GroupState, error) {
 	c.NoSnapshotRestoreOnStart = true
 	_, trans := raft.NewInmemTransport("")
 	defer trans.Close()
-	var stable raft.StableStore = og.st.store
-	conf, err := readConfiguration(c, og.fsm, og.st.logs, stable, og.st.snaps, trans)
+	conf, err := readConfiguration(c, og.fsm, og.st.logs, og.st.store, og.st.snaps, trans)
 	if err != nil {
 		return st, fmt.Errorf("%s: reading its configuration: %w", og.group, err)
 	}
@@ -283,8 +278,7 @@ func (og *offlineGroup) recover(servers []RaftServer) error {
 	}
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(servers[0].Address))
 	defer trans.Close()
-	var stable raft.StableStore = og.st.store
-	if err := raft.RecoverCluster(og.raftConfig(), og.fsm, og.st.logs, stable, og.st.snaps, trans, conf); err != nil {
+	if err := raft.RecoverCluster(og.raftConfig(), og.fsm, og.st.logs, og.st.store, og.st.snaps, trans, conf); err != nil {
 		select {
 		case herr := <-og.halt:
 			return fmt.Errorf("%s: %w", og.group, herr)

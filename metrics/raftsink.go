@@ -5,9 +5,11 @@ import (
 
 	gometrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rlserver/rlserver/persistence"
 )
 
-// RaftSink receives the measurements hashicorp/raft and raft-boltdb make
+// RaftSink receives the measurements hashicorp/raft and rlserver's log stores make
 // through go-metrics, and keeps those an operator watches as Prometheus
 // metrics: how long snapshots, restores, log writes (with their fsync),
 // commits and applies take, and how often replicas change state. The
@@ -40,13 +42,13 @@ func NewRaftSink() *RaftSink {
 	apply := hist("rlserver_raft_apply_duration_seconds", "Time to apply a batch of committed entries to a shard's state.")
 	s := &RaftSink{
 		timings: map[string]prometheus.Observer{
-			"raft.snapshot.takeSnapshot": snapshot.WithLabelValues("total"),
-			"raft.fsm.snapshot":          snapshot.WithLabelValues("capture"),
-			"raft.snapshot.persist":      snapshot.WithLabelValues("persist"),
-			"raft.fsm.restore":           restore,
-			"rlserver.log.storeLogs":     store,
-			"raft.commitTime":            commit,
-			"raft.fsm.applyBatch":        apply,
+			"raft.snapshot.takeSnapshot":                   snapshot.WithLabelValues("total"),
+			"raft.fsm.snapshot":                            snapshot.WithLabelValues("capture"),
+			"raft.snapshot.persist":                        snapshot.WithLabelValues("persist"),
+			"raft.fsm.restore":                             restore,
+			strings.Join(persistence.StoreLogsTiming, "."): store,
+			"raft.commitTime":                              commit,
+			"raft.fsm.applyBatch":                          apply,
 		},
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rlserver_raft_state_changes_total",
@@ -61,7 +63,7 @@ func NewRaftSink() *RaftSink {
 }
 
 // Install makes s the sink of go-metrics' global instance, which raft and
-// raft-boltdb report to, without prefixes (no service or host name) and
+// rlserver's log stores report to, without prefixes (no service or host name) and
 // without go-metrics' own runtime sampling. It replaces any sink installed
 // before.
 func (s *RaftSink) Install() error {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // kill -9 of each node in turn, under load, then a restart: each node leads
@@ -371,7 +372,7 @@ func TestFaultDamagedLogTail(t *testing.T) {
 		victim = len(tc.Nodes) - 1
 		l.setClock(victim)
 		tc.mustDo(0, "CLUSTER", "REBALANCE")
-		tc.waitPlacement(0, 3, "the new node to take the forgotten one's replicas", func(p [][]replicaOf) error {
+		tc.waitPlacement(0, 3, "the new node to take the forgotten one's replicas", func(p [][]rlproc.Replica) error {
 			if h := holdsOf(p, tc.Nodes[victim].ID); len(h) != tc.Shards {
 				return fmt.Errorf("%s holds %v", tc.Nodes[victim].ID, h)
 			}

@@ -41,7 +41,7 @@ func TestMembershipRebalanceThroughCutOffNodes(t *testing.T) {
 
 	// The leader of a shard in the middle of its move (known: a shard whose
 	// leader is not shows its preferred replica first, failed).
-	shard, reps, _ := tc.waitMove(2, "", func(reps []replicaOf) bool { return reps[0].Role == "master" && reps[0].Health != "failed" })
+	shard, reps, _ := tc.waitMove(2, "", func(reps []rlproc.Replica) bool { return reps[0].Role == "master" && reps[0].Health != "failed" })
 	leader := reps[0].Node
 	victim := tc.index(leader)
 	lap.lap(fmt.Sprintf("shard %d moving %v", shard, reps))
@@ -55,10 +55,10 @@ func TestMembershipRebalanceThroughCutOffNodes(t *testing.T) {
 
 	// The node a shard is moving to, while it catches up: the one replica
 	// still loading (not the healed node, which may be catching up too).
-	loading := func(reps []replicaOf) []replicaOf {
-		return slices.DeleteFunc(slices.Clone(reps), func(r replicaOf) bool { return r.Health != "loading" })
+	loading := func(reps []rlproc.Replica) []rlproc.Replica {
+		return slices.DeleteFunc(slices.Clone(reps), func(r rlproc.Replica) bool { return r.Health != "loading" })
 	}
-	shard, reps, byHand := tc.waitMove(successor, leader, func(reps []replicaOf) bool {
+	shard, reps, byHand := tc.waitMove(successor, leader, func(reps []rlproc.Replica) bool {
 		l := loading(reps)
 		return len(l) == 1 && l[0].Node != leader
 	})
@@ -73,7 +73,7 @@ func TestMembershipRebalanceThroughCutOffNodes(t *testing.T) {
 		tc.mustDo(successor, "CLUSTER", "REBALANCE") // for whatever the move by hand unsettled
 	}
 
-	tc.waitPlacement((target+1)%len(tc.Nodes), 3, "the rebalance to end with every replica online", func(p [][]replicaOf) error {
+	tc.waitPlacement((target+1)%len(tc.Nodes), 3, "the rebalance to end with every replica online", func(p [][]rlproc.Replica) error {
 		for s, reps := range p {
 			nodes := make([]string, 0, len(reps))
 			for _, r := range reps {
@@ -108,7 +108,7 @@ func TestMembershipRebalanceThroughCutOffNodes(t *testing.T) {
 // the rebalance has ended first (no shard moving, nothing planned), it
 // starts a move that keeps the balance and is not to node avoid
 // (moveKeepingBalance), waits for that one, and says so (byHand).
-func (tc *testCluster) waitMove(i int, avoid string, ok func(reps []replicaOf) bool) (shard int, reps []replicaOf, byHand bool) {
+func (tc *testCluster) waitMove(i int, avoid string, ok func(reps []rlproc.Replica) bool) (shard int, reps []rlproc.Replica, byHand bool) {
 	tc.t.Helper()
 	poll.Until(tc.t, settleTimeout, "a shard to be moving", func() (bool, error) {
 		p, err := tc.shards(i)
@@ -121,7 +121,7 @@ func (tc *testCluster) waitMove(i int, avoid string, ok func(reps []replicaOf) b
 				return true, nil
 			}
 		}
-		if byHand || slices.ContainsFunc(p, func(r []replicaOf) bool { return len(r) != 3 }) {
+		if byHand || slices.ContainsFunc(p, func(r []rlproc.Replica) bool { return len(r) != 3 }) {
 			return false, fmt.Errorf("placement %v", p)
 		}
 		if plan, err := tc.do(i, "CLUSTER", "REBALANCE", "DRYRUN"); err != nil || len(plan.([]any)) != 0 {
@@ -139,7 +139,7 @@ func (tc *testCluster) waitMove(i int, avoid string, ok func(reps []replicaOf) b
 // moveKeepingBalance starts, through node i, a move of a replica from a node
 // holding one more replica than another (not avoid) to that one, which
 // leaves the rebalance at most a change of leaders to make.
-func (tc *testCluster) moveKeepingBalance(i int, p [][]replicaOf, avoid string) error {
+func (tc *testCluster) moveKeepingBalance(i int, p [][]rlproc.Replica, avoid string) error {
 	held := map[string][]int{}
 	for _, n := range tc.Nodes {
 		held[n.ID] = holdsOf(p, n.ID)

@@ -31,21 +31,18 @@ func (tc *testCluster) join(via int) int {
 	return len(tc.Nodes) - 1
 }
 
-// replicaOf is one replica in CLUSTER SHARDS.
-type replicaOf = rlproc.Replica
-
 // shards reads CLUSTER SHARDS through node i: per shard, its replicas by
 // node id (the leader first).
-func (tc *testCluster) shards(i int) ([][]replicaOf, error) {
+func (tc *testCluster) shards(i int) ([][]rlproc.Replica, error) {
 	return tc.Placement(ctx(tc.t), tc.Nodes[i])
 }
 
 // waitPlacement waits until, through node i, every shard has want
 // replicas, all online but those on the nodes excused (down on purpose),
 // and ok accepts the placement (nil: any); it returns the placement.
-func (tc *testCluster) waitPlacement(i, want int, what string, ok func([][]replicaOf) error, excused ...string) [][]replicaOf {
+func (tc *testCluster) waitPlacement(i, want int, what string, ok func([][]rlproc.Replica) error, excused ...string) [][]rlproc.Replica {
 	tc.t.Helper()
-	var got [][]replicaOf
+	var got [][]rlproc.Replica
 	err := poll.Wait(settleTimeout, what, func() (bool, error) {
 		var err error
 		if got, err = tc.shards(i); err != nil {
@@ -75,10 +72,10 @@ func (tc *testCluster) waitPlacement(i, want int, what string, ok func([][]repli
 }
 
 // holds lists the shards whose replicas include node id.
-func holdsOf(placement [][]replicaOf, id string) []int {
+func holdsOf(placement [][]rlproc.Replica, id string) []int {
 	var out []int
 	for s, reps := range placement {
-		if slices.ContainsFunc(reps, func(r replicaOf) bool { return r.Node == id }) {
+		if slices.ContainsFunc(reps, func(r rlproc.Replica) bool { return r.Node == id }) {
 			out = append(out, s)
 		}
 	}

@@ -35,7 +35,7 @@ func TestMembershipGrowRebalanceAndShrinkUnderLoad(t *testing.T) {
 	if v := tc.mustDo(1, "CLUSTER", "MOVESHARD", 0, "n1", "n4"); v != "OK" {
 		t.Fatalf("MOVESHARD: %v", v)
 	}
-	tc.waitPlacement(2, 3, "shard 0 to move from n1 to n4", func(p [][]replicaOf) error {
+	tc.waitPlacement(2, 3, "shard 0 to move from n1 to n4", func(p [][]rlproc.Replica) error {
 		if !slices.Equal(holdsOf(p, "n4"), []int{0}) || slices.Contains(holdsOf(p, "n1"), 0) {
 			return fmt.Errorf("shard 0 on %v", p[0])
 		}
@@ -52,7 +52,7 @@ func TestMembershipGrowRebalanceAndShrinkUnderLoad(t *testing.T) {
 	}
 	t.Logf("the plan: %v", plan)
 	tc.mustDo(0, "CLUSTER", "REBALANCE")
-	placed := tc.waitPlacement(0, 3, "the rebalance to spread the replicas over five nodes", func(p [][]replicaOf) error {
+	placed := tc.waitPlacement(0, 3, "the rebalance to spread the replicas over five nodes", func(p [][]rlproc.Replica) error {
 		for _, id := range []string{"n1", "n2", "n3", "n4", "n5"} {
 			if h := len(holdsOf(p, id)); h < 3 || h > 4 { // 18 replicas on 5 nodes
 				return fmt.Errorf("%s holds %d replicas", id, h)
@@ -134,7 +134,7 @@ func TestMembershipLostDiskIsRefusedThenReplaced(t *testing.T) {
 	l.setClock(n4)
 	tc.mustDo(n4, "CLUSTER", "REBALANCE")
 	id := tc.Nodes[n4].ID // n5: the refused impostor was planned as n4
-	tc.waitPlacement(0, 3, "every shard on n1, n2 and the new node", func(p [][]replicaOf) error {
+	tc.waitPlacement(0, 3, "every shard on n1, n2 and the new node", func(p [][]rlproc.Replica) error {
 		if len(holdsOf(p, id)) != 3 {
 			return fmt.Errorf("%s holds %v", id, holdsOf(p, id))
 		}
@@ -181,7 +181,7 @@ func TestMembershipRollingUpgradeFromAReleaseWithoutTheCatalogue(t *testing.T) {
 	l.setClock(n4)
 	tc.waitNodes(0, "n1", "n2", "n3", "n4")
 	tc.mustDo(n4, "CLUSTER", "MOVESHARD", 0, "n1", "n4")
-	tc.waitPlacement(1, 3, "shard 0 to move to n4", func(p [][]replicaOf) error {
+	tc.waitPlacement(1, 3, "shard 0 to move to n4", func(p [][]rlproc.Replica) error {
 		if !slices.Contains(holdsOf(p, "n4"), 0) {
 			return fmt.Errorf("shard 0 on %v", p[0])
 		}
@@ -203,9 +203,9 @@ func TestMembershipLeaderKilledDuringAMove(t *testing.T) {
 	tc.waitNodes(1, "n1", "n2", "n3", "n4")
 	tc.mustDo(1, "CLUSTER", "MOVESHARD", 0, "n2", "n4")
 	tc.kill(0) // shard 0's leader, while it adds n4
-	tc.waitPlacement(1, 3, "shard 0 to move from n2 to n4 under another leader", func(p [][]replicaOf) error {
-		if reps := p[0]; !slices.ContainsFunc(reps, func(r replicaOf) bool { return r.Node == "n4" }) ||
-			slices.ContainsFunc(reps, func(r replicaOf) bool { return r.Node == "n2" }) {
+	tc.waitPlacement(1, 3, "shard 0 to move from n2 to n4 under another leader", func(p [][]rlproc.Replica) error {
+		if reps := p[0]; !slices.ContainsFunc(reps, func(r rlproc.Replica) bool { return r.Node == "n4" }) ||
+			slices.ContainsFunc(reps, func(r rlproc.Replica) bool { return r.Node == "n2" }) {
 			return fmt.Errorf("shard 0 on %v", reps)
 		}
 		return nil
@@ -229,7 +229,7 @@ func TestMembershipReplaceDeadAfter(t *testing.T) {
 	n4 := tc.join(0)
 	tc.waitNodes(0, "n1", "n2", "n3", "n4")
 	tc.mustDo(0, "CLUSTER", "REBALANCE")
-	tc.waitPlacement(0, 3, "n4 to take replicas", func(p [][]replicaOf) error {
+	tc.waitPlacement(0, 3, "n4 to take replicas", func(p [][]rlproc.Replica) error {
 		if h := holdsOf(p, "n4"); len(h) != 3 {
 			return fmt.Errorf("n4 holds %v", h)
 		}
@@ -237,7 +237,7 @@ func TestMembershipReplaceDeadAfter(t *testing.T) {
 	})
 	l := startMembershipLoad(t, tc)
 	tc.kill(n4)
-	tc.waitPlacement(0, 3, "n4's replicas to be re-created on the others", func(p [][]replicaOf) error {
+	tc.waitPlacement(0, 3, "n4's replicas to be re-created on the others", func(p [][]rlproc.Replica) error {
 		if h := holdsOf(p, "n4"); len(h) != 0 {
 			return fmt.Errorf("n4 still holds %v", h)
 		}
@@ -266,7 +266,7 @@ func TestMembershipJoiningNodeKilledWhileItCatchesUp(t *testing.T) {
 		_, err := tc.do(1, "CLUSTER", "MOVESHARD", 0, "n2", "n4")
 		return err != nil && strings.Contains(err.Error(), "n4 does not answer"), err
 	})
-	tc.waitPlacement(0, 3, "shard 0 on its replicas before the move", func(p [][]replicaOf) error {
+	tc.waitPlacement(0, 3, "shard 0 on its replicas before the move", func(p [][]rlproc.Replica) error {
 		if h := holdsOf(p, "n4"); len(h) != 0 || !slices.Contains(holdsOf(p, "n2"), 0) {
 			return fmt.Errorf("shard 0 on %v", p[0])
 		}
@@ -281,7 +281,7 @@ func TestMembershipJoiningNodeKilledWhileItCatchesUp(t *testing.T) {
 		_, err := tc.do(1, "CLUSTER", "MOVESHARD", 0, "n2", "n4")
 		return err == nil || strings.Contains(err.Error(), "already holds") || strings.Contains(err.Error(), "n2 holds no replica of shard 0"), err
 	})
-	tc.waitPlacement(0, 3, "the move to succeed once n4 is back", func(p [][]replicaOf) error {
+	tc.waitPlacement(0, 3, "the move to succeed once n4 is back", func(p [][]rlproc.Replica) error {
 		if !slices.Equal(holdsOf(p, "n4"), []int{0}) || slices.Contains(holdsOf(p, "n2"), 0) {
 			return fmt.Errorf("shard 0 on %v", p[0])
 		}
@@ -318,7 +318,7 @@ func TestMembershipRebalanceThroughFrozenAndKilledLeaders(t *testing.T) {
 	tc.start(1)
 	l.setClock(1)
 
-	tc.waitPlacement(2, 3, "the rebalance to end with every replica online", func(p [][]replicaOf) error {
+	tc.waitPlacement(2, 3, "the rebalance to end with every replica online", func(p [][]rlproc.Replica) error {
 		for _, id := range []string{"n1", "n2", "n3", "n4", "n5"} {
 			if h := len(holdsOf(p, id)); h < 3 || h > 4 {
 				return fmt.Errorf("%s holds %d replicas", id, h)
@@ -367,7 +367,7 @@ func TestMembershipClusterClientsFollowTheChanges(t *testing.T) {
 	n4, n5 := tc.join(0), tc.join(1)
 	tc.waitNodes(2, "n1", "n2", "n3", "n4", "n5")
 	tc.mustDo(n4, "CLUSTER", "REBALANCE")
-	tc.waitPlacement(2, 3, "the rebalance over five nodes", func(p [][]replicaOf) error {
+	tc.waitPlacement(2, 3, "the rebalance over five nodes", func(p [][]rlproc.Replica) error {
 		if len(holdsOf(p, "n5")) < 3 {
 			return fmt.Errorf("n5 holds %v", holdsOf(p, "n5"))
 		}
@@ -380,7 +380,7 @@ func TestMembershipClusterClientsFollowTheChanges(t *testing.T) {
 	n6 := tc.join(n4)
 	tc.waitNodes(0, "n1", "n2", "n4", "n6")
 	tc.mustDo(n6, "CLUSTER", "REBALANCE")
-	tc.waitPlacement(0, 3, "the replacement to take its share", func(p [][]replicaOf) error {
+	tc.waitPlacement(0, 3, "the replacement to take its share", func(p [][]rlproc.Replica) error {
 		if len(holdsOf(p, "n6")) < 4 {
 			return fmt.Errorf("n6 holds %v", holdsOf(p, "n6"))
 		}

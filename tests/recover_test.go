@@ -104,7 +104,7 @@ func TestRecoverFromLosingTwoOfThreeReplicas(t *testing.T) {
 	n4, n5 := tc.join(0), tc.join(0)
 	tc.mustDo(0, "CLUSTER", "REBALANCE")
 	tc.waitNodes(0, "n1", "n4", "n5")
-	tc.waitPlacement(0, 3, "every shard on n1, n4 and n5", func(p [][]replicaOf) error {
+	tc.waitPlacement(0, 3, "every shard on n1, n4 and n5", func(p [][]rlproc.Replica) error {
 		for _, id := range []string{"n1", tc.Nodes[n4].ID, tc.Nodes[n5].ID} {
 			if len(holdsOf(p, id)) != shards {
 				return fmt.Errorf("%s holds shards %v", id, holdsOf(p, id))
@@ -168,7 +168,7 @@ func TestRecoverOneShardOfALivedCluster(t *testing.T) {
 	n4 := tc.joinOnceInitialised(0)
 	tc.waitNodes(0, "n1", "n2", "n3", "n4")
 	tc.mustDo(0, "CLUSTER", "MOVESHARD", 0, "n3", "n4")
-	tc.waitPlacement(0, 3, "shard 0 on n1, n2 and n4", func(p [][]replicaOf) error {
+	tc.waitPlacement(0, 3, "shard 0 on n1, n2 and n4", func(p [][]rlproc.Replica) error {
 		if !slices.Equal(holdsOf(p, "n4"), []int{0}) || slices.Contains(holdsOf(p, "n3"), 0) {
 			return fmt.Errorf("n4 holds %v, n3 %v", holdsOf(p, "n4"), holdsOf(p, "n3"))
 		}
@@ -210,7 +210,7 @@ func TestRecoverOneShardOfALivedCluster(t *testing.T) {
 	tc.waitNodes(0, "n1", "n3")
 	n5 := tc.join(0)
 	tc.mustDo(0, "CLUSTER", "REBALANCE")
-	tc.waitPlacement(0, 3, "every shard on n1, n3 and n5", func(p [][]replicaOf) error {
+	tc.waitPlacement(0, 3, "every shard on n1, n3 and n5", func(p [][]rlproc.Replica) error {
 		for _, id := range []string{"n1", "n3", tc.Nodes[n5].ID} {
 			if len(holdsOf(p, id)) != shards {
 				return fmt.Errorf("%s holds shards %v", id, holdsOf(p, id))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -127,7 +128,7 @@ func describeRecovery(w io.Writer, rec cluster.Recovery, node, dir string, dryRu
 	}
 	var lost []string
 	for _, s := range b.Servers {
-		if !containsServer(rec.After, s.ID) {
+		if !slices.ContainsFunc(rec.After, func(a cluster.RaftServer) bool { return a.ID == s.ID }) {
 			lost = append(lost, s.ID)
 		}
 	}
@@ -154,13 +155,4 @@ func servers(all []cluster.RaftServer, voters bool) string {
 		return "none"
 	}
 	return strings.Join(out, ", ")
-}
-
-func containsServer(all []cluster.RaftServer, id string) bool {
-	for _, s := range all {
-		if s.ID == id {
-			return true
-		}
-	}
-	return false
 }

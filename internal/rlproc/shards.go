@@ -23,7 +23,7 @@ type Replica struct {
 	Node string
 	// Role is "master" for the shard's leader, "replica" otherwise.
 	Role string
-	// Health is "online", "loading" or "fail".
+	// Health is "online", "loading" or "failed".
 	Health string
 }
 
@@ -36,10 +36,7 @@ func (c *Cluster) Placement(ctx context.Context, via *Node) ([][]Replica, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s: CLUSTER SHARDS: %w", via.ID, err)
 	}
-	ids := map[string]string{}
-	for _, n := range c.Nodes {
-		ids[RedisID(n.ID)] = n.ID
-	}
+	ids := c.byRedisID()
 	var out [][]Replica
 	for _, s := range v {
 		nodes, _ := fields(s)["nodes"].([]any)
@@ -64,10 +61,7 @@ func (c *Cluster) Members(ctx context.Context, via *Node) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: CLUSTER NODES: %w", via.ID, err)
 	}
-	ids := map[string]string{}
-	for _, n := range c.Nodes {
-		ids[RedisID(n.ID)] = n.ID
-	}
+	ids := c.byRedisID()
 	var out []string
 	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
 		id := strings.Fields(line)[0]
@@ -78,6 +72,16 @@ func (c *Cluster) Members(ctx context.Context, via *Node) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// byRedisID maps the id CLUSTER SHARDS and NODES give each node of the
+// Cluster to its node id.
+func (c *Cluster) byRedisID() map[string]string {
+	ids := make(map[string]string, len(c.Nodes))
+	for _, n := range c.Nodes {
+		ids[RedisID(n.ID)] = n.ID
+	}
+	return ids
 }
 
 // fields reads a reply of names and values: a RESP2 flat array, or a
