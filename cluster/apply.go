@@ -7,27 +7,27 @@ import (
 	"github.com/rlserver/rlserver/engine"
 )
 
-// Both runners apply a shard's commands the same way. A runner gathers whole
-// requests into a batch (batch), stamps it with one reading of the clock,
-// and applies all its commands, in order, with one engine.Apply call
-// (replica.apply); then each request gets its results (deliver). A shard
+// Both runners apply a shard's commands the same way: whole requests, one
+// at a time under the replica's lock, each batch stamped with one reading of
+// the clock and applied, in order, with one engine.Apply call. A shard
 // nobody sends requests to sweeps its expired keys away on a timer
 // (sweepPolicy).
 //
-// What differs is only where the batch is applied. The memory runner
-// applies it on its own goroutine. In Raft mode the shard's leader gathers
-// it (proposer) and encodes it into a log entry; every replica decodes the
-// entry back into the same commands at the same time, and applies them
-// (shardFSM), so that all replicas reach the same state; the leader's
-// replica hands the results back to the proposer.
+// What differs is what a batch is. In memory it is one request, applied on
+// the goroutine that submitted it (memory.go). In Raft mode the shard's
+// leader gathers whole requests into a batch (batch) and encodes it into a
+// log entry (proposer); every replica decodes the entry back into the same
+// commands at the same time, and applies them (shardFSM, replica.apply), so
+// that all replicas reach the same state; the leader's replica hands the
+// results back to the proposer, which gives each request its own (deliver).
 
 const (
 	// maxBatchBytes bounds a batch, so that a flood of requests cannot
 	// delay everyone's replies behind one long apply, and bounds a Raft
 	// entry's size. It is soft: see batch.
 	maxBatchBytes = 256 << 10
-	// queueLen is how many requests a shard's runner queues before Submit
-	// waits for room.
+	// queueLen is how many requests a shard's proposer queues before
+	// Submit waits for room.
 	queueLen = 1024
 	// sweepInterval and sweepBudget pace the reclaiming of expired keys on
 	// a shard without traffic (traffic reclaims as it goes, in
@@ -65,6 +65,11 @@ func (r *replica) apply(now int64, cmds []engine.Command, results []engine.Resul
 	r.mu.Lock()
 	r.shard.Apply(now, cmds, results)
 	r.mu.Unlock()
+	r.observe(cmds)
+}
+
+// observe tells the write observer, if any, of commands just applied.
+func (r *replica) observe(cmds []engine.Command) {
 	if o := r.observer.active(); o != nil {
 		o.Written(r.index, cmds)
 	}

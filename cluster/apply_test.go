@@ -37,19 +37,18 @@ func newRequests(cmds [][]engine.Command) []*Request {
 	return reqs
 }
 
-// The memory runner and a Raft replica apply the same batch alike: the same
-// results for every request, the same state and the same counters.
+// The memory runner, which applies requests one by one, and a Raft replica,
+// which applies them as one entry, apply the same requests at the same time
+// alike: the same results for every request, the same state and the same
+// counters.
 func TestMemoryAndRaftApplyABatchAlike(t *testing.T) {
 	const now = 1_700_000_000_000
 
-	mem := &memoryShard{replica: newReplica(0, &observerSlot{}, nil), in: make(chan *Request, queueLen)}
+	mem := &memoryShard{replica: newReplica(0, &observerSlot{}, nil), clock: fixedClock(now)}
 	memReqs := newRequests(batchRequests())
-	for _, r := range memReqs[1:] {
-		mem.in <- r
-	}
-	mem.applyFrom(memReqs[0], fixedClock(now))
-	if len(mem.in) != 0 {
-		t.Fatalf("%d requests left out of the batch", len(mem.in))
+	for _, r := range memReqs {
+		r.begin(0, nil, DefaultRequestTimeout)
+		mem.applyRequest(r)
 	}
 
 	fsm := newShardFSM(0, &observerSlot{}, nil, nil)

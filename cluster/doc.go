@@ -6,13 +6,14 @@
 // A shard's commands arrive as Requests, each one connection's commands for
 // that shard, through Submit (Do submits and waits for the results). Both
 // runners apply them the same way (apply.go): whole requests gathered into a
-// batch, stamped with one reading of the clock, applied with one engine call
+// batch (in memory, a batch of one), stamped with one reading of the clock, applied with one engine call
 // as one atomic step, their decisions counted and the write observer
 // (observe.go) told before any of them is answered. A shard without traffic
 // sweeps its expired keys on a timer.
 //
-// MemoryShards (memory.go) runs each shard on a goroutine of its own, with
-// no files: state lives only as long as the process.
+// MemoryShards (memory.go) applies each request on the goroutine that
+// submits it, under its shard's lock, with no files: state lives only as
+// long as the process.
 //
 // RaftShards (raftnode.go) runs this node's replicas, each shard a Raft
 // group (hashicorp/raft) of up to three nodes (topology.go), with its log

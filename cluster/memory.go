@@ -2,34 +2,40 @@ package cluster
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
 )
 
-// MemoryShards runs every shard's engine on a goroutine of its own, with no
-// Raft and no files: state lives only as long as the process.
+// MemoryShards runs every shard's engine in memory, with no Raft and no
+// files: state lives only as long as the process.
+//
+// A request is applied on the goroutine that submits it, under its shard's
+// lock: one request at a time per shard, each one atomic step stamped with
+// one reading of the clock, as a shard's own goroutine would apply them, but
+// without handing every request to that goroutine and its answer back (two
+// goroutine wake-ups per request, which in memory cost more than the
+// decisions). A request waits only for the request applying before it.
 type MemoryShards struct {
 	shards   []*memoryShard
 	observer observerSlot
 
-	mu     sync.RWMutex // held for reading while submitting, for writing to close
+	mu     sync.RWMutex // held for reading while applying, for writing to close
 	closed bool
+	quit   chan struct{} // closed to stop the sweepers
 	wg     sync.WaitGroup
 }
 
-// memoryShard is one shard's replica with the queue its goroutine applies.
+// memoryShard is one shard's replica, its clock, and what its sweeper needs.
 type memoryShard struct {
 	replica
-	in   chan *Request
-	quit chan struct{}
-
-	// The goroutine's own, reused from one batch to the next.
-	batch   batch
-	cmds    []engine.Command // the batch's commands, in order
-	results []engine.Result  // and their results
+	clock Clock
+	// sweeps is read and written under the replica's lock: requests mark
+	// the shard busy, the sweeper asks whether it is idle.
+	sweeps   sweepPolicy
+	sweep    []engine.Command // the sweeper's own, reused
+	sweepOut []engine.Result
 }
 
 // NewMemoryShards starts the shards cfg describes, after checking it with
@@ -38,14 +44,19 @@ func NewMemoryShards(cfg MemoryConfig) (*MemoryShards, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &MemoryShards{shards: make([]*memoryShard, cfg.Shards)}
+	m := &MemoryShards{shards: make([]*memoryShard, cfg.Shards), quit: make(chan struct{})}
 	for i := range m.shards {
-		s := &memoryShard{replica: newReplica(i, &m.observer, cfg.Scripts), in: make(chan *Request, queueLen), quit: make(chan struct{})}
+		s := &memoryShard{
+			replica:  newReplica(i, &m.observer, cfg.Scripts),
+			clock:    cfg.Clock,
+			sweep:    []engine.Command{sweepCommand()},
+			sweepOut: make([]engine.Result, 1),
+		}
 		m.shards[i] = s
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			s.run(cfg.Clock)
+			s.sweepWhileIdle(m.quit)
 		}()
 	}
 	return m, nil
@@ -57,25 +68,24 @@ func (m *MemoryShards) Shards() int { return len(m.shards) }
 // ShardOf returns the shard that owns slot.
 func (m *MemoryShards) ShardOf(slot uint16) int { return ShardOfSlot(slot, len(m.shards)) }
 
-// Submit queues r on shard; r.Done is signalled when it has been applied.
-// Memory shards have no leader to wait for: r.Deadline bounds only how
-// long its waiter waits (see Request.Expire).
+// Submit applies r on shard, on the caller's goroutine, and signals r.Done
+// before it returns. Memory shards have no leader to wait for: r.Deadline
+// is not needed, and a request is never left to expire.
 func (m *MemoryShards) Submit(shard int, r *Request) {
 	r.begin(shard, nil, DefaultRequestTimeout)
 	m.mu.RLock()
+	defer m.mu.RUnlock()
 	if m.closed {
-		m.mu.RUnlock()
 		fail(r, ErrShuttingDown)
 		return
 	}
-	m.shards[shard].in <- r
-	m.mu.RUnlock()
+	m.shards[shard].applyRequest(r)
 }
 
-// Stats returns shard's counters as of its latest batch.
+// Stats returns shard's counters as of its latest request.
 func (m *MemoryShards) Stats(shard int) engine.Stats { return m.shards[shard].stats() }
 
-// Close stops the shards after applying every request already submitted;
+// Close stops the shards once the requests being applied are answered;
 // later requests fail with ErrShuttingDown.
 func (m *MemoryShards) Close() error {
 	m.mu.Lock()
@@ -85,68 +95,47 @@ func (m *MemoryShards) Close() error {
 	}
 	m.closed = true
 	m.mu.Unlock()
-	for _, s := range m.shards {
-		close(s.quit)
-	}
+	close(m.quit)
 	m.wg.Wait()
 	return nil
 }
 
-// run applies batches of requests until quit, then what is still queued.
-func (s *memoryShard) run(clock Clock) {
-	var sweeps sweepPolicy
-	sweep := []engine.Command{sweepCommand()}
-	sweepOut := make([]engine.Result, 1)
+// applyRequest applies r's commands as one atomic step and answers r.
+func (s *memoryShard) applyRequest(r *Request) {
+	if !r.take() {
+		return
+	}
+	s.mu.Lock()
+	s.sweeps.request()
+	// The clock is read under the lock, so that time never runs backwards
+	// from one request to the next, whichever goroutines apply them.
+	s.shard.Apply(s.clock.Now(), r.Cmds, r.Results)
+	s.mu.Unlock()
+	s.observe(r.Cmds)
+	r.answer(nil)
+}
+
+// sweepWhileIdle sweeps the shard's expired keys at each tick that finds
+// it idle (sweepPolicy), until quit.
+func (s *memoryShard) sweepWhileIdle(quit <-chan struct{}) {
 	tick := time.NewTicker(sweepInterval)
 	defer tick.Stop()
 	for {
 		select {
-		case r := <-s.in:
-			sweeps.request()
-			s.applyFrom(r, clock)
 		case <-tick.C:
-			if sweeps.due(s.stats().Keys) {
-				s.apply(clock.Now(), sweep, sweepOut)
+			s.mu.Lock()
+			due := s.sweeps.due(s.shard.Stats().Keys)
+			if due {
+				s.shard.Apply(s.clock.Now(), s.sweep, s.sweepOut)
 			}
-		case <-s.quit:
-			for {
-				select {
-				case r := <-s.in:
-					s.applyFrom(r, clock)
-				default:
-					return
-				}
+			s.mu.Unlock()
+			if due {
+				s.observe(s.sweep)
 			}
+		case <-quit:
+			return
 		}
 	}
-}
-
-// applyFrom applies a batch of first and the requests waiting after it, at
-// one instant, and answers them.
-func (s *memoryShard) applyFrom(first *Request, clock Clock) {
-	b := &s.batch
-	b.add(first)
-	b.addWaiting(s.in)
-	taken := b.reqs[:0] // the requests whose waiters still wait, held busy
-	for _, r := range b.reqs {
-		if r.take() {
-			taken = append(taken, r)
-			s.cmds = append(s.cmds, r.Cmds...)
-		}
-	}
-	s.results = slices.Grow(s.results[:0], len(s.cmds))[:len(s.cmds)]
-	s.apply(clock.Now(), s.cmds, s.results)
-	off := 0
-	for _, r := range taken {
-		copy(r.Results, s.results[off:off+len(r.Cmds)])
-		off += len(r.Cmds)
-		r.answer(nil)
-	}
-	// Keep no request, key or value alive until the next batch.
-	b.reset()
-	clear(s.cmds)
-	clear(s.results)
-	s.cmds, s.results = s.cmds[:0], s.results[:0]
 }
 
 // Read answers a read-only shard-wide command (DBSIZE, SCAN, DEBUG DIGEST) on

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // memoryShards starts n memory shards that read time from clock.
@@ -87,6 +88,38 @@ func TestMemoryShardsRefuseAfterClose(t *testing.T) {
 	if !errors.Is(r.Err, ErrShuttingDown) {
 		t.Fatalf("err %v, want ErrShuttingDown", r.Err)
 	}
+}
+
+// A memory shard answers a request before Submit returns: the server's
+// batch relies on it to wait without arming a timer.
+func TestMemoryShardsAnswerWithinSubmit(t *testing.T) {
+	m := memoryShards(t, 2, SystemClock{})
+	defer m.Close()
+	done := make(chan struct{}, 1)
+	r := &Request{Cmds: []engine.Command{{Op: engine.OpDBSize}}, Results: make([]engine.Result, 1), Done: done}
+	m.Submit(1, r)
+	if len(done) != 1 || r.Err != nil {
+		t.Fatalf("after Submit: %d signals, err %v", len(done), r.Err)
+	}
+}
+
+// A shard nobody sends requests to still reclaims its expired keys: its
+// sweeper applies a sweep at a tick that finds it idle.
+func TestMemoryShardsSweepAnIdleShard(t *testing.T) {
+	clock := &DebugClock{}
+	clock.Set(1_700_000_000_000)
+	m := memoryShards(t, 1, clock)
+	defer m.Close()
+	for _, key := range []string{"a", "b", "c"} {
+		memCall(m, 0, engine.Command{Op: engine.OpSliding, Key: []byte(key), Args: [4]int64{10, 1_000, 0, 1}})
+	}
+	if st := m.Stats(0); st.Keys != 3 {
+		t.Fatalf("%d keys, want 3", st.Keys)
+	}
+	clock.Advance(3_600_000)
+	poll.Until(t, 10*sweepInterval, "the idle shard to sweep its expired keys", func() (bool, error) {
+		return m.Stats(0).Keys == 0, nil
+	})
 }
 
 func TestDebugClock(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 // write made through another node reaches a shard's leader over the bus and
 // never passes through this node's server, so the server cannot see it on
 // its way in: it learns of writes where they change state, from the runner
-// that applies them on this node (the memory shard's goroutine, or the Raft
+// that applies them on this node (a memory shard, or the Raft
 // state machine of this node's replica, leader or follower).
 
 // WriteObserver is told of the commands a shard on this node has applied.

@@ -137,9 +137,17 @@ func (b *batch) submit(s Shards) {
 		r.Deadline = deadline
 		s.Submit(shard, r)
 	}
+	waiting := len(b.used)
+	// Memory shards answer within Submit: no timer for what is answered.
+	for ; waiting > 0 && len(b.done) > 0; waiting-- {
+		<-b.done
+	}
+	if waiting == 0 {
+		return
+	}
 	b.timer.Reset(time.Until(deadline))
 	defer b.timer.Stop()
-	for waiting := len(b.used); waiting > 0; {
+	for waiting > 0 {
 		select {
 		case <-b.done:
 			waiting--
