@@ -584,21 +584,31 @@ func (n *RaftShards) shutdown(handOver bool) error {
 	n.wg.Wait()
 	n.replicasMu.Lock()
 	defer n.replicasMu.Unlock()
-	var errs []error
+	// The groups, the catalogue's too, are closed side by side: each may
+	// wait for a leadership hand-over, a snapshot and Raft's goroutines (up
+	// to raftShutdownBound), and with peers that do not answer, one after
+	// the other those waits add up to more than a service manager grants a
+	// stopping process.
+	errs := make([]error, len(n.groups))
+	var closing sync.WaitGroup
 	for i := range n.groups {
-		g := n.groups[i].Load()
-		if g != nil {
-			if err := g.close(handOver, true, n.cfg.Log); err != nil {
-				errs = append(errs, fmt.Errorf("shard %d: %w", g.shard, err))
-			}
+		if g := n.groups[i].Load(); g != nil {
+			closing.Go(func() {
+				if err := g.close(handOver, true, n.cfg.Log); err != nil {
+					errs[i] = fmt.Errorf("shard %d: %w", g.shard, err)
+				}
+			})
 		}
 	}
 	if m := n.meta.Load(); m != nil {
-		if err := m.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
-			n.cfg.Log.Debug("catalogue snapshot at shutdown", "err", err)
-		}
-		m.close(n.cfg.Log)
+		closing.Go(func() {
+			if err := m.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+				n.cfg.Log.Debug("catalogue snapshot at shutdown", "err", err)
+			}
+			m.close(n.cfg.Log)
+		})
 	}
+	closing.Wait()
 	if n.bus != nil {
 		n.bus.close()
 	}

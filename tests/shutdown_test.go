@@ -202,3 +202,38 @@ func TestShutdownDeliversRepliesOfExecutedDecisions(t *testing.T) {
 			executed, replies, truncated)
 	}
 }
+
+// A node whose peers have stopped answering (frozen here) still stops
+// within a service manager's patience: its shards close side by side, so
+// their leadership hand-overs and waits for Raft's goroutines, each bounded,
+// do not add up shard after shard.
+func TestClusterNodeStopsPromptlyWhenItsPeersAreFrozen(t *testing.T) {
+	t.Parallel()
+	c := rlproc.StartCluster(t, rlproc.ClusterConfig{Shards: 6})
+	for _, n := range c.Nodes[1:] {
+		p := n.Process()
+		if err := p.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Signal(syscall.SIGCONT) })
+	}
+	p := c.Nodes[0].Process()
+	p.ExpectExit()
+	start := time.Now()
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// Raft's shutdown bound (5 s) and a hand-over's election timeout, once,
+	// with room for a loaded machine; closed shard after shard, seven
+	// groups took longer than this.
+	const patience = 12 * time.Second
+	select {
+	case <-p.Exited():
+		t.Logf("stopped in %v", time.Since(start).Round(time.Millisecond))
+	case <-time.After(patience):
+		t.Fatalf("still running %v after SIGTERM with its peers frozen; log:\n%s", patience, p.Log())
+	}
+	if code := p.ExitCode(); code != 0 {
+		t.Fatalf("exit %d, want 0; log:\n%s", code, p.Log())
+	}
+}
