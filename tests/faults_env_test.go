@@ -154,12 +154,27 @@ func (n *busNet) accept(ln net.Listener, to int) {
 }
 
 // serve relays one connection to node to, unless it crosses the cut.
+//
+// Where a connection comes from is looked up (socketOwner) only when it
+// decides something: while a node is cut off, for a connection to another
+// node, and when a cut begins, for the links open then (cut). The lookup
+// reads /proc; looked up for every connection, on a loaded machine, the
+// lookups fell behind the dials of a cut node and its peers, and the proxy
+// piled up connections by the thousand until the test process stalled.
 func (n *busNet) serve(conn net.Conn, to int) {
 	n.mu.Lock()
 	pids := slices.Clone(n.pids)
 	target := n.targets[to]
+	isolated := n.isolated
 	n.mu.Unlock()
-	from := socketOwner(conn.RemoteAddr().(*net.TCPAddr).Port, conn.LocalAddr().(*net.TCPAddr).Port, pids)
+	if isolated == to {
+		conn.Close()
+		return
+	}
+	from := -1
+	if isolated >= 0 {
+		from = socketOwner(conn.RemoteAddr().(*net.TCPAddr).Port, conn.LocalAddr().(*net.TCPAddr).Port, pids)
+	}
 	link := &busLink{from: from, to: to, down: conn}
 	n.mu.Lock()
 	if n.cuts(link) {
@@ -210,6 +225,9 @@ func (n *busNet) cut(i int) {
 	defer n.mu.Unlock()
 	n.isolated = i
 	for l := range n.links {
+		if l.from < 0 && l.to != i {
+			l.from = socketOwner(l.down.RemoteAddr().(*net.TCPAddr).Port, l.down.LocalAddr().(*net.TCPAddr).Port, n.pids)
+		}
 		if n.cuts(l) {
 			l.close()
 		}
