@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"time"
+
+	"github.com/rlserver/rlserver/engine"
 )
 
 // Forwarding lets a node answer a command for a shard another node leads:
@@ -206,6 +208,13 @@ func answerCommands(out, frame []byte, h forwardHandler) []byte {
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = retryError(shard, "", ErrMayHaveBeenCounted, "no answer within the request timeout of the node it was forwarded to")
 	}
+	return appendCommandsReply(out, shard, results, err, h)
+}
+
+// appendCommandsReply encodes the answer to a forwarded batch for shard:
+// its results, or err (ErrNotApplied as the name of the shard's leader,
+// when this node knows another node leads it).
+func appendCommandsReply(out []byte, shard int, results []engine.Result, err error, h forwardHandler) []byte {
 	if errors.Is(err, ErrNotApplied) {
 		if hint := h.leaderHint(shard); hint != "" {
 			return append(append(out, replyLeader), hint...)
