@@ -249,6 +249,10 @@ func (m *muxConn) read(conn net.Conn) {
 		buf = frame[:0]
 		d := wire{b: frame}
 		id := d.uvarint()
+		if d.err != nil {
+			m.broke(d.err)
+			return
+		}
 		m.mu.Lock()
 		if c != nil {
 			m.free = append(m.free, c)
@@ -256,7 +260,7 @@ func (m *muxConn) read(conn net.Conn) {
 		c = m.calls[id]
 		delete(m.calls, id)
 		m.mu.Unlock()
-		if c == nil || d.err != nil {
+		if c == nil {
 			continue // ended already: at its deadline, or as stale
 		}
 		if hint, err := m.f.answered(c.leader, c.shard, c.r, d.b); err != nil {
@@ -267,11 +271,15 @@ func (m *muxConn) read(conn net.Conn) {
 
 // readMuxFrame reads one frame into buf's memory (growing it).
 func readMuxFrame(rd *bufio.Reader, buf []byte) ([]byte, error) {
-	var h [4]byte
-	if _, err := io.ReadFull(rd, h[:]); err != nil {
+	h, err := rd.Peek(4) // not read into an array: that would escape
+	if err != nil {
+		if errors.Is(err, io.EOF) && len(h) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, err
 	}
-	n := binary.BigEndian.Uint32(h[:])
+	n := binary.BigEndian.Uint32(h)
+	rd.Discard(4)
 	if n > maxFrame {
 		return nil, fmt.Errorf("frame of %d bytes", n)
 	}
@@ -279,7 +287,7 @@ func readMuxFrame(rd *bufio.Reader, buf []byte) ([]byte, error) {
 		buf = make([]byte, n)
 	}
 	buf = buf[:n]
-	_, err := io.ReadFull(rd, buf)
+	_, err = io.ReadFull(rd, buf)
 	return buf, err
 }
 
