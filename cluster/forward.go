@@ -15,8 +15,9 @@ import (
 
 // Forwarding lets a node answer a command for a shard another node leads:
 // the parsed commands go to the leader over the bus and the results come
-// back, so clients that know nothing of clusters can use any node. A
-// forwarding connection carries one frame at a time each way:
+// back, so clients that know nothing of clusters can use any node. There
+// are two streams (transport.go). A forwarding connection (streamForward)
+// carries one frame at a time each way:
 //
 //	request   uvarint length, then 'C' uvarint shard, batch (appendBatch)
 //	          or 'S' (status: this node's replicas), then the asker's id
@@ -35,6 +36,22 @@ import (
 //	          was not applied: ask that node; for 'A', the catalogue's
 //	          leader); 1 and an error's text is what releases before typed
 //	          errors answer
+//
+// A multiplexed forwarding connection (streamForwardMux; releases before it
+// close it at once) carries only commands, as many at a time as are in
+// flight, each way. The node accepting it first answers the header with one
+// byte, muxVersion; then
+//
+//	request   uint32 length (big endian) of what follows, uvarint id (the
+//	          sender's, unique on the connection), then 'C' uvarint shard,
+//	          batch, as above
+//	response  uint32 length, the request's id, then the response as above
+//
+// Requests are applied as they arrive, not one after the other, and answered
+// as they complete, in any order; frames are written back to back, several
+// in one write. The length is fixed-size so that a frame can be encoded in
+// place, in the sender's queue. Status and catalogue calls, rare, keep the
+// one-frame stream.
 
 // The first byte of a response.
 const (

@@ -109,6 +109,7 @@ func (f *forwarder) forward(leader *Member, shard int, r *Request) {
 		if m.enqueue(leader, shard, r) {
 			return
 		}
+		f.drop(m, false) // broken: the next one dials again
 	}
 	frame := []byte{frameCommands}
 	frame = binary.AppendUvarint(frame, uint64(shard))

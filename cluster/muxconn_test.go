@@ -285,3 +285,29 @@ func TestForwardingDeadlines(t *testing.T) {
 		t.Errorf("after the timeouts: %v, %d connections, want an answer on the first connection", r.Err, dials.Load())
 	}
 }
+
+// A request forwarded over a multiplexed connection allocates nothing, on
+// either side, once the connection is warm: its call, frame and answer
+// reuse the memory of those before.
+func TestForwardingAllocatesNothingPerRequest(t *testing.T) {
+	h := &testHandler{timeout: 10 * time.Second, submit: func(_ int, r *Request) { answerWith(r, 1) }}
+	peer := startForwardPeer(t, h, false)
+	f, _ := testForwarder(t, nil)
+	r, done := forwardedRequest("k", 10*time.Second)
+	deadline := time.Now().Add(time.Minute)
+	roundTrip := func() {
+		r.Deadline = deadline
+		r.begin(0, nil, 0)
+		f.forward(peer, 0, r)
+		<-done
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	for range 100 {
+		roundTrip()
+	}
+	if allocs := testing.AllocsPerRun(500, roundTrip); allocs > 0.1 {
+		t.Fatalf("%v allocations per forwarded request, want none", allocs)
+	}
+}
