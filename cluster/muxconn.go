@@ -86,6 +86,8 @@ const (
 	idleCheck = time.Second
 )
 
+// newMuxConn returns f's connection to the peer at addr, which dials it
+// meanwhile: requests may be queued at once.
 func newMuxConn(f *forwarder, addr string) *muxConn {
 	m := &muxConn{f: f, addr: addr, wake: make(chan struct{}, 1), done: make(chan struct{}), calls: make(map[uint64]*muxCall)}
 	m.timer = time.AfterFunc(time.Hour, m.expire)
