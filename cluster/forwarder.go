@@ -62,11 +62,11 @@ const (
 	// forwardPool is how many idle connections are kept per peer for the
 	// old way of forwarding (to a peer of an older release) and for status
 	// and catalogue calls. Every request forwarded the old way at the same
-	// moment needs a connection of its own; one
-	// that finds the pool full is closed after its answer, and the next
-	// request dials again (a handshake, and a goroutine on the peer), so the
-	// pool is sized for the requests a busy node forwards to one peer at
-	// once, not for the few of a quiet one.
+	// moment needs a connection of its own; one that finds the pool full is
+	// closed after its answer, and the next request dials again (a
+	// handshake, and a goroutine on the peer), so the pool is sized for the
+	// requests a busy node forwards to one peer at once, not for the few of
+	// a quiet one.
 	forwardPool = 64
 	// movedGrace is how long a node that lost a shard's leadership has to
 	// answer the requests it was forwarded before they are given up.
