@@ -21,13 +21,14 @@ import (
 type testHandler struct {
 	submit  func(shard int, r *Request)
 	timeout time.Duration
+	leader  string // the node it names as the shard's leader, if any
 }
 
 func (h *testHandler) submitLocal(shard int, r *Request)               { h.submit(shard, r) }
 func (h *testHandler) requestTimeout() time.Duration                   { return h.timeout }
 func (h *testHandler) status(string, string) nodeStatus                { return nodeStatus{} }
 func (h *testHandler) applyCatalogueOp([]byte) (uint64, string, error) { return 0, "", nil }
-func (h *testHandler) leaderHint(int) string                           { return "" }
+func (h *testHandler) leaderHint(int) string                           { return h.leader }
 
 // answerWith answers r, submitted to a shard, with v.
 func answerWith(r *Request, v int64) {
@@ -309,5 +310,34 @@ func TestForwardingAllocatesNothingPerRequest(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(500, roundTrip); allocs > 0.1 {
 		t.Fatalf("%v allocations per forwarded request, want none", allocs)
+	}
+}
+
+// A peer that no longer leads the shard hands the request back unapplied,
+// naming the node that does: the forwarder passes the name on, for the
+// request to be routed there.
+func TestForwardToANodeThatNoLongerLeadsNamesTheLeader(t *testing.T) {
+	h := &testHandler{timeout: 10 * time.Second, leader: "n3", submit: func(shard int, r *Request) {
+		fail(r, retryError(shard, "", ErrNotApplied, "this node does not lead it"))
+	}}
+	peer := startForwardPeer(t, h, false)
+	type ending struct {
+		hint string
+		err  error
+	}
+	ended := make(chan ending, 1)
+	f := newForwarder(newBusDialer(tcpDial, [8]byte{}, nil), func(_ *Request, _ *Member, hint string, err error) {
+		ended <- ending{hint, err}
+	})
+	t.Cleanup(f.close)
+	r, _ := forwardedRequest("k", 10*time.Second)
+	f.forward(peer, 0, r)
+	select {
+	case e := <-ended:
+		if e.hint != "n3" || !errors.Is(e.err, ErrNotApplied) {
+			t.Fatalf("ended with %q, %v; want n3 named and ErrNotApplied", e.hint, e.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer")
 	}
 }
