@@ -9,12 +9,15 @@ import (
 	"io"
 	"net"
 	"time"
+
+	"github.com/rlserver/rlserver/engine"
 )
 
 // Forwarding lets a node answer a command for a shard another node leads:
 // the parsed commands go to the leader over the bus and the results come
-// back, so clients that know nothing of clusters can use any node. A
-// forwarding connection carries one frame at a time each way:
+// back, so clients that know nothing of clusters can use any node. There
+// are two streams (transport.go). A forwarding connection (streamForward)
+// carries one frame at a time each way:
 //
 //	request   uvarint length, then 'C' uvarint shard, batch (appendBatch)
 //	          or 'S' (status: this node's replicas), then the asker's id
@@ -33,6 +36,22 @@ import (
 //	          was not applied: ask that node; for 'A', the catalogue's
 //	          leader); 1 and an error's text is what releases before typed
 //	          errors answer
+//
+// A multiplexed forwarding connection (streamForwardMux; releases before it
+// close it at once) carries only commands, as many at a time as are in
+// flight, each way. The node accepting it first answers the header with one
+// byte, muxVersion; then
+//
+//	request   uint32 length (big endian) of what follows, uvarint id (the
+//	          sender's, unique on the connection), then 'C' uvarint shard,
+//	          batch, as above
+//	response  uint32 length, the request's id, then the response as above
+//
+// Requests are applied as they arrive, not one after the other, and answered
+// as they complete, in any order; frames are written back to back, several
+// in one write. The length is fixed-size so that a frame can be encoded in
+// place, in the sender's queue. Status and catalogue calls, rare, keep the
+// one-frame stream.
 
 // The first byte of a response.
 const (
@@ -206,6 +225,13 @@ func answerCommands(out, frame []byte, h forwardHandler) []byte {
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = retryError(shard, "", ErrMayHaveBeenCounted, "no answer within the request timeout of the node it was forwarded to")
 	}
+	return appendCommandsReply(out, shard, results, err, h)
+}
+
+// appendCommandsReply encodes the answer to a forwarded batch for shard:
+// its results, or err (ErrNotApplied as the name of the shard's leader,
+// when this node knows another node leads it).
+func appendCommandsReply(out []byte, shard int, results []engine.Result, err error, h forwardHandler) []byte {
 	if errors.Is(err, ErrNotApplied) {
 		if hint := h.leaderHint(shard); hint != "" {
 			return append(append(out, replyLeader), hint...)

@@ -73,8 +73,7 @@ func TestForwarderReusesItsConnections(t *testing.T) {
 		}
 		return c, err
 	}
-	f := newForwarder(newBusDialer(dial, [8]byte{}, nil))
-	defer f.close()
+	f, _ := testForwarder(t, dial)
 	addr := ln.Addr().String()
 	busy := func(n int) {
 		t.Helper()

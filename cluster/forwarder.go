@@ -12,7 +12,11 @@ import (
 )
 
 // forwarder sends requests to the nodes that lead their shards (see
-// forward.go for the frames), keeping a few idle connections to each.
+// forward.go for the frames). To each peer it keeps one multiplexed
+// connection (muxconn.go) that carries every request forwarded to it; to a
+// peer of a release before those it forwards the old way, a connection per
+// request in flight, keeping a few idle ones, as it does for status and
+// catalogue calls.
 //
 // A forwarded request waits for its answer no longer than its deadline, and
 // no longer than its leader leads: when this node learns that the shard's
@@ -25,9 +29,18 @@ import (
 // leader serves everyone else.
 type forwarder struct {
 	dialer busDialer
-	mu     sync.Mutex
-	idle   map[string][]*peerConn
-	calls  map[*forwardCall]struct{} // forwarded requests awaiting their answer
+	// ended is given a forwarded request the forwarder could not answer
+	// from its leader, with the error to end it with (see fail) and the id
+	// of the node that leads the shard when the peer named one.
+	ended func(r *Request, leader *Member, hint string, err error)
+	mu    sync.Mutex
+	idle  map[string][]*peerConn
+	calls map[*forwardCall]struct{} // requests forwarded the old way awaiting their answer
+	muxes map[string]*muxConn       // by peer address
+	// old holds the peers that refused multiplexed forwarding, until when
+	// they are forwarded to the old way.
+	old    map[string]time.Time
+	closed bool
 }
 
 // forwardCall is a forwarded request awaiting its answer.
@@ -46,12 +59,14 @@ type forwardCall struct {
 var errGivenUp = errors.New("given up before it was sent")
 
 const (
-	// forwardPool is how many idle connections are kept per peer. Every
-	// request forwarded at the same moment needs a connection of its own; one
-	// that finds the pool full is closed after its answer, and the next
-	// request dials again (a handshake, and a goroutine on the peer), so the
-	// pool is sized for the requests a busy node forwards to one peer at
-	// once, not for the few of a quiet one.
+	// forwardPool is how many idle connections are kept per peer for the
+	// old way of forwarding (to a peer of an older release) and for status
+	// and catalogue calls. Every request forwarded the old way at the same
+	// moment needs a connection of its own; one that finds the pool full is
+	// closed after its answer, and the next request dials again (a
+	// handshake, and a goroutine on the peer), so the pool is sized for the
+	// requests a busy node forwards to one peer at once, not for the few of
+	// a quiet one.
 	forwardPool = 64
 	// movedGrace is how long a node that lost a shard's leadership has to
 	// answer the requests it was forwarded before they are given up.
@@ -60,8 +75,14 @@ const (
 	dialTimeout = 2 * time.Second
 )
 
-func newForwarder(dialer busDialer) *forwarder {
-	return &forwarder{dialer: dialer, idle: make(map[string][]*peerConn), calls: make(map[*forwardCall]struct{})}
+// newForwarder returns a forwarder that opens its connections with dialer
+// and gives the requests it cannot answer to ended.
+func newForwarder(dialer busDialer, ended func(r *Request, leader *Member, hint string, err error)) *forwarder {
+	return &forwarder{
+		dialer: dialer, ended: ended,
+		idle: make(map[string][]*peerConn), calls: make(map[*forwardCall]struct{}),
+		muxes: make(map[string]*muxConn), old: make(map[string]time.Time),
+	}
 }
 
 // peerConn is a forwarding connection and the reader of its answers, kept
@@ -73,13 +94,22 @@ type peerConn struct {
 	rd *bufio.Reader
 }
 
-// forward applies r's commands on shard at leader. It answers r itself when
-// the leader did (or drops r when its waiter gave up on it), and returns
-// nil; otherwise it returns the error r is to end with (see fail), and the
-// id of the node that leads the shard when the peer named one.
-func (f *forwarder) forward(leader *Member, shard int, r *Request) (hint string, err error) {
+// forward applies r's commands on shard at leader, and returns at once: r
+// is answered when the leader answers it (or dropped when its waiter gave up
+// on it), or else given to f.ended.
+func (f *forwarder) forward(leader *Member, shard int, r *Request) {
 	if !r.take() {
-		return "", nil
+		return
+	}
+	for {
+		m := f.mux(leader.Bus)
+		if m == nil {
+			break
+		}
+		if m.enqueue(leader, shard, r) {
+			return
+		}
+		f.drop(m, false) // broken: the next one dials again
 	}
 	frame := []byte{frameCommands}
 	frame = binary.AppendUvarint(frame, uint64(shard))
@@ -87,16 +117,60 @@ func (f *forwarder) forward(leader *Member, shard int, r *Request) (hint string,
 	// The frame holds the commands now: the request waits for a connection
 	// as a request that has not left this node.
 	r.release(leader.ID)
+	go f.forwardOld(leader, shard, r, frame)
+}
 
+// mux returns the multiplexed connection to addr, opening it when there is
+// none: nil when the peer is to be forwarded to the old way.
+func (f *forwarder) mux(addr string) *muxConn {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if m := f.muxes[addr]; m != nil {
+		return m
+	}
+	if until, ok := f.old[addr]; ok {
+		if time.Now().Before(until) {
+			return nil
+		}
+		delete(f.old, addr)
+	}
+	if f.closed {
+		return nil
+	}
+	m := newMuxConn(f, addr)
+	f.muxes[addr] = m
+	return m
+}
+
+// drop forgets m, which broke; old says its peer refused multiplexed
+// forwarding.
+func (f *forwarder) drop(m *muxConn, old bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.muxes[m.addr] == m {
+		delete(f.muxes, m.addr)
+	}
+	if old {
+		f.old[m.addr] = time.Now().Add(oldPeerRetry)
+	}
+}
+
+// forwardOld sends r, released, to leader over a connection of its own
+// (the stream of releases before multiplexed forwarding), frame holding
+// its commands, and waits for the answer.
+func (f *forwarder) forwardOld(leader *Member, shard int, r *Request, frame []byte) {
 	c := &forwardCall{shard: shard, peer: leader.ID, send: r.send}
 	reply, sent, err := f.call(c, leader.Bus, frame, r.deadline)
 	if errors.Is(err, errGivenUp) {
-		return "", nil
+		return
 	}
-	if err != nil {
-		if !sent {
-			return "", retryError(shard, leader.ID, ErrNotApplied, "unreachable: "+err.Error())
-		}
+	var hint string
+	switch {
+	case err == nil:
+		hint, err = f.answered(leader, shard, r, reply)
+	case !sent:
+		err = retryError(shard, leader.ID, ErrNotApplied, "unreachable: "+err.Error())
+	default:
 		why := "the connection to it broke before it answered"
 		switch {
 		case c.moved != "":
@@ -104,8 +178,18 @@ func (f *forwarder) forward(leader *Member, shard int, r *Request) (hint string,
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			why = "no answer within the request timeout"
 		}
-		return "", retryError(shard, leader.ID, ErrMayHaveBeenCounted, why)
+		err = retryError(shard, leader.ID, ErrMayHaveBeenCounted, why)
 	}
+	if err != nil {
+		f.ended(r, leader, hint, err)
+	}
+}
+
+// answered handles leader's reply to r, sent: it answers r itself when the
+// leader did (or drops r when its waiter gave up on it), and returns nil;
+// otherwise it returns the error r is to end with, and the id of the node
+// that leads the shard when the peer named one.
+func (f *forwarder) answered(leader *Member, shard int, r *Request, reply []byte) (hint string, err error) {
 	d := wire{b: reply}
 	switch d.byte() {
 	case replyOK:
@@ -136,14 +220,28 @@ func (f *forwarder) forward(leader *Member, shard int, r *Request) (hint string,
 // and still unanswered after movedGrace, are given up.
 func (f *forwarder) leaderMoved(shard int, from, to *Member) {
 	var stale []*forwardCall
+	type muxStale struct {
+		m   *muxConn
+		ids []uint64
+	}
+	var staleMux []muxStale
 	f.mu.Lock()
 	for c := range f.calls {
 		if c.shard == shard && (to == nil || c.peer != to.ID) {
 			stale = append(stale, c)
 		}
 	}
+	muxes := make([]*muxConn, 0, len(f.muxes))
+	for _, m := range f.muxes {
+		muxes = append(muxes, m)
+	}
 	f.mu.Unlock()
-	if len(stale) == 0 {
+	for _, m := range muxes {
+		if ids := m.stale(shard, to); len(ids) > 0 {
+			staleMux = append(staleMux, muxStale{m, ids})
+		}
+	}
+	if len(stale) == 0 && len(staleMux) == 0 {
 		return
 	}
 	moved := "no node (an election is under way)"
@@ -151,6 +249,9 @@ func (f *forwarder) leaderMoved(shard int, from, to *Member) {
 		moved = to.ID
 	}
 	time.AfterFunc(movedGrace, func() {
+		for _, s := range staleMux {
+			s.m.endMoved(s.ids, moved)
+		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		for _, c := range stale {
@@ -272,14 +373,22 @@ func (f *forwarder) put(addr string, conn *peerConn) {
 	f.idle[addr] = append(f.idle[addr], conn)
 }
 
-// close drops the idle connections.
+// close drops the idle connections and breaks the multiplexed ones.
 func (f *forwarder) close() {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.closed = true
 	for addr, conns := range f.idle {
 		for _, c := range conns {
 			c.Close()
 		}
 		delete(f.idle, addr)
+	}
+	muxes := make([]*muxConn, 0, len(f.muxes))
+	for _, m := range f.muxes {
+		muxes = append(muxes, m)
+	}
+	f.mu.Unlock()
+	for _, m := range muxes {
+		m.broke(ErrShuttingDown)
 	}
 }

@@ -13,7 +13,9 @@ import (
 // peek that must not wait finds nothing to read on a live connection, and
 // end-of-file (or stray bytes) on one the peer closed. A plain read with an
 // expired deadline cannot tell: Go returns the timeout without asking the
-// socket.
+// socket. The peek goes around Go's read lock, so it also serves a
+// connection another goroutine is reading (a multiplexed one, whose reader
+// is parked in a read).
 func stillOpen(conn net.Conn) bool {
 	if tc, ok := conn.(*tls.Conn); ok {
 		// Peek at the socket under TLS: the peer that closed it sent a
@@ -30,11 +32,13 @@ func stillOpen(conn net.Conn) bool {
 		return false
 	}
 	open := false
-	err = raw.Read(func(fd uintptr) bool {
+	err = raw.Control(func(fd uintptr) {
 		var b [1]byte
 		n, _, rerr := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		open = n < 0 && (errors.Is(rerr, syscall.EAGAIN) || errors.Is(rerr, syscall.EWOULDBLOCK))
-		return true // never wait
 	})
 	return err == nil && open
 }
+
+// canPeek says whether stillOpen can tell.
+const canPeek = true

@@ -95,7 +95,7 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 // catalogue group (its catalogue is its initial one, for good).
 func (n *RaftShards) startSingle() error {
 	n.initial.Store(initialCatalogue(n.cfg.Members, n.cfg.Shards))
-	n.fwd = newForwarder(newBusDialer(n.cfg.Dial, fingerprint(n.cfg.Members, n.cfg.Shards), n.cfg.BusTLS))
+	n.fwd = newForwarder(newBusDialer(n.cfg.Dial, fingerprint(n.cfg.Members, n.cfg.Shards), n.cfg.BusTLS), n.forwardFailed)
 	n.groups = make([]atomic.Pointer[group], n.cfg.Shards)
 	n.foreign = make([]atomic.Pointer[Member], n.cfg.Shards)
 	for shard := range n.cfg.Shards {
@@ -147,8 +147,9 @@ func (n *RaftShards) startCluster() error {
 	n.foreign = make([]atomic.Pointer[Member], cfg.Shards)
 	n.health.start()
 	dialer := newBusDialer(cfg.Dial, n.cluster, cfg.BusTLS)
-	n.fwd = newForwarder(dialer)
+	n.fwd = newForwarder(dialer, n.forwardFailed)
 	n.bus = newBus(cfg.Bus, dialer, cfg.BusTLS, cfg.Log, func(c net.Conn) { serveForward(c, n) }, func(c net.Conn) { serveJoining(c, n) })
+	n.bus.forwardMux = func(c net.Conn) { serveMux(c, n) }
 	go n.bus.serve()
 
 	if fresh && cfg.Join == "" {
@@ -324,7 +325,7 @@ func (n *RaftShards) Submit(shard int, r *Request) {
 }
 
 // route sends r to its shard's leader as this node knows it, or waits for
-// one on a goroutine of its own.
+// one on a goroutine of its own. It never waits itself.
 func (n *RaftShards) route(r *Request) {
 	leader, ok := n.leaderOf(r.shard)
 	switch {
@@ -335,17 +336,18 @@ func (n *RaftShards) route(r *Request) {
 	case leader.ID == n.cfg.Self.ID:
 		n.submitLocal(r.shard, r)
 	default:
-		go func() {
-			hint, err := n.fwd.forward(leader, r.shard, r)
-			if err == nil {
-				return
-			}
-			if n.groups[r.shard].Load() == nil && notApplied(err) {
-				n.relearn(r.shard, leader, hint)
-			}
-			fail(r, err)
-		}()
+		n.fwd.forward(leader, r.shard, r)
 	}
+}
+
+// forwardFailed ends r, which leader did not answer, with err, or routes it
+// again when it was not applied; hint names the node leader said leads the
+// shard ("" when it named none).
+func (n *RaftShards) forwardFailed(r *Request, leader *Member, hint string, err error) {
+	if n.groups[r.shard].Load() == nil && notApplied(err) {
+		n.relearn(r.shard, leader, hint)
+	}
+	fail(r, err)
 }
 
 // relearn corrects what this node believes leads a shard it holds no

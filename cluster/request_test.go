@@ -1,7 +1,10 @@
 package cluster
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -73,74 +76,64 @@ func TestExpireWaitsForAnAnswerUnderWay(t *testing.T) {
 // A request forwarded to a node that stops answering once the shard's
 // leadership has moved elsewhere is given up within movedGrace, as "may
 // have been counted", naming the new leader: it does not wait for a frozen
-// or cut-off node.
+// or cut-off node. So over a multiplexed connection, and the old way.
 func TestForwardToAReplacedLeaderIsGivenUp(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for _, old := range []bool{false, true} {
+		t.Run(fmt.Sprintf("old=%v", old), func(t *testing.T) {
+			testForwardToAReplacedLeader(t, old)
+		})
 	}
-	defer ln.Close()
-	go func() { // a peer that reads what it is sent and never answers, as a frozen one
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				buf := make([]byte, 4096)
-				for {
-					if _, err := conn.Read(buf); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	f := newForwarder(newBusDialer(tcpDial, [8]byte{}, nil))
-	defer f.close()
-	old, successor := &Member{ID: "n1", Bus: ln.Addr().String()}, &Member{ID: "n2"}
-	r, _ := newRequest([]engine.Command{{Op: engine.OpDBSize}})
-	r.Deadline = time.Now().Add(10 * time.Second)
-	r.begin(0, nil, time.Second)
-	type outcome struct {
-		err  error
-		took time.Duration
-	}
-	out := make(chan outcome, 1)
+}
+
+func testForwardToAReplacedLeader(t *testing.T, oldPeer bool) {
+	// A peer that reads what it is sent and never answers, as a frozen one.
+	old, _ := rawMuxPeer(t, oldPeer, func(conn net.Conn, rd *bufio.Reader) { io.Copy(io.Discard, rd) })
+	successor := &Member{ID: "n2"}
+	f, _ := testForwarder(t, nil)
+	r, done := forwardedRequest("k", 10*time.Second)
 	start := time.Now()
-	go func() {
-		_, err := f.forward(old, 0, r)
-		out <- outcome{err, time.Since(start)}
-	}()
+	f.forward(old, 0, r)
 	// Once the frame is on its way, the leadership moves.
 	poll.Until(t, 5*time.Second, "the forwarded request", func() (bool, error) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		return len(f.calls) == 1, nil
+		return inFlight(f) == 1, nil
 	})
 	moved := time.Now()
 	f.leaderMoved(0, old, successor)
-	o := <-out
-	if !errors.Is(o.err, ErrMayHaveBeenCounted) || !strings.Contains(o.err.Error(), "moved to n2") {
-		t.Errorf("gave up with %v, want ErrMayHaveBeenCounted saying the leadership moved to n2", o.err)
+	wait(t, done)
+	if !errors.Is(r.Err, ErrMayHaveBeenCounted) || !strings.Contains(r.Err.Error(), "moved to n2") {
+		t.Errorf("gave up with %v, want ErrMayHaveBeenCounted saying the leadership moved to n2", r.Err)
 	}
 	if waited := time.Since(moved); waited < movedGrace || waited > movedGrace+time.Second {
-		t.Errorf("given up %v after the move, want about %v", waited, movedGrace)
+		t.Errorf("given up %v after the move (%v after it was sent), want about %v", waited, time.Since(start), movedGrace)
 	}
 	// A move that does not concern it (another shard, or to the node it was
 	// sent to) leaves a request alone.
-	r2, _ := newRequest([]engine.Command{{Op: engine.OpDBSize}})
-	r2.Deadline = time.Now().Add(movedGrace * 4)
-	r2.begin(0, nil, time.Second)
-	go func() {
-		_, err := f.forward(old, 0, r2)
-		out <- outcome{err, 0}
-	}()
+	r2, done2 := forwardedRequest("k", movedGrace*4)
+	f.forward(old, 0, r2)
+	poll.Until(t, 5*time.Second, "the second forwarded request", func() (bool, error) {
+		return inFlight(f) == 1, nil
+	})
 	f.leaderMoved(1, old, successor)
 	f.leaderMoved(0, nil, old)
-	o = <-out
-	if !errors.Is(o.err, ErrMayHaveBeenCounted) || !strings.Contains(o.err.Error(), "request timeout") {
-		t.Errorf("ended with %v, want the request timeout", o.err)
+	wait(t, done2)
+	if !errors.Is(r2.Err, ErrMayHaveBeenCounted) || !strings.Contains(r2.Err.Error(), "request timeout") {
+		t.Errorf("ended with %v, want the request timeout", r2.Err)
 	}
+}
+
+// inFlight counts the requests f has sent and awaits answers to.
+func inFlight(f *forwarder) int {
+	f.mu.Lock()
+	n := len(f.calls)
+	var muxes []*muxConn
+	for _, m := range f.muxes {
+		muxes = append(muxes, m)
+	}
+	f.mu.Unlock()
+	for _, m := range muxes {
+		m.mu.Lock()
+		n += len(m.calls)
+		m.mu.Unlock()
+	}
+	return n
 }

@@ -20,7 +20,8 @@ import (
 // says what it carries:
 //
 //	magic        2 bytes  "rl"
-//	kind         1 byte   streamRaft, streamForward or streamJoin
+//	kind         1 byte   streamRaft, streamForward, streamForwardMux or
+//	                      streamJoin
 //	shard        uint16   big endian (streamRaft only, catalogueGroup for
 //	                      the catalogue's group; 0 otherwise)
 //	fingerprint  8 bytes  the cluster's id: its initial members and shard
@@ -32,12 +33,17 @@ import (
 // does not know the cluster's id yet, is let through without it: it can
 // only ask to join, or what the cluster thinks of a node. With BusTLS the
 // connection is TLS, mutually authenticated (bustls.go), and the header
-// follows the handshake, which must also end within headerTimeout.
+// follows the handshake, which must also end within headerTimeout. A node
+// closes a stream of a kind it does not know (streamForwardMux, to a
+// release before it): its peer then uses another.
 
 const (
 	streamRaft    byte = 'R'
 	streamForward byte = 'F'
-	headerTimeout      = 5 * time.Second
+	// streamForwardMux is multiplexed forwarding (forward.go), which
+	// releases before it refuse.
+	streamForwardMux byte = 'M'
+	headerTimeout         = 5 * time.Second
 )
 
 // bus accepts connections on the node's bus listener and hands each to the
@@ -49,7 +55,10 @@ type bus struct {
 	log     *slog.Logger
 	warned  atomic.Int64   // unix seconds of the last refusal logged
 	forward func(net.Conn) // serves one forwarding connection
-	joining func(net.Conn) // serves one joining connection
+	// forwardMux serves one multiplexed forwarding connection; nil: the
+	// stream is refused, as a release before it does.
+	forwardMux func(net.Conn)
+	joining    func(net.Conn) // serves one joining connection
 
 	mu     sync.Mutex
 	closed bool
@@ -128,6 +137,12 @@ func (b *bus) route(conn net.Conn) {
 	switch h[2] {
 	case streamForward:
 		b.forward(conn)
+	case streamForwardMux:
+		if b.forwardMux == nil {
+			conn.Close()
+			return
+		}
+		b.forwardMux(conn)
 	case streamJoin:
 		b.joining(conn)
 	case streamRaft:
