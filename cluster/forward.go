@@ -248,9 +248,16 @@ func appendCommandsReply(out []byte, shard int, results []engine.Result, err err
 }
 
 func writeFrame(w io.Writer, payload []byte) error {
-	b := binary.AppendUvarint(make([]byte, 0, len(payload)+10), uint64(len(payload)))
-	_, err := w.Write(append(b, payload...))
+	_, err := writeFrameCounted(w, payload)
 	return err
+}
+
+// writeFrameCounted is writeFrame, also reporting how many bytes the write
+// took: none, and the peer cannot have received any of the frame (a write
+// past its deadline, say).
+func writeFrameCounted(w io.Writer, payload []byte) (int, error) {
+	b := binary.AppendUvarint(make([]byte, 0, len(payload)+10), uint64(len(payload)))
+	return w.Write(append(b, payload...))
 }
 
 func readFrame(rd *bufio.Reader) ([]byte, error) {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -100,5 +101,33 @@ func TestForwarderReusesItsConnections(t *testing.T) {
 	busy(forwardPool + 3) // beyond the pool: three more dials, and three closed after use
 	if dials != forwardPool+3 || len(f.idle[addr]) != forwardPool {
 		t.Fatalf("%d dials, %d idle; want %d and %d", dials, len(f.idle[addr]), forwardPool+3, forwardPool)
+	}
+}
+
+// A call whose deadline had passed before its frame was written sent
+// nothing: it fails as not applied, which a caller may safely retry, not as
+// a request that may have been counted.
+func TestForwarderCallPastItsDeadlineIsNotApplied(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // open until the test ends: only the deadline fails the write
+		}
+	}()
+	f, _ := testForwarder(t, nil)
+	past := time.Now().Add(-time.Second)
+	if _, sent, err := f.call(nil, ln.Addr().String(), []byte{frameCatalogue, 1}, past); err == nil || sent {
+		t.Fatalf("call past its deadline: sent %v, err %v; want not sent, an error", sent, err)
+	}
+	if _, _, err := f.catalogueOp(ln.Addr().String(), []byte{1}, past); !errors.Is(err, ErrNotApplied) {
+		t.Fatalf("catalogue change past its deadline: %v, want ErrNotApplied", err)
 	}
 }

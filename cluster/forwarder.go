@@ -322,7 +322,8 @@ func (f *forwarder) call(c *forwardCall, addr string, frame []byte, deadline tim
 	}
 	f.mu.Unlock()
 	conn.SetDeadline(deadline)
-	if err = writeFrame(conn, frame); err == nil {
+	written, err := writeFrameCounted(conn, frame)
+	if err == nil {
 		reply, err = readFrame(conn.rd)
 	}
 	f.mu.Lock()
@@ -330,7 +331,10 @@ func (f *forwarder) call(c *forwardCall, addr string, frame []byte, deadline tim
 	f.mu.Unlock()
 	if err != nil {
 		conn.Close()
-		return nil, true, err
+		// A write that took nothing (its deadline had passed before it
+		// began, on a loaded node) sent nothing: the peer cannot have
+		// counted the request, and its caller may safely send it again.
+		return nil, written > 0, err
 	}
 	f.put(addr, conn)
 	return reply, true, nil
