@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 )
@@ -231,10 +233,7 @@ func (f *forwarder) leaderMoved(shard int, from, to *Member) {
 			stale = append(stale, c)
 		}
 	}
-	muxes := make([]*muxConn, 0, len(f.muxes))
-	for _, m := range f.muxes {
-		muxes = append(muxes, m)
-	}
+	muxes := slices.Collect(maps.Values(f.muxes))
 	f.mu.Unlock()
 	for _, m := range muxes {
 		if ids := m.stale(shard, to); len(ids) > 0 {
@@ -387,10 +386,7 @@ func (f *forwarder) close() {
 		}
 		delete(f.idle, addr)
 	}
-	muxes := make([]*muxConn, 0, len(f.muxes))
-	for _, m := range f.muxes {
-		muxes = append(muxes, m)
-	}
+	muxes := slices.Collect(maps.Values(f.muxes))
 	f.mu.Unlock()
 	for _, m := range muxes {
 		m.broke(ErrShuttingDown)

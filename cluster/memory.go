@@ -16,7 +16,7 @@ import (
 // one reading of the clock, as a shard's own goroutine would apply them, but
 // without handing every request to that goroutine and its answer back (two
 // goroutine wake-ups per request, which in memory cost more than the
-// decisions). A request waits only for the request applying before it.
+// decisions). A request waits only for the requests applied ahead of it.
 type MemoryShards struct {
 	shards   []*memoryShard
 	observer observerSlot
