@@ -13,9 +13,15 @@
 //
 // So after every collection the pacer sets GOGC so that the next one comes
 // after the heap grows by what the collector must scan (heap, stacks and
-// globals; at least MinHeadroom), not by the whole heap: the collector does
-// the work per byte allocated it would do for the same server without its
-// keys. And when the server has been idle for a moment with memory held
+// globals), not by the whole heap: the collector does the work per byte
+// allocated it would do for the same server without its keys. The growth
+// has two floors. MinHeadroom, so that a small heap is not collected every
+// few megabytes. And what the server allocated in the last interval (up to
+// MaxRateHeadroom), so that a server that allocates fast (the gRPC front
+// allocates a few kilobytes a call, where the Redis protocol allocates
+// nothing) is collected a few times a second rather than dozens: every
+// collection costs a fixed share besides its marking, and shrinks the
+// stacks of idle goroutines that the next calls grow again. And when the server has been idle for a moment with memory held
 // beyond what is live (garbage from a burst of work, a snapshot's buffer
 // released), it collects and returns the free pages to the system, which
 // the runtime would otherwise keep until it next needs them.
@@ -33,6 +39,10 @@ type Config struct {
 	// MinHeadroom is the least the heap may grow by between two
 	// collections (default 8 MiB, twice Go's own minimum heap).
 	MinHeadroom uint64
+	// MaxRateHeadroom bounds the other floor: the heap may grow between
+	// two collections by what was allocated in the last interval, up to
+	// this (default 64 MiB).
+	MaxRateHeadroom uint64
 	// Interval is how often the pacer reads the runtime's figures (default
 	// 250 ms).
 	Interval time.Duration
@@ -50,10 +60,11 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultMinHeadroom = 8 << 20
-	DefaultInterval    = 250 * time.Millisecond
-	DefaultIdleAlloc   = 256 << 10
-	DefaultMinReturn   = 4 << 20
+	DefaultMinHeadroom     = 8 << 20
+	DefaultMaxRateHeadroom = 64 << 20
+	DefaultInterval        = 250 * time.Millisecond
+	DefaultIdleAlloc       = 256 << 10
+	DefaultMinReturn       = 4 << 20
 )
 
 // idleIntervals is how many intervals in a row the server must be idle
@@ -61,12 +72,14 @@ const (
 // two pipelines.
 const idleIntervals = 2
 
-// minPercent and maxPercent bound the GOGC the pacer sets: never more
-// headroom than Go's default, and never so little that a heap of mostly
-// keys is collected for every few kilobytes.
+// minPercent and maxPercent bound the GOGC the pacer sets from what is
+// scanned: never more headroom than Go's default, and never so little that
+// a heap of mostly keys is collected for every few kilobytes. The floors
+// may take it above maxPercent for a small heap, up to ceilPercent.
 const (
-	minPercent = 2
-	maxPercent = 100
+	minPercent  = 2
+	maxPercent  = 100
+	ceilPercent = 100_000
 )
 
 // Reading is what the pacer reads from the runtime at each interval.
@@ -100,6 +113,9 @@ func New(cfg Config) *Pacer {
 	if cfg.MinHeadroom == 0 {
 		cfg.MinHeadroom = DefaultMinHeadroom
 	}
+	if cfg.MaxRateHeadroom == 0 {
+		cfg.MaxRateHeadroom = DefaultMaxRateHeadroom
+	}
 	if cfg.Interval == 0 {
 		cfg.Interval = DefaultInterval
 	}
@@ -118,7 +134,11 @@ func (p *Pacer) Step(r Reading) Action {
 	// Live is as of the latest collection: the percent is set again after
 	// each one (and at the first reading).
 	if p.cfg.Percent && (!p.started || r.Cycles != p.cycles) {
-		if pct := PercentFor(r.Live, r.Scan, p.cfg.MinHeadroom); pct != p.percent {
+		floor := p.cfg.MinHeadroom
+		if p.started {
+			floor = max(floor, min(r.Allocated-p.allocated, p.cfg.MaxRateHeadroom))
+		}
+		if pct := PercentFor(r.Live, r.Scan, floor); pct != p.percent {
 			p.percent, a.Percent = pct, pct
 		}
 	}
@@ -139,16 +159,16 @@ func (p *Pacer) Step(r Reading) Action {
 	return a
 }
 
-// PercentFor is the GOGC that lets a heap of live bytes grow by what the
-// collector must scan (scan bytes), at least by minHeadroom, before the next
-// collection.
-func PercentFor(live, scan, minHeadroom uint64) int {
+// PercentFor is the GOGC that lets a heap of live bytes grow, before the
+// next collection, by what the collector must scan (scan bytes) but not by
+// more than the live heap (Go's default), and by at least floor.
+func PercentFor(live, scan, floor uint64) int {
 	if live == 0 {
 		return maxPercent
 	}
-	headroom := max(scan, minHeadroom)
-	pct := min(headroom*100/live, maxPercent)
-	return int(max(pct, minPercent))
+	pct := min(scan, live) * 100 / live
+	pct = max(pct, (floor*100+live-1)/live) // rounded up: at least floor
+	return int(min(max(pct, minPercent), ceilPercent))
 }
 
 // samples are the runtime metrics a Reading comes from.

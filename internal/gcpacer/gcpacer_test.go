@@ -21,7 +21,9 @@ func TestPercentFor(t *testing.T) {
 		want                    int
 	}{
 		{"nothing live yet", 0, 0, 8 * mib, 100},
-		{"a small heap keeps Go's default", 4 * mib, 2 * mib, 8 * mib, 100},
+		{"a small heap grows by the floor", 4 * mib, 2 * mib, 8 * mib, 200},
+		{"a tiny heap under a fast allocator", 1 * mib, 1 * mib, 64 * mib, 6400},
+		{"a floor that does not divide the heap is rounded up", 3 * mib, 1 * mib, 8 * mib, 267},
 		{"a heap all pointers keeps Go's default", 100 * mib, 100 * mib, 8 * mib, 100},
 		{"the minimum headroom over a keyspace", 400 * mib, 1 * mib, 8 * mib, 2},
 		{"headroom for what is scanned", 200 * mib, 50 * mib, 8 * mib, 25},
@@ -55,10 +57,18 @@ func TestStep(t *testing.T) {
 		steps   []step
 	}{
 		{"a growing keyspace", true, []step{
-			{busy(0, 4*mib, 2*mib, 6*mib), Action{}}, // 100, already Go's default
-			{busy(300*mib, 200*mib, 20*mib, 300*mib), Action{Percent: 10}},
-			{busy(600*mib, 200*mib, 40*mib, 380*mib), Action{}}, // no collection since: as set
-			{busy(900*mib, 400*mib, 20*mib, 420*mib), Action{Percent: 5}},
+			{busy(0, 4*mib, 2*mib, 6*mib), Action{Percent: 200}}, // the 8 MiB floor
+			{busy(8*mib, 200*mib, 20*mib, 300*mib), Action{Percent: 10}},
+			{busy(16*mib, 200*mib, 40*mib, 380*mib), Action{}}, // no collection since: as set
+			{busy(24*mib, 400*mib, 20*mib, 420*mib), Action{Percent: 5}},
+		}},
+		{"a fast allocator is collected once an interval's allocation", true, []step{
+			{busy(0, 4*mib, 4*mib, 8*mib), Action{Percent: 200}}, // no rate known yet
+			{busy(20*mib, 5*mib, 4*mib, 20*mib), Action{Percent: 400}},
+			{busy(40*mib, 4*mib, 4*mib, 20*mib), Action{Percent: 500}},
+			{busy(1040*mib, 100*mib, 100*mib, 200*mib), Action{Percent: 100}}, // scanned: Go's default
+			{busy(2040*mib, 200*mib, 10*mib, 300*mib), Action{Percent: 32}},   // 64 MiB at most
+			{busy(2042*mib, 400*mib, 10*mib, 300*mib), Action{Percent: 2}},    // quiet again: 10 MiB scanned, at least 2%
 		}},
 		{"idle after a burst returns memory once", true, []step{
 			{busy(0, 100*mib, 100*mib, 190*mib), Action{}},
