@@ -3,6 +3,8 @@ package tests
 import (
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -332,6 +334,48 @@ func headers(r *pb.RateLimitResponse) map[string]string {
 }
 
 // A bad config stops the start, naming the file and line.
+// More calls at once than the server has stream workers (rls.streamWorkers,
+// 256): those past the workers get goroutines of their own, and every call
+// is answered and counted once. 600 callers share one connection, as
+// Envoy's do, three calls each against one limit of 1,000, the clock
+// frozen: exactly 1,000 allowed.
+func TestRLSManyCallsAtOnce(t *testing.T) {
+	s := startRLS(t, map[string]string{"burst.yaml": `domain: burst
+descriptors:
+  - key: api
+    rate_limit: {unit: minute, requests_per_unit: 1000}
+`})
+	setClock(t, s.redis, dayStart+1_000)
+	const callers, each = 600, 3
+	var allowed, refused atomic.Int64
+	errs := make(chan error, callers)
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for range each {
+				r, err := s.rl.ShouldRateLimit(ctx(t), &pb.RateLimitRequest{Domain: "burst", Descriptors: []*rlpb.RateLimitDescriptor{descriptor("api", "")}})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if r.OverallCode == pb.RateLimitResponse_OK {
+					allowed.Add(1)
+				} else {
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("a call failed: %v", err)
+	}
+	if allowed.Load() != 1000 || refused.Load() != callers*each-1000 {
+		t.Fatalf("%d allowed and %d refused of %d calls, want 1000 allowed", allowed.Load(), refused.Load(), callers*each)
+	}
+}
+
 func TestRLSBadConfigRefusedAtStart(t *testing.T) {
 	dir := t.TempDir()
 	writeRLSConfig(t, dir, map[string]string{"bad.yaml": "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: fortnight\n      requests_per_unit: 1\n"})
