@@ -333,12 +333,11 @@ func headers(r *pb.RateLimitResponse) map[string]string {
 	return h
 }
 
-// A bad config stops the start, naming the file and line.
-// More calls at once than the server has stream workers (rls.streamWorkers,
-// 256): those past the workers get goroutines of their own, and every call
-// is answered and counted once. 600 callers share one connection, as
-// Envoy's do, three calls each against one limit of 1,000, the clock
-// frozen: exactly 1,000 allowed.
+// More callers at once than the server has stream workers
+// (rls.streamWorkers, 256): whether a call finds a worker or a goroutine of
+// its own, it is answered and counted once. 600 callers share one
+// connection, as Envoy's do, three calls each against one limit of 1,000,
+// the clock frozen: exactly 1,000 allowed.
 func TestRLSManyCallsAtOnce(t *testing.T) {
 	s := startRLS(t, map[string]string{"burst.yaml": `domain: burst
 descriptors:
@@ -376,6 +375,7 @@ descriptors:
 	}
 }
 
+// A bad config stops the start, naming the file and line.
 func TestRLSBadConfigRefusedAtStart(t *testing.T) {
 	dir := t.TempDir()
 	writeRLSConfig(t, dir, map[string]string{"bad.yaml": "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: fortnight\n      requests_per_unit: 1\n"})
