@@ -12,8 +12,10 @@
 // its shards and some users go over their limit.
 //
 // The generator shares the machine's cores with the servers it measures,
-// so it spends as little as it can: each user's request is built once, and
-// its collector runs rarely (-gogc). Every CPU microsecond it spends on a
+// so it spends as little as it can: each user's request is built once, its
+// collector runs rarely (-gogc), and its connections have fixed
+// flow-control windows, as Envoy's do, instead of grpc-go's estimate, which
+// pings the server about once a round trip. Every CPU microsecond it spends on a
 // call is one the server under test does not get, and a heavy generator
 // pulls every server's figure towards its own.
 package main
@@ -75,7 +77,8 @@ func main() {
 	var clients []pb.RateLimitServiceClient
 	for _, addr := range strings.Split(*addrs, ",") {
 		for range *conns {
-			conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithStaticStreamWindowSize(64<<10), grpc.WithStaticConnWindowSize(1<<20))
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "rlsload:", err)
 				os.Exit(1)
