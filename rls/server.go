@@ -56,6 +56,20 @@ type Server struct {
 // needed are the calls in flight, one per waiting caller: 64 in bench/rls.
 const streamWorkers = 256
 
+// Fixed flow-control windows. grpc-go otherwise estimates each
+// connection's bandwidth-delay product by sending a PING (and a window
+// update) whenever data arrives with no estimate in flight, about once a
+// round trip per connection, forever: a call of a few hundred bytes never
+// grows the estimate to its limit, where grpc-go stops. Each PING is a frame
+// written, an acknowledgement read and a wake-up of the connection's
+// writer. A rate limit call is far smaller than these windows, so a
+// connection can carry hundreds of them unread before it waits for a
+// window update.
+const (
+	streamWindow = 64 << 10
+	connWindow   = 1 << 20
+)
+
 // NewServer returns the gRPC server of svc.
 func NewServer(svc *Service, opts ServerOptions) *Server {
 	// Envoy may ping its upstreams (connection_keepalive): allow a ping
@@ -63,7 +77,8 @@ func NewServer(svc *Service, opts ServerOptions) *Server {
 	// minutes, past which it would close Envoy's connections.
 	grpcOpts := []grpc.ServerOption{grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 		MinTime: 10 * time.Second, PermitWithoutStream: true,
-	}), grpc.NumStreamWorkers(streamWorkers)}
+	}), grpc.NumStreamWorkers(streamWorkers),
+		grpc.StaticStreamWindowSize(streamWindow), grpc.StaticConnWindowSize(connWindow)}
 	if opts.TLS != nil {
 		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(opts.TLS)))
 	}

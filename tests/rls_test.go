@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/rlserver/rlserver/internal/poll"
@@ -372,6 +374,60 @@ descriptors:
 	}
 	if allowed.Load() != 1000 || refused.Load() != callers*each-1000 {
 		t.Fatalf("%d allowed and %d refused of %d calls, want 1000 allowed", allowed.Load(), refused.Load(), callers*each)
+	}
+}
+
+// Calls larger than the server's flow-control windows (rls.streamWindow,
+// 64 KiB a call, and rls.connWindow, 1 MiB a connection): 16 callers on one
+// connection at once, each call about 100 KB of descriptors, all of them
+// distinct values of a rule allowing one a minute. Each is answered in
+// full, wait for window updates as it may, and each descriptor is counted
+// once: the first round is all OK, the same calls again all OVER_LIMIT.
+func TestRLSCallsLargerThanTheWindows(t *testing.T) {
+	s := startRLS(t, map[string]string{"big.yaml": `domain: big
+descriptors:
+  - key: item
+    rate_limit: {unit: minute, requests_per_unit: 1}
+`})
+	setClock(t, s.redis, dayStart+1_000)
+	const callers, descriptors = 16, 900
+	pad := strings.Repeat("x", 100)
+	reqs := make([]*pb.RateLimitRequest, callers)
+	for i := range reqs {
+		reqs[i] = &pb.RateLimitRequest{Domain: "big"}
+		for j := range descriptors {
+			reqs[i].Descriptors = append(reqs[i].Descriptors, descriptor("item", fmt.Sprintf("%d-%d-%s", i, j, pad)))
+		}
+	}
+	if size := proto.Size(reqs[0]); size <= 64<<10 || callers*size <= 1<<20 {
+		t.Fatalf("a call of %d bytes does not exceed the windows", size)
+	}
+	for round, want := range []pb.RateLimitResponse_Code{pb.RateLimitResponse_OK, pb.RateLimitResponse_OVER_LIMIT} {
+		errs := make(chan error, callers)
+		var wg sync.WaitGroup
+		for _, req := range reqs {
+			wg.Go(func() {
+				r, err := s.rl.ShouldRateLimit(ctx(t), req)
+				switch {
+				case err != nil:
+					errs <- err
+				case len(r.Statuses) != descriptors:
+					errs <- fmt.Errorf("%d statuses for %d descriptors", len(r.Statuses), descriptors)
+				default:
+					for j, st := range r.Statuses {
+						if st.Code != want {
+							errs <- fmt.Errorf("descriptor %d: %v, want %v", j, st.Code, want)
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", round+1, err)
+		}
 	}
 }
 
