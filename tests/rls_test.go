@@ -381,8 +381,9 @@ descriptors:
 // 64 KiB a call, and rls.connWindow, 1 MiB a connection): 16 callers on one
 // connection at once, each call about 100 KB of descriptors, all of them
 // distinct values of a rule allowing one a minute. Each is answered in
-// full, however many window updates it waits for, and each descriptor is counted
-// once: the first round is all OK, the same calls again all OVER_LIMIT.
+// full, however many window updates it waits for, and each descriptor is
+// counted once: the first round is all OK, the same calls again all
+// OVER_LIMIT.
 func TestRLSCallsLargerThanTheWindows(t *testing.T) {
 	s := startRLS(t, map[string]string{"big.yaml": `domain: big
 descriptors:
