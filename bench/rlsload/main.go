@@ -15,9 +15,10 @@
 // so it spends as little as it can: each user's request is built once, its
 // collector runs rarely (-gogc), and its connections have fixed
 // flow-control windows, as Envoy's do, instead of grpc-go's estimate, which
-// pings the server about once a round trip. Every CPU microsecond it spends on a
-// call is one the server under test does not get, and a heavy generator
-// pulls every server's figure towards its own.
+// pings the server about once a round trip. Every CPU microsecond it spends
+// on a call is one the server under test does not get, and a heavy
+// generator pulls every server's figure towards its own; it reports its own
+// CPU time per call (generator_cpu_us) for that reason.
 package main
 
 import (
