@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/internal/poll"
 	"github.com/rlserver/rlserver/internal/rlproc"
 )
@@ -124,7 +125,7 @@ func (tc *testCluster) mustDo(i int, args ...any) any {
 	poll.Until(tc.t, 30*time.Second, fmt.Sprintf("%v through n%d", args, i+1), func() (bool, error) {
 		var err error
 		v, err = tc.do(i, args...)
-		if err != nil && !(redis.HasErrorPrefix(err, "TRYAGAIN") && strings.Contains(err.Error(), "nothing was counted")) {
+		if err != nil && !(redis.HasErrorPrefix(err, "TRYAGAIN") && strings.Contains(err.Error(), cluster.ErrNotApplied.Error())) {
 			tc.t.Fatalf("%v through n%d: %v", args, i+1, err)
 		}
 		return err == nil, err

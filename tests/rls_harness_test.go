@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 
 	rlpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -103,4 +104,27 @@ func (s *rlsServer) allowed(t testing.TB, n int, domain string, ds ...*rlpb.Rate
 		}
 	}
 	return ok
+}
+
+// atOnce runs call(0) to call(n-1) concurrently and fails the test with
+// the errors they return, once all have returned.
+func atOnce(t *testing.T, n int, call func(i int) error) {
+	t.Helper()
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if err := call(i); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -349,29 +348,20 @@ descriptors:
 	setClock(t, s.redis, dayStart+1_000)
 	const callers, each = 600, 3
 	var allowed, refused atomic.Int64
-	errs := make(chan error, callers)
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Go(func() {
-			for range each {
-				r, err := s.rl.ShouldRateLimit(ctx(t), &pb.RateLimitRequest{Domain: "burst", Descriptors: []*rlpb.RateLimitDescriptor{descriptor("api", "")}})
-				if err != nil {
-					errs <- err
-					return
-				}
-				if r.OverallCode == pb.RateLimitResponse_OK {
-					allowed.Add(1)
-				} else {
-					refused.Add(1)
-				}
+	atOnce(t, callers, func(int) error {
+		for range each {
+			r, err := s.rl.ShouldRateLimit(ctx(t), &pb.RateLimitRequest{Domain: "burst", Descriptors: []*rlpb.RateLimitDescriptor{descriptor("api", "")}})
+			if err != nil {
+				return fmt.Errorf("a call failed: %w", err)
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("a call failed: %v", err)
-	}
+			if r.OverallCode == pb.RateLimitResponse_OK {
+				allowed.Add(1)
+			} else {
+				refused.Add(1)
+			}
+		}
+		return nil
+	})
 	if allowed.Load() != 1000 || refused.Load() != callers*each-1000 {
 		t.Fatalf("%d allowed and %d refused of %d calls, want 1000 allowed", allowed.Load(), refused.Load(), callers*each)
 	}
@@ -404,31 +394,21 @@ descriptors:
 		t.Fatalf("a call of %d bytes does not exceed the windows", size)
 	}
 	for round, want := range []pb.RateLimitResponse_Code{pb.RateLimitResponse_OK, pb.RateLimitResponse_OVER_LIMIT} {
-		errs := make(chan error, callers)
-		var wg sync.WaitGroup
-		for _, req := range reqs {
-			wg.Go(func() {
-				r, err := s.rl.ShouldRateLimit(ctx(t), req)
-				switch {
-				case err != nil:
-					errs <- err
-				case len(r.Statuses) != descriptors:
-					errs <- fmt.Errorf("%d statuses for %d descriptors", len(r.Statuses), descriptors)
-				default:
-					for j, st := range r.Statuses {
-						if st.Code != want {
-							errs <- fmt.Errorf("descriptor %d: %v, want %v", j, st.Code, want)
-							return
-						}
-					}
+		atOnce(t, callers, func(i int) error {
+			r, err := s.rl.ShouldRateLimit(ctx(t), reqs[i])
+			if err != nil {
+				return fmt.Errorf("round %d: %w", round+1, err)
+			}
+			if len(r.Statuses) != descriptors {
+				return fmt.Errorf("round %d: %d statuses for %d descriptors", round+1, len(r.Statuses), descriptors)
+			}
+			for j, st := range r.Statuses {
+				if st.Code != want {
+					return fmt.Errorf("round %d: descriptor %d: %v, want %v", round+1, j, st.Code, want)
 				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatalf("round %d: %v", round+1, err)
-		}
+			}
+			return nil
+		})
 	}
 }
 

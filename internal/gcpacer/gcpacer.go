@@ -22,9 +22,10 @@
 // nothing) is collected a few times a second rather than dozens: every
 // collection costs a fixed share besides its marking, and shrinks the
 // stacks of idle goroutines that the next calls grow again. And when the
-// server has been idle for a moment with memory held beyond what is live (garbage from a burst of work, a snapshot's buffer
-// released), it collects and returns the free pages to the system, which
-// the runtime would otherwise keep until it next needs them.
+// server has been idle for a moment with memory held beyond what is live
+// (garbage from a burst of work, a snapshot's buffer released), it collects
+// and returns the free pages to the system, which the runtime would
+// otherwise keep until it next needs them.
 package gcpacer
 
 import (
