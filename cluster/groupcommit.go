@@ -56,12 +56,6 @@ const (
 	minGroupBackoff = 16
 	maxGroupBackoff = 1024
 	groupStreak     = 4 // successful waits in a row that end a backoff
-	// groupStragglers: a wait expects all but one caller in this many,
-	// who join the next entry instead of holding this one. A straggler left
-	// out waits a whole commit more. Leaving out one in eight, the durable
-	// node's entries carried 52-53 of bench/rls's 64 callers; one in 32,
-	// 59-61, and served about a tenth more (docs/performance.md).
-	groupStragglers = 32
 )
 
 // plan says how many requests the next entry should wait for and for how
@@ -79,7 +73,7 @@ func (g *groupCommit) plan(queued int, waitedForCommit bool) (want int, wait tim
 	if waitedForCommit {
 		want += queued
 	}
-	want -= want / groupStragglers // a straggler or two joins the next entry instead
+	want -= want / 8 // a straggler or two joins the next entry instead
 	if want < minGroupWant || want <= queued {
 		return 0, 0
 	}
