@@ -286,6 +286,38 @@ func appendError(b []byte, tag byte, err error) []byte {
 	return appendString(append(b, errFailure), err.Error())
 }
 
+// appendRequestError appends the error a forwarded request ended with as
+// a whole (replyError, then appendError's encoding of err) and, when that
+// encoding is a sentinel's kind alone, err's text after it: why, in the
+// answering node's words. The text ends the reply, and releases before it
+// stop reading at the kind, so they read the reply as they always did.
+func appendRequestError(b []byte, err error) []byte {
+	start := len(b)
+	b = appendError(b, replyError, err)
+	if len(b) == start+2 { // tag and kind: a sentinel, sent bare
+		text := err.Error()
+		b = append(b, text[:min(len(text), maxWireError)]...)
+	}
+	return b
+}
+
+// requestError reads what appendRequestError wrote after the tag: a
+// sentinel that came with its text is a ForwardedError from peer. A reply
+// from a release before it carries the sentinel alone.
+func (d *wire) requestError(peer string) error {
+	err := d.error()
+	if d.err != nil || len(d.b) == 0 {
+		return err
+	}
+	switch err {
+	case ErrNotApplied, ErrMayHaveBeenCounted, ErrShuttingDown:
+		text := string(d.b[:min(len(d.b), maxWireError)])
+		d.b = nil
+		return &ForwardedError{Peer: peer, Text: text, Err: err}
+	}
+	return err
+}
+
 // error reads what appendError wrote after the tag.
 func (d *wire) error() error {
 	switch kind := d.byte(); kind {

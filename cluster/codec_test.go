@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -216,4 +217,56 @@ func TestNewerEntryHaltsTheReplica(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A request that ends as a whole with a sentinel crosses the bus with the
+// answering node's text: the forwarding node's client learns why, and
+// errors.Is still finds the sentinel. A node of a release before it reads
+// the same reply as the sentinel alone, and a reply from such a node (no
+// text) reads as the sentinel. Other errors cross as they always did.
+func TestRequestErrorCarriesItsText(t *testing.T) {
+	for _, sentinel := range []error{ErrNotApplied, ErrMayHaveBeenCounted, ErrShuttingDown} {
+		err := retryError(2, "n3", sentinel, "the leader lost its leadership")
+		reply := appendRequestError(nil, err)
+		d := wire{b: reply}
+		got := readRequestError(t, &d, "n3")
+		var fe *ForwardedError
+		if !errors.Is(got, sentinel) || !errors.As(got, &fe) || fe.Peer != "n3" || fe.Text != err.Error() ||
+			got.Error() != "forwarded to n3: "+err.Error() {
+			t.Errorf("%v: decoded %#v", err, got)
+		}
+		old := wire{b: reply} // as releases before it read it
+		if old.byte() != replyError || old.error() != sentinel || old.err != nil {
+			t.Errorf("%v: a release before it reads %v", err, old.err)
+		}
+		bare := wire{b: appendError(nil, replyError, sentinel)} // from a release before it
+		if got := readRequestError(t, &bare, "n3"); got != sentinel {
+			t.Errorf("%v without a text: decoded %#v", sentinel, got)
+		}
+	}
+	long := wire{b: appendRequestError(nil, fmt.Errorf("%s: %w", strings.Repeat("x", 2*maxWireError), ErrNotApplied))}
+	var fe *ForwardedError
+	if got := readRequestError(t, &long, "n3"); !errors.As(got, &fe) || len(fe.Text) != maxWireError {
+		t.Errorf("a long text: decoded %d bytes, want %d", len(fe.Text), maxWireError)
+	}
+	for _, err := range []error{engine.ErrWrongType, &Failure{"shard commit failed"}, errBadEntry} {
+		d := wire{b: appendRequestError(nil, err)}
+		if got := readRequestError(t, &d, "n3"); got.Error() != err.Error() {
+			t.Errorf("%v: decoded %v", err, got)
+		}
+	}
+}
+
+// readRequestError reads a reply's tag, which must be replyError, then its
+// error, which must be all the reply holds.
+func readRequestError(t *testing.T, d *wire, peer string) error {
+	t.Helper()
+	if tag := d.byte(); tag != replyError {
+		t.Fatalf("tag %d, want replyError", tag)
+	}
+	err := d.requestError(peer)
+	if d.err != nil || len(d.b) != 0 {
+		t.Fatalf("decoding: %v, %d bytes left", d.err, len(d.b))
+	}
+	return err
 }

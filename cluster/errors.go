@@ -37,6 +37,23 @@ func retryError(shard int, leader string, err error, why string) error {
 	return fmt.Errorf("shard %d, leader %s: %s: %w", shard, leader, why, err)
 }
 
+// ForwardedError is how a request forwarded to another node ended there,
+// in that node's words: a sentinel above (Err, which errors.Is finds) and
+// the node's own text for it, which says why ("shard 2, leader n3: the
+// leader lost its leadership ... : it may have been counted"). Peer names
+// the node, since the text speaks of "this node".
+type ForwardedError struct {
+	Peer string
+	Text string
+	Err  error
+}
+
+// Error names the peer, then gives its text.
+func (e *ForwardedError) Error() string { return "forwarded to " + e.Peer + ": " + e.Text }
+
+// Unwrap returns the sentinel.
+func (e *ForwardedError) Unwrap() error { return e.Err }
+
 // Failure is an error a retry does not mend: an entry every replica refused
 // alike (nothing was decided), a peer's reply that does not decode.
 type Failure struct{ Msg string }

@@ -31,7 +31,8 @@ import (
 //	          verdict on the asker (0, or 1 and an error), and per shard a
 //	          flags byte (1: it holds a replica) and the commit index;
 //	          or for 'A' the index the change was committed at),
-//	          or 3 and an error (codec.go's appendError, after its tag),
+//	          or 3 and an error (codec.go's appendRequestError: appendError
+//	          after its tag, then a sentinel's text),
 //	          or 2 and the id of the node that leads the shard (the request
 //	          was not applied: ask that node; for 'A', the catalogue's
 //	          leader); 1 and an error's text is what releases before typed
@@ -188,7 +189,7 @@ func serveForward(conn net.Conn, h forwardHandler) {
 			index, leader, err := h.applyCatalogueOp(frame[1:])
 			switch {
 			case err != nil:
-				out = appendError(out, replyError, err)
+				out = appendRequestError(out, err)
 			case leader != "":
 				out = append(append(out, replyLeader), leader...)
 			default:
@@ -209,11 +210,11 @@ func answerCommands(out, frame []byte, h forwardHandler) []byte {
 	d := wire{b: frame}
 	shard := int(d.uvarint())
 	if d.err != nil {
-		return appendError(out, replyError, d.err)
+		return appendRequestError(out, d.err)
 	}
 	_, cmds, err := decodeBatch(d.b, nil)
 	if err != nil {
-		return appendError(out, replyError, err)
+		return appendRequestError(out, err)
 	}
 	// No re-route here: the node that forwarded the request re-routes it.
 	ctx, cancel := context.WithTimeout(context.Background(), h.requestTimeout())
@@ -238,7 +239,7 @@ func appendCommandsReply(out []byte, shard int, results []engine.Result, err err
 		}
 	}
 	if err != nil {
-		return appendError(out, replyError, err)
+		return appendRequestError(out, err)
 	}
 	out = append(out, replyOK)
 	for i := range results {

@@ -199,7 +199,7 @@ func (f *forwarder) answered(leader *Member, shard int, r *Request, reply []byte
 		hint = string(d.b)
 		return hint, retryError(shard, hint, ErrNotApplied, leader.ID+" does not lead it")
 	case replyError:
-		return "", d.error()
+		return "", d.requestError(leader.ID)
 	default: // replyText, from a release before typed errors
 		return "", PeerReply(d.b)
 	}
@@ -296,7 +296,7 @@ func (f *forwarder) catalogueOp(addr string, data []byte, deadline time.Time) (i
 	case replyLeader:
 		return 0, string(d.b), fmt.Errorf("the catalogue's leader moved: %w", ErrNotApplied)
 	case replyError:
-		return 0, "", d.error()
+		return 0, "", d.requestError(addr)
 	}
 	return 0, "", fmt.Errorf("%w: catalogue reply from %s", errBadEntry, addr)
 }

@@ -341,3 +341,24 @@ func TestForwardToANodeThatNoLongerLeadsNamesTheLeader(t *testing.T) {
 		t.Fatal("no answer")
 	}
 }
+
+// A forwarded request that its leader ends with a sentinel ends so on the
+// node that forwarded it, with the leader's reason: the client connected
+// there learns why, not only that it may retry. Both streams carry it.
+func TestForwardedRequestEndsWithItsLeadersReason(t *testing.T) {
+	why := retryError(0, "n2", ErrMayHaveBeenCounted,
+		"the leader lost its leadership, or could not write its log, while this request was being committed")
+	for _, old := range []bool{false, true} {
+		t.Run(fmt.Sprintf("old=%v", old), func(t *testing.T) {
+			h := &testHandler{timeout: 10 * time.Second, submit: func(_ int, r *Request) { fail(r, why) }}
+			peer := startForwardPeer(t, h, old)
+			f, _ := testForwarder(t, nil)
+			r, done := forwardedRequest("k", 10*time.Second)
+			f.forward(peer, 0, r)
+			wait(t, done)
+			if !errors.Is(r.Err, ErrMayHaveBeenCounted) || r.Err.Error() != "forwarded to n2: "+why.Error() {
+				t.Fatalf("the forwarded request ended with %v; want the leader's %v", r.Err, why)
+			}
+		})
+	}
+}
