@@ -109,6 +109,46 @@ func RecoverGroup(cfg RaftConfig, g GroupName, voters []string, dryRun bool) (Re
 	return rec, nil
 }
 
+// ReadGroup reads group g's state in the data directory cfg.Layout of the
+// stopped node cfg.Self.ID, as RecoverGroup's dry run does, and writes
+// nothing. cfg needs what RecoverGroup's does.
+func ReadGroup(cfg RaftConfig, g GroupName) (GroupState, error) {
+	og, err := openOffline(&cfg, g)
+	if err != nil {
+		return GroupState{}, err
+	}
+	defer og.close()
+	return og.state()
+}
+
+// Survivors judges st's configuration against the nodes that survive: how
+// many of its voters are among them, of how many voters, and whether they
+// are a majority, with which the group elects a leader once they run, and
+// needs no recovery.
+func (st GroupState) Survivors(survivors []string) (alive, voters int, majority bool) {
+	for _, s := range st.Servers {
+		if s.Voter {
+			voters++
+			if slices.Contains(survivors, s.ID) {
+				alive++
+			}
+		}
+	}
+	return alive, voters, voters > 0 && alive > voters/2
+}
+
+// Members is those of ids that are members of st's configuration (voters
+// or non-voters), in the order given: the voters a recovery of st may take.
+func (st GroupState) Members(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if slices.ContainsFunc(st.Servers, func(s RaftServer) bool { return s.ID == id }) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // recoveredServers is the configuration a recovery of st writes: voters
 // (self alone when none), with the addresses st gives them.
 func recoveredServers(st GroupState, self string, voters []string) ([]RaftServer, error) {

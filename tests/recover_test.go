@@ -57,14 +57,25 @@ func TestRecoverFromLosingTwoOfThreeReplicas(t *testing.T) {
 
 	// Recovery is refused while the node runs.
 	recoverCmd := func(args ...string) (string, string, int) { return recoverNode(t, n1, args...) }
-	if _, errOut, code := recoverCmd("--shard", "0"); code != 1 || !strings.Contains(errOut, "in use") {
-		t.Fatalf("recover while the node runs: exit %d\n%s", code, errOut)
+	for _, args := range [][]string{{"--shard", "0"}, {"--dry-run"}} {
+		if _, errOut, code := recoverCmd(args...); code != 1 || !strings.Contains(errOut, "in use") {
+			t.Fatalf("recover %v while the node runs: exit %d\n%s", args, code, errOut)
+		}
 	}
 	if code := tc.node(0).Stop(t); code != 0 {
 		t.Logf("the survivor, without a majority anywhere, exited %d when stopped", code)
 	}
 
-	out, errOut, code := recoverCmd("--shard", "0", "--dry-run")
+	// The survey: every group lost its majority; each line says how to
+	// recover it.
+	out, errOut, code := recoverCmd("--dry-run")
+	if code != 0 || strings.Count(out, "lost its majority (1 of 3 voters survive): rlserver recover --data-dir "+n1.DataDir()) != shards+1 ||
+		!strings.Contains(out, "--catalogue --voters n1\n") || !strings.Contains(out, "--shard 2 --voters n1\n") {
+		t.Fatalf("survey: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Logf("rlserver recover --dry-run:\n%s", out)
+
+	out, errOut, code = recoverCmd("--shard", "0", "--dry-run")
 	if code != 0 || !strings.Contains(out, "would write: voters n1@"+n1.BusAddr) || !strings.Contains(out, "n2@"+tc.Nodes[1].BusAddr) {
 		t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
 	}
@@ -191,6 +202,14 @@ func TestRecoverOneShardOfALivedCluster(t *testing.T) {
 
 	n1 := tc.Nodes[0]
 	tc.stop(0)
+	// The survey, with n1 and n3 surviving, names shard 0 alone.
+	out, errOut, code := recoverNode(t, n1, "--dry-run", "--voters", "n1,n3")
+	if code != 0 || strings.Count(out, "keeps its majority (2 of 3 voters survive)") != shards ||
+		!strings.Contains(out, "shard 0\n") ||
+		!strings.Contains(out, "lost its majority (1 of 3 voters survive): rlserver recover --data-dir "+n1.DataDir()+" --shard 0 --voters n1\n") {
+		t.Fatalf("survey: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Logf("rlserver recover --dry-run --voters n1,n3:\n%s", out)
 	if out, errOut, code := recoverNode(t, n1, "--shard", "0"); code != 0 || !strings.Contains(out, "possibly lost: entries only n2, n4 held") {
 		t.Fatalf("recover --shard 0: exit %d\n%s%s", code, out, errOut)
 	}

@@ -19,7 +19,8 @@ import (
 // [--dry-run] is the break-glass step for a group that lost the majority of
 // its replicas for good: run on a stopped surviving node, it rewrites the
 // group's Raft configuration to the surviving voters (cluster.RecoverGroup).
-// docs/cluster.md has the runbook around it.
+// With --dry-run and no group it surveys every group the node holds
+// (survey.go). docs/cluster.md has the runbook around it.
 
 // recoverSettings are rlserver recover's flags.
 type recoverSettings struct {
@@ -51,6 +52,7 @@ func runRecover(args []string, stdout, stderr io.Writer, lookupEnv func(string) 
 	fs.BoolVar(&s.dryRun, "dry-run", false, "print the group's configuration and what would be written; write nothing")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: rlserver recover --data-dir DIR (--shard N | --catalogue) [--voters ID,ID] [--dry-run]")
+		fmt.Fprintln(stderr, "       rlserver recover --data-dir DIR --dry-run [--voters ID,ID]   (every group: which lost its majority)")
 		fmt.Fprintln(stderr, "Run on a stopped node only, when a group has lost the majority of its replicas for good (docs/cluster.md).")
 		fs.PrintDefaults()
 	}
@@ -67,8 +69,8 @@ func runRecover(args []string, stdout, stderr io.Writer, lookupEnv func(string) 
 	case s.dataDir == "":
 		fmt.Fprintln(stderr, "rlserver recover: --data-dir DIR is required: the stopped node's data directory")
 		return 2
-	case s.catalogue == (s.shard >= 0):
-		fmt.Fprintln(stderr, "rlserver recover: give one group: --shard N or --catalogue")
+	case s.catalogue && s.shard >= 0, !s.catalogue && s.shard < 0 && !s.dryRun:
+		fmt.Fprintln(stderr, "rlserver recover: give one group: --shard N or --catalogue (--dry-run alone surveys every group)")
 		return 2
 	}
 	var voters []string
@@ -83,17 +85,25 @@ func runRecover(args []string, stdout, stderr io.Writer, lookupEnv func(string) 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := cluster.DefaultRaftConfig(cluster.Member{ID: id.NodeID}, nil)
 	cfg.Layout, cfg.Shards, cfg.Log, cfg.Scripts = persistence.Layout{Dir: s.dataDir}, id.Shards, log, newScripts(log)
+	if !s.catalogue && s.shard < 0 {
+		return surveyGroups(stdout, stderr, cfg, s.dataDir, voters)
+	}
 	group := cluster.GroupName{Shard: s.shard, Catalogue: s.catalogue}
 	rec, err := cluster.RecoverGroup(cfg, group, voters, s.dryRun)
 	if err != nil {
-		if errors.Is(err, persistence.ErrInUse) {
-			err = fmt.Errorf("%w: stop the node first (recover runs offline)", err)
-		}
-		fmt.Fprintln(stderr, "rlserver recover:", err)
+		fmt.Fprintln(stderr, "rlserver recover:", offlineError(err))
 		return 1
 	}
 	describeRecovery(stdout, rec, id.NodeID, s.dataDir, s.dryRun)
 	return 0
+}
+
+// offlineError says what to do about a data directory a running node holds.
+func offlineError(err error) error {
+	if errors.Is(err, persistence.ErrInUse) {
+		return fmt.Errorf("%w: stop the node first (recover runs offline)", err)
+	}
+	return err
 }
 
 // recoverIdentity reads the identity of an existing data directory.
@@ -116,8 +126,7 @@ func recoverIdentity(dir string) (persistence.Identity, error) {
 func describeRecovery(w io.Writer, rec cluster.Recovery, node, dir string, dryRun bool) {
 	b := rec.Before
 	fmt.Fprintf(w, "%s on node %s (%s)\n", b.Group, node, dir)
-	fmt.Fprintf(w, "  configuration: voters %s; non-voters %s\n", servers(b.Servers, true), servers(b.Servers, false))
-	fmt.Fprintf(w, "  last entry on this replica: index %d, term %d\n", b.LastIndex, b.LastTerm)
+	describeGroup(w, b)
 	switch {
 	case !rec.Needed:
 		fmt.Fprintf(w, "nothing to do: the configuration is already voters %s\n", servers(rec.After, true))
@@ -141,6 +150,12 @@ func describeRecovery(w io.Writer, rec cluster.Recovery, node, dir string, dryRu
 	} else {
 		fmt.Fprintln(w, "next: recover the other shards that lost their majority (and --catalogue if it did), start the node, then CLUSTER FORGET each lost node FORCE, join new nodes and CLUSTER REBALANCE")
 	}
+}
+
+// describeGroup prints a group's configuration and last entry.
+func describeGroup(w io.Writer, st cluster.GroupState) {
+	fmt.Fprintf(w, "  configuration: voters %s; non-voters %s\n", servers(st.Servers, true), servers(st.Servers, false))
+	fmt.Fprintf(w, "  last entry on this replica: index %d, term %d\n", st.LastIndex, st.LastTerm)
 }
 
 // servers lists the voters (or non-voters) of a configuration as id@address.

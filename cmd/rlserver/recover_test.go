@@ -44,3 +44,17 @@ func TestRecoverRefusals(t *testing.T) {
 		})
 	}
 }
+
+// --dry-run without a group surveys the groups the node holds: none here,
+// which it says; the groups themselves are surveyed end to end in tests/.
+func TestRecoverSurveyOfANodeWithoutGroups(t *testing.T) {
+	node := t.TempDir()
+	if _, err := persistence.Open(node, persistence.Identity{NodeID: "n1", Shards: 2, Members: []string{"n1"}}); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"recover", "--data-dir", node, "--dry-run"}, &stdout, &stderr, func(string) (string, bool) { return "", false })
+	if code != 0 || !strings.Contains(stdout.String(), "node n1 ("+node+"): 0 groups; survivors n1") || stderr.Len() > 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+}
