@@ -49,7 +49,7 @@ func runRecover(args []string, stdout, stderr io.Writer, lookupEnv func(string) 
 	})
 	fs.BoolVar(&s.catalogue, "catalogue", false, "recover the catalogue group (the cluster's membership and placement) instead of a shard")
 	fs.StringVar(&s.voters, "voters", "", "the surviving voters, by node id, comma-separated (default: this node alone); run the same recovery on each of them")
-	fs.BoolVar(&s.dryRun, "dry-run", false, "print the group's configuration and what would be written; write nothing")
+	fs.BoolVar(&s.dryRun, "dry-run", false, "print the group's configuration and what would be written; write nothing (without a group: every group, and which lost its majority)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: rlserver recover --data-dir DIR (--shard N | --catalogue) [--voters ID,ID] [--dry-run]")
 		fmt.Fprintln(stderr, "       rlserver recover --data-dir DIR --dry-run [--voters ID,ID]   (every group: which lost its majority)")
