@@ -309,13 +309,12 @@ func (d *wire) requestError(peer string) error {
 	if d.err != nil || len(d.b) == 0 {
 		return err
 	}
-	switch err {
-	case ErrNotApplied, ErrMayHaveBeenCounted, ErrShuttingDown:
-		text := string(d.b[:min(len(d.b), maxWireError)])
-		d.b = nil
-		return &ForwardedError{Peer: peer, Text: text, Err: err}
+	if !errors.Is(err, ErrNotApplied) && !errors.Is(err, ErrMayHaveBeenCounted) && !errors.Is(err, ErrShuttingDown) {
+		return err
 	}
-	return err
+	text := string(d.b[:min(len(d.b), maxWireError)])
+	d.b = nil
+	return &ForwardedError{Peer: peer, Text: text, Err: err}
 }
 
 // error reads what appendError wrote after the tag.
