@@ -125,7 +125,11 @@ func main() {
 		}
 	}
 
-	cpuBefore := cpuTime()
+	cpuBefore, err := cpuTime()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rlsload:", err)
+		os.Exit(1)
+	}
 	workers := make([]worker, *callers)
 	var wg sync.WaitGroup
 	warmEnd := time.Now().Add(*warmup)
@@ -166,18 +170,23 @@ func main() {
 	}
 	r.PerSecond = float64(r.Calls-r.Errors) / dur.Seconds()
 	r.P50ms, r.P99ms = pct(0.50), pct(0.99)
+	cpuAfter, err := cpuTime()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rlsload:", err)
+		os.Exit(1)
+	}
 	if r.AllCalls > 0 {
-		r.GeneratorCPU = float64(cpuTime()-cpuBefore) / float64(time.Microsecond) / float64(r.AllCalls)
+		r.GeneratorCPU = float64(cpuAfter-cpuBefore) / float64(time.Microsecond) / float64(r.AllCalls)
 	}
 	out, _ := json.Marshal(r)
 	fmt.Println(string(out))
 }
 
 // cpuTime is the CPU time this process has used, user and system.
-func cpuTime() time.Duration {
+func cpuTime() (time.Duration, error) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, fmt.Errorf("reading the generator's own CPU time: %w", err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

@@ -86,7 +86,7 @@ func runRecover(args []string, stdout, stderr io.Writer, lookupEnv func(string) 
 	cfg := cluster.DefaultRaftConfig(cluster.Member{ID: id.NodeID}, nil)
 	cfg.Layout, cfg.Shards, cfg.Log, cfg.Scripts = persistence.Layout{Dir: s.dataDir}, id.Shards, log, newScripts(log)
 	if !s.catalogue && s.shard < 0 {
-		return surveyGroups(stdout, stderr, cfg, s.dataDir, voters)
+		return surveyGroups(stdout, stderr, cfg, voters)
 	}
 	group := cluster.GroupName{Shard: s.shard, Catalogue: s.catalogue}
 	rec, err := cluster.RecoverGroup(cfg, group, voters, s.dryRun)

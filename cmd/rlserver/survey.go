@@ -20,8 +20,8 @@ import (
 // run and must not be recovered, and for one that lost it, the command
 // that recovers it. It writes nothing, and returns the exit status: 1 when
 // a group could not be read.
-func surveyGroups(stdout, stderr io.Writer, cfg cluster.RaftConfig, dir string, survivors []string) int {
-	self := cfg.Self.ID
+func surveyGroups(stdout, stderr io.Writer, cfg cluster.RaftConfig, survivors []string) int {
+	self, dir := cfg.Self.ID, cfg.Layout.Dir
 	if !slices.Contains(survivors, self) { // it survives: it is being surveyed
 		survivors = append(slices.Clone(survivors), self)
 	}
