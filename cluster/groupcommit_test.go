@@ -158,6 +158,14 @@ func TestGroupCommitWaitFollowsTheCallers(t *testing.T) {
 	if got := wait(0, true); got != maxGroupWait {
 		t.Fatalf("after waits that ran out, wait %v, want the maximum %v", got, maxGroupWait)
 	}
+	// Callers held in other shards' waits come back as late as those waits
+	// last: however late, a wait stays short (the type's comment says why).
+	for range 20 {
+		wait(20*time.Millisecond, false)
+	}
+	if got := wait(0, true); got != 4*time.Millisecond {
+		t.Fatalf("after callers that took 20ms, wait %v, want 4ms at most", got)
+	}
 	for range 40 { // the callers now come back within 300µs, every time
 		wait(300*time.Microsecond, false)
 	}
