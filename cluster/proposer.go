@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/hashicorp/raft"
 
 	"github.com/rlserver/rlserver/engine"
@@ -169,6 +170,14 @@ func (p *proposer) gather(first *Request, waited bool) []*Request {
 	}
 	b.addWaiting(p.in)
 	p.group.gathered(len(b.reqs), timedOut, took)
+	metrics.AddSample(EntryRequestsSample, float32(len(b.reqs)))
+	if want > 0 {
+		key := GroupWaitBackTiming
+		if timedOut {
+			key = GroupWaitRanOutTiming
+		}
+		metrics.AddSample(key, float32(took)/float32(time.Millisecond))
+	}
 	return b.reqs
 }
 

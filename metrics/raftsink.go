@@ -6,17 +6,20 @@ import (
 	gometrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/persistence"
 )
 
-// RaftSink receives the measurements hashicorp/raft and rlserver's log stores make
-// through go-metrics, and keeps those an operator watches as Prometheus
-// metrics: how long snapshots, restores, log writes (with their fsync),
-// commits and applies take, and how often replicas change state. The
+// RaftSink receives the measurements hashicorp/raft, rlserver's log stores and
+// its proposers make through go-metrics, and keeps those an operator watches
+// as Prometheus metrics: how long snapshots, restores, log writes (with their
+// fsync), commits and applies take, how many requests an entry carries and
+// how long it waited for them, and how often replicas change state. The
 // others are dropped. go-metrics is process-wide, so one sink serves every
 // shard's group: the figures are for all shards together.
 type RaftSink struct {
 	timings map[string]prometheus.Observer // by go-metrics key, joined with "."
+	counts  map[string]prometheus.Observer // samples that are counts, not times
 	changes *prometheus.CounterVec
 	all     []prometheus.Collector
 }
@@ -24,6 +27,10 @@ type RaftSink struct {
 // raftTimingBuckets span a fast fsync (tens of microseconds) to the
 // snapshot of a large shard (seconds), in seconds.
 var raftTimingBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// entryRequestBuckets span an entry of one request to the largest a busy
+// leader gathers (an entry is bounded in bytes, not in requests).
+var entryRequestBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
 
 // NewRaftSink returns a sink; Install makes it the one go-metrics uses.
 func NewRaftSink() *RaftSink {
@@ -40,15 +47,32 @@ func NewRaftSink() *RaftSink {
 	store := hist("rlserver_raft_log_store_duration_seconds", "Time to append a batch of entries to a shard's Raft log on disk, fsync included in either log format.")
 	commit := hist("rlserver_raft_commit_duration_seconds", "On a shard's leader: time from appending an entry to its commit by a majority (replication and the followers' fsyncs).")
 	apply := hist("rlserver_raft_apply_duration_seconds", "Time to apply a batch of committed entries to a shard's state.")
+	entryRequests := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "rlserver_raft_entry_requests",
+		Help: "On a shard's leader: the requests gathered into one Raft entry (a request is a connection's commands for the shard " +
+			"in one pipeline, or a gRPC call's descriptors for it). Every entry pays a commit; few requests an entry means each pays its own.",
+		Buckets: entryRequestBuckets,
+	})
+	groupWait := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "rlserver_raft_group_wait_seconds",
+		Help: "On a shard's leader: how long an entry was held open for the callers the last one answered, by outcome: " +
+			"back (they came) or ran_out (its bound came first). Entries that did not wait are not counted.",
+		Buckets: raftTimingBuckets,
+	}, []string{"outcome"})
 	s := &RaftSink{
 		timings: map[string]prometheus.Observer{
-			"raft.snapshot.takeSnapshot":                   snapshot.WithLabelValues("total"),
-			"raft.fsm.snapshot":                            snapshot.WithLabelValues("capture"),
-			"raft.snapshot.persist":                        snapshot.WithLabelValues("persist"),
-			"raft.fsm.restore":                             restore,
-			strings.Join(persistence.StoreLogsTiming, "."): store,
-			"raft.commitTime":                              commit,
-			"raft.fsm.applyBatch":                          apply,
+			"raft.snapshot.takeSnapshot":                     snapshot.WithLabelValues("total"),
+			"raft.fsm.snapshot":                              snapshot.WithLabelValues("capture"),
+			"raft.snapshot.persist":                          snapshot.WithLabelValues("persist"),
+			"raft.fsm.restore":                               restore,
+			strings.Join(persistence.StoreLogsTiming, "."):   store,
+			"raft.commitTime":                                commit,
+			"raft.fsm.applyBatch":                            apply,
+			strings.Join(cluster.GroupWaitBackTiming, "."):   groupWait.WithLabelValues("back"),
+			strings.Join(cluster.GroupWaitRanOutTiming, "."): groupWait.WithLabelValues("ran_out"),
+		},
+		counts: map[string]prometheus.Observer{
+			strings.Join(cluster.EntryRequestsSample, "."): entryRequests,
 		},
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rlserver_raft_state_changes_total",
@@ -58,7 +82,7 @@ func NewRaftSink() *RaftSink {
 	for _, state := range []string{"leader", "follower", "candidate"} {
 		s.changes.WithLabelValues(state) // present from the start, at zero
 	}
-	s.all = []prometheus.Collector{snapshot, restore, store, commit, apply, s.changes}
+	s.all = []prometheus.Collector{snapshot, restore, store, commit, apply, entryRequests, groupWait, s.changes}
 	return s
 }
 
@@ -90,10 +114,14 @@ func (s *RaftSink) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// AddSample records a timing, which go-metrics gives in milliseconds.
+// AddSample records a timing, which go-metrics gives in milliseconds, or a
+// count.
 func (s *RaftSink) AddSample(key []string, val float32) {
-	if o, ok := s.timings[strings.Join(key, ".")]; ok {
+	name := strings.Join(key, ".")
+	if o, ok := s.timings[name]; ok {
 		o.Observe(float64(val) / 1000)
+	} else if o, ok := s.counts[name]; ok {
+		o.Observe(float64(val))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	gometrics "github.com/hashicorp/go-metrics/compat"
 
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/persistence"
 )
 
@@ -28,6 +29,11 @@ func TestRaftSinkBridgesGoMetrics(t *testing.T) {
 	gometrics.MeasureSince([]string{"raft", "commitTime"}, time.Now())
 	gometrics.MeasureSince([]string{"raft", "fsm", "applyBatch"}, time.Now())
 	gometrics.MeasureSinceWithLabels([]string{"raft", "replication", "appendEntries", "rpc"}, time.Now(), []gometrics.Label{{Name: "peer_id", Value: "n2"}})
+	gometrics.AddSample(cluster.EntryRequestsSample, 20)
+	gometrics.AddSample(cluster.EntryRequestsSample, 3)
+	gometrics.MeasureSince(cluster.GroupWaitBackTiming, time.Now().Add(-time.Millisecond))
+	gometrics.MeasureSince(cluster.GroupWaitRanOutTiming, time.Now().Add(-4*time.Millisecond))
+	gometrics.MeasureSince(cluster.GroupWaitRanOutTiming, time.Now().Add(-4*time.Millisecond))
 	gometrics.IncrCounter([]string{"raft", "state", "candidate"}, 1)
 	gometrics.IncrCounter([]string{"raft", "state", "leader"}, 1)
 	gometrics.IncrCounter([]string{"raft", "apply"}, 1)
@@ -51,6 +57,9 @@ func TestRaftSinkBridgesGoMetrics(t *testing.T) {
 		{"rlserver_raft_restore_duration_seconds", "", 1},
 		{"rlserver_raft_commit_duration_seconds", "", 1},
 		{"rlserver_raft_apply_duration_seconds", "", 1},
+		{"rlserver_raft_entry_requests", "", 2},
+		{"rlserver_raft_group_wait_seconds", "outcome=back", 1},
+		{"rlserver_raft_group_wait_seconds", "outcome=ran_out", 2},
 		{"rlserver_raft_state_changes_total", "state=candidate", 1},
 		{"rlserver_raft_state_changes_total", "state=leader", 1},
 		{"rlserver_raft_state_changes_total", "state=follower", 0},
@@ -59,9 +68,15 @@ func TestRaftSinkBridgesGoMetrics(t *testing.T) {
 			t.Errorf("%s{%s} = %v (present %v), want %v", want.name, want.labels, v, ok, want.value)
 		}
 	}
-	// The log store took 2 ms: in seconds, in the 2.5 ms bucket.
+	// The log store took 2 ms: in seconds, in the 2.5 ms bucket. The
+	// entries' requests are counts, not times: 20 and 3 sum to 23.
 	families, _ := m.Registry().Gather()
 	for _, f := range families {
+		if f.GetName() == "rlserver_raft_entry_requests" {
+			if sum := f.GetMetric()[0].GetHistogram().GetSampleSum(); sum != 23 {
+				t.Errorf("entry requests sum %v, want 23", sum)
+			}
+		}
 		if f.GetName() != "rlserver_raft_log_store_duration_seconds" {
 			continue
 		}

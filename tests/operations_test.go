@@ -197,6 +197,13 @@ func TestOperationsMetricsAgreeWithInfo(t *testing.T) {
 	if n := after.sum("rlserver_raft_log_store_duration_seconds_count"); n < 1 {
 		t.Errorf("no Raft log write measured")
 	}
+	// Ten decisions, one at a time: ten entries at least, each of a request
+	// or more.
+	entries := after.sum("rlserver_raft_entry_requests_count") - before.sum("rlserver_raft_entry_requests_count")
+	requests := after.sum("rlserver_raft_entry_requests_sum") - before.sum("rlserver_raft_entry_requests_sum")
+	if entries < 10 || requests < entries {
+		t.Errorf("entries moved by %v carrying %v requests, want at least 10, each of one or more", entries, requests)
+	}
 	if n := after.sum("rlserver_raft_leader_known"); n != 2 {
 		t.Errorf("shards with a known leader: %v, want 2", n)
 	}
