@@ -61,19 +61,6 @@ type groupCommit struct {
 	commit     atomic.Int64 // nanoseconds the latest entry took to commit (set by complete)
 }
 
-// The go-metrics keys under which a leader's proposer reports how it groups
-// requests into entries (metrics.RaftSink turns them into Prometheus
-// histograms; docs/operations.md lists them).
-var (
-	// EntryRequestsSample: the requests gathered into each entry, as a
-	// count rather than a time.
-	EntryRequestsSample = []string{"rlserver", "proposer", "entryRequests"}
-	// GroupWaitBackTiming times the waits that ended with the callers
-	// back; GroupWaitRanOutTiming, those that reached their bound first.
-	GroupWaitBackTiming   = []string{"rlserver", "proposer", "groupWait", "back"}
-	GroupWaitRanOutTiming = []string{"rlserver", "proposer", "groupWait", "ranOut"}
-)
-
 const (
 	minGroupWait    = 50 * time.Microsecond
 	maxGroupWait    = 4 * time.Millisecond // see the type's comment

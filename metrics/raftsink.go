@@ -37,12 +37,12 @@ func NewRaftSink() *RaftSink {
 	hist := func(name, help string) prometheus.Histogram {
 		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: raftTimingBuckets})
 	}
-	snapshot := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "rlserver_raft_snapshot_duration_seconds",
-		Help: "Time to snapshot a shard, by phase: capture (copying the state, which pauses the shard's applies), " +
-			"persist (writing and syncing the file, while applies go on) and total.",
-		Buckets: raftTimingBuckets,
-	}, []string{"phase"})
+	histBy := func(label, name, help string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: raftTimingBuckets}, []string{label})
+	}
+	snapshot := histBy("phase", "rlserver_raft_snapshot_duration_seconds",
+		"Time to snapshot a shard, by phase: capture (copying the state, which pauses the shard's applies), "+
+			"persist (writing and syncing the file, while applies go on) and total.")
 	restore := hist("rlserver_raft_restore_duration_seconds", "Time to restore a shard's state from a snapshot (at start, or sent by the leader).")
 	store := hist("rlserver_raft_log_store_duration_seconds", "Time to append a batch of entries to a shard's Raft log on disk, fsync included in either log format.")
 	commit := hist("rlserver_raft_commit_duration_seconds", "On a shard's leader: time from appending an entry to its commit by a majority (replication and the followers' fsyncs).")
@@ -53,12 +53,9 @@ func NewRaftSink() *RaftSink {
 			"in one pipeline, or a gRPC call's descriptors for it). Every entry pays a commit; few requests an entry means each pays its own.",
 		Buckets: entryRequestBuckets,
 	})
-	groupWait := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "rlserver_raft_group_wait_seconds",
-		Help: "On a shard's leader: how long an entry was held open for the callers the last one answered, by outcome: " +
-			"back (they came) or ran_out (its bound came first). Entries that did not wait are not counted.",
-		Buckets: raftTimingBuckets,
-	}, []string{"outcome"})
+	groupWait := histBy("outcome", "rlserver_raft_group_wait_seconds",
+		"On a shard's leader: how long an entry was held open for the callers the last one answered, by outcome: "+
+			"back (they came) or ran_out (its bound came first). Entries that did not wait are not counted.")
 	s := &RaftSink{
 		timings: map[string]prometheus.Observer{
 			"raft.snapshot.takeSnapshot":                     snapshot.WithLabelValues("total"),
