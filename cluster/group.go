@@ -23,9 +23,6 @@ type group struct {
 	store persistence.Store
 	trans io.Closer
 	prop  *proposer
-	// deferred, when the group's transport keeps rule 2 (a cluster's
-	// groups), defers the leader's appends (deferredlog.go).
-	deferred *deferredLog
 
 	leader atomic.Pointer[Member] // nil while unknown
 	load   loadLatch              // whether the replica has loaded its state
@@ -46,16 +43,13 @@ type group struct {
 type stores struct {
 	store    persistence.Store // log and stable store
 	logs     raft.LogStore     // store's log, checked and cached
-	deferred *deferredLog      // between logs and store, when asked for
 	snaps    raft.SnapshotStore
 	existing bool // they hold Raft state already
 }
 
 // openStores opens the stores of a group in dir; a new log store is made in
-// format. A damaged log is reported as such. defer asks for the leader's
-// appends to be deferred (deferredLog), which only a group whose transport
-// keeps rule 2 may.
-func openStores(dir string, format persistence.LogFormat, deferAppends bool, log *slog.Logger) (st stores, err error) {
+// format. A damaged log is reported as such.
+func openStores(dir string, format persistence.LogFormat, log *slog.Logger) (st stores, err error) {
 	store, err := persistence.OpenLogStore(dir, format, newRaftLogger(log, "wal"))
 	if err != nil {
 		return st, err
@@ -66,19 +60,7 @@ func openStores(dir string, format persistence.LogFormat, deferAppends bool, log
 			st.store.Close()
 		}
 	}()
-	st.logs = persistence.CheckedLogs(st.store)
-	if deferAppends {
-		if st.deferred, err = newDeferredLog(st.logs); err != nil {
-			return st, err
-		}
-		st.logs = st.deferred
-		defer func() {
-			if err != nil {
-				st.deferred.Close()
-			}
-		}()
-	}
-	if st.logs, err = raft.NewLogCache(512, st.logs); err != nil {
+	if st.logs, err = raft.NewLogCache(512, persistence.CheckedLogs(st.store)); err != nil {
 		return st, err
 	}
 	if st.snaps, err = persistence.OpenSnapshotStore(dir, newRaftLogger(log, "snapshots")); err != nil {
@@ -114,28 +96,21 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 	if err != nil {
 		return nil, err
 	}
-	verified, _ := trans.(*verifiedCommits)
-	st, err := openStores(dir, cfg.LogStore, verified != nil, cfg.Log)
+	st, err := openStores(dir, cfg.LogStore, cfg.Log)
 	if err != nil {
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
 	}
-	g.store, g.deferred = st.store, st.deferred
 	if requireState && !st.existing {
-		g.closeStores()
+		st.store.Close()
 		return nil, refused(MemberIncarnation, "shard %d: %s holds no Raft state, yet the cluster counts this node among the shard's voters: "+
 			"its state, and the votes it cast, are lost; run CLUSTER FORGET %s FORCE on a live node, then start this node as a new one with --join",
 			shard, dir, cfg.Self.ID)
 	}
+	g.store = st.store
 	g.recovered.Store(persistence.IsRecovered(dir))
 	if g.raft, err = newRaft(raftConfig(cfg, fmt.Sprintf("raft.shard%d", shard)), g.fsm, st.logs, st.store, st.snaps, trans); err != nil {
-		g.closeStores()
+		st.store.Close()
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
-	}
-	if g.deferred != nil {
-		// Rule 2 first: the appends are deferred once the log knows the
-		// replica's Raft, which tells it whether it leads.
-		verified.bound(g.deferred)
-		g.deferred.deferWhileLeading(g.raft)
 	}
 	if c, ok := trans.(io.Closer); ok {
 		g.trans = c
@@ -145,11 +120,11 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 		// that safe, and ErrCantBootstrap only means it already was.
 		if err := g.raft.BootstrapCluster(voters(bootstrap)).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			g.raft.Shutdown()
-			g.closeStores()
+			st.store.Close()
 			return nil, fmt.Errorf("shard %d bootstrap: %w", shard, err)
 		}
 	}
-	g.prop = newProposer(shard, cfg.Self.ID, g.raft, g.fsm, cfg.Clock, g.deferred)
+	g.prop = newProposer(shard, cfg.Self.ID, g.raft, g.fsm, cfg.Clock)
 	g.prop.start()
 	return g, nil
 }
@@ -286,19 +261,6 @@ func (g *group) close(handOver, snapshot bool, log *slog.Logger) error {
 	err := shutdownRaft(g.raft, fmt.Sprintf("shard %d", g.shard), log)
 	if g.trans != nil {
 		g.trans.Close()
-	}
-	if cerr := g.closeStores(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// closeStores appends what the deferred log still holds, then closes the
-// log and stable store.
-func (g *group) closeStores() error {
-	var err error
-	if g.deferred != nil {
-		err = g.deferred.Close()
 	}
 	if cerr := g.store.Close(); err == nil {
 		err = cerr

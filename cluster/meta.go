@@ -54,7 +54,7 @@ func openMeta(cfg *RaftConfig, trans raft.Transport, halt chan<- error, bootstra
 		return nil, err
 	}
 	m = &metaGroup{fsm: newCatalogueFSM(halt)}
-	st, err := openStores(dir, cfg.LogStore, false, cfg.Log)
+	st, err := openStores(dir, cfg.LogStore, cfg.Log)
 	if err != nil {
 		return nil, fmt.Errorf("catalogue: %w", err)
 	}

@@ -34,10 +34,6 @@ type proposer struct {
 
 	group groupCommit
 	timer *time.Timer // bounds a group wait; reused
-	// durable, when the group defers its leader's appends, is its log: an
-	// entry's requests are answered once it holds the entry (rule 3 of
-	// deferredlog.go).
-	durable *deferredLog
 }
 
 // inflightEntry is an entry waiting to commit, or a marker (drained closes
@@ -68,9 +64,9 @@ const (
 	enqueueTimeout = 2 * time.Second
 )
 
-func newProposer(shard int, self string, r *raft.Raft, fsm *shardFSM, clock Clock, durable *deferredLog) *proposer {
+func newProposer(shard int, self string, r *raft.Raft, fsm *shardFSM, clock Clock) *proposer {
 	return &proposer{
-		shard: shard, self: self, raft: r, fsm: fsm, clock: clock, durable: durable,
+		shard: shard, self: self, raft: r, fsm: fsm, clock: clock,
 		in:       make(chan *Request, queueLen),
 		inflight: make(chan inflightEntry, maxInflight+1),
 		slots:    make(chan struct{}, maxInflight),
@@ -237,15 +233,6 @@ func (p *proposer) complete() {
 		err := p.requestError(e.future.Error())
 		p.group.committed(time.Since(e.proposed))
 		<-p.slots
-		if err == nil && p.durable != nil {
-			// Committed and applied, perhaps before this replica's own disk
-			// holds it: the next entry may gather meanwhile, but these
-			// requests are answered once it does. A log that fails instead
-			// leaves their outcome unknown.
-			if derr := p.durable.waitDurable(e.future.Index(), nil); derr != nil {
-				err = p.requestError(derr)
-			}
-		}
 		var results []engine.Result
 		if err == nil {
 			switch v := e.future.Response().(type) {

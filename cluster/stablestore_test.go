@@ -15,7 +15,7 @@ import (
 // a full test run: "failed to save current term: database not open").
 func TestClosedStoreDropsStableWrites(t *testing.T) {
 	for _, format := range []persistence.LogFormat{persistence.LogWAL, persistence.LogBolt} {
-		st, err := openStores(t.TempDir(), format, false, slog.New(slog.DiscardHandler))
+		st, err := openStores(t.TempDir(), format, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}

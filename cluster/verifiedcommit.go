@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 )
@@ -40,19 +39,12 @@ import (
 // commit index a follower learns still reaches the leader's with the next
 // append that verifies the entries up to it (Raft sends one within its
 // commit timeout); a heartbeat carries no commit index and is left alone.
-//
-// On the way out it keeps the deferred log's rule 2 (deferredlog.go): the
-// appends this replica sends as leader carry a commit index no higher than
-// what its own disk holds.
 type verifiedCommits struct {
 	netTransport
 	in   <-chan raft.RPC
 	out  chan raft.RPC
 	stop chan struct{}
 	once sync.Once
-	// durable is the group's deferred log, once bound: nil, the commit
-	// index goes out as Raft sets it.
-	durable atomic.Pointer[deferredLog]
 }
 
 // netTransport is what verifiedCommits needs of the transport it wraps, and
@@ -98,28 +90,6 @@ func boundCommit(req *raft.AppendEntriesRequest) {
 		verified = req.Entries[n-1].Index
 	}
 	req.LeaderCommitIndex = min(req.LeaderCommitIndex, verified)
-}
-
-// bound makes the appends sent from now on carry a commit index no higher
-// than d's durable index.
-func (v *verifiedCommits) bound(d *deferredLog) { v.durable.Store(d) }
-
-// AppendEntries sends an append to a follower, its commit index bounded by
-// what this replica's disk holds (rule 2). A follower learns the rest with
-// the next append: the next entry's, or the one Raft sends within its
-// commit timeout when no entry follows.
-func (v *verifiedCommits) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	if d := v.durable.Load(); d != nil {
-		args.LeaderCommitIndex = min(args.LeaderCommitIndex, d.durableIndex())
-	}
-	return v.netTransport.AppendEntries(id, target, args, resp)
-}
-
-// AppendEntriesPipeline refuses: replication sends one append at a time
-// (transportConfig says why), each through AppendEntries, whose commit
-// index rule 2 bounds; a pipeline would bypass it.
-func (v *verifiedCommits) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
-	return nil, raft.ErrPipelineReplicationNotSupported
 }
 
 // Consumer returns the requests for Raft.
