@@ -17,10 +17,14 @@ import (
 //
 // Closing itself needs care: a socket closed while the client's bytes wait
 // unread in it (a pipeline the server will not run) sends a reset, and the
-// client's kernel then drops the replies it has not read yet. A busy
-// connection is therefore closed lingering: write side first, so the replies
-// end with a FIN, then the client's bytes are read and discarded until it
-// closes too or lingerTimeout passes.
+// reset throws away the replies still queued in the server's socket, not yet
+// taken by a client that reads slowly. A busy connection is therefore closed
+// lingering: write side first, so the replies end with a FIN, then the
+// client's bytes are read and discarded until it closes too or lingerTimeout
+// passes. An idle one is closed lingering too while its socket still holds
+// replies the client has not acknowledged (it may have sent its next pipeline
+// already); one whose replies have all arrived is closed at once, so a pool
+// of idle clients that ignore the FIN does not hold the shutdown up.
 
 // The states of a drainConn.
 const (
@@ -37,6 +41,7 @@ const lingerTimeout = 2 * time.Second
 // It wraps the socket (or its TLS layer), below the protocol guard.
 type drainConn struct {
 	net.Conn
+	sock  net.Conn // the TCP socket under Conn (Conn itself when plain)
 	state atomic.Int32
 }
 
@@ -49,7 +54,14 @@ func (c *drainConn) Read(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	n, err := c.Conn.Read(p)
-	if n > 0 && !c.state.CompareAndSwap(connIdle, connBusy) {
+	if n > 0 && c.state.CompareAndSwap(connIdle, connBusy) {
+		return n, err
+	}
+	switch c.state.Load() {
+	case connCloseAfter: // shut while idle, with replies on their way
+		c.closeLingering()
+		return 0, net.ErrClosed
+	case connClosed:
 		return 0, net.ErrClosed
 	}
 	return n, err
@@ -66,12 +78,18 @@ func (c *drainConn) closeLingering() {
 }
 
 // shutdown closes the connection now if it is idle, or after the pipeline it
-// is answering.
+// is answering. An idle connection whose replies have not all reached the
+// client is woken from its Read to close lingering, as a busy one does.
 func (c *drainConn) shutdown() {
 	for {
 		switch c.state.Load() {
 		case connIdle:
-			if c.state.CompareAndSwap(connIdle, connClosed) {
+			if unacknowledged(c.sock) {
+				if c.state.CompareAndSwap(connIdle, connCloseAfter) {
+					c.Conn.SetReadDeadline(time.Now())
+					return
+				}
+			} else if c.state.CompareAndSwap(connIdle, connClosed) {
 				c.Conn.Close()
 				return
 			}
