@@ -22,28 +22,13 @@ import (
 // replies away: decisions taken whose answers never arrive. The shutdown
 // must deliver every byte written before it.
 func TestShutdownOfAnIdleConnectionDeliversQueuedReplies(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	// The client's receive buffer is small, so most of the replies stay
 	// queued in the server's socket.
-	dialer := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+	client, sock := tcpPair(t, net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		return rc.Control(func(fd uintptr) {
 			syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
 		})
-	}}
-	client, err := dialer.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	sock, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sock.Close()
+	}})
 	d := &drainConn{Conn: sock, sock: sock}
 
 	replies := bytes.Repeat([]byte(":1\r\n"), 16<<10) // 64 KiB, within the default send buffer
@@ -89,20 +74,7 @@ func TestShutdownOfAnIdleConnectionDeliversQueuedReplies(t *testing.T) {
 // of idle clients that never read their FIN must not hold the shutdown up
 // for the lingering timeout.
 func TestShutdownOfAnIdleConnectionWithNothingQueuedClosesAtOnce(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	sock, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sock := tcpPair(t, net.Dialer{})
 	d := &drainConn{Conn: sock, sock: sock}
 	loopDone := make(chan error, 1)
 	go func() {
@@ -117,6 +89,28 @@ func TestShutdownOfAnIdleConnectionWithNothingQueuedClosesAtOnce(t *testing.T) {
 		t.Fatalf("an idle connection with nothing queued was still open %v after the shutdown", lingerTimeout/2)
 	}
 	t.Logf("closed in %v", time.Since(start))
+}
+
+// tcpPair returns both ends of a loopback TCP connection, the client's
+// dialled with dialer; the test's cleanup closes them.
+func tcpPair(t *testing.T, dialer net.Dialer) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = dialer.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return client, server
 }
 
 // unread is how many bytes wait in sock's receive queue.
