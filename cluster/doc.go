@@ -15,9 +15,10 @@
 // submits it, under its shard's lock, with no files: state lives only as
 // long as the process.
 //
-// RaftShards (raftnode.go) runs this node's replicas, each shard a Raft
-// group (hashicorp/raft) of up to three nodes (topology.go), with its log
-// and snapshots in the data directory (package persistence; group.go). The
+// RaftShards (raftnode.go; started in raftstart.go, routing in
+// raftroute.go) runs this node's replicas, each shard a Raft group
+// (hashicorp/raft) of up to three nodes (topology.go), with its log and
+// snapshots in the data directory (package persistence; group.go). The
 // shard leader's proposer (proposer.go, groupcommit.go) packs a batch into
 // one log entry stamped with the leader's time (codec.go), and every
 // replica's state machine (fsm.go) decodes the entry and applies it, so all

@@ -37,7 +37,7 @@ func wrap(sock net.Conn, config *tls.Config, limits Limits) clientConn {
 		cc.tls = tls.Server(sock, config)
 		under = cc.tls
 	}
-	cc.drain = &drainConn{Conn: under, sock: sock}
+	cc.drain = &drainConn{Conn: under}
 	cc.Conn = &guardConn{Conn: cc.drain, limits: limits}
 	return cc
 }

@@ -41,7 +41,6 @@ const lingerTimeout = 2 * time.Second
 // It wraps the socket (or its TLS layer), below the protocol guard.
 type drainConn struct {
 	net.Conn
-	sock  net.Conn // the TCP socket under Conn (Conn itself when plain)
 	state atomic.Int32
 }
 
@@ -84,7 +83,7 @@ func (c *drainConn) shutdown() {
 	for {
 		switch c.state.Load() {
 		case connIdle:
-			if unacknowledged(c.sock) {
+			if unacknowledged(c.Conn) {
 				if c.state.CompareAndSwap(connIdle, connCloseAfter) {
 					c.Conn.SetReadDeadline(time.Now())
 					return

@@ -10,7 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rlserver/rlserver/internal/poll"
 )
@@ -29,7 +30,7 @@ func TestShutdownOfAnIdleConnectionDeliversQueuedReplies(t *testing.T) {
 			syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
 		})
 	}})
-	d := &drainConn{Conn: sock, sock: sock}
+	d := &drainConn{Conn: sock}
 
 	replies := bytes.Repeat([]byte(":1\r\n"), 16<<10) // 64 KiB, within the default send buffer
 	sock.SetWriteDeadline(time.Now().Add(10 * time.Second))
@@ -75,7 +76,7 @@ func TestShutdownOfAnIdleConnectionDeliversQueuedReplies(t *testing.T) {
 // for the lingering timeout.
 func TestShutdownOfAnIdleConnectionWithNothingQueuedClosesAtOnce(t *testing.T) {
 	_, sock := tcpPair(t, net.Dialer{})
-	d := &drainConn{Conn: sock, sock: sock}
+	d := &drainConn{Conn: sock}
 	loopDone := make(chan error, 1)
 	go func() {
 		_, err := d.Read(make([]byte, 64))
@@ -115,17 +116,9 @@ func tcpPair(t *testing.T, dialer net.Dialer) (client, server net.Conn) {
 
 // unread is how many bytes wait in sock's receive queue.
 func unread(t *testing.T, sock net.Conn) int {
-	rc, err := sock.(syscall.Conn).SyscallConn()
+	n, err := socketQueue(sock, unix.SIOCINQ)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n int32
-	var errno syscall.Errno
-	rc.Control(func(fd uintptr) {
-		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
-	})
-	if errno != 0 {
-		t.Fatal(errno)
-	}
-	return int(n)
+	return n
 }

@@ -4,7 +4,7 @@ package server
 
 import "net"
 
-// unacknowledged reports whether sock may hold replies its peer has not
+// unacknowledged reports whether conn's socket may hold replies its peer has not
 // acknowledged. Without a way to ask the kernel, it says they may: a
 // lingering close costs time, never a reply.
 func unacknowledged(net.Conn) bool { return true }
