@@ -79,8 +79,8 @@ func (s *Server) serve(ln net.Listener, config *tls.Config) error {
 	return s.accept(dl, config)
 }
 
-// accept takes connections from ln until it closes, and serves each on its
-// own goroutine.
+// accept takes connections from ln until it closes, and serves each on an
+// event loop (Config.EventLoops) or on its own goroutine.
 func (s *Server) accept(ln net.Listener, config *tls.Config) error {
 	var delay time.Duration
 	for {
@@ -96,7 +96,7 @@ func (s *Server) accept(ln net.Listener, config *tls.Config) error {
 			continue
 		}
 		delay = 0
-		if c := s.admit(wrap(sock, config, s.cfg.Limits)); c != nil {
+		if c, onLoop := s.admit(sock, config); c != nil && !onLoop {
 			go c.serve()
 		}
 	}

@@ -65,6 +65,11 @@ type Config struct {
 	// Debug, when set, enables the DEBUG command: DEBUG CLOCK moves it. It
 	// must be Clock itself. Nil: DEBUG is refused.
 	Debug DebugClock
+	// EventLoops, when positive, serves plain TCP connections on that many
+	// event loops (eventloop_linux.go) instead of a goroutine each; TLS
+	// connections keep theirs. Only for shards that answer a request before
+	// Submit returns (memory shards), and only where EventLoopsSupported.
+	EventLoops int
 }
 
 // DefaultConfig is the configuration rlserver starts with when no setting
@@ -130,6 +135,10 @@ func (c Config) Validate() error {
 		return invalid("tracking-table-max-keys must be at least 1, not %d", c.TrackingMaxKeys)
 	case c.Clock == nil:
 		return invalid("clock must be set")
+	case c.EventLoops < 0:
+		return invalid("event-loops must not be negative (0: a goroutine per connection), not %d", c.EventLoops)
+	case c.EventLoops > 0 && !EventLoopsSupported:
+		return invalid("event loops need Linux's epoll: set event-loops to 0")
 	case c.Debug != nil && Clock(c.Debug) != c.Clock:
 		return invalid("debug must be the clock itself, or DEBUG CLOCK would move another clock than the one decisions use")
 	}

@@ -48,7 +48,7 @@ type drainConn struct {
 // Bytes that arrive after a shutdown began are not handed on: their commands
 // are never run, so no decision goes unanswered.
 func (c *drainConn) Read(p []byte) (int, error) {
-	if !c.state.CompareAndSwap(connBusy, connIdle) && c.state.Load() != connIdle {
+	if !c.idle() {
 		c.closeLingering()
 		return 0, net.ErrClosed
 	}
@@ -66,14 +66,30 @@ func (c *drainConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// idle marks the connection idle, its pipeline answered: false when a
+// shutdown began meanwhile, and the connection must close instead.
+func (c *drainConn) idle() bool {
+	return c.state.CompareAndSwap(connBusy, connIdle) || c.state.Load() == connIdle
+}
+
 // closeLingering closes the write side, discards what the client still sends
-// until it closes or lingerTimeout passes, and then closes the socket.
+// until it closes or lingerTimeout passes, and then closes the socket. (On an
+// event loop's socket the discarding returns at once, and the loop lingers
+// on a goroutine once the socket is closed: eventloop_linux.go.)
 func (c *drainConn) closeLingering() {
 	if hc, ok := c.Conn.(interface{ CloseWrite() error }); ok && hc.CloseWrite() == nil {
-		c.Conn.SetReadDeadline(time.Now().Add(lingerTimeout))
-		io.Copy(io.Discard, c.Conn)
+		discardUntilClosed(c.Conn)
+		return
 	}
 	c.Conn.Close()
+}
+
+// discardUntilClosed reads and drops what the client sends until it closes
+// or lingerTimeout passes, and closes nc, whose write side is closed.
+func discardUntilClosed(nc net.Conn) {
+	nc.SetReadDeadline(time.Now().Add(lingerTimeout))
+	io.Copy(io.Discard, nc)
+	nc.Close()
 }
 
 // shutdown closes the connection now if it is idle, or after the pipeline it

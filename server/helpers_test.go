@@ -25,10 +25,15 @@ const ioTimeout = 10 * time.Second
 // testLimits are small enough that tests can cross them cheaply.
 var testLimits = Limits{MaxBulkLen: 4096, MaxArgs: 64, MaxRequestLen: 256 << 10, MaxKeyLen: 128}
 
-// testConfig is DefaultConfig with the test limits.
+// testConfig is DefaultConfig with the test limits, serving plain
+// connections on an event loop as rlserver --in-memory does (TLS ones, and
+// servers over a backend of a test's, on goroutines).
 func testConfig() Config {
 	cfg := DefaultConfig()
 	cfg.Limits, cfg.Version = testLimits, "test"
+	if EventLoopsSupported {
+		cfg.EventLoops = 1
+	}
 	return cfg
 }
 
@@ -135,6 +140,7 @@ func startServerOn(t testing.TB, addr string, opts ...option) *testServer {
 	}
 	if o.backend != nil {
 		backend = o.backend(shards)
+		o.cfg.EventLoops = 0 // it may hold requests, which a loop must not wait for
 	}
 	srv, err := New(o.cfg, backend)
 	if err != nil {

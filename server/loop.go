@@ -33,42 +33,58 @@ func (c *client) serve() {
 		c.nc.Write([]byte(deniedReply))
 		return
 	}
-	var pending []byte // bytes of an incomplete command, at the front of c.in
+	c.serveFrom(0)
+}
+
+// serveFrom reads, answers and writes pipelines until the connection ends.
+// kept is how many bytes of an incomplete command are at the front of c.in.
+func (c *client) serveFrom(kept int) {
 	for {
-		n, err := c.read(len(pending))
+		n, err := c.read(kept)
 		if n == 0 && err != nil {
 			return
 		}
-		rest, ok, werr := c.answerAndWrite(c.in[:len(pending)+n])
+		rest, ok, werr := c.answerAndWrite(c.in[:kept+n])
 		if werr != nil || !ok || err != nil {
 			return
 		}
 		// Keep the incomplete command's bytes, moved to the front.
-		pending = c.in[:copy(c.in, rest)]
+		kept = copy(c.in, rest)
 	}
 }
 
 // answerAndWrite answers the commands in in and writes the replies, under
 // the write lock that keeps invalidation pushes out of them (see
-// tracking.go). Invalidations queued before these commands ran go first:
-// they are for writes applied before them. It returns what answer does, and
-// the write's error.
+// tracking.go). It returns what answer does, and the write's error.
 func (c *client) answerAndWrite(in []byte) (rest []byte, ok bool, err error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	out := c.out[:0]
-	if c.tracker != nil {
-		out = c.tracker.takePending(out, c.resp3.Load())
-	}
-	rest, out, ok = c.answer(in, out)
+	rest, out, ok := c.answerPipeline(in)
 	if len(out) > 0 {
 		_, err = c.nc.Write(out)
 	}
+	c.keepOut(out)
+	return rest, ok, err
+}
+
+// answerPipeline answers the commands in in, their replies after the
+// invalidations queued before they ran (those are for writes applied before
+// them). The caller holds c.wmu and writes out, then gives it to keepOut.
+func (c *client) answerPipeline(in []byte) (rest, out []byte, ok bool) {
+	out = c.out[:0]
+	if c.tracker != nil {
+		out = c.tracker.takePending(out, c.resp3.Load())
+	}
+	return c.answer(in, out)
+}
+
+// keepOut keeps a pipeline's reply buffer for the next one, unless it grew
+// huge: an idle connection does not pin it.
+func (c *client) keepOut(out []byte) {
 	if cap(out) > 1<<20 {
-		out = nil // do not pin a huge reply buffer to an idle connection
+		out = nil
 	}
 	c.out = out[:0]
-	return rest, ok, err
 }
 
 // read reads more bytes after the kept ones, growing the buffer when they

@@ -75,6 +75,7 @@ func TestSyncMemoryLimitRetriesWithoutSleepingAndStopsOnClose(t *testing.T) {
 			backend := &unreliableShards{MemoryShards: mem, refuse: c.refuse, err: c.err, hold: c.hold}
 			cfg := testConfig()
 			cfg.MaxMemory = MemoryLimit{Bytes: 4096}
+			cfg.EventLoops = 0 // these shards hold requests, and no connection is made
 			srv, err := New(cfg, backend)
 			if err != nil {
 				t.Fatal(err)

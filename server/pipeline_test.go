@@ -143,6 +143,8 @@ func TestPipelineMemoryIsBounded(t *testing.T) {
 		}
 	}
 	s.eachClient(func(c *client) {
+		c.wmu.Lock() // a pipeline's batch is used under it
+		defer c.wmu.Unlock()
 		b := &c.batch
 		results, cmds := 0, 0
 		for i := range b.reqs {

@@ -2,8 +2,11 @@ package server
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -87,6 +90,9 @@ type Server struct {
 	startOnce sync.Once     // the background work the first Serve starts
 	stop      chan struct{} // closed by Close: background work ends
 	runID     string
+	// loops serve plain connections when Config.EventLoops asks for them;
+	// nil: every connection has a goroutine.
+	loops *eventLoops
 
 	mu      sync.Mutex
 	clients map[int64]*client
@@ -120,6 +126,16 @@ func New(cfg Config, shards Shards) (*Server, error) {
 		clients: make(map[int64]*client), trackingTable: newTrackingTable(cfg.TrackingMaxKeys),
 		stop: make(chan struct{}),
 	}
+	if cfg.EventLoops > 0 {
+		if a, ok := shards.(interface{ AnswersInSubmit() bool }); !ok || !a.AnswersInSubmit() {
+			return nil, fmt.Errorf("%w: event loops need shards that answer a request before Submit returns (in memory): "+
+				"a request that waited would hold every connection of its loop", errInvalidConfig)
+		}
+		var err error
+		if s.loops, err = startEventLoops(cfg.EventLoops); err != nil {
+			return nil, err
+		}
+	}
 	shards.SetWriteObserver(s.trackingTable)
 	return s, nil
 }
@@ -148,6 +164,9 @@ func (s *Server) Close() error {
 		}
 	}
 	s.mu.Unlock()
+	if s.loops != nil {
+		defer s.loops.stop() // once every connection is done, or given up on
+	}
 	if len(listeners) == 0 {
 		return nil
 	}
@@ -173,24 +192,30 @@ func (s *Server) Close() error {
 	return err
 }
 
-// admit registers a connection, or refuses it when the server is full or
-// closing.
-func (s *Server) admit(cc clientConn) *client {
+// admit registers a connection accepted on sock (over TLS with config, when
+// set), or refuses it when the server is full or closing. A plain
+// connection goes to an event loop when the server has them, which starts
+// serving it (onLoop); otherwise the caller gives it a goroutine.
+func (s *Server) admit(sock net.Conn, config *tls.Config) (c *client, onLoop bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		cc.Close()
-		return nil
+		sock.Close()
+		return nil, false
 	}
 	if len(s.clients) >= s.cfg.MaxClients {
 		s.stats.rejected.Add(1)
-		refuse(cc, "-ERR max number of clients reached\r\n")
-		return nil
+		refuse(wrap(sock, config, s.cfg.Limits), "-ERR max number of clients reached\r\n")
+		return nil, false
 	}
-	c := newClient(s, cc)
+	under := sock
+	if config == nil && !s.protectedRefuses(sock.RemoteAddr()) {
+		under = s.loops.adopt(sock) // the goroutine answers a refusal
+	}
+	c = newClient(s, wrap(under, config, s.cfg.Limits))
 	s.clients[c.id] = c
 	s.stats.connections.Add(1)
-	return c
+	return c, s.loops.serve(under, c)
 }
 
 // forget drops a connection from the registry once it has closed.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/server"
 )
 
 // env is a fake environment.
@@ -139,6 +141,10 @@ func TestSettingErrorsNameTheSetting(t *testing.T) {
 			"RLSERVER_DATA_DIR: --in-memory and --data-dir exclude each other"},
 		{"cluster from a file", nil, nil, "cluster nonsense\n",
 			`FILE:1: --cluster: "nonsense" is not id@host:port[@busport]`},
+		{"negative event loops", nil, nil, "event-loops -1\n",
+			"FILE:1: --event-loops -1: must be from 0 to 1024"},
+		{"event loops on durable state", []string{"--event-loops", "1"}, nil, "",
+			"--event-loops needs --in-memory: a durable decision waits for its commit, which would hold up every connection of its loop"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -211,5 +217,28 @@ func TestConfigLineSyntax(t *testing.T) {
 		"RLSERVER_DATA_DIR": filepath.Join(t.TempDir(), "d")}))
 	if err != nil || o.inMemory || !o.debug {
 		t.Errorf("yes/no booleans: in-memory %v debug %v err %v", o.inMemory, o.debug, err)
+	}
+}
+
+// In memory on Linux, plain connections are served by one event loop unless
+// --event-loops says otherwise; durable state has none (its decisions wait
+// for their commits).
+func TestEventLoopsDefault(t *testing.T) {
+	want := 0
+	if server.EventLoopsSupported {
+		want = 1
+	}
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--in-memory"}, want},
+		{[]string{"--in-memory", "--event-loops", "0"}, 0},
+		{[]string{"--data-dir", filepath.Join(t.TempDir(), "d")}, 0},
+	} {
+		o, err := parseFlags(tc.args, io.Discard, env(nil))
+		if err != nil || o.eventLoops != tc.want {
+			t.Errorf("%v: event loops %d, %v; want %d", tc.args, o.eventLoops, err, tc.want)
+		}
 	}
 }

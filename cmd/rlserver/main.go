@@ -104,7 +104,7 @@ func serve(o options, log *slog.Logger) error {
 	}
 	memory, _ := o.memoryLimit() // validated with the other settings
 	cfg := server.DefaultConfig()
-	cfg.Limits, cfg.MaxClients, cfg.MaxMemory = o.limits, o.maxClients, memory
+	cfg.Limits, cfg.MaxClients, cfg.MaxMemory, cfg.EventLoops = o.limits, o.maxClients, memory, o.eventLoops
 	cfg.Users, cfg.ProtectedMode, cfg.IdleTimeout = o.access.users, bool(o.sec.protectedMode), o.idleTimeout()
 	cfg.RequestTimeout = o.reqTimeout
 	cfg.Version, cfg.Clock, cfg.Debug = version, clock, debug
