@@ -14,8 +14,11 @@
 // layers below, config.go its configuration; accept.go takes connections and
 // puts TLS (tls.go), the drain (drain.go) and the protocol guard (guard.go)
 // over each; client.go is a connection's state, loop.go its read, answer and
-// write loop, dispatch.go the path of one command, batch.go the keyed
-// commands on their way to the shards, reply.go the RESP encoders. The
+// write loop on a goroutine of its own, eventloop_linux.go and
+// loopsock_linux.go the event loops that serve plain connections instead
+// when the shards answer at once (in memory), dispatch.go the path of one
+// command, batch.go the keyed commands on their way to the shards, reply.go
+// the RESP encoders. The
 // built-in commands are in files named after them (handshake.go: HELLO, AUTH,
 // SELECT; clientcmd.go: CLIENT; aclcmd.go, memorycmd.go, commandinfo.go,
 // introspect.go: INFO, CONFIG, TIME; shardwide.go: DBSIZE, FLUSHALL, SCAN,
