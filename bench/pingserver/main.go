@@ -6,8 +6,15 @@
 // what a decision costs into the connection model's share and the
 // command's own. It serves in one of two ways:
 //
-//	pingserver -port 17003 -model goroutines  # a goroutine per connection, as rlserver
+//	pingserver -port 17003 -model goroutines  # a goroutine per connection, as rlserver once did
 //	pingserver -port 17003 -model epoll       # one event loop on epoll, as Redis
+//
+// With -answer it answers every other command, whatever it is, with a fixed
+// reply of that shape: an integer as INCR's, or an RL.SLIDING decision. No server
+// can answer for less, so redis-benchmark against it measures the load
+// generator's own ceiling for that command on this machine:
+//
+//	pingserver -model epoll -answer decision  # *5 :1 :100 :99 :0 :60000
 //
 // The goroutine model reads through Go's network poller: a read that finds
 // nothing parks the goroutine, and the scheduler wakes it when epoll says
@@ -32,8 +39,19 @@ import (
 func main() {
 	port := flag.Int("port", 17003, "TCP port on 127.0.0.1")
 	model := flag.String("model", "goroutines", "goroutines (one per connection) or epoll (one event loop)")
+	answerWith := flag.String("answer", "", "answer every command but PING with: integer (as INCR) or decision (as RL.SLIDING); default: PING alone")
 	flag.Parse()
 	var err error
+	switch *answerWith {
+	case "":
+	case "integer":
+		fixed = []byte(":1\r\n")
+	case "decision":
+		fixed = []byte("*5\r\n:1\r\n:100\r\n:99\r\n:0\r\n:60000\r\n")
+	default:
+		fmt.Fprintf(os.Stderr, "pingserver: unknown -answer %q: integer or decision\n", *answerWith)
+		os.Exit(2)
+	}
 	switch *model {
 	case "goroutines":
 		err = serveGoroutines(*port)
@@ -48,6 +66,9 @@ func main() {
 
 // readSize is what a connection reads at a time, as rlserver's loop.
 const readSize = 16 << 10
+
+// fixed, when set (-answer), is the reply to every command.
+var fixed []byte
 
 // answer appends the replies of every complete command in in to out and
 // returns the bytes of an incomplete last one. args is the connection's
@@ -65,6 +86,8 @@ func answer(in, out []byte, args *[][]byte) (rest, replies []byte, err error) {
 		case len(parsed) == 0:
 		case len(parsed) == 1 && strings.EqualFold(string(parsed[0]), "ping"):
 			out = append(out, "+PONG\r\n"...)
+		case fixed != nil:
+			out = append(out, fixed...)
 		default:
 			out = append(out, "-ERR pingserver answers PING only\r\n"...)
 		}
