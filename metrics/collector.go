@@ -30,6 +30,7 @@ type collector struct {
 	topKeys   *prometheus.Desc
 
 	clients   *prometheus.Desc
+	onLoops   *prometheus.Desc
 	maxClient *prometheus.Desc
 	received  *prometheus.Desc
 	rejected  *prometheus.Desc
@@ -76,6 +77,7 @@ func newCollector(src Sources, notReady func() error) *collector {
 			[]string{"key", "outcome"}, nil),
 
 		clients:   d("rlserver_connected_clients", "Client connections open now (INFO connected_clients).", nil, nil),
+		onLoops:   d("rlserver_event_loop_clients", "Of the client connections, those an event loop serves (--event-loops; INFO event_loop_clients).", nil, nil),
 		maxClient: d("rlserver_maxclients", "The bound on client connections, --maxclients (INFO maxclients).", nil, nil),
 		received:  d("rlserver_connections_received_total", "Client connections accepted (INFO total_connections_received).", nil, nil),
 		rejected:  d("rlserver_connections_rejected_total", "Client connections refused at --maxclients (INFO rejected_connections).", nil, nil),
@@ -94,7 +96,7 @@ func newCollector(src Sources, notReady func() error) *collector {
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.buildInfo, c.ready, c.decisions, c.keys, c.dataset, c.evicted, c.oom, c.shadow, c.charged, c.maxMemory, c.topKeys, c.clients, c.maxClient, c.received, c.rejected, c.commands,
+		c.buildInfo, c.ready, c.decisions, c.keys, c.dataset, c.evicted, c.oom, c.shadow, c.charged, c.maxMemory, c.topKeys, c.clients, c.onLoops, c.maxClient, c.received, c.rejected, c.commands,
 		c.raftState, c.raftLeaderKnown, c.raftTerm, c.raftCommit, c.raftApplied, c.raftContact,
 	} {
 		ch <- d
@@ -156,6 +158,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 	st := c.src.Server.Stats()
 	gauge(c.clients, float64(st.ConnectedClients))
+	gauge(c.onLoops, float64(st.EventLoopClients))
 	gauge(c.maxClient, float64(st.MaxClients))
 	counter(c.received, float64(st.ConnectionsReceived))
 	counter(c.rejected, float64(st.RejectedConnections))

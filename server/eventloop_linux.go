@@ -51,13 +51,15 @@ type loopRequest struct {
 
 // eventLoops are the server's loops; connections are dealt round-robin.
 type eventLoops struct {
-	loops []*eventLoop
-	next  atomic.Uint32
+	loops  []*eventLoop
+	next   atomic.Uint32
+	served atomic.Int64 // connections in the loops now, for INFO
 }
 
 // eventLoop is one loop: its epoll set, the connections in it, and the
 // requests other goroutines left for it.
 type eventLoop struct {
+	all   *eventLoops
 	ep    int                 // the epoll set
 	wake  int                 // an eventfd in it: requests are queued
 	conns map[int32]*loopSock // by descriptor; the loop's own
@@ -79,6 +81,7 @@ func startEventLoops(n int) (*eventLoops, error) {
 			ls.stop()
 			return nil, fmt.Errorf("event loop: %w", err)
 		}
+		l.all = ls
 		ls.loops = append(ls.loops, l)
 		go l.run()
 	}
@@ -131,6 +134,14 @@ func (ls *eventLoops) serve(nc net.Conn, c *client) bool {
 	s.c = c
 	s.loop.post(s, requestAdd)
 	return true
+}
+
+// clients is how many connections the loops serve now.
+func (ls *eventLoops) clients() int64 {
+	if ls == nil {
+		return 0
+	}
+	return ls.served.Load()
 }
 
 // stop ends every loop, closing the connections still in it, and waits.
@@ -228,6 +239,7 @@ func (l *eventLoop) add(s *loopSock) {
 		return
 	}
 	l.conns[int32(s.fd)] = s
+	l.all.served.Add(1)
 }
 
 // close closes a connection whose Close was called: at once, or lingering
@@ -324,6 +336,7 @@ func (l *eventLoop) detach(s *loopSock) {
 	if l.conns[int32(s.fd)] == s {
 		unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, s.fd, nil)
 		delete(l.conns, int32(s.fd))
+		l.all.served.Add(-1)
 	}
 }
 

@@ -162,6 +162,9 @@ func TestEventLoopHandsTrackingToAGoroutine(t *testing.T) {
 		t.Fatal("a tracking connection is still on the loop")
 	}
 	writer := s.dial(t)
+	if info := writer.do("INFO", "clients"); !strings.Contains(info, "connected_clients:2\r\n") || !strings.Contains(info, "event_loop_clients:1\r\n") {
+		t.Fatalf("INFO clients with one connection on the loop and one on a goroutine:\n%s", info)
+	}
 	writer.expect("+OK\r\n", "SET", "k", "v1")
 	reader.expect(bulkReply("v1"), "GET", "k")
 	writer.expect("+OK\r\n", "SET", "k", "v2")

@@ -22,3 +22,4 @@ func startEventLoops(int) (*eventLoops, error) {
 func (*eventLoops) adopt(sock net.Conn) net.Conn { return sock }
 func (*eventLoops) serve(net.Conn, *client) bool { return false }
 func (*eventLoops) stop()                        {}
+func (*eventLoops) clients() int64               { return 0 }

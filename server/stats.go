@@ -5,6 +5,7 @@ package server
 // them agree with INFO. CONFIG RESETSTAT sets the counters back to zero.
 type Stats struct {
 	ConnectedClients    int   // connections open now (connected_clients)
+	EventLoopClients    int64 // of them, those an event loop serves (event_loop_clients)
 	MaxClients          int   // the bound on them (maxclients)
 	ConnectionsReceived int64 // connections accepted (total_connections_received)
 	RejectedConnections int64 // connections refused at maxclients (rejected_connections)
@@ -16,6 +17,7 @@ type Stats struct {
 func (s *Server) Stats() Stats {
 	return Stats{
 		ConnectedClients:    s.clientCount(),
+		EventLoopClients:    s.loops.clients(),
 		MaxClients:          s.cfg.MaxClients,
 		ConnectionsReceived: s.stats.connections.Load(),
 		RejectedConnections: s.stats.rejected.Load(),

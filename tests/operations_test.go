@@ -182,6 +182,7 @@ func TestOperationsMetricsAgreeWithInfo(t *testing.T) {
 		{"rlserver_rejected_oom_total", "", "stats", "rl_rejected_oom"},
 		{"rlserver_shadow_denied_total", "", "ratelimit", "rl_shadow_denied"},
 		{"rlserver_connected_clients", "", "clients", "connected_clients"},
+		{"rlserver_event_loop_clients", "", "clients", "event_loop_clients"},
 		{"rlserver_maxclients", "", "clients", "maxclients"},
 		{"rlserver_connections_received_total", "", "stats", "total_connections_received"},
 		{"rlserver_connections_rejected_total", "", "stats", "rejected_connections"},

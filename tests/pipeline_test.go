@@ -171,3 +171,30 @@ func TestPipelineMixedCommandsInOrder(t *testing.T) {
 		}
 	}
 }
+
+// In memory, the real binary serves plain connections on its event loop by
+// default, and --event-loops 0 gives each a goroutine: INFO says which, and
+// both answer the same.
+func TestEventLoopIsTheInMemoryDefault(t *testing.T) {
+	if durableSuite {
+		t.Skip("event loops serve in-memory nodes only")
+	}
+	t.Parallel()
+	for _, tc := range []struct {
+		args   []string
+		onLoop string
+	}{
+		{nil, "event_loop_clients:1\r\n"},
+		{[]string{"--event-loops", "0"}, "event_loop_clients:0\r\n"},
+	} {
+		srv := startServer(t, tc.args...)
+		c := srv.Client(t, 2)
+		if info := c.Info(ctx(t), "clients").Val(); !strings.Contains(info, "connected_clients:1\r\n") || !strings.Contains(info, tc.onLoop) {
+			t.Errorf("%v: INFO clients\n%s\nwant %q", tc.args, info, tc.onLoop)
+		}
+		setClock(t, c, t0)
+		if d, err := parseDecision(c.Do(ctx(t), "RL.SLIDING", "loop:k", 10, 60000).Val()); err != nil || d != allow(10, 9, 120000) {
+			t.Errorf("%v: RL.SLIDING: %v %v", tc.args, d, err)
+		}
+	}
+}
