@@ -44,11 +44,18 @@ func TestShutdownOfAnIdleConnectionDeliversQueuedReplies(t *testing.T) {
 		return unread(t, sock) > 0, nil
 	})
 
-	// The connection's loop, waiting for its next pipeline when Close comes.
+	// The connection's loop, waiting for its next pipeline when Close comes
+	// (or, scheduled first, reading it: then it is busy when Close comes,
+	// and closes at its next Read).
 	loopDone := make(chan error, 1)
 	go func() {
-		_, err := d.Read(make([]byte, 64))
-		loopDone <- err
+		buf := make([]byte, 64)
+		for {
+			if _, err := d.Read(buf); err != nil {
+				loopDone <- err
+				return
+			}
+		}
 	}()
 	d.shutdown()
 
