@@ -33,9 +33,10 @@ type loopSock struct {
 	loop         *eventLoop
 	c            *client // set when the server admits the connection
 	fd           int
-	local, dist  net.Addr
-	kept         int         // bytes of an incomplete command at the front of c.in; the loop's
-	finished     bool        // the loop closed it and the server forgot it; the loop's
+	local        net.Addr
+	remote       net.Addr
+	kept         int         // bytes of an incomplete command at the front of c.in (the loop's own)
+	finished     bool        // closed, and the server told to forget it (the loop's own)
 	closeAsked   atomic.Bool // Close was called: the loop closes it
 	mu           sync.Mutex  // guards the names below, and fd against its close
 	inner        net.Conn    // the Go connection after the hand-over, nil before
@@ -67,7 +68,7 @@ func newLoopSock(loop *eventLoop, sock net.Conn) (*loopSock, error) {
 	if dupErr != nil {
 		return nil, dupErr
 	}
-	s := &loopSock{loop: loop, fd: fd, local: sock.LocalAddr(), dist: sock.RemoteAddr()}
+	s := &loopSock{loop: loop, fd: fd, local: sock.LocalAddr(), remote: sock.RemoteAddr()}
 	sock.Close()
 	return s, nil
 }
@@ -188,7 +189,7 @@ func (s *loopSock) SetDeadline(t time.Time) error {
 }
 
 func (s *loopSock) LocalAddr() net.Addr  { return s.local }
-func (s *loopSock) RemoteAddr() net.Addr { return s.dist }
+func (s *loopSock) RemoteAddr() net.Addr { return s.remote }
 
 // SyscallConn gives the descriptor to Control (the drain asks the kernel how
 // much of the replies is unacknowledged), under the lock that keeps the
