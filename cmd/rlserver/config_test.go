@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -220,13 +221,13 @@ func TestConfigLineSyntax(t *testing.T) {
 	}
 }
 
-// In memory on Linux, plain connections are served by one event loop unless
-// --event-loops says otherwise; durable state has none (its decisions wait
+// In memory on Linux, plain connections are served by event loops, one for
+// every two CPUs, unless --event-loops says otherwise; durable state has none (its decisions wait
 // for their commits).
 func TestEventLoopsDefault(t *testing.T) {
 	want := 0
 	if server.EventLoopsSupported {
-		want = 1
+		want = max(1, runtime.NumCPU()/2)
 	}
 	for _, tc := range []struct {
 		args []string

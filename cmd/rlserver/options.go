@@ -76,7 +76,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.BoolVar(&o.debug, "enable-debug-command", false, "allow DEBUG CLOCK and DEBUG DIGEST (for tests)")
 	fs.StringVar(&o.requirePass, "requirepass", "", "password clients must give with AUTH or HELLO AUTH")
 	fs.IntVar(&o.maxClients, "maxclients", defaults.MaxClients, "maximum number of client connections")
-	fs.IntVar(&o.eventLoops, "event-loops", 0, "threads that serve plain TCP connections as event loops, as Redis's one thread does; 0: a goroutine per connection (default: 1 with --in-memory on Linux, else 0; TLS connections always have a goroutine)")
+	fs.IntVar(&o.eventLoops, "event-loops", 0, "threads that serve plain TCP connections as event loops, as Redis's one thread does; 0: a goroutine per connection (default: half the CPUs with --in-memory on Linux, else 0; TLS connections always have a goroutine)")
 	fs.StringVar(&o.maxMemory, "maxmemory", "0", "bytes the keys may hold, over all shards (units k, kb, m, mb, g, gb; 0: no limit); see --maxmemory-policy")
 	fs.StringVar(&o.memPolicy, "maxmemory-policy", "noeviction", "at --maxmemory, a command that would create a key is refused with -OOM (noeviction), or the keys nearest to their reset are evicted (volatile-ttl)")
 	fs.Int64Var(&o.limits.MaxBulkLen, "max-bulk-len", defaults.Limits.MaxBulkLen, "maximum bytes in one argument")
@@ -131,7 +131,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 		}
 	}
 	if _, ok := sources["event-loops"]; !ok && o.inMemory && server.EventLoopsSupported {
-		o.eventLoops = 1
+		o.eventLoops = defaultEventLoops()
 	}
 	if err = o.validate(); err != nil {
 		return o, err
@@ -142,6 +142,14 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	o.access, err = o.loadAccess()
 	return o, err
 }
+
+// defaultEventLoops is the event loops an in-memory node runs when
+// --event-loops is not given: half the CPUs, as the shards, leaving the rest
+// to the load's own clients and the runtime. A loop answers its
+// connections' commands on its own thread, so one loop would cap a large
+// machine at one core's worth of decisions; on two cores one loop measured
+// fastest (docs/performance.md, sixth round).
+func defaultEventLoops() int { return max(1, runtime.NumCPU()/2) }
 
 // defaultShards is the shard count when --shards is not given: the one an
 // existing data directory was created with (it cannot change); for a new
