@@ -164,7 +164,7 @@ func TestEventLoopHandsTrackingToAGoroutine(t *testing.T) {
 		return !onLoop, nil
 	})
 	writer := s.dial(t)
-	if info := writer.do("INFO", "clients"); !strings.Contains(info, "connected_clients:2\r\n") || !strings.Contains(info, "event_loop_clients:1\r\n") {
+	if info := writer.do("INFO", "clients"); !strings.Contains(info, "connected_clients:2\r\n") || !strings.Contains(info, "event_loops:1\r\n") || !strings.Contains(info, "event_loop_clients:1\r\n") {
 		t.Fatalf("INFO clients with one connection on the loop and one on a goroutine:\n%s", info)
 	}
 	writer.expect("+OK\r\n", "SET", "k", "v1")

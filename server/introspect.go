@@ -66,6 +66,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string, t *engine.Stats) 
 		line("maxclients", s.cfg.MaxClients)
 		line("blocked_clients", 0)
 		line("tracking_clients", s.trackingTable.clients.Load())
+		line("event_loops", s.cfg.EventLoops)
 		line("event_loop_clients", s.loops.clients())
 	case "memory":
 		m := readMemoryFigures()

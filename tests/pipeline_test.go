@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -172,9 +173,9 @@ func TestPipelineMixedCommandsInOrder(t *testing.T) {
 	}
 }
 
-// In memory, the real binary serves plain connections on its event loop by
-// default, and --event-loops 0 gives each a goroutine: INFO says which, and
-// both answer the same.
+// In memory, the real binary serves plain connections on event loops by
+// default (one for every two CPUs), and --event-loops 0 gives each a
+// goroutine: INFO says which, and both answer the same.
 func TestEventLoopIsTheInMemoryDefault(t *testing.T) {
 	if durableSuite {
 		t.Skip("event loops serve in-memory nodes only")
@@ -184,8 +185,8 @@ func TestEventLoopIsTheInMemoryDefault(t *testing.T) {
 		args   []string
 		onLoop string
 	}{
-		{nil, "event_loop_clients:1\r\n"},
-		{[]string{"--event-loops", "0"}, "event_loop_clients:0\r\n"},
+		{nil, fmt.Sprintf("event_loops:%d\r\nevent_loop_clients:1\r\n", max(1, runtime.NumCPU()/2))},
+		{[]string{"--event-loops", "0"}, "event_loops:0\r\nevent_loop_clients:0\r\n"},
 	} {
 		srv := startServer(t, tc.args...)
 		c := srv.Client(t, 2)
