@@ -25,11 +25,7 @@ import (
 func TestShutdownOfAnIdleConnectionDeliversQueuedReplies(t *testing.T) {
 	// The client's receive buffer is small, so most of the replies stay
 	// queued in the server's socket.
-	client, sock := tcpPair(t, net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) {
-			syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-		})
-	}})
+	client, sock := tcpPair(t, net.Dialer{Control: smallReceiveBuffer})
 	d := &drainConn{Conn: sock}
 
 	replies := bytes.Repeat([]byte(":1\r\n"), 16<<10) // 64 KiB, within the default send buffer
@@ -59,14 +55,7 @@ func TestShutdownOfAnIdleConnectionDeliversQueuedReplies(t *testing.T) {
 	}()
 	d.shutdown()
 
-	client.SetReadDeadline(time.Now().Add(10 * time.Second))
-	got, err := io.ReadAll(client)
-	if err != nil {
-		t.Fatalf("after %d of %d bytes of replies: %v", len(got), len(replies), err)
-	}
-	if !bytes.Equal(got, replies) {
-		t.Fatalf("received %d bytes of replies, want the %d written", len(got), len(replies))
-	}
+	readAllReplies(t, client, replies)
 	client.Close()
 	select {
 	case err := <-loopDone:
@@ -128,4 +117,27 @@ func unread(t *testing.T, sock net.Conn) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// smallReceiveBuffer is a dialer's Control that gives the client a receive
+// buffer of 4 KiB, so that most of what the server writes stays queued in
+// the server's socket.
+func smallReceiveBuffer(_, _ string, rc syscall.RawConn) error {
+	return rc.Control(func(fd uintptr) {
+		syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+	})
+}
+
+// readAllReplies reads what client receives until the server closes, and
+// checks it is want: every reply, then EOF (not a reset).
+func readAllReplies(t *testing.T, client net.Conn, want []byte) {
+	t.Helper()
+	client.SetReadDeadline(time.Now().Add(ioTimeout))
+	got, err := io.ReadAll(client)
+	if err != nil {
+		t.Fatalf("after %d of %d bytes of replies: %v", len(got), len(want), err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("received %d bytes, want the %d bytes of the replies alone", len(got), len(want))
+	}
 }

@@ -247,25 +247,20 @@ func (l *eventLoop) add(s *loopSock) {
 // on a goroutine when CloseWrite came first (drain.go says why).
 func (l *eventLoop) close(s *loopSock) {
 	s.mu.Lock()
-	handed, lingering := s.inner != nil, s.finWritten
+	lingering := s.finWritten && !s.closed
 	s.mu.Unlock()
-	switch {
-	case handed: // handOver closed it
-	case lingering:
-		l.detach(s)
-		s.finished = true // by the goroutine below
-		c := s.c
-		nc, err := s.handOver()
-		go func() {
-			defer c.srv.forget(c)
-			defer c.stopTracking()
-			if err == nil {
-				discardUntilClosed(nc)
-			}
-		}()
-	default:
+	if !lingering {
 		l.finish(s)
+		return
 	}
+	l.detach(s)
+	nc, err := s.handOver()
+	go func() {
+		defer s.c.release()
+		if err == nil {
+			discardUntilClosed(nc)
+		}
+	}()
 }
 
 // readable reads what a connection's client sent, answers the commands it
@@ -322,14 +317,11 @@ func (l *eventLoop) handOff(s *loopSock, out []byte, written int, rest []byte, o
 		// connection ends here, its socket closed by handOver.
 		c.keepOut(out)
 		c.wmu.Unlock()
-		s.finished = true
-		c.stopTracking()
-		c.srv.forget(c)
+		c.release()
 		return
 	}
 	go func() {
-		defer c.srv.forget(c)
-		defer c.stopTracking()
+		defer c.release()
 		defer c.nc.Close()
 		var err error
 		if written < len(out) {
@@ -352,19 +344,13 @@ func (l *eventLoop) detach(s *loopSock) {
 	}
 }
 
-// finish closes a connection the loop serves and lets the server forget it.
+// finish closes a connection the loop serves and lets the server forget it;
+// one already closed (finished, or handed over) is left alone.
 func (l *eventLoop) finish(s *loopSock) {
-	s.mu.Lock()
-	handed := s.inner != nil
-	s.mu.Unlock()
-	if handed || s.finished {
-		return
-	}
-	s.finished = true
 	l.detach(s)
-	s.closeFd()
-	s.c.stopTracking()
-	s.c.srv.forget(s.c)
+	if s.closeFd() {
+		s.c.release()
+	}
 }
 
 // end closes every connection still in the loop, and the loop's own

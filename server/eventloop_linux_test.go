@@ -3,14 +3,11 @@
 package server
 
 import (
-	"bytes"
 	"errors"
-	"io"
 	"net"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -82,11 +79,7 @@ func TestEventLoopShutdownDeliversQueuedReplies(t *testing.T) {
 	// The client's receive buffer is small, so most of the replies stay
 	// queued in the server's socket, whose send buffer is large enough to
 	// take them all: the loop writes them without waiting.
-	d := net.Dialer{Timeout: ioTimeout, Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) {
-			syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-		})
-	}}
+	d := net.Dialer{Timeout: ioTimeout, Control: smallReceiveBuffer}
 	client, err := d.Dial("tcp", s.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -135,14 +128,7 @@ func TestEventLoopShutdownDeliversQueuedReplies(t *testing.T) {
 	if _, err := client.Write([]byte("PING\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	client.SetReadDeadline(time.Now().Add(ioTimeout))
-	got, err := io.ReadAll(client)
-	if err != nil {
-		t.Fatalf("after %d of %d bytes of replies: %v", len(got), len(want), err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("received %d bytes, want the %d bytes of the replies alone", len(got), len(want))
-	}
+	readAllReplies(t, client, want)
 	client.Close()
 	if err := <-closed; err != nil {
 		t.Fatal(err)

@@ -21,8 +21,7 @@ const readSize = 16 << 10
 
 // serve runs the connection until it closes.
 func (c *client) serve() {
-	defer c.srv.forget(c)
-	defer c.stopTracking()
+	defer c.release()
 	defer c.nc.Close()
 	if !c.tlsHandshake() {
 		return
@@ -34,6 +33,13 @@ func (c *client) serve() {
 		return
 	}
 	c.serveFrom(0)
+}
+
+// release ends the connection for the server, once its socket is closed:
+// its client-side caching stops and the registry forgets it.
+func (c *client) release() {
+	c.stopTracking()
+	c.srv.forget(c)
 }
 
 // serveFrom reads, answers and writes pipelines until the connection ends.

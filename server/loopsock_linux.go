@@ -35,14 +35,13 @@ type loopSock struct {
 	fd           int
 	local        net.Addr
 	remote       net.Addr
-	kept         int         // bytes of an incomplete command at the front of c.in (the loop's own)
-	finished     bool        // closed, and the server told to forget it (the loop's own)
-	closeAsked   atomic.Bool // Close was called: the loop closes it
-	mu           sync.Mutex  // guards the names below, and fd against its close
-	inner        net.Conn    // the Go connection after the hand-over, nil before
-	closed       bool        // fd is closed (finished or handed over)
-	finWritten   bool        // CloseWrite was called: close lingering
-	readDeadline time.Time   // the latest SetReadDeadline, for the lingering close
+	kept         int                         // bytes of an incomplete command at the front of c.in (the loop's own)
+	closeAsked   atomic.Bool                 // Close was called: the loop closes it
+	inner        atomic.Pointer[net.TCPConn] // the Go connection after the hand-over, nil before
+	mu           sync.Mutex                  // guards the names below, and fd against its close
+	closed       bool                        // fd is closed (finished or handed over)
+	finWritten   bool                        // CloseWrite was called: close lingering
+	readDeadline time.Time                   // the latest SetReadDeadline, for the lingering close
 }
 
 // errWouldBlock is a loop socket's Read when the client has sent nothing
@@ -74,11 +73,9 @@ func newLoopSock(loop *eventLoop, sock net.Conn) (*loopSock, error) {
 }
 
 // goConn is the Go connection the socket was handed over to, nil while the
-// loop serves it.
-func (s *loopSock) goConn() net.Conn {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.inner
+// loop serves it. It takes no lock: Read, the loop's every pipeline, asks it.
+func (s *loopSock) goConn() *net.TCPConn {
+	return s.inner.Load()
 }
 
 // Read reads what the client sent without waiting: errWouldBlock when
@@ -149,8 +146,8 @@ func (s *loopSock) Close() error {
 func (s *loopSock) CloseWrite() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inner != nil {
-		return s.inner.(interface{ CloseWrite() error }).CloseWrite()
+	if nc := s.goConn(); nc != nil {
+		return nc.CloseWrite()
 	}
 	if s.closed {
 		return net.ErrClosed
@@ -164,9 +161,9 @@ func (s *loopSock) CloseWrite() error {
 // close uses the deadline to bound its wait.
 func (s *loopSock) SetReadDeadline(t time.Time) error {
 	s.mu.Lock()
-	if s.inner != nil {
-		defer s.mu.Unlock()
-		return s.inner.SetReadDeadline(t)
+	if nc := s.goConn(); nc != nil {
+		s.mu.Unlock()
+		return nc.SetReadDeadline(t)
 	}
 	s.readDeadline = t
 	s.mu.Unlock()
@@ -197,8 +194,8 @@ func (s *loopSock) RemoteAddr() net.Addr { return s.remote }
 func (s *loopSock) SyscallConn() (syscall.RawConn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inner != nil {
-		return s.inner.(syscall.Conn).SyscallConn()
+	if nc := s.goConn(); nc != nil {
+		return nc.SyscallConn()
 	}
 	return loopRawConn{s}, nil
 }
@@ -223,18 +220,23 @@ func (loopRawConn) Write(func(fd uintptr) bool) error { return errors.ErrUnsuppo
 // duplicate of the descriptor, and the loop's is closed), through which
 // every method passes from then on. A Close asked meanwhile, and the read
 // deadline, carry over. The loop calls it once it has stopped watching the
-// descriptor.
-func (s *loopSock) handOver() (net.Conn, error) {
+// descriptor; the descriptor is closed whether or not it succeeds.
+func (s *loopSock) handOver() (*net.TCPConn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := os.NewFile(uintptr(s.fd), "client")
-	nc, err := net.FileConn(f)
+	fc, err := net.FileConn(f)
 	f.Close()
 	s.closed = true
 	if err != nil {
 		return nil, err
 	}
-	s.inner = nc
+	nc, ok := fc.(*net.TCPConn)
+	if !ok {
+		fc.Close()
+		return nil, errNotASocket
+	}
+	s.inner.Store(nc)
 	if !s.readDeadline.IsZero() {
 		nc.SetReadDeadline(s.readDeadline)
 	}
@@ -244,12 +246,15 @@ func (s *loopSock) handOver() (net.Conn, error) {
 	return nc, nil
 }
 
-// closeFd closes the loop's descriptor, once.
-func (s *loopSock) closeFd() {
+// closeFd closes the loop's descriptor, once: false when it was closed
+// already (the connection finished, or was handed over).
+func (s *loopSock) closeFd() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.closed {
-		s.closed = true
-		unix.Close(s.fd)
+	if s.closed {
+		return false
 	}
+	s.closed = true
+	unix.Close(s.fd)
+	return true
 }
