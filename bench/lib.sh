@@ -1,0 +1,32 @@
+# Helpers the bench/ scripts share. Source it after changing to the
+# repository's root: . bench/lib.sh
+#
+# freeport and wait_ready report and exit under the name in $bench (the
+# calling script's name by default).
+
+bench=${bench:-$(basename "$0")}
+
+# need <command>: whether command is installed.
+need() { command -v "$1" >/dev/null 2>&1; }
+
+# port_used <port>: whether something listens on 127.0.0.1:port.
+port_used() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# freeport sets PORT to the next port from $next_port (17400 if unset) that
+# is free and whose port+10000 (an rlserver node's bus) is free too. It sets
+# a variable instead of printing because a subshell would lose the count.
+next_port=${next_port:-17400}
+freeport() {
+  while port_used "$next_port" || port_used $((next_port + 10000)); do next_port=$((next_port + 1)); done
+  PORT=$next_port; next_port=$((next_port + 1))
+}
+
+# wait_ready <port>: until a Redis-protocol server there answers PING, for
+# at most 20 s.
+wait_ready() {
+  for _ in $(seq 200); do
+    [ "$(redis-cli -p "$1" ping 2>/dev/null)" = "PONG" ] && return 0
+    sleep 0.1
+  done
+  echo "$bench: nothing answers on port $1" >&2; exit 1
+}
