@@ -5,7 +5,9 @@ package server
 import (
 	"errors"
 	"net"
+	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -186,3 +188,51 @@ func TestEventLoopsNeedShardsThatAnswerAtOnce(t *testing.T) {
 type waitingShards struct{ *cluster.MemoryShards }
 
 func (waitingShards) AnswersInSubmit() bool { return false }
+
+// When a connection cannot be handed to a goroutine (Go's poller gets no
+// descriptor: the process is out of files), that connection ends, and only
+// it: the loop goes on serving the others, and the connection is forgotten
+// (connected_clients, event_loop_clients).
+func TestEventLoopHandOverFailureEndsOnlyThatConnection(t *testing.T) {
+	t.Cleanup(func() { fileConn = net.FileConn }) // after the server's own cleanup
+	var tried atomic.Int32
+	fileConn = func(*os.File) (net.Conn, error) { tried.Add(1); return nil, syscall.EMFILE }
+	s := startServer(t)
+	slow := s.dial(t)
+	slow.expect("+PONG\r\n", "PING")
+	other := s.dial(t)
+	other.expect("+PONG\r\n", "PING")
+
+	// More replies than the sockets hold, none read: the loop would hand
+	// the connection over.
+	const n, size = 4000, 4000
+	arg := strings.Repeat("x", size)
+	var pipeline strings.Builder
+	for range n {
+		pipeline.WriteString(encode("ECHO", arg))
+	}
+	go slow.conn.Write([]byte(pipeline.String())) // it fails once the server closes
+	poll.Until(t, ioTimeout, "the connection that could not be handed over to be gone", func() (bool, error) {
+		st := s.Stats()
+		return st.ConnectedClients == 1 && st.EventLoopClients == 1, nil
+	})
+	if tried.Load() != 1 {
+		t.Fatalf("%d hand-overs tried, want 1", tried.Load())
+	}
+	other.expect("+PONG\r\n", "PING")
+	other.expect(":0\r\n", "EXISTS", "k")
+
+	// The slow client gets some of its replies, in order, then the end.
+	for i := 0; ; i++ {
+		var b strings.Builder
+		if err := readValue(slow.r, &b); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("after %d replies the connection is still open", i)
+			}
+			break
+		}
+		if b.String() != bulkReply(arg) {
+			t.Fatalf("reply %d: %.40q", i, b.String())
+		}
+	}
+}

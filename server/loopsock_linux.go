@@ -216,6 +216,10 @@ func (r loopRawConn) Control(f func(fd uintptr)) error {
 func (loopRawConn) Read(func(fd uintptr) bool) error  { return errors.ErrUnsupported }
 func (loopRawConn) Write(func(fd uintptr) bool) error { return errors.ErrUnsupported }
 
+// fileConn is net.FileConn, a variable so that a test can make it fail as it
+// does when the process is out of descriptors.
+var fileConn = net.FileConn
+
 // handOver moves the socket to a Go connection (Go's poller takes a
 // duplicate of the descriptor, and the loop's is closed), through which
 // every method passes from then on. A Close asked meanwhile, and the read
@@ -225,7 +229,7 @@ func (s *loopSock) handOver() (*net.TCPConn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := os.NewFile(uintptr(s.fd), "client")
-	fc, err := net.FileConn(f)
+	fc, err := fileConn(f)
 	f.Close()
 	s.closed = true
 	if err != nil {
