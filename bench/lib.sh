@@ -1,10 +1,10 @@
 # Helpers the bench/ scripts share. Source it after changing to the
 # repository's root: . bench/lib.sh
 #
-# freeport and wait_ready report and exit under the name in $bench (the
+# wait_ready reports a failure under the name in $bench_name (the
 # calling script's name by default).
 
-bench=${bench:-$(basename "$0")}
+bench_name=${bench_name:-$(basename "$0")}
 
 # need <command>: whether command is installed.
 need() { command -v "$1" >/dev/null 2>&1; }
@@ -28,5 +28,5 @@ wait_ready() {
     [ "$(redis-cli -p "$1" ping 2>/dev/null)" = "PONG" ] && return 0
     sleep 0.1
   done
-  echo "$bench: nothing answers on port $1" >&2; exit 1
+  echo "$bench_name: nothing answers on port $1" >&2; exit 1
 }
