@@ -32,6 +32,20 @@ func loopSockOf(t *testing.T, s *testServer) (ls *loopSock, onLoop bool) {
 	return ls, onLoop
 }
 
+// unreadableEchoes is how many ECHOs unreadablePipeline sends.
+const unreadableEchoes = 4000
+
+// unreadablePipeline is a pipeline of ECHOs whose 16 MB of replies are more
+// than the two sockets hold (the client's receive buffer and the server's
+// send buffer grow to a few MB each), and the argument each ECHO returns.
+func unreadablePipeline() (pipeline []byte, arg string) {
+	arg = strings.Repeat("x", 4000)
+	for range unreadableEchoes {
+		pipeline = append(pipeline, encode("ECHO", arg)...)
+	}
+	return pipeline, arg
+}
+
 // A client that sends a long pipeline and reads none of its replies fills
 // its socket: the loop must not wait for it (every other connection of the
 // loop would wait too). The connection goes to a goroutine of its own, which
@@ -45,15 +59,8 @@ func TestEventLoopHandsASlowReaderToAGoroutine(t *testing.T) {
 	if _, onLoop := loopSockOf(t, s); !onLoop {
 		t.Fatal("a new connection is not served by the loop")
 	}
-	// 16 MB of replies, more than the two sockets hold (the client's receive
-	// buffer and the server's send buffer grow to a few MB each).
-	const n, size = 4000, 4000
-	arg := strings.Repeat("x", size)
-	var pipeline strings.Builder
-	for range n {
-		pipeline.WriteString(encode("ECHO", arg))
-	}
-	go slow.conn.Write([]byte(pipeline.String())) // it waits once the server stops reading
+	pipeline, arg := unreadablePipeline()
+	go slow.conn.Write(pipeline) // it waits once the server stops reading
 	poll.Until(t, ioTimeout, "the slow reader to get a goroutine", func() (bool, error) {
 		_, onLoop := loopSockOf(t, s)
 		return !onLoop, nil
@@ -62,7 +69,7 @@ func TestEventLoopHandsASlowReaderToAGoroutine(t *testing.T) {
 	other := s.dial(t)
 	other.expect("+PONG\r\n", "PING") // the loop is free
 
-	for i := range n {
+	for i := range unreadableEchoes {
 		if got := slow.read(); got != bulkReply(arg) {
 			t.Fatalf("reply %d: %.40q", i, got)
 		}
@@ -203,15 +210,9 @@ func TestEventLoopHandOverFailureEndsOnlyThatConnection(t *testing.T) {
 	other := s.dial(t)
 	other.expect("+PONG\r\n", "PING")
 
-	// More replies than the sockets hold, none read: the loop would hand
-	// the connection over.
-	const n, size = 4000, 4000
-	arg := strings.Repeat("x", size)
-	var pipeline strings.Builder
-	for range n {
-		pipeline.WriteString(encode("ECHO", arg))
-	}
-	go slow.conn.Write([]byte(pipeline.String())) // it fails once the server closes
+	// None of its replies read: the loop would hand the connection over.
+	pipeline, arg := unreadablePipeline()
+	go slow.conn.Write(pipeline) // it fails once the server closes
 	poll.Until(t, ioTimeout, "the connection that could not be handed over to be gone", func() (bool, error) {
 		st := s.Stats()
 		return st.ConnectedClients == 1 && st.EventLoopClients == 1, nil

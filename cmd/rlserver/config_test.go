@@ -222,8 +222,8 @@ func TestConfigLineSyntax(t *testing.T) {
 }
 
 // In memory on Linux, plain connections are served by event loops, one for
-// every two CPUs, unless --event-loops says otherwise; durable state has none (its decisions wait
-// for their commits).
+// every two CPUs, unless --event-loops says otherwise; durable state has
+// none (its decisions wait for their commits).
 func TestEventLoopsDefault(t *testing.T) {
 	want := 0
 	if server.EventLoopsSupported {

@@ -131,7 +131,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 		}
 	}
 	if _, ok := sources["event-loops"]; !ok && o.inMemory && server.EventLoopsSupported {
-		o.eventLoops = defaultEventLoops()
+		o.eventLoops = halfTheCPUs()
 	}
 	if err = o.validate(); err != nil {
 		return o, err
@@ -143,23 +143,22 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	return o, err
 }
 
-// defaultEventLoops is the event loops an in-memory node runs when
-// --event-loops is not given: half the CPUs, as the shards, leaving the rest
-// to the load's own clients and the runtime. A loop answers its
-// connections' commands on its own thread, so one loop would cap a large
-// machine at one core's worth of decisions; on two cores one loop measured
-// fastest (docs/performance.md, sixth round).
-func defaultEventLoops() int { return max(1, runtime.NumCPU()/2) }
+// halfTheCPUs is the default of both --shards on a single node and
+// --event-loops in memory: each answers on a thread of its own, so one would
+// cap a large machine at one core's worth of decisions, and the other half
+// is left to the connections, the clients beside the server and the
+// runtime. On two cores one of each measured fastest (the loops:
+// docs/performance.md, sixth round; the shards: defaultShards).
+func halfTheCPUs() int { return max(1, runtime.NumCPU()/2) }
 
 // defaultShards is the shard count when --shards is not given: the one an
 // existing data directory was created with (it cannot change); for a new
 // cluster one per member, the count that decides fastest while the cluster
 // keeps its size (one that will grow is given --shards for its largest
 // size: docs/cluster.md weighs what each shard costs); 0 for a node that
-// joins, which takes its cluster's; for a single node half the CPUs,
-// leaving the rest to the connections. On a two-core machine one durable
-// shard measured fastest: every shard costs CPU per entry and splits
-// pipelines into smaller batches.
+// joins, which takes its cluster's; for a single node half the CPUs. On a
+// two-core machine one durable shard measured fastest: every shard costs
+// CPU per entry and splits pipelines into smaller batches.
 func (o options) defaultShards() (int, error) {
 	if !o.inMemory {
 		id, ok, err := persistence.ReadIdentity(o.dataDir)
@@ -180,7 +179,7 @@ func (o options) defaultShards() (int, error) {
 		}
 		return len(members), nil
 	}
-	return max(1, runtime.NumCPU()/2), nil
+	return halfTheCPUs(), nil
 }
 
 // clusterMembers parses --cluster; an error names the flag.
