@@ -437,21 +437,31 @@ func (tc *testCluster) waitPreferredLeaders() {
 }
 
 // waitOtherLeader waits until a node other than not leads shard, asking only
-// the others.
+// the others. Until one does, the wait's error says what each of them
+// reports for the shard, so that a timeout shows whether an election ran.
 func (tc *testCluster) waitOtherLeader(shard, not int) int {
 	tc.t.Helper()
 	leader := -1
 	poll.Until(tc.t, 20*time.Second, fmt.Sprintf("a node other than n%d to lead shard %d", not+1, shard), func() (bool, error) {
+		var seen []string
 		for i, n := range tc.Nodes {
 			if i == not || !n.Running() {
 				continue
 			}
-			if st, err := tc.raftStates(i); err == nil && st[shard].State == "leader" {
+			st, err := tc.raftStates(i)
+			switch r, ok := st[shard]; {
+			case err != nil:
+				seen = append(seen, err.Error())
+			case r.State == "leader":
 				leader = i
 				return true, nil
+			case !ok:
+				seen = append(seen, fmt.Sprintf("n%d holds no replica", i+1))
+			default:
+				seen = append(seen, fmt.Sprintf("n%d %s in term %d", i+1, r.State, r.Term))
 			}
 		}
-		return false, nil
+		return false, errors.New(strings.Join(seen, "; "))
 	})
 	return leader
 }
