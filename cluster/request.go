@@ -39,6 +39,11 @@ type Request struct {
 	// waiter expired it. It must have room for it: the shard never blocks
 	// on it.
 	Done chan<- struct{}
+	// Wake, when set, is called right after Done is signalled, on the
+	// goroutine that answered: a waiter that must not block on Done (an
+	// event loop, serving many connections on one thread) learns from it
+	// that Done has a value to take. It must not block either.
+	Wake func()
 	// Deadline is when the waiter gives up on the request (see Expire):
 	// in Raft mode a request that reaches no leader (an election, a
 	// leadership hand-over) is routed again until then. Zero: the
@@ -116,8 +121,12 @@ func (r *Request) claim() bool {
 // written), then Done.
 func (r *Request) answer(err error) {
 	r.Err = err
+	wake := r.Wake // once Done is signalled, r is its waiter's again
 	r.state.Store(reqDone)
 	r.Done <- struct{}{}
+	if wake != nil {
+		wake()
+	}
 }
 
 // Expire gives up on r, past its deadline. It reports true when r is the

@@ -29,8 +29,12 @@ type batch struct {
 	side    []byte             // replies encoded ahead of time: errors, local answers
 	parsed  []engine.Command   // scratch for parsing one command
 	done    chan struct{}      // the shards signal here; room for one per shard
+	wake    func()             // called after each signal, on an event loop (Request.Wake)
+	waiting int                // requests sent and not yet answered or given up
 	timeout time.Duration      // the request timeout
-	timer   *time.Timer        // bounds each segment's wait; reused
+	// deadline is when the segment sent last gives up on what is unanswered.
+	deadline time.Time
+	timer    *time.Timer // bounds each segment's wait; reused
 }
 
 // maxSegment bounds the client commands a segment holds: a longer pipeline
@@ -53,11 +57,26 @@ func (b *batch) init(shards int, timeout time.Duration) {
 	b.reqs = make([]*cluster.Request, shards)
 	b.done = make(chan struct{}, shards)
 	for i := range b.reqs {
-		b.reqs[i] = &cluster.Request{Done: b.done}
+		b.reqs[i] = b.newRequest()
 	}
 	b.timeout = timeout
 	b.timer = time.NewTimer(timeout)
 	b.timer.Stop()
+}
+
+// newRequest is an empty request that signals the batch.
+func (b *batch) newRequest() *cluster.Request {
+	return &cluster.Request{Done: b.done, Wake: b.wake}
+}
+
+// setWake makes every request call wake after it signals the batch: an
+// event loop learns so that a request it sent is answered. The batch has
+// nothing outstanding.
+func (b *batch) setWake(wake func()) {
+	b.wake = wake
+	for _, r := range b.reqs {
+		r.Wake = wake
+	}
 }
 
 // addError queues an error reply.
@@ -127,38 +146,57 @@ func checkKeys(spec *commands.Spec, args [][]byte, maxLen int) error {
 // submit sends the segment's requests to their shards and waits for all,
 // up to the request timeout.
 func (b *batch) submit(s Shards) {
-	deadline := time.Now().Add(b.timeout)
+	if b.send(s) {
+		return
+	}
+	b.timer.Reset(time.Until(b.deadline))
+	defer b.timer.Stop()
+	for b.waiting > 0 {
+		select {
+		case <-b.done:
+			b.waiting--
+		case <-b.timer.C:
+			b.giveUp()
+		}
+	}
+}
+
+// send submits the segment's requests to their shards, to be answered by
+// the request timeout, and reports whether all are answered already (memory
+// shards answer within Submit). When not, their answers are taken by submit
+// (waiting) or collect (not).
+func (b *batch) send(s Shards) bool {
+	b.deadline = time.Now().Add(b.timeout)
 	for _, shard := range b.used {
 		r := b.reqs[shard]
 		if cap(r.Results) < len(r.Cmds) {
 			r.Results = make([]engine.Result, len(r.Cmds), 2*len(r.Cmds))
 		}
 		r.Results = r.Results[:len(r.Cmds)]
-		r.Deadline = deadline
+		r.Deadline = b.deadline
 		s.Submit(shard, r)
 	}
-	waiting := len(b.used)
-	// Memory shards answer within Submit: no timer for what is answered.
-	for ; waiting > 0 && len(b.done) > 0; waiting-- {
+	b.waiting = len(b.used)
+	return b.collect()
+}
+
+// collect takes the answers signalled so far, without waiting, and reports
+// whether none is awaited any more.
+func (b *batch) collect() bool {
+	for ; b.waiting > 0 && len(b.done) > 0; b.waiting-- {
 		<-b.done
 	}
-	if waiting == 0 {
-		return
-	}
-	b.timer.Reset(time.Until(deadline))
-	defer b.timer.Stop()
-	for waiting > 0 {
-		select {
-		case <-b.done:
-			waiting--
-		case <-b.timer.C:
-			// Give up on what is still unanswered: those will not signal.
-			for _, shard := range b.used {
-				if b.reqs[shard].Expire() {
-					b.expired = append(b.expired, shard)
-					waiting--
-				}
-			}
+	return b.waiting == 0
+}
+
+// giveUp gives up on the requests still unanswered at the deadline: those
+// will not signal, and are answered with the error that says how far they
+// got. A request being answered at that moment signals as usual.
+func (b *batch) giveUp() {
+	for _, shard := range b.used {
+		if b.reqs[shard].Expire() {
+			b.expired = append(b.expired, shard)
+			b.waiting--
 		}
 	}
 }
@@ -238,7 +276,7 @@ func (b *batch) encodeSetNX(out []byte, p pending) []byte {
 // buffers.
 func (b *batch) reset() {
 	for _, shard := range b.expired {
-		b.reqs[shard] = &cluster.Request{Done: b.done}
+		b.reqs[shard] = b.newRequest()
 	}
 	b.expired = b.expired[:0]
 	for _, shard := range b.used {
@@ -258,7 +296,21 @@ func (c *client) flush(out []byte) []byte {
 	if len(b.replies) == 0 {
 		return out
 	}
-	b.submit(c.srv.shards)
+	if c.nowait.on {
+		if !b.send(c.srv.shards) {
+			c.nowait.suspended = true // the loop encodes the replies once answered
+			return out
+		}
+	} else {
+		b.submit(c.srv.shards)
+	}
+	return c.encodeSegment(out)
+}
+
+// encodeSegment appends the replies of the segment sent, all answered, and
+// empties the batch for the next.
+func (c *client) encodeSegment(out []byte) []byte {
+	b := &c.batch
 	out = b.encode(out, c.resp3.Load())
 	b.reset()
 	return out

@@ -49,10 +49,11 @@ type client struct {
 	clusterAware bool
 	tx           transaction
 	batch        batch
-	keyed        int64    // commands of the pipeline being answered sent to the shards
-	in           []byte   // bytes read, the kept incomplete command first
-	args         [][]byte // the parsed command, aliasing in
-	out          []byte   // the replies of the pipeline being answered
+	run          pipelineRun // what the pipeline being answered has done
+	nowait       nowait      // how it answers without waiting, on an event loop
+	in           []byte      // bytes read, the kept incomplete command first
+	args         [][]byte    // the parsed command, aliasing in
+	out          []byte      // the replies of the pipeline being answered
 
 	// tracker is the connection's client-side caching state (CLIENT
 	// TRACKING), nil while tracking is off. wmu is held while a pipeline

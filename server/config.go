@@ -67,8 +67,9 @@ type Config struct {
 	Debug DebugClock
 	// EventLoops, when positive, serves plain TCP connections on that many
 	// event loops (eventloop_linux.go) instead of a goroutine each; TLS
-	// connections keep theirs. Only for shards that answer a request before
-	// Submit returns (memory shards), and only where EventLoopsSupported.
+	// connections keep theirs. Over shards that answer a request after
+	// Submit returns, the loops suspend a pipeline rather than wait
+	// (loopwait.go). Only where EventLoopsSupported.
 	EventLoops int
 }
 

@@ -20,7 +20,10 @@ func (c *client) exec(args [][]byte, out []byte) []byte {
 // execOne is exec without CLIENT CACHING's bookkeeping.
 func (c *client) execOne(args [][]byte, out []byte) []byte {
 	if len(c.batch.replies) >= maxSegment {
-		out = c.flush(out)
+		if out = c.flush(out); c.nowait.suspended {
+			c.nowait.unanswered = true
+			return out
+		}
 	}
 	spec := commands.Lookup(args[0])
 	if err := c.refusal(spec, args); err != nil {
@@ -40,12 +43,21 @@ func (c *client) execOne(args [][]byte, out []byte) []byte {
 			return out
 		}
 		c.batchKeyed(spec, args)
-		c.keyed++
+		c.run.keyed++
+		return out
+	}
+	if c.nowait.on && !answersAtOnce(spec.ID) {
+		// It may wait for the shards, the cluster or another client: a
+		// goroutine of the connection's own answers it (loopwait.go).
+		c.nowait.needsGoroutine, c.nowait.unanswered = true, true
 		return out
 	}
 	// Everything else depends on, or changes, the state of the connection or of
 	// every shard: answer what is pending first.
-	out = c.flush(out)
+	if out = c.flush(out); c.nowait.suspended {
+		c.nowait.unanswered = true
+		return out
+	}
 	return c.serverCommand(spec, args, out)
 }
 

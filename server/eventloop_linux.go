@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,12 +24,15 @@ import (
 // round) measured the loop at 27–33% less CPU a decision at pipeline 1, and
 // at pipeline 16 at 1.29–1.32 µs a decision against 1.89–1.98.
 //
-// A loop may only run what answers at once: shards that apply a request on
-// the caller's goroutine (in memory). It serves plain TCP connections; TLS
-// ones keep their goroutine. Whatever would make the loop wait is handed to
-// a goroutine of the connection's own, for good: replies the socket does not
-// take at once (a client that reads slowly, or a large reply), and
-// client-side caching, whose pushes another goroutine writes. What other
+// A loop never waits. Shards that apply a request on the caller's goroutine
+// (in memory) answer at once; over shards that answer later (durable, or a
+// cluster's) the loop suspends a pipeline until they have (loopwait.go). It
+// serves plain TCP connections; TLS ones keep their goroutine. Whatever
+// would make the loop wait is handed to a goroutine of the connection's
+// own, for good: replies the socket does not take at once (a client that
+// reads slowly, or a large reply), client-side caching, whose pushes
+// another goroutine writes, and, over shards that answer later, a command
+// that may wait other than by its shard's answer. What other
 // goroutines do to a connection (Close's shutdown, the idle timeout) reaches
 // the loop as requests, carried out between pipelines (loopsock_linux.go).
 
@@ -39,9 +43,10 @@ const EventLoopsSupported = true
 type requestKind uint8
 
 const (
-	requestAdd   requestKind = iota // start serving it
-	requestRead                     // read it now: a shutdown wakes it
-	requestClose                    // close it, lingering after CloseWrite
+	requestAdd    requestKind = iota // start serving it
+	requestRead                      // read it now: a shutdown wakes it
+	requestClose                     // close it, lingering after CloseWrite
+	requestResume                    // a request it sent was answered, or timed out
 )
 
 // loopRequest is one request: what to do, and to which connection.
@@ -55,6 +60,9 @@ type eventLoops struct {
 	loops  []*eventLoop
 	next   atomic.Uint32
 	served atomic.Int64 // connections in the loops now, for INFO
+	// shardsAnswerLater: requests are answered after Submit returns, so the
+	// loops suspend a pipeline instead of waiting (loopwait.go).
+	shardsAnswerLater bool
 }
 
 // eventLoop is one loop: its epoll set, the connections in it, and the
@@ -74,8 +82,9 @@ type eventLoop struct {
 }
 
 // startEventLoops starts n loops, each on a thread of its own.
-func startEventLoops(n int) (*eventLoops, error) {
-	ls := &eventLoops{}
+// answerLater: the shards answer requests after Submit returns.
+func startEventLoops(n int, answerLater bool) (*eventLoops, error) {
+	ls := &eventLoops{shardsAnswerLater: answerLater}
 	for range n {
 		l, err := newEventLoop()
 		if err != nil {
@@ -133,6 +142,11 @@ func (ls *eventLoops) serve(nc net.Conn, c *client) bool {
 		return false
 	}
 	s.c = c
+	if ls.shardsAnswerLater {
+		c.nowait.on = true
+		s.wake = func() { s.loop.post(s, requestResume) }
+		c.batch.setWake(s.wake)
+	}
 	s.loop.post(s, requestAdd)
 	return true
 }
@@ -218,6 +232,8 @@ func (l *eventLoop) carryOut() bool {
 			}
 		case requestClose:
 			l.close(r.s)
+		case requestResume:
+			l.resume(r.s)
 		}
 		queue[i] = loopRequest{}
 	}
@@ -246,6 +262,9 @@ func (l *eventLoop) add(s *loopSock) {
 // close closes a connection whose Close was called: at once, or lingering
 // on a goroutine when CloseWrite came first (drain.go says why).
 func (l *eventLoop) close(s *loopSock) {
+	if s.c != nil && s.c.nowait.suspended {
+		return // once answered: the shards still hold its requests
+	}
 	s.mu.Lock()
 	lingering := s.finWritten && !s.closed
 	s.mu.Unlock()
@@ -272,6 +291,10 @@ func (l *eventLoop) readable(s *loopSock) {
 		return // the request that closes it is queued
 	}
 	c := s.c
+	if c.nowait.suspended {
+		l.mute(s) // it is read again once resumed
+		return
+	}
 	n, err := c.read(s.kept)
 	if n == 0 {
 		if !errors.Is(err, errWouldBlock) {
@@ -281,9 +304,24 @@ func (l *eventLoop) readable(s *loopSock) {
 	}
 	c.wmu.Lock()
 	rest, out, ok := c.answerPipeline(c.in[:s.kept+n])
-	ok = ok && err == nil
+	l.answered(s, rest, out, ok && err == nil)
+}
+
+// answered goes on from what answer did with a pipeline: it suspends the
+// connection while a segment it sent is unanswered, or writes the replies
+// and waits for the client's next bytes, or hands the connection to a
+// goroutine. rest is what answer left, out the replies; ok is false when the
+// connection must close once they are written. The caller holds c.wmu,
+// which is released once the replies are written.
+func (l *eventLoop) answered(s *loopSock, rest, out []byte, ok bool) {
+	c := s.c
+	if c.nowait.suspended {
+		s.paused = pausedPipeline{rest: rest, out: out, ok: ok}
+		s.armTimer(c.batch.deadline)
+		return
+	}
 	written, werr := s.writeNow(out)
-	if werr == nil && (written < len(out) || c.tracker != nil) {
+	if werr == nil && (written < len(out) || c.tracker != nil || c.nowait.needsGoroutine) {
 		l.handOff(s, out, written, rest, ok)
 		return
 	}
@@ -294,12 +332,66 @@ func (l *eventLoop) readable(s *loopSock) {
 		return
 	}
 	s.kept = copy(c.in, rest)
+	if s.muted {
+		l.unmute(s)
+	}
+	if s.closeAsked.Load() {
+		l.close(s) // asked while it was suspended
+		return
+	}
 	// The goroutine's next Read would mark the connection idle (for the
 	// idle timeout and a shutdown), close it if a shutdown began while it
 	// answered, or report the guard's error: the loop must too, now, and
 	// not when the client sends more.
 	if !c.drain.idle() || c.nc.(*guardConn).failed != nil {
 		l.readable(s)
+	}
+}
+
+// resume goes on with a suspended connection once every request of its
+// segment is answered, or its deadline has passed (the requests still
+// unanswered are then given up, with the error that says how far they got).
+// A wake for a connection not suspended, or no longer the loop's, is late:
+// ignored.
+func (l *eventLoop) resume(s *loopSock) {
+	c := s.c
+	if l.conns[int32(s.fd)] != s || !c.nowait.suspended {
+		return
+	}
+	b := &c.batch
+	if !b.collect() {
+		if time.Now().Before(b.deadline) {
+			return // the others wake it, or the timer does
+		}
+		if b.giveUp(); !b.collect() {
+			return // one being answered right now wakes it
+		}
+	}
+	s.timer.Stop()
+	c.nowait.suspended = false
+	p := s.paused
+	s.paused = pausedPipeline{}
+	rest, out, ok := c.answer(p.rest, c.encodeSegment(p.out))
+	l.answered(s, rest, out, ok && p.ok)
+}
+
+// mute stops watching a suspended connection's socket: watched
+// level-triggered, bytes it cannot read yet would wake the loop again and
+// again. The loop keeps the connection; unmute watches it again, and
+// whatever arrived meanwhile wakes it at once.
+func (l *eventLoop) mute(s *loopSock) {
+	if !s.muted {
+		unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, s.fd, nil)
+		s.muted = true
+	}
+}
+
+// unmute watches a connection's socket again after mute.
+func (l *eventLoop) unmute(s *loopSock) {
+	s.muted = false
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(s.fd)}
+	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, s.fd, &ev); err != nil {
+		s.Close()
 	}
 }
 
@@ -312,6 +404,11 @@ func (l *eventLoop) handOff(s *loopSock, out []byte, written int, rest []byte, o
 	c := s.c
 	l.detach(s)
 	kept := copy(c.in, rest)
+	// Commands left unanswered (one that may wait, and what follows it)
+	// are the goroutine's to answer before it reads.
+	unanswered := c.nowait.needsGoroutine
+	c.nowait = nowait{}
+	c.batch.setWake(nil)
 	if _, err := s.handOver(); err != nil {
 		// No descriptor for Go's poller (out of files, say): the
 		// connection ends here, its socket closed by handOver.
@@ -329,6 +426,11 @@ func (l *eventLoop) handOff(s *loopSock, out []byte, written int, rest []byte, o
 		}
 		c.keepOut(out)
 		c.wmu.Unlock()
+		if err == nil && ok && unanswered {
+			var rest []byte
+			rest, ok, err = c.answerAndWrite(c.in[:kept])
+			kept = copy(c.in, rest)
+		}
 		if err == nil && ok {
 			c.serveFrom(kept)
 		}

@@ -170,31 +170,19 @@ func TestEventLoopHandsTrackingToAGoroutine(t *testing.T) {
 	}
 }
 
-// Event loops only serve shards that answer in Submit: over any other, New
-// refuses them, since one request that waited would hold every connection
-// of its loop.
-func TestEventLoopsNeedShardsThatAnswerAtOnce(t *testing.T) {
+// New refuses a negative number of event loops.
+func TestEventLoopsCannotBeNegative(t *testing.T) {
 	mem, err := cluster.NewMemoryShards(cluster.MemoryConfig{Shards: 1, Clock: cluster.SystemClock{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mem.Close()
 	cfg := testConfig()
-	cfg.EventLoops = 1
-	if _, err := New(cfg, waitingShards{mem}); !errors.Is(err, errInvalidConfig) {
-		t.Fatalf("New with event loops over shards that may wait: %v, want errInvalidConfig", err)
-	}
 	cfg.EventLoops = -1
 	if _, err := New(cfg, mem); !errors.Is(err, errInvalidConfig) {
 		t.Fatalf("New with -1 event loops: %v, want errInvalidConfig", err)
 	}
 }
-
-// waitingShards are memory shards that say they may wait, as a stand-in
-// for shards behind Raft.
-type waitingShards struct{ *cluster.MemoryShards }
-
-func (waitingShards) AnswersInSubmit() bool { return false }
 
 // When a connection cannot be handed to a goroutine (Go's poller gets no
 // descriptor: the process is out of files), that connection ends, and only

@@ -15,7 +15,7 @@ const EventLoopsSupported = false
 // eventLoops is never started here (Validate refuses Config.EventLoops).
 type eventLoops struct{}
 
-func startEventLoops(int) (*eventLoops, error) {
+func startEventLoops(int, bool) (*eventLoops, error) {
 	return nil, errors.New("event loops need Linux's epoll")
 }
 

@@ -57,6 +57,8 @@ type serverOptions struct {
 	tls     *tls.Config
 	// backend, when set, wraps the memory shards the server is given.
 	backend func(*cluster.MemoryShards) Shards
+	// backendOnLoops keeps the event loop for a backend (withLoops).
+	backendOnLoops bool
 }
 
 // option changes serverOptions.
@@ -100,6 +102,10 @@ func withBackend(wrap func(*cluster.MemoryShards) Shards) option {
 	return func(o *serverOptions) { o.backend = wrap }
 }
 
+// withLoops keeps the event loop over a backend, which startServer
+// otherwise serves with a goroutine per connection.
+func withLoops() option { return func(o *serverOptions) { o.backendOnLoops = true } }
+
 // withTLS also serves TLS clients, on a listener of their own.
 func withTLS(cfg *tls.Config) option { return func(o *serverOptions) { o.tls = cfg } }
 
@@ -140,7 +146,9 @@ func startServerOn(t testing.TB, addr string, opts ...option) *testServer {
 	}
 	if o.backend != nil {
 		backend = o.backend(shards)
-		o.cfg.EventLoops = 0 // it may hold requests, which a loop must not wait for
+		if !o.backendOnLoops {
+			o.cfg.EventLoops = 0 // tests of a backend's own are about goroutines
+		}
 	}
 	srv, err := New(o.cfg, backend)
 	if err != nil {

@@ -109,44 +109,74 @@ func (c *client) read(kept int) (int, error) {
 // answer runs every complete command in in and appends the replies to out.
 // It returns the bytes of an incomplete last command, and false when the
 // connection must close (a protocol error, whose reply is in out, or QUIT).
+//
+// On an event loop with shards that answer later (c.nowait.on) it may stop
+// short, returning the unanswered commands as the rest: when a segment it
+// sent is not answered yet (c.nowait.suspended: the loop calls resume once
+// it is), or at a command that may wait (c.nowait.needsGoroutine).
 func (c *client) answer(in, out []byte) (rest, reply []byte, ok bool) {
-	var start time.Time
 	obs := c.srv.cfg.Observer
-	if obs != nil {
-		start = time.Now()
+	run := &c.run
+	if !run.resumed {
+		*run = pipelineRun{}
+		if obs != nil {
+			run.start = time.Now()
+		}
 	}
-	commands := int64(0)
-	c.keyed = 0
+	run.resumed = false
 	for !c.quit {
 		complete, args, _, leftover, err := redcon.ReadNextCommand(in, c.args[:0])
 		if err != nil {
-			out = c.flush(out)
+			if out = c.flush(out); c.nowait.suspended {
+				run.resumed = true
+				return in, out, true // the error comes again once resumed
+			}
 			return nil, appendError(out, protocolError(err)), false
 		}
 		if !complete {
 			break
 		}
 		c.args = args[:0]
-		in = leftover
 		if len(args) == 0 {
+			in = leftover
 			continue // an empty line, or *0
 		}
 		out = c.exec(args, out)
-		commands++
+		if c.nowait.unanswered {
+			c.nowait.unanswered = false
+			break // the command stays in in, for later or for a goroutine
+		}
+		in = leftover
+		run.commands++
 	}
-	out = c.flush(out)
+	if !c.nowait.suspended {
+		out = c.flush(out)
+	}
+	if c.nowait.suspended {
+		run.resumed = true
+		return in, out, true
+	}
 	if c.tracker != nil && len(c.tracker.late) > 0 {
 		out = c.appendLate(out)
 	}
-	if commands > 0 {
-		c.srv.stats.commands.Add(commands)
+	if run.commands > 0 {
+		c.srv.stats.commands.Add(run.commands)
 		now := time.Now()
 		c.lastCmd.Store(now.UnixMilli())
 		if obs != nil {
-			observe(obs, commands, c.keyed, now.Sub(start))
+			observe(obs, run.commands, run.keyed, now.Sub(run.start))
 		}
 	}
 	return in, out, !c.quit
+}
+
+// pipelineRun is what answer counts of one pipeline, kept across the
+// suspensions of a connection that does not wait.
+type pipelineRun struct {
+	start    time.Time // when the pipeline began, for the observer
+	commands int64     // commands answered
+	keyed    int64     // of which sent to the shards
+	resumed  bool      // the next answer goes on with this pipeline
 }
 
 // protocolError is the reply to bytes redcon cannot parse, in Redis's words.

@@ -42,6 +42,33 @@ type loopSock struct {
 	closed       bool                        // fd is closed (finished or handed over)
 	finWritten   bool                        // CloseWrite was called: close lingering
 	readDeadline time.Time                   // the latest SetReadDeadline, for the lingering close
+
+	// For a connection whose shards answer later (loopwait.go), the
+	// loop's own: the pipeline suspended, whether its socket is unwatched
+	// meanwhile, the function its requests call once answered (wake asks
+	// the loop to resume it), and the timer that keeps its deadline.
+	paused pausedPipeline
+	muted  bool
+	wake   func()
+	timer  *time.Timer
+}
+
+// pausedPipeline is what a suspended connection has of its pipeline: the
+// unanswered bytes (in c.in), the replies so far, and whether the
+// connection goes on once they are written.
+type pausedPipeline struct {
+	rest, out []byte
+	ok        bool
+}
+
+// armTimer has the loop resume the connection at deadline, when its shards
+// have not answered by then.
+func (s *loopSock) armTimer(deadline time.Time) {
+	if s.timer == nil {
+		s.timer = time.AfterFunc(time.Until(deadline), s.wake)
+		return
+	}
+	s.timer.Reset(time.Until(deadline))
 }
 
 // errWouldBlock is a loop socket's Read when the client has sent nothing

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net"
 	"slices"
 	"sync"
@@ -127,12 +126,10 @@ func New(cfg Config, shards Shards) (*Server, error) {
 		stop: make(chan struct{}),
 	}
 	if cfg.EventLoops > 0 {
-		if a, ok := shards.(interface{ AnswersInSubmit() bool }); !ok || !a.AnswersInSubmit() {
-			return nil, fmt.Errorf("%w: event loops need shards that answer a request before Submit returns (in memory): "+
-				"a request that waited would hold every connection of its loop", errInvalidConfig)
-		}
+		a, ok := shards.(interface{ AnswersInSubmit() bool })
+		answerLater := !ok || !a.AnswersInSubmit()
 		var err error
-		if s.loops, err = startEventLoops(cfg.EventLoops); err != nil {
+		if s.loops, err = startEventLoops(cfg.EventLoops, answerLater); err != nil {
 			return nil, err
 		}
 	}

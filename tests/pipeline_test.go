@@ -173,13 +173,10 @@ func TestPipelineMixedCommandsInOrder(t *testing.T) {
 	}
 }
 
-// In memory, the real binary serves plain connections on event loops by
-// default (one for every two CPUs), and --event-loops 0 gives each a
-// goroutine: INFO says which, and both answer the same.
-func TestEventLoopIsTheInMemoryDefault(t *testing.T) {
-	if durableSuite {
-		t.Skip("event loops serve in-memory nodes only")
-	}
+// The real binary serves plain connections on event loops by default (one
+// for every two CPUs), in memory and durable, and --event-loops 0 gives each
+// a goroutine: INFO says which, and both answer the same.
+func TestEventLoopIsTheDefault(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		args   []string

@@ -144,8 +144,6 @@ func TestSettingErrorsNameTheSetting(t *testing.T) {
 			`FILE:1: --cluster: "nonsense" is not id@host:port[@busport]`},
 		{"negative event loops", nil, nil, "event-loops -1\n",
 			"FILE:1: --event-loops -1: must be from 0 to 1024"},
-		{"event loops on durable state", []string{"--event-loops", "1"}, nil, "",
-			"--event-loops needs --in-memory: a durable decision waits for its commit, which would hold up every connection of its loop"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -221,9 +219,9 @@ func TestConfigLineSyntax(t *testing.T) {
 	}
 }
 
-// In memory on Linux, plain connections are served by event loops, one for
-// every two CPUs, unless --event-loops says otherwise; durable state has
-// none (its decisions wait for their commits).
+// On Linux, plain connections are served by event loops, one for every two
+// CPUs, unless --event-loops says otherwise: in memory, and with durable
+// state (whose decisions the loops suspend while they wait for commits).
 func TestEventLoopsDefault(t *testing.T) {
 	want := 0
 	if server.EventLoopsSupported {
@@ -235,7 +233,8 @@ func TestEventLoopsDefault(t *testing.T) {
 	}{
 		{[]string{"--in-memory"}, want},
 		{[]string{"--in-memory", "--event-loops", "0"}, 0},
-		{[]string{"--data-dir", filepath.Join(t.TempDir(), "d")}, 0},
+		{[]string{"--data-dir", filepath.Join(t.TempDir(), "d")}, want},
+		{[]string{"--data-dir", filepath.Join(t.TempDir(), "e"), "--event-loops", "0"}, 0},
 	} {
 		o, err := parseFlags(tc.args, io.Discard, env(nil))
 		if err != nil || o.eventLoops != tc.want {

@@ -76,7 +76,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.BoolVar(&o.debug, "enable-debug-command", false, "allow DEBUG CLOCK and DEBUG DIGEST (for tests)")
 	fs.StringVar(&o.requirePass, "requirepass", "", "password clients must give with AUTH or HELLO AUTH")
 	fs.IntVar(&o.maxClients, "maxclients", defaults.MaxClients, "maximum number of client connections")
-	fs.IntVar(&o.eventLoops, "event-loops", 0, "threads that serve plain TCP connections as event loops, as Redis's one thread does; 0: a goroutine per connection (default: half the CPUs with --in-memory on Linux, else 0; TLS connections always have a goroutine)")
+	fs.IntVar(&o.eventLoops, "event-loops", 0, "threads that serve plain TCP connections as event loops, as Redis's one thread does; 0: a goroutine per connection (default: half the CPUs on Linux, else 0; TLS connections always have a goroutine)")
 	fs.StringVar(&o.maxMemory, "maxmemory", "0", "bytes the keys may hold, over all shards (units k, kb, m, mb, g, gb; 0: no limit); see --maxmemory-policy")
 	fs.StringVar(&o.memPolicy, "maxmemory-policy", "noeviction", "at --maxmemory, a command that would create a key is refused with -OOM (noeviction), or the keys nearest to their reset are evicted (volatile-ttl)")
 	fs.Int64Var(&o.limits.MaxBulkLen, "max-bulk-len", defaults.Limits.MaxBulkLen, "maximum bytes in one argument")
@@ -130,7 +130,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 			return o, err
 		}
 	}
-	if _, ok := sources["event-loops"]; !ok && o.inMemory && server.EventLoopsSupported {
+	if _, ok := sources["event-loops"]; !ok && server.EventLoopsSupported {
 		o.eventLoops = halfTheCPUs()
 	}
 	if err = o.validate(); err != nil {
@@ -225,8 +225,6 @@ func (o options) validate() error {
 		return invalid("maxclients", "--maxclients %d: must be at least 1", o.maxClients)
 	case o.eventLoops < 0 || o.eventLoops > 1024:
 		return invalid("event-loops", "--event-loops %d: must be from 0 to 1024", o.eventLoops)
-	case o.eventLoops > 0 && !o.inMemory:
-		return invalid("event-loops", "--event-loops needs --in-memory: a durable decision waits for its commit, which would hold up every connection of its loop")
 	case o.eventLoops > 0 && !server.EventLoopsSupported:
 		return invalid("event-loops", "--event-loops needs Linux's epoll: set it to 0")
 	case o.limits.MaxBulkLen < 1 || o.limits.MaxBulkLen > 1<<30:

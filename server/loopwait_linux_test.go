@@ -1,0 +1,300 @@
+//go:build linux
+
+package server
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/poll"
+)
+
+// laterShards are memory shards that answer every request on a goroutine of
+// its own after Submit returns, as durable shards answer once the commit is
+// made: an event loop must suspend a pipeline for them, never wait.
+type laterShards struct{ *cluster.MemoryShards }
+
+func (l laterShards) Submit(shard int, r *cluster.Request) { go l.MemoryShards.Submit(shard, r) }
+
+// AnswersInSubmit reports that they do not (the memory shards' own method,
+// which they would inherit, says they do).
+func (laterShards) AnswersInSubmit() bool { return false }
+
+// stuckLaterShards are stuckShards (one shard never answers) that also
+// answer later.
+type stuckLaterShards struct{ *stuckShards }
+
+func (stuckLaterShards) AnswersInSubmit() bool { return false }
+
+// startLaterServer is a test server on an event loop over laterShards.
+func startLaterServer(t *testing.T, opts ...option) *testServer {
+	t.Helper()
+	backend := withBackend(func(m *cluster.MemoryShards) Shards { return laterShards{m} })
+	return startServer(t, append([]option{withLoops(), backend}, opts...)...)
+}
+
+// startStuckServer is a test server on an event loop whose shard 1 of 2
+// never answers, with a short request timeout; the backend says what the
+// stuck shard holds.
+func startStuckServer(t *testing.T, timeout time.Duration) (*testServer, *stuckShards) {
+	t.Helper()
+	var backend *stuckShards
+	s := startServer(t, withShards(2), withLoops(), withConfig(func(c *Config) { c.RequestTimeout = timeout }),
+		withBackend(func(m *cluster.MemoryShards) Shards {
+			backend = &stuckShards{MemoryShards: m, stuck: 1}
+			return stuckLaterShards{backend}
+		}))
+	return s, backend
+}
+
+// A pipeline of decisions, errors and commands on the connection's own
+// state is answered on the loop in order, however the shards' answers
+// interleave, and the connection stays on the loop.
+func TestLoopSuspendsForShardsThatAnswerLater(t *testing.T) {
+	s := startLaterServer(t)
+	conn := s.dial(t)
+	id := conn.clientID()
+	for round := range 3 { // a pipeline, then the next on the same connection
+		a, b := keyOnShard(t, fmt.Sprint("a", round), 0, 4), keyOnShard(t, fmt.Sprint("b", round), 2, 4)
+		steps := []step{
+			{cmd("RL.SLIDING", a, "3", "1000"), decision2(1, 3, 2, 0, 2000)},
+			{cmd("RL.SLIDING", b, "3", "1000"), decision2(1, 3, 2, 0, 2000)},
+			{cmd("PING"), "+PONG\r\n"},
+			{cmd("RL.SLIDING", a, "3", "1000"), decision2(1, 3, 1, 0, 2000)},
+			{cmd("NOSUCH", "x"), "-ERR unknown command 'NOSUCH', with args beginning with: 'x' \r\n"},
+			{cmd("EXISTS", a, b, "nokey"), intReply(2)},
+			{cmd("HELLO", "3"), helloReply(true, id)},
+			{cmd("RL.SLIDING", a, "3", "1000"), decision3(1, 3, 0, 0, 2000)},
+			{cmd("RL.SLIDING", a, "3", "1000"), decision3(0, 3, 0, 1334, 2000)}, // (the sliding estimate)
+			{cmd("HELLO", "2"), helloReply(false, id)},
+			{cmd("ECHO", "done"), bulkReply("done")},
+		}
+		var req, want strings.Builder
+		for _, st := range steps {
+			req.WriteString(encode(st.args...))
+			want.WriteString(st.want)
+		}
+		conn.write(req.String())
+		var got strings.Builder
+		for range steps {
+			got.WriteString(conn.read())
+		}
+		if got.String() != want.String() {
+			t.Fatalf("round %d:\ngot  %q\nwant %q", round, got.String(), want.String())
+		}
+	}
+	if _, onLoop := loopSockOf(t, s); !onLoop {
+		t.Fatal("the connection left the loop")
+	}
+}
+
+// Many connections at pipeline 1, each suspended on every decision, share
+// one budget: it admits exactly its limit, and every connection stays on
+// the loop.
+func TestLoopSharesABudgetAcrossSuspendedConnections(t *testing.T) {
+	s := startLaterServer(t)
+	const conns, each, limit = 8, 60, 300
+	allowed := make([]int, conns)
+	var wg sync.WaitGroup
+	for i := range conns {
+		c := s.dial(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				c.send("RL.SLIDING", "shared", fmt.Sprint(limit), "60000")
+				reply := c.read()
+				if strings.HasPrefix(reply, "*5\r\n:1\r\n") {
+					allowed[i]++
+				} else if !strings.HasPrefix(reply, "*5\r\n:0\r\n") {
+					t.Errorf("connection %d: %q", i, reply)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for _, n := range allowed {
+		total += n
+	}
+	if total != limit {
+		t.Fatalf("admitted %d of %d requests, want exactly the limit %d (%v)", total, conns*each, limit, allowed)
+	}
+	if n := s.loops.clients(); n != conns {
+		t.Fatalf("%d connections on the loop, want all %d", n, conns)
+	}
+}
+
+// A pipeline longer than a segment is sent to the shards a segment at a
+// time, each suspended and resumed: every reply comes, in order.
+func TestLoopAnswersALongPipelineInSegments(t *testing.T) {
+	s := startLaterServer(t, withShards(3))
+	conn := s.dial(t)
+	const n, limit = 3*maxSegment + 17, 2000
+	var req strings.Builder
+	for range n {
+		req.WriteString(encode("RL.FIXED", "long", fmt.Sprint(limit), "60000"))
+	}
+	conn.write(req.String())
+	for i := range n {
+		want := fmt.Sprintf("*5\r\n:1\r\n:%d\r\n:%d\r\n", limit, limit-i-1)
+		if i >= limit {
+			want = fmt.Sprintf("*5\r\n:0\r\n:%d\r\n:0\r\n", limit)
+		}
+		if got := conn.read(); !strings.HasPrefix(got, want) {
+			t.Fatalf("reply %d: %q, want %q...", i, got, want)
+		}
+	}
+	conn.expect("+PONG\r\n", "PING")
+	if _, onLoop := loopSockOf(t, s); !onLoop {
+		t.Fatal("the connection left the loop")
+	}
+}
+
+// A command that may wait (here DBSIZE, which asks every shard) is not run
+// on the loop: what comes before it is answered and written, and a
+// goroutine of the connection's own answers it and the rest, in order, and
+// serves the connection from then on.
+func TestLoopHandsACommandThatMayWaitToAGoroutine(t *testing.T) {
+	s := startLaterServer(t)
+	conn := s.dial(t)
+	conn.expect("+PONG\r\n", "PING")
+	if _, onLoop := loopSockOf(t, s); !onLoop {
+		t.Fatal("a new connection is not on the loop")
+	}
+	conn.write(encode("RL.SLIDING", "k", "5", "1000") + encode("DBSIZE") + encode("RL.SLIDING", "k", "5", "1000") +
+		encode("MULTI") + encode("RL.SLIDING", "k", "5", "1000") + encode("EXEC") + encode("PING"))
+	for i, want := range []string{
+		decision2(1, 5, 4, 0, 2000), intReply(1), decision2(1, 5, 3, 0, 2000),
+		"+OK\r\n", "+QUEUED\r\n", arrayReply(decision2(1, 5, 2, 0, 2000)), "+PONG\r\n",
+	} {
+		if got := conn.read(); got != want {
+			t.Fatalf("reply %d: %q, want %q", i, got, want)
+		}
+	}
+	if _, onLoop := loopSockOf(t, s); onLoop {
+		t.Fatal("the connection is still on the loop")
+	}
+	conn.expect(decision2(1, 5, 1, 0, 2000), "RL.SLIDING", "k", "5", "1000")
+}
+
+// A shard that never answers holds only its own connection: the loop
+// answers others meanwhile, and the request timeout answers the suspended
+// pipeline with TRYAGAIN in its place, without waiting on the loop.
+func TestLoopRequestTimeoutWithoutWaiting(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	s, _ := startStuckServer(t, timeout)
+	stuckKey, freeKey := keyOnShard(t, "stuck", 1, 2), keyOnShard(t, "free", 0, 2)
+	stuck, other := s.dial(t), s.dial(t)
+	other.expect("+PONG\r\n", "PING")
+	for round := range 2 {
+		start := time.Now()
+		stuck.write(encode("RL.SLIDING", freeKey, "10", "1000") + encode("RL.SLIDING", stuckKey, "10", "1000") + encode("PING"))
+		// The loop is free while the stuck pipeline waits.
+		other.expect("+PONG\r\n", "PING")
+		other.expect(decision2(1, 10, int64(9-2*round), 0, 200), "RL.SLIDING", freeKey+"-other", "10", "100")
+		other.expect(decision2(1, 10, int64(8-2*round), 0, 200), "RL.SLIDING", freeKey+"-other", "10", "100")
+		if took := time.Since(start); took >= timeout {
+			t.Fatalf("round %d: another connection was answered after %v, the request timeout", round, took)
+		}
+		replies := []string{stuck.read(), stuck.read(), stuck.read()}
+		if took := time.Since(start); took < timeout || took > timeout+time.Second {
+			t.Errorf("round %d: answered after %v, want about %v", round, took, timeout)
+		}
+		if want := decision2(1, 10, int64(9-round), 0, 2000); replies[0] != want {
+			t.Errorf("round %d: the other shard's decision %q, want %q", round, replies[0], want)
+		}
+		if !strings.HasPrefix(replies[1], "-TRYAGAIN ") {
+			t.Errorf("round %d: the stuck shard's reply %q, want TRYAGAIN", round, replies[1])
+		}
+		if replies[2] != "+PONG\r\n" {
+			t.Errorf("round %d: then %q", round, replies[2])
+		}
+	}
+	if _, onLoop := loopSockOfClient(t, s, 0); !onLoop {
+		t.Fatal("the stuck connection left the loop")
+	}
+}
+
+// A shutdown that finds a pipeline suspended writes its replies (here the
+// request timeout's) before it closes the connection; a client that went
+// away while suspended is forgotten once its pipeline is answered.
+func TestLoopClosesASuspendedConnectionOnceAnswered(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	s, backend := startStuckServer(t, timeout)
+	stuckKey := keyOnShard(t, "stuck", 1, 2)
+	gone := s.dial(t)
+	gone.send("RL.SLIDING", stuckKey, "10", "1000")
+	gone.conn.Close()
+	stuck := s.dial(t)
+	stuck.send("RL.SLIDING", stuckKey, "10", "1000")
+	poll.Until(t, ioTimeout, "both pipelines to be suspended", func() (bool, error) {
+		n := len(backend.heldRequests())
+		return n == 2, fmt.Errorf("%d suspended", n)
+	})
+	closed := make(chan error, 1)
+	go func() { closed <- s.Server.Close() }()
+	if got := stuck.read(); !strings.HasPrefix(got, "-TRYAGAIN ") {
+		t.Fatalf("the suspended pipeline's reply %q, want TRYAGAIN", got)
+	}
+	stuck.expectClosed()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(ioTimeout):
+		t.Fatal("Close did not return")
+	}
+	n := 0
+	s.eachClient(func(*client) { n++ })
+	if n != 0 {
+		t.Fatalf("%d connections left after Close", n)
+	}
+}
+
+// A protocol error after decisions in the same write: the decisions are
+// answered once the shards answer, then the error, then the connection
+// closes.
+func TestLoopProtocolErrorAfterASuspendedSegment(t *testing.T) {
+	s := startLaterServer(t)
+	for _, tt := range []struct{ name, bad, want string }{
+		{"guard", "*2\r\n$4\r\nECHO\r\n$4097\r\n", wireBulkTooLong},
+		{"parser", "*1\r\n:4\r\n", "-ERR Protocol error: expected '$', got ':'\r\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := s.dial(t)
+			key := "proto-" + tt.name
+			c.write(encode("RL.SLIDING", key, "5", "1000") + encode("RL.SLIDING", key, "5", "1000") + tt.bad)
+			want := decision2(1, 5, 4, 0, 2000) + decision2(1, 5, 3, 0, 2000) + tt.want
+			if got := c.read() + c.read() + c.read(); got != want {
+				t.Fatalf("got %q\nwant %q", got, want)
+			}
+			c.expectClosed()
+		})
+	}
+}
+
+// loopSockOfClient is the loop socket under the server's i-th connection
+// (in the order they connected), and whether the loop still serves it.
+func loopSockOfClient(t *testing.T, s *testServer, i int) (ls *loopSock, onLoop bool) {
+	t.Helper()
+	var all []*client
+	s.eachClient(func(c *client) { all = append(all, c) })
+	if i >= len(all) {
+		t.Fatalf("no connection %d of %d", i, len(all))
+	}
+	slices.SortFunc(all, func(a, b *client) int { return cmp.Compare(a.id, b.id) })
+	l, ok := all[i].drain.Conn.(*loopSock)
+	if !ok {
+		t.Fatalf("connection %d is not on an event loop", i)
+	}
+	return l, l.goConn() == nil
+}
