@@ -39,12 +39,14 @@ type nowait struct {
 
 // answersAtOnce reports whether a command the server answers itself (not a
 // keyed one) never waits: it reads or sets only the connection's own state,
-// or the server's local figures.
+// or reads this node's figures (INFO's come from counters and the shards'
+// replicas, each read under a lock held for an apply's microseconds).
 func answersAtOnce(id commands.ID) bool {
 	switch id {
 	case commands.IDPing, commands.IDEcho, commands.IDQuit, commands.IDResetConn,
 		commands.IDHello, commands.IDAuth, commands.IDSelect, commands.IDClient,
-		commands.IDCommand, commands.IDTime, commands.IDReadOnly, commands.IDReadWrite:
+		commands.IDCommand, commands.IDTime, commands.IDReadOnly, commands.IDReadWrite,
+		commands.IDInfo:
 		return true
 	}
 	return false
