@@ -13,7 +13,9 @@ func (c *client) exec(args [][]byte, out []byte) []byte {
 		return c.execOne(args, out)
 	}
 	out = c.execOne(args, out)
-	c.afterCommand(args[0])
+	if !c.nowait.unanswered { // it runs again later (loopwait.go)
+		c.afterCommand(args[0])
+	}
 	return out
 }
 

@@ -75,19 +75,7 @@ func TestLoopSuspendsForShardsThatAnswerLater(t *testing.T) {
 			{cmd("HELLO", "2"), helloReply(false, id)},
 			{cmd("ECHO", "done"), bulkReply("done")},
 		}
-		var req, want strings.Builder
-		for _, st := range steps {
-			req.WriteString(encode(st.args...))
-			want.WriteString(st.want)
-		}
-		conn.write(req.String())
-		var got strings.Builder
-		for range steps {
-			got.WriteString(conn.read())
-		}
-		if got.String() != want.String() {
-			t.Fatalf("round %d:\ngot  %q\nwant %q", round, got.String(), want.String())
-		}
+		conn.expectPipeline(steps)
 	}
 	if _, onLoop := loopSockOf(t, s); !onLoop {
 		t.Fatal("the connection left the loop")

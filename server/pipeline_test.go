@@ -52,21 +52,28 @@ func TestPipelineRepliesInOrder(t *testing.T) {
 		{cmd("RL.SLIDING", b, "3", "1000"), decision3(1, 3, 2, 0, 2000)},
 		{cmd("ECHO", "done"), bulkReply("done")},
 	}
+	conn.expectPipeline(steps)
+}
+
+// expectPipeline sends the steps' commands in one write and checks that
+// their replies are the steps' wants, in order.
+func (c *rawConn) expectPipeline(steps []step) {
+	c.t.Helper()
 	var req, want strings.Builder
 	for _, st := range steps {
 		req.WriteString(encode(st.args...))
 		want.WriteString(st.want)
 	}
-	conn.write(req.String())
+	c.write(req.String())
 	var got strings.Builder
 	for range steps {
-		got.WriteString(conn.read())
+		got.WriteString(c.read())
 	}
 	if got.String() != want.String() {
 		for i, st := range steps {
-			t.Logf("%d %q -> want %q", i, st.args, st.want)
+			c.t.Logf("%d %q -> want %q", i, st.args, st.want)
 		}
-		t.Fatalf("got  %q\nwant %q", got.String(), want.String())
+		c.t.Fatalf("got  %q\nwant %q", got.String(), want.String())
 	}
 }
 
