@@ -2,6 +2,7 @@ package tests
 
 import (
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/rlserver/rlserver/internal/rlproc"
@@ -40,6 +41,28 @@ func startServer(t testing.TB, args ...string) *rlproc.Process {
 func startDurableServer(t testing.TB, args ...string) *rlproc.Process {
 	t.Helper()
 	return launch(t, t.TempDir(), join(baseArgs, args)...)
+}
+
+// startServerOnPorts is startServer (durable: startDurableServer) with n
+// free ports of the test's own, which args turns into flags (--metrics-port,
+// --grpc-port, ...). The server is started again on other ports when
+// another process takes one first (rlproc.LaunchOnPorts).
+func startServerOnPorts(t testing.TB, durable bool, n int, args func(ports []string) []string) (*rlproc.Process, []string) {
+	t.Helper()
+	mode := []string{"--in-memory"}
+	if durable || durableSuite {
+		mode = nil
+	}
+	dir := t.TempDir()
+	var named []string
+	p, _ := rlproc.LaunchOnPorts(t, n, func(ports []int) rlproc.Config {
+		named = named[:0]
+		for _, port := range ports {
+			named = append(named, strconv.Itoa(port))
+		}
+		return rlproc.Config{Dir: dir, Args: join(mode, baseArgs, args(named))}
+	})
+	return p, named
 }
 
 // join concatenates argument lists into a new slice.

@@ -24,12 +24,6 @@ import (
 // scrapeTimeout bounds one HTTP request to the metrics port.
 const scrapeTimeout = 5 * time.Second
 
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t testing.TB) string {
-	t.Helper()
-	return strconv.Itoa(rlproc.Ports(t, 1)[0])
-}
-
 // httpGet fetches url and returns the status and body.
 func httpGet(t testing.TB, url string) (int, string) {
 	t.Helper()
@@ -122,8 +116,10 @@ func waitReady(t testing.TB, base string) (firstCode int, firstBody string) {
 // with INFO, as do the keys, the clients and the Raft state.
 func TestOperationsMetricsAgreeWithInfo(t *testing.T) {
 	t.Parallel()
-	port := freePort(t)
-	srv := startDurableServer(t, "--metrics-port", port, "--shards", "2")
+	srv, ports := startServerOnPorts(t, true, 1, func(ports []string) []string {
+		return []string{"--metrics-port", ports[0], "--shards", "2"}
+	})
+	port := ports[0]
 	base := "http://127.0.0.1:" + port
 	if !strings.Contains(srv.Log(), `msg="metrics listening" addr=127.0.0.1:`+port) {
 		t.Errorf("no metrics line in the log:\n%s", srv.Log())
@@ -232,16 +228,18 @@ func TestOperationsMetricsOffByDefault(t *testing.T) {
 // flags; INFO names the file. Not parallel: it sets the environment the
 // server inherits.
 func TestOperationsConfigFileAndEnvironment(t *testing.T) {
-	metricsPort := freePort(t)
 	conf := filepath.Join(t.TempDir(), "rlserver.conf")
-	text := fmt.Sprintf("# a test configuration\nmetrics-port %s\nmaxclients 123\nmax-key-len 50\nrequirepass \"\"\n", metricsPort)
-	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv("RLSERVER_CONFIG", conf)
 	t.Setenv("RLSERVER_MAXCLIENTS", "77")   // over the file's 123
 	t.Setenv("RLSERVER_MAX_KEY_LEN", "999") // under the flag's 60
-	srv := startServer(t, "--max-key-len", "60")
+	srv, ports := startServerOnPorts(t, false, 1, func(ports []string) []string {
+		text := fmt.Sprintf("# a test configuration\nmetrics-port %s\nmaxclients 123\nmax-key-len 50\nrequirepass \"\"\n", ports[0])
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return []string{"--max-key-len", "60"}
+	})
+	metricsPort := ports[0]
 	c := srv.Client(t, 2)
 	if got := infoInt(t, c, "clients", "maxclients"); got != 77 {
 		t.Errorf("maxclients %d, want 77 from RLSERVER_MAXCLIENTS", got)

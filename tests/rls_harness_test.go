@@ -3,7 +3,6 @@ package tests
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 
@@ -54,9 +53,10 @@ func startRLS(t *testing.T, files map[string]string, args ...string) *rlsServer 
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "rls")
 	writeRLSConfig(t, dir, files)
-	port := rlproc.Ports(t, 1)[0]
-	p := startServer(t, join([]string{"--grpc-port", strconv.Itoa(port), "--rls-config", dir}, args)...)
-	s := dialRLS(t, "127.0.0.1:"+strconv.Itoa(port))
+	p, ports := startServerOnPorts(t, false, 1, func(ports []string) []string {
+		return join([]string{"--grpc-port", ports[0], "--rls-config", dir}, args)
+	})
+	s := dialRLS(t, "127.0.0.1:"+ports[0])
 	s.proc, s.redis, s.config = p, p.Client(t, 2), dir
 	return s
 }

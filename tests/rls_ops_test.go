@@ -97,12 +97,12 @@ func TestRLSReloadUnderLoad(t *testing.T) {
 // a client certificate from the CA is required (--tls-auth-clients yes).
 func TestRLSOverTLS(t *testing.T) {
 	tlsSet := newTLSSetup(t)
-	ports := rlproc.Ports(t, 2)
 	dir := t.TempDir()
 	writeRLSConfig(t, dir, limitConfig(10))
-	args := append(tlsSet.args(ports[0], "yes"), "--grpc-port", strconv.Itoa(ports[1]), "--rls-config", dir)
-	startServer(t, args...)
-	addr := "127.0.0.1:" + strconv.Itoa(ports[1])
+	_, ports := startServerOnPorts(t, false, 2, func(ports []string) []string {
+		return append(tlsSet.args(ports[0], "yes"), "--grpc-port", ports[1], "--rls-config", dir)
+	})
+	addr := "127.0.0.1:" + ports[1]
 	clientCert, err := tls.LoadX509KeyPair(tlsSet.clientCert, tlsSet.clientKey)
 	if err != nil {
 		t.Fatal(err)

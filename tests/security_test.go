@@ -10,13 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/rlserver/rlserver/internal/rlproc"
 	"github.com/rlserver/rlserver/internal/testcert"
 )
 
@@ -212,8 +210,8 @@ func newTLSSetup(t *testing.T) tlsSetup {
 }
 
 // args are the server's TLS flags.
-func (s tlsSetup) args(port int, auth string) []string {
-	return []string{"--tls-port", strconv.Itoa(port), "--tls-cert-file", s.certFile, "--tls-key-file", s.keyFile,
+func (s tlsSetup) args(port string, auth string) []string {
+	return []string{"--tls-port", port, "--tls-cert-file", s.certFile, "--tls-key-file", s.keyFile,
 		"--tls-ca-cert-file", s.caFile, "--tls-auth-clients", auth}
 }
 
@@ -223,10 +221,11 @@ func (s tlsSetup) args(port int, auth string) []string {
 func TestTLSClients(t *testing.T) {
 	t.Parallel()
 	s := newTLSSetup(t)
-	ports := rlproc.Ports(t, 2) // --port 0 beside --tls-port would mean TLS only
+	srv, ports := startServerOnPorts(t, false, 2, func(ports []string) []string {
+		return append(s.args(ports[1], "no"), "--port", ports[0]) // --port 0 beside --tls-port would mean TLS only
+	})
 	port := ports[1]
-	srv := startServer(t, append(s.args(port, "no"), "--port", strconv.Itoa(ports[0]))...)
-	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	tlsAddr := net.JoinHostPort("127.0.0.1", port)
 	for _, protocol := range []int{2, 3} {
 		c := srv.Client(t, protocol, func(o *redis.Options) {
 			o.Addr, o.TLSConfig = tlsAddr, &tls.Config{RootCAs: s.ca.Pool(), MinVersion: tls.VersionTLS12}
@@ -238,12 +237,12 @@ func TestTLSClients(t *testing.T) {
 	if n := doInt(t, srv.Client(t, 2), "EXISTS", "tls:ada"); n != 1 {
 		t.Errorf("the plain port does not see the TLS port's key")
 	}
-	out := runCLI(t, "", "--tls", "--cacert", s.caFile, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "RL.SLIDING", "tls:ada", "10", "60000")
+	out := runCLI(t, "", "--tls", "--cacert", s.caFile, "-h", "127.0.0.1", "-p", port, "RL.SLIDING", "tls:ada", "10", "60000")
 	if lines := strings.Fields(out); len(lines) != 5 || lines[0] != "1" || lines[2] != "7" {
 		t.Errorf("redis-cli --tls: %q", out)
 	}
-	out = runCLI(t, "", "--tls", "--cacert", s.caFile, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "CONFIG", "GET", "*port")
-	if want := fmt.Sprintf("port\n%s\ntls-port\n%d\n", srv.Port(), port); out != want {
+	out = runCLI(t, "", "--tls", "--cacert", s.caFile, "-h", "127.0.0.1", "-p", port, "CONFIG", "GET", "*port")
+	if want := fmt.Sprintf("port\n%s\ntls-port\n%s\n", srv.Port(), port); out != want {
 		t.Errorf("CONFIG GET *port: %q, want %q", out, want)
 	}
 }
@@ -255,12 +254,12 @@ func TestTLSClients(t *testing.T) {
 func TestTLSClientCertificates(t *testing.T) {
 	t.Parallel()
 	s := newTLSSetup(t)
-	port := rlproc.Ports(t, 1)[0]
-	args := s.args(port, "yes")
-	args = append(args[:len(args)-2], "--port", "0")
-	srv := startServer(t, args...)
-	if srv.Port() != strconv.Itoa(port) {
-		t.Fatalf("TLS only: the ready line's address is %s, want port %d", srv.Addr, port)
+	srv, ports := startServerOnPorts(t, false, 1, func(ports []string) []string {
+		args := s.args(ports[0], "yes")
+		return append(args[:len(args)-2], "--port", "0")
+	})
+	if port := ports[0]; srv.Port() != port {
+		t.Fatalf("TLS only: the ready line's address is %s, want port %s", srv.Addr, port)
 	}
 	cli := []string{"--tls", "--cacert", s.caFile, "-h", "127.0.0.1", "-p", srv.Port()}
 	if out := runCLI(t, "", append(cli, "--cert", s.clientCert, "--key", s.clientKey, "PING")...); out != "PONG\n" {

@@ -220,9 +220,12 @@ func excerpt(dom, marker string) string {
 // leaves the metrics as they are.
 func TestStatusPageFlag(t *testing.T) {
 	t.Parallel()
-	on, off := freePort(t), freePort(t)
-	startServer(t, "--metrics-port", on)
-	startServer(t, "--metrics-port", off, "--status-page", "no")
+	_, ports := startServerOnPorts(t, false, 1, func(ports []string) []string { return []string{"--metrics-port", ports[0]} })
+	on := ports[0]
+	_, ports = startServerOnPorts(t, false, 1, func(ports []string) []string {
+		return []string{"--metrics-port", ports[0], "--status-page", "no"}
+	})
+	off := ports[0]
 	if code, body := httpGet(t, "http://127.0.0.1:"+on+"/"); code != 200 || !strings.Contains(body, "<title>rlserver status</title>") {
 		t.Errorf("/ with the page on: %d", code)
 	}

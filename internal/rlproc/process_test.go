@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -282,5 +283,24 @@ func TestFreePortsAreDistinct(t *testing.T) {
 			}
 			seen[p] = true
 		}
+	}
+}
+
+// LaunchOnPorts starts again on other ports when a port it chose was taken
+// before the server bound it, and gives the ports of the start that worked.
+func TestLaunchOnPortsTriesOtherPorts(t *testing.T) {
+	var tried [][]int
+	p, ports := LaunchOnPorts(t, 2, func(ports []int) Config {
+		tried = append(tried, ports)
+		if len(tried) == 1 {
+			return fakeConfig("port-taken")
+		}
+		return fakeConfig("serve")
+	})
+	if p.Addr != "127.0.0.1:7000" {
+		t.Fatalf("ready at %q", p.Addr)
+	}
+	if len(tried) != 2 || !slices.Equal(ports, tried[1]) || slices.ContainsFunc(tried[1], func(port int) bool { return slices.Contains(tried[0], port) }) {
+		t.Fatalf("tried %v, returned %v: want a second start on two other ports, and those", tried, ports)
 	}
 }

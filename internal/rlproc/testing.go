@@ -72,6 +72,27 @@ func Launch(t testing.TB, cfg Config) *Process {
 	return ready(t, p, err)
 }
 
+// LaunchOnPorts is Launch for a configuration that gives rlserver ports of
+// the test's choosing (--metrics-port, --grpc-port, a TLS port): config
+// builds it from n free ports, which are returned with the process. A port
+// free when chosen can be taken before rlserver binds it (the kernel hands
+// it to another process's connection, say): the start is then tried again
+// on other ports, up to three times.
+func LaunchOnPorts(t testing.TB, n int, config func(ports []int) Config) (*Process, []int) {
+	t.Helper()
+	for try := 1; ; try++ {
+		ports := Ports(t, n)
+		cfg := config(ports)
+		cfg.Bin = orBinary(t, cfg.Bin)
+		p, err := Start(cfg, StartTimeout)
+		if errors.Is(err, ErrAddrInUse) && try < 3 {
+			t.Logf("start %d of 3 on ports %v: %v", try, ports, err)
+			continue
+		}
+		return ready(t, p, err), ports
+	}
+}
+
 // Spawn is Launch for a start that may fail: it returns once the process
 // is ready, or once it has exited (exited true), to be asked for its exit
 // code and log.
