@@ -21,6 +21,12 @@ import "github.com/rlserver/rlserver/commands"
 // catalogue, a backup): the pipeline stops before it, and once what came
 // before is answered and written, the connection is handed to a goroutine
 // of its own, which answers it and serves the connection from then on.
+//
+// Submit itself never waits for a commit, but it does wait for room when a
+// shard's proposer already queues as many requests as it takes (a thousand
+// connections' segments for one shard): that backpressure holds the loop,
+// as it held each connection's goroutine, until the proposer takes them,
+// which it does all at once for its next entry.
 
 // nowait is a connection's state for answering without waiting.
 type nowait struct {
