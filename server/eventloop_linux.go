@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -345,53 +344,6 @@ func (l *eventLoop) answered(s *loopSock, rest, out []byte, ok bool) {
 	// not when the client sends more.
 	if !c.drain.idle() || c.nc.(*guardConn).failed != nil {
 		l.readable(s)
-	}
-}
-
-// resume goes on with a suspended connection once every request of its
-// segment is answered, or its deadline has passed (the requests still
-// unanswered are then given up, with the error that says how far they got).
-// A wake for a connection not suspended, or no longer the loop's, is late:
-// ignored.
-func (l *eventLoop) resume(s *loopSock) {
-	c := s.c
-	if l.conns[int32(s.fd)] != s || !c.nowait.suspended {
-		return
-	}
-	b := &c.batch
-	if !b.collect() {
-		if time.Now().Before(b.deadline) {
-			return // the others wake it, or the timer does
-		}
-		if b.giveUp(); !b.collect() {
-			return // one being answered right now wakes it
-		}
-	}
-	s.timer.Stop()
-	c.nowait.suspended = false
-	p := s.paused
-	s.paused = pausedPipeline{}
-	rest, out, ok := c.answer(p.rest, c.encodeSegment(p.out))
-	l.answered(s, rest, out, ok && p.ok)
-}
-
-// mute stops watching a suspended connection's socket: watched
-// level-triggered, bytes it cannot read yet would wake the loop again and
-// again. The loop keeps the connection; unmute watches it again, and
-// whatever arrived meanwhile wakes it at once.
-func (l *eventLoop) mute(s *loopSock) {
-	if !s.muted {
-		unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, s.fd, nil)
-		s.muted = true
-	}
-}
-
-// unmute watches a connection's socket again after mute.
-func (l *eventLoop) unmute(s *loopSock) {
-	s.muted = false
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(s.fd)}
-	if err := unix.EpollCtl(l.ep, unix.EPOLL_CTL_ADD, s.fd, &ev); err != nil {
-		s.Close()
 	}
 }
 

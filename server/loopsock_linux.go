@@ -53,24 +53,6 @@ type loopSock struct {
 	timer  *time.Timer
 }
 
-// pausedPipeline is what a suspended connection has of its pipeline: the
-// unanswered bytes (in c.in), the replies so far, and whether the
-// connection goes on once they are written.
-type pausedPipeline struct {
-	rest, out []byte
-	ok        bool
-}
-
-// armTimer has the loop resume the connection at deadline, when its shards
-// have not answered by then.
-func (s *loopSock) armTimer(deadline time.Time) {
-	if s.timer == nil {
-		s.timer = time.AfterFunc(time.Until(deadline), s.wake)
-		return
-	}
-	s.timer.Reset(time.Until(deadline))
-}
-
 // errWouldBlock is a loop socket's Read when the client has sent nothing
 // more: the loop waits for epoll to say it has.
 var errWouldBlock = errors.New("nothing to read yet")
