@@ -286,3 +286,27 @@ func loopSockOfClient(t *testing.T, s *testServer, i int) (ls *loopSock, onLoop 
 	}
 	return l, l.goConn() == nil
 }
+
+// Bytes that arrive while the connection is suspended wait in the socket
+// (the loop stops watching it meanwhile, rather than wake for bytes it
+// cannot read yet), and are answered, in order, once it resumes.
+func TestLoopReadsWhatArrivedWhileSuspended(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	s, backend := startStuckServer(t, timeout)
+	stuck := s.dial(t)
+	stuck.send("RL.SLIDING", keyOnShard(t, "stuck", 1, 2), "10", "1000")
+	poll.Until(t, ioTimeout, "the pipeline to be suspended", func() (bool, error) {
+		return len(backend.heldRequests()) == 1, nil
+	})
+	stuck.write(encode("PING") + encode("ECHO", "after"))
+	if ls, onLoop := loopSockOf(t, s); !onLoop || ls == nil {
+		t.Fatal("the connection left the loop")
+	}
+	if got := stuck.read(); !strings.HasPrefix(got, "-TRYAGAIN ") {
+		t.Fatalf("the suspended pipeline's reply %q, want TRYAGAIN", got)
+	}
+	if got := stuck.read() + stuck.read(); got != "+PONG\r\n"+bulkReply("after") {
+		t.Fatalf("then %q", got)
+	}
+	stuck.expect(decision2(1, 10, 9, 0, 2000), "RL.SLIDING", keyOnShard(t, "free", 0, 2), "10", "1000")
+}
