@@ -52,10 +52,17 @@ func (c *client) clusterCommand(spec *commands.Spec, args [][]byte, out []byte) 
 		return appendBulkString(out, c.srv.clusterInfo())
 	case "cluster|myid":
 		return appendBulkString(out, cl.Self().RedisID())
-	case "cluster|moveshard", "cluster|rebalance", "cluster|forget":
+	}
+	if changesTheCluster(sub.Name) {
 		return c.clusterChange(cl, sub.Name, args, out)
 	}
 	return appendError(out, commands.UnknownSubcommand(spec.Name, args[1]))
+}
+
+// changesTheCluster reports whether a CLUSTER subcommand changes the
+// membership or the placement (and so waits for the cluster's catalogue).
+func changesTheCluster(sub string) bool {
+	return sub == "cluster|moveshard" || sub == "cluster|rebalance" || sub == "cluster|forget"
 }
 
 // ClusterChanger is what a cluster that changes its membership and

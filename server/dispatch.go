@@ -48,7 +48,7 @@ func (c *client) execOne(args [][]byte, out []byte) []byte {
 		c.run.keyed++
 		return out
 	}
-	if c.nowait.on && !answersAtOnce(spec.ID) {
+	if c.nowait.on && !answersAtOnce(spec, args) {
 		// It may wait for the shards, the cluster or another client: a
 		// goroutine of the connection's own answers it (loopwait.go).
 		c.nowait.needsGoroutine, c.nowait.unanswered = true, true

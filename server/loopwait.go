@@ -46,14 +46,20 @@ type nowait struct {
 // answersAtOnce reports whether a command the server answers itself (not a
 // keyed one) never waits: it reads or sets only the connection's own state,
 // or reads this node's figures (INFO's come from counters and the shards'
-// replicas, each read under a lock held for an apply's microseconds).
-func answersAtOnce(id commands.ID) bool {
-	switch id {
+// replicas, each read under a lock held for an apply's microseconds) or its
+// view of the cluster (CLUSTER SLOTS, SHARDS, NODES, INFO, MYID, which
+// cluster clients ask on the connections they then send decisions on; not
+// the subcommands that change the cluster, which wait for its catalogue).
+func answersAtOnce(spec *commands.Spec, args [][]byte) bool {
+	switch spec.ID {
 	case commands.IDPing, commands.IDEcho, commands.IDQuit, commands.IDResetConn,
 		commands.IDHello, commands.IDAuth, commands.IDSelect, commands.IDClient,
 		commands.IDCommand, commands.IDTime, commands.IDReadOnly, commands.IDReadWrite,
 		commands.IDInfo:
 		return true
+	case commands.IDCluster:
+		sub := spec.Subcommand(args)
+		return sub == nil || !changesTheCluster(sub.Name) // an unknown one is an error, at once
 	}
 	return false
 }

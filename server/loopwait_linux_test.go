@@ -310,3 +310,30 @@ func TestLoopReadsWhatArrivedWhileSuspended(t *testing.T) {
 	}
 	stuck.expect(decision2(1, 10, 9, 0, 2000), "RL.SLIDING", keyOnShard(t, "free", 0, 2), "10", "1000")
 }
+
+// A cluster client asks for the topology on the connections it then sends
+// decisions on: CLUSTER's reads answer on the loop, and only the
+// subcommands that change the cluster (they wait for its catalogue) send
+// the connection to a goroutine.
+func TestLoopAnswersClusterReadsAtOnce(t *testing.T) {
+	s := startLaterServer(t, withShards(2), withConfig(func(c *Config) { c.Cluster = newFakeCluster(2, "n1", "n2") }))
+	conn := s.dial(t)
+	for _, sub := range []string{"SLOTS", "SHARDS", "NODES", "INFO", "MYID", "KEYSLOT"} {
+		args := []string{"CLUSTER", sub}
+		if sub == "KEYSLOT" {
+			args = append(args, localKey)
+		}
+		if got := conn.do(args...); strings.HasPrefix(got, "-") {
+			t.Fatalf("CLUSTER %s: %q", sub, got)
+		}
+	}
+	conn.expect(decision2(1, 5, 4, 0, 2000), "RL.SLIDING", localKey, "5", "1000")
+	if _, onLoop := loopSockOf(t, s); !onLoop {
+		t.Fatal("the cluster client left the loop")
+	}
+	conn.do("CLUSTER", "REBALANCE", "DRYRUN") // this fake cannot change: an error, from a goroutine
+	if _, onLoop := loopSockOf(t, s); onLoop {
+		t.Fatal("CLUSTER REBALANCE was answered on the loop")
+	}
+	conn.expect(decision2(1, 5, 3, 0, 2000), "RL.SLIDING", localKey, "5", "1000")
+}
