@@ -49,11 +49,12 @@ type client struct {
 	clusterAware bool
 	tx           transaction
 	batch        batch
-	run          pipelineRun // what the pipeline being answered has done
-	nowait       nowait      // how it answers without waiting, on an event loop
-	in           []byte      // bytes read, the kept incomplete command first
-	args         [][]byte    // the parsed command, aliasing in
-	out          []byte      // the replies of the pipeline being answered
+	run          pipelineRun  // what the pipeline being answered has done
+	nowait       nowait       // how it answers without waiting, on an event loop
+	aside        asideCommand // a command answered by a goroutine meanwhile (loopwait.go)
+	in           []byte       // bytes read, the kept incomplete command first
+	args         [][]byte     // the parsed command, aliasing in
+	out          []byte       // the replies of the pipeline being answered
 
 	// tracker is the connection's client-side caching state (CLIENT
 	// TRACKING), nil while tracking is off. wmu is held while a pipeline

@@ -13,7 +13,7 @@ func (c *client) exec(args [][]byte, out []byte) []byte {
 		return c.execOne(args, out)
 	}
 	out = c.execOne(args, out)
-	if !c.nowait.unanswered { // it runs again later (loopwait.go)
+	if !c.nowait.unanswered && !c.nowait.aside { // it runs later (loopwait.go)
 		c.afterCommand(args[0])
 	}
 	return out
@@ -48,16 +48,16 @@ func (c *client) execOne(args [][]byte, out []byte) []byte {
 		c.run.keyed++
 		return out
 	}
-	if c.nowait.on && !answersAtOnce(spec, args) {
-		// It may wait for the shards, the cluster or another client: a
-		// goroutine of the connection's own answers it (loopwait.go).
-		c.nowait.needsGoroutine, c.nowait.unanswered = true, true
-		return out
-	}
 	// Everything else depends on, or changes, the state of the connection or of
 	// every shard: answer what is pending first.
 	if out = c.flush(out); c.nowait.suspended {
 		c.nowait.unanswered = true
+		return out
+	}
+	if c.nowait.loop && !onTheLoop(spec, args) {
+		// It may wait for every shard, the cluster or the disk: answer
+		// starts a goroutine that answers it (loopwait.go).
+		c.nowait.aside = true
 		return out
 	}
 	return c.serverCommand(spec, args, out)

@@ -17,8 +17,8 @@
 // write loop on a goroutine of its own, eventloop_linux.go and
 // loopsock_linux.go the event loops that serve plain connections instead,
 // loopwait.go and loopwait_linux.go how a loop suspends a pipeline for
-// shards that answer after Submit returns (durable, a cluster's) and
-// resumes it, dispatch.go the path of one
+// shards that answer after Submit returns (durable, a cluster's), or for a
+// command a goroutine answers aside, and resumes it, dispatch.go the path of one
 // command, batch.go the keyed commands on their way to the shards, reply.go
 // the RESP encoders. The
 // built-in commands are in files named after them (handshake.go: HELLO, AUTH,

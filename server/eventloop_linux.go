@@ -26,14 +26,16 @@ import (
 // A loop never waits. Shards that apply a request on the caller's goroutine
 // (in memory) answer at once; over shards that answer later (durable, or a
 // cluster's) the loop suspends a pipeline until they have (loopwait.go). It
-// serves plain TCP connections; TLS ones keep their goroutine. Whatever
-// would make the loop wait is handed to a goroutine of the connection's
-// own, for good: replies the socket does not take at once (a client that
-// reads slowly, or a large reply), client-side caching, whose pushes
-// another goroutine writes, and, over shards that answer later, a command
-// that may wait other than by its shard's answer. What other
-// goroutines do to a connection (Close's shutdown, the idle timeout) reaches
-// the loop as requests, carried out between pipelines (loopsock_linux.go).
+// serves plain TCP connections; TLS ones keep their goroutine. A command
+// that may wait other than for its shards (every shard at once, a backup) is
+// answered by a goroutine while the connection waits on its loop
+// (loopwait.go). What would make the loop wait for the connection itself is
+// handed to a goroutine of the connection's own, for good: replies the
+// socket does not take at once (a client that reads slowly, or a large
+// reply), and client-side caching, whose pushes another goroutine writes.
+// What other goroutines do to a connection (Close's shutdown, the idle
+// timeout) reaches the loop as requests, carried out between pipelines
+// (loopsock_linux.go).
 
 // EventLoopsSupported reports whether Config.EventLoops can be used here.
 const EventLoopsSupported = true
@@ -45,7 +47,7 @@ const (
 	requestAdd    requestKind = iota // start serving it
 	requestRead                      // read it now: a shutdown wakes it
 	requestClose                     // close it, lingering after CloseWrite
-	requestResume                    // a request it sent was answered, or timed out
+	requestResume                    // a request it sent was answered or timed out, or its command aside
 )
 
 // loopRequest is one request: what to do, and to which connection.
@@ -141,10 +143,11 @@ func (ls *eventLoops) serve(nc net.Conn, c *client) bool {
 		return false
 	}
 	s.c = c
+	c.nowait.loop = true
+	c.nowait.wake = func() { s.loop.post(s, requestResume) }
 	if ls.shardsAnswerLater {
 		c.nowait.on = true
-		s.wake = func() { s.loop.post(s, requestResume) }
-		c.batch.setWake(s.wake)
+		c.batch.setWake(c.nowait.wake)
 	}
 	s.loop.post(s, requestAdd)
 	return true
@@ -261,8 +264,8 @@ func (l *eventLoop) add(s *loopSock) {
 // close closes a connection whose Close was called: at once, or lingering
 // on a goroutine when CloseWrite came first (drain.go says why).
 func (l *eventLoop) close(s *loopSock) {
-	if s.c != nil && s.c.nowait.suspended {
-		return // once answered: the shards still hold its requests
+	if s.c != nil && s.c.nowait.waits() {
+		return // once answered: the shards or a goroutine still hold it
 	}
 	s.mu.Lock()
 	lingering := s.finWritten && !s.closed
@@ -290,7 +293,7 @@ func (l *eventLoop) readable(s *loopSock) {
 		return // the request that closes it is queued
 	}
 	c := s.c
-	if c.nowait.suspended {
+	if c.nowait.waits() {
 		l.mute(s) // it is read again once resumed
 		return
 	}
@@ -314,13 +317,15 @@ func (l *eventLoop) readable(s *loopSock) {
 // which is released once the replies are written.
 func (l *eventLoop) answered(s *loopSock, rest, out []byte, ok bool) {
 	c := s.c
-	if c.nowait.suspended {
+	if c.nowait.waits() {
 		s.paused = pausedPipeline{rest: rest, out: out, ok: ok}
-		s.armTimer(c.batch.deadline)
+		if c.nowait.suspended {
+			s.armTimer(c.batch.deadline)
+		}
 		return
 	}
 	written, werr := s.writeNow(out)
-	if werr == nil && (written < len(out) || c.tracker != nil || c.nowait.needsGoroutine) {
+	if werr == nil && (written < len(out) || c.tracker != nil) {
 		l.handOff(s, out, written, rest, ok)
 		return
 	}
@@ -356,9 +361,6 @@ func (l *eventLoop) handOff(s *loopSock, out []byte, written int, rest []byte, o
 	c := s.c
 	l.detach(s)
 	kept := copy(c.in, rest)
-	// Commands left unanswered (one that may wait, and what follows it)
-	// are the goroutine's to answer before it reads.
-	unanswered := c.nowait.needsGoroutine
 	c.nowait = nowait{}
 	c.batch.setWake(nil)
 	if _, err := s.handOver(); err != nil {
@@ -378,11 +380,6 @@ func (l *eventLoop) handOff(s *loopSock, out []byte, written int, rest []byte, o
 		}
 		c.keepOut(out)
 		c.wmu.Unlock()
-		if err == nil && ok && unanswered {
-			var rest []byte
-			rest, ok, err = c.answerAndWrite(c.in[:kept])
-			kept = copy(c.in, rest)
-		}
 		if err == nil && ok {
 			c.serveFrom(kept)
 		}

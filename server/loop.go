@@ -110,10 +110,11 @@ func (c *client) read(kept int) (int, error) {
 // It returns the bytes of an incomplete last command, and false when the
 // connection must close (a protocol error, whose reply is in out, or QUIT).
 //
-// On an event loop with shards that answer later (c.nowait.on) it may stop
-// short, returning the unanswered commands as the rest: when a segment it
-// sent is not answered yet (c.nowait.suspended: the loop calls resume once
-// it is), or at a command that may wait (c.nowait.needsGoroutine).
+// On an event loop it may stop short, returning the unanswered commands as
+// the rest: when a segment it sent is not answered yet (c.nowait.suspended,
+// with shards that answer later), or after a command that may wait, which a
+// goroutine answers (c.nowait.aside); the loop calls it again once they
+// are.
 func (c *client) answer(in, out []byte) (rest, reply []byte, ok bool) {
 	obs := c.srv.cfg.Observer
 	run := &c.run
@@ -144,15 +145,22 @@ func (c *client) answer(in, out []byte) (rest, reply []byte, ok bool) {
 		out = c.exec(args, out)
 		if c.nowait.unanswered {
 			c.nowait.unanswered = false
-			break // the command stays in in, for later or for a goroutine
+			break // the command stays in in, for later
 		}
 		in = leftover
 		run.commands++
+		if c.nowait.aside {
+			c.startAside(args)
+			break
+		}
+		if c.nowait.suspended {
+			break // EXEC sent its transaction
+		}
 	}
-	if !c.nowait.suspended {
+	if !c.nowait.waits() {
 		out = c.flush(out)
 	}
-	if c.nowait.suspended {
+	if c.nowait.waits() {
 		run.resumed = true
 		return in, out, true
 	}

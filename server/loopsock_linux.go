@@ -43,13 +43,11 @@ type loopSock struct {
 	finWritten   bool                        // CloseWrite was called: close lingering
 	readDeadline time.Time                   // the latest SetReadDeadline, for the lingering close
 
-	// For a connection whose shards answer later (loopwait.go), the
-	// loop's own: the pipeline suspended, whether its socket is unwatched
-	// meanwhile, the function its requests call once answered (wake asks
-	// the loop to resume it), and the timer that keeps its deadline.
+	// The loop's own, for a connection that waits (loopwait.go): the
+	// pipeline suspended, whether its socket is unwatched meanwhile, and
+	// the timer that keeps a segment's deadline.
 	paused pausedPipeline
 	muted  bool
-	wake   func()
 	timer  *time.Timer
 }
 

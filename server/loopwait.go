@@ -1,6 +1,10 @@
 package server
 
-import "github.com/rlserver/rlserver/commands"
+import (
+	"sync/atomic"
+
+	"github.com/rlserver/rlserver/commands"
+)
 
 // A connection on an event loop must never wait: the loop serves many. With
 // shards that answer a request after Submit returns (durable, or a cluster's:
@@ -14,13 +18,18 @@ import "github.com/rlserver/rlserver/commands"
 // then writes every reply with one write. A segment's request timeout is
 // kept by a timer that also asks to resume (eventloop_linux.go).
 //
-// What the loop can answer this way is the common case: decisions and the
-// other keyed commands, and the commands that only read or set the
-// connection's own state (answersAtOnce). Anything else may wait in ways the
-// loop cannot suspend (a transaction, every shard at once, the cluster's
-// catalogue, a backup): the pipeline stops before it, and once what came
-// before is answered and written, the connection is handed to a goroutine
-// of its own, which answers it and serves the connection from then on.
+// What the loop answers this way is the common case: decisions and the
+// other keyed commands, a transaction's EXEC (one segment), and the
+// commands that only read or set the connection's own state (onTheLoop).
+// Anything else may wait in ways a segment does not (every shard at once,
+// the cluster's catalogue, a backup, a full collection), in either mode: the
+// loop answers what came before it, then hands that one command to a
+// goroutine (startAside), which answers it as a connection's own goroutine
+// would, while the connection stays suspended and the loop serves the
+// others; once it is answered the loop resumes the connection with the
+// rest of the pipeline. A connection so leaves its loop only for what
+// would make the loop wait for the connection itself: replies its socket
+// does not take at once, and CLIENT TRACKING's pushes.
 //
 // Submit itself never waits for a commit, but it does wait for room when a
 // shard's proposer already queues as many requests as it takes (a thousand
@@ -30,32 +39,86 @@ import "github.com/rlserver/rlserver/commands"
 
 // nowait is a connection's state for answering without waiting.
 type nowait struct {
+	// loop: the connection is on an event loop (a goroutine never has
+	// it), which wake asks to resume it.
+	loop bool
+	wake func()
 	// on: the connection is on an event loop and its shards answer after
 	// Submit returns. The loop sets it; a goroutine never has it.
 	on bool
 	// suspended: a segment was sent and is not all answered; the replies
 	// so far are the loop's to keep until it is.
 	suspended bool
-	// needsGoroutine: the pipeline reached a command that may wait.
-	needsGoroutine bool
-	// unanswered: execOne left its command unanswered (for either reason
-	// above), so answer leaves it in the rest.
+	// aside: a goroutine answers a command that may wait (startAside);
+	// the replies before it are the loop's to keep until it has.
+	aside bool
+	// unanswered: execOne left its command unanswered because a segment
+	// is in flight, so answer leaves it in the rest.
 	unanswered bool
 }
 
-// answersAtOnce reports whether a command the server answers itself (not a
-// keyed one) never waits: it reads or sets only the connection's own state,
-// or reads this node's figures (INFO's come from counters and the shards'
-// replicas, each read under a lock held for an apply's microseconds) or its
-// view of the cluster (CLUSTER SLOTS, SHARDS, NODES, INFO, MYID, which
-// cluster clients ask on the connections they then send decisions on; not
-// the subcommands that change the cluster, which wait for its catalogue).
-func answersAtOnce(spec *commands.Spec, args [][]byte) bool {
+// waits reports whether the connection waits for its shards or for a
+// command answered aside: the loop neither reads it nor writes to it
+// meanwhile.
+func (n *nowait) waits() bool { return n.suspended || n.aside }
+
+// asideCommand is what the goroutine that answers a command aside hands
+// back to the loop.
+type asideCommand struct {
+	out  []byte      // its reply, kept for the next one
+	done atomic.Bool // the reply is ready (and every change it made to the connection)
+}
+
+// startAside has a goroutine answer the command execOne left aside, args,
+// as the connection's own goroutine would (waiting for its shards), and
+// wake the loop once it has. Until then the loop leaves the connection
+// alone: the goroutine has it, all but suspended and aside, which only the
+// loop reads and writes meanwhile (each field its own memory location).
+func (c *client) startAside(args [][]byte) {
+	on, wake := c.nowait.on, c.nowait.wake
+	go func() {
+		// As on a goroutine of its own: not aside again, and its
+		// segments wait.
+		c.nowait.loop, c.nowait.on = false, false
+		out := c.exec(args, c.aside.out[:0])
+		c.nowait.loop, c.nowait.on = true, on
+		c.aside.out = out
+		c.aside.done.Store(true)
+		wake()
+	}()
+}
+
+// takeAside appends the reply of the command answered aside to out, once
+// it is ready, and reports whether it was.
+func (c *client) takeAside(out []byte) ([]byte, bool) {
+	if !c.aside.done.Load() {
+		return out, false
+	}
+	c.aside.done.Store(false)
+	c.nowait.aside = false
+	out = append(out, c.aside.out...)
+	if cap(c.aside.out) > 1<<20 {
+		c.aside.out = nil // a large SCAN page, say: an idle connection does not pin it
+	}
+	return out, true
+}
+
+// onTheLoop reports whether a command the server answers itself (not a
+// keyed one) is answered on the loop: it reads or sets only the
+// connection's own state, or reads this node's figures (INFO's come from
+// counters and the shards' replicas, each read under a lock held for an
+// apply's microseconds) or its view of the cluster (CLUSTER SLOTS, SHARDS,
+// NODES, INFO, MYID, which cluster clients ask on the connections they then
+// send decisions on; not the subcommands that change the cluster, which
+// wait for its catalogue), or it waits only for a segment (EXEC, which
+// sends its transaction as one; MULTI and DISCARD, which set the
+// connection's state: rate-limiter-flexible sends all three on every call).
+func onTheLoop(spec *commands.Spec, args [][]byte) bool {
 	switch spec.ID {
 	case commands.IDPing, commands.IDEcho, commands.IDQuit, commands.IDResetConn,
 		commands.IDHello, commands.IDAuth, commands.IDSelect, commands.IDClient,
 		commands.IDCommand, commands.IDTime, commands.IDReadOnly, commands.IDReadWrite,
-		commands.IDInfo:
+		commands.IDInfo, commands.IDMulti, commands.IDExec, commands.IDDiscard:
 		return true
 	case commands.IDCluster:
 		sub := spec.Subcommand(args)

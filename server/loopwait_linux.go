@@ -23,36 +23,48 @@ type pausedPipeline struct {
 // have not answered by then.
 func (s *loopSock) armTimer(deadline time.Time) {
 	if s.timer == nil {
-		s.timer = time.AfterFunc(time.Until(deadline), s.wake)
+		s.timer = time.AfterFunc(time.Until(deadline), s.c.nowait.wake)
 		return
 	}
 	s.timer.Reset(time.Until(deadline))
 }
 
-// resume goes on with a suspended connection once every request of its
+// resume goes on with a connection that waits: once every request of its
 // segment is answered, or its deadline has passed (the requests still
-// unanswered are then given up, with the error that says how far they got).
-// A wake for a connection not suspended, or no longer the loop's, is late:
-// ignored.
+// unanswered are then given up, with the error that says how far they got),
+// or once the command answered aside is. A wake for a connection that does
+// not wait, or is no longer the loop's, is late: ignored.
 func (l *eventLoop) resume(s *loopSock) {
 	c := s.c
-	if l.conns[int32(s.fd)] != s || !c.nowait.suspended {
+	if l.conns[int32(s.fd)] != s {
 		return
 	}
-	b := &c.batch
-	if !b.collect() {
-		if time.Now().Before(b.deadline) {
-			return // the others wake it, or the timer does
-		}
-		if b.giveUp(); !b.collect() {
-			return // one being answered right now wakes it
-		}
-	}
-	s.timer.Stop()
-	c.nowait.suspended = false
 	p := s.paused
+	out := p.out
+	switch {
+	case c.nowait.aside:
+		var done bool
+		if out, done = c.takeAside(out); !done {
+			return // a late wake from a segment: the goroutine wakes it
+		}
+	case c.nowait.suspended:
+		b := &c.batch
+		if !b.collect() {
+			if time.Now().Before(b.deadline) {
+				return // the others wake it, or the timer does
+			}
+			if b.giveUp(); !b.collect() {
+				return // one being answered right now wakes it
+			}
+		}
+		s.timer.Stop()
+		c.nowait.suspended = false
+		out = c.encodeSegment(out)
+	default:
+		return
+	}
 	s.paused = pausedPipeline{}
-	rest, out, ok := c.answer(p.rest, c.encodeSegment(p.out))
+	rest, out, ok := c.answer(p.rest, out)
 	l.answered(s, rest, out, ok && p.ok)
 }
 

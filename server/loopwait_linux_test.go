@@ -4,6 +4,7 @@ package server
 
 import (
 	"cmp"
+	"crypto/sha1"
 	"fmt"
 	"slices"
 	"strings"
@@ -146,31 +147,124 @@ func TestLoopAnswersALongPipelineInSegments(t *testing.T) {
 	}
 }
 
-// A command that may wait (here DBSIZE, which asks every shard) is not run
-// on the loop: what comes before it is answered and written, and a
-// goroutine of the connection's own answers it and the rest, in order, and
-// serves the connection from then on.
-func TestLoopHandsACommandThatMayWaitToAGoroutine(t *testing.T) {
+// A command that may wait other than for a segment (DBSIZE and SCRIPT
+// LOAD ask every shard, MEMORY PURGE collects) is answered by a goroutine
+// while the connection waits, and a transaction's EXEC is one segment: the
+// replies come in order and the connection stays on the loop, whether its
+// shards answer later or at once.
+func TestLoopAnswersACommandThatMayWaitAside(t *testing.T) {
+	// These servers have no Lua: the shards refuse scripts, after SCRIPT
+	// LOAD has asked every one.
+	const script, noScripting = "return 1", "-ERR scripting is not enabled on this server\r\n"
+	sha := fmt.Sprintf("%x", sha1.Sum([]byte(script)))
+	for _, tt := range []struct {
+		name  string
+		start func(*testing.T, ...option) *testServer
+	}{
+		{"shards answer later", startLaterServer},
+		{"shards answer at once", func(t *testing.T, opts ...option) *testServer {
+			return startServer(t, append([]option{withLoops()}, opts...)...)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.start(t, withShards(2))
+			conn := s.dial(t)
+			for round := range 2 { // a pipeline, then the next on the same connection
+				k := fmt.Sprint("k", round)
+				conn.expectPipeline([]step{
+					{cmd("RL.SLIDING", k, "5", "1000"), decision2(1, 5, 4, 0, 2000)},
+					{cmd("DBSIZE"), intReply(int64(1 + round))},
+					{cmd("RL.SLIDING", k, "5", "1000"), decision2(1, 5, 3, 0, 2000)},
+					{cmd("MULTI"), "+OK\r\n"},
+					{cmd("RL.SLIDING", k, "5", "1000"), "+QUEUED\r\n"},
+					{cmd("PING"), "+QUEUED\r\n"},
+					{cmd("EXEC"), arrayReply(decision2(1, 5, 2, 0, 2000), "+PONG\r\n")},
+					{cmd("SCRIPT", "LOAD", script), noScripting}, // every shard answers
+					{cmd("EVALSHA", sha, "1", fmt.Sprint("n", round)), noScripting},
+					{cmd("MEMORY", "PURGE"), "+OK\r\n"},
+					{cmd("SCRIPT", "EXISTS", "0000"), arrayReply(intReply(0))},
+					{cmd("PING"), "+PONG\r\n"},
+				})
+				if _, onLoop := loopSockOf(t, s); !onLoop {
+					t.Fatalf("round %d: the connection left the loop", round)
+				}
+			}
+		})
+	}
+}
+
+// A command answered aside that waits for a shard that never answers holds
+// only its own connection: the loop answers others meanwhile, the request
+// timeout answers it with TRYAGAIN in its place, and what the client sent
+// after it is answered next, on the loop. A shutdown meanwhile writes the
+// reply before it closes the connection.
+func TestLoopCommandAsideDoesNotHoldTheLoop(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	s, backend := startStuckServer(t, timeout)
+	stuck, other := s.dial(t), s.dial(t)
+	other.expect("+PONG\r\n", "PING")
+	start := time.Now()
+	stuck.write(encode("PING") + encode("SCRIPT", "LOAD", "return 1") + encode("ECHO", "after"))
+	other.expect("+PONG\r\n", "PING")
+	other.expect(decision2(1, 10, 9, 0, 200), "RL.SLIDING", keyOnShard(t, "free", 0, 2), "10", "100")
+	if took := time.Since(start); took >= timeout {
+		t.Fatalf("another connection was answered after %v, the request timeout", took)
+	}
+	if got := stuck.read(); got != "+PONG\r\n" { // written with the reply aside, in one write
+		t.Fatalf("before the command aside: %q", got)
+	}
+	if got := stuck.read(); !strings.HasPrefix(got, "-TRYAGAIN ") {
+		t.Fatalf("SCRIPT LOAD with a shard that never answers: %q, want TRYAGAIN", got)
+	}
+	if took := time.Since(start); took < timeout {
+		t.Errorf("answered after %v, before the request timeout %v", took, timeout)
+	}
+	if got := stuck.read(); got != bulkReply("after") {
+		t.Fatalf("after it: %q", got)
+	}
+	if _, onLoop := loopSockOfClient(t, s, 0); !onLoop {
+		t.Fatal("the connection left the loop")
+	}
+
+	stuck.send("SCRIPT", "LOAD", "return 2")
+	poll.Until(t, ioTimeout, "SCRIPT LOAD to reach the stuck shard", func() (bool, error) {
+		n := len(backend.heldRequests())
+		return n == 2, fmt.Errorf("%d held", n)
+	})
+	closed := make(chan error, 1)
+	go func() { closed <- s.Server.Close() }()
+	if got := stuck.read(); !strings.HasPrefix(got, "-TRYAGAIN ") {
+		t.Fatalf("the reply during a shutdown: %q, want TRYAGAIN", got)
+	}
+	stuck.expectClosed()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(ioTimeout):
+		t.Fatal("Close did not return")
+	}
+}
+
+// A connection that turns CLIENT TRACKING on leaves the loop (its pushes
+// are written by another goroutine), after the pipeline that turned it on
+// is answered, a command aside included, in order.
+func TestLoopTrackingAfterACommandAside(t *testing.T) {
 	s := startLaterServer(t)
 	conn := s.dial(t)
-	conn.expect("+PONG\r\n", "PING")
-	if _, onLoop := loopSockOf(t, s); !onLoop {
-		t.Fatal("a new connection is not on the loop")
-	}
-	conn.write(encode("RL.SLIDING", "k", "5", "1000") + encode("DBSIZE") + encode("RL.SLIDING", "k", "5", "1000") +
-		encode("MULTI") + encode("RL.SLIDING", "k", "5", "1000") + encode("EXEC") + encode("PING"))
-	for i, want := range []string{
-		decision2(1, 5, 4, 0, 2000), intReply(1), decision2(1, 5, 3, 0, 2000),
-		"+OK\r\n", "+QUEUED\r\n", arrayReply(decision2(1, 5, 2, 0, 2000)), "+PONG\r\n",
-	} {
-		if got := conn.read(); got != want {
-			t.Fatalf("reply %d: %q, want %q", i, got, want)
-		}
-	}
-	if _, onLoop := loopSockOf(t, s); onLoop {
-		t.Fatal("the connection is still on the loop")
-	}
-	conn.expect(decision2(1, 5, 1, 0, 2000), "RL.SLIDING", "k", "5", "1000")
+	conn.expectPipeline([]step{
+		{cmd("HELLO", "3"), helloReply(true, conn.clientID())},
+		{cmd("CLIENT", "TRACKING", "ON"), "+OK\r\n"},
+		{cmd("DBSIZE"), intReply(0)},
+		{cmd("RL.SLIDING", "t", "5", "1000"), decision3(1, 5, 4, 0, 2000)},
+	})
+	// The loop hands it over once the replies are written.
+	poll.Until(t, ioTimeout, "the tracking connection to leave the loop", func() (bool, error) {
+		_, onLoop := loopSockOf(t, s)
+		return !onLoop, nil
+	})
+	conn.expect(decision3(1, 5, 3, 0, 2000), "RL.SLIDING", "t", "5", "1000")
 }
 
 // A shard that never answers holds only its own connection: the loop
@@ -312,9 +406,8 @@ func TestLoopReadsWhatArrivedWhileSuspended(t *testing.T) {
 }
 
 // A cluster client asks for the topology on the connections it then sends
-// decisions on: CLUSTER's reads answer on the loop, and only the
-// subcommands that change the cluster (they wait for its catalogue) send
-// the connection to a goroutine.
+// decisions on: CLUSTER's reads answer on the loop, and the subcommands
+// that change the cluster (they wait for its catalogue) are answered aside.
 func TestLoopAnswersClusterReadsAtOnce(t *testing.T) {
 	s := startLaterServer(t, withShards(2), withConfig(func(c *Config) { c.Cluster = newFakeCluster(2, "n1", "n2") }))
 	conn := s.dial(t)
@@ -331,9 +424,11 @@ func TestLoopAnswersClusterReadsAtOnce(t *testing.T) {
 	if _, onLoop := loopSockOf(t, s); !onLoop {
 		t.Fatal("the cluster client left the loop")
 	}
-	conn.do("CLUSTER", "REBALANCE", "DRYRUN") // this fake cannot change: an error, from a goroutine
-	if _, onLoop := loopSockOf(t, s); onLoop {
-		t.Fatal("CLUSTER REBALANCE was answered on the loop")
+	if got := conn.do("CLUSTER", "REBALANCE", "DRYRUN"); !strings.HasPrefix(got, "-") { // answered aside
+		t.Fatalf("CLUSTER REBALANCE on a fake that cannot change: %q", got)
+	}
+	if _, onLoop := loopSockOf(t, s); !onLoop {
+		t.Fatal("the cluster client left the loop")
 	}
 	conn.expect(decision2(1, 5, 3, 0, 2000), "RL.SLIDING", localKey, "5", "1000")
 }
