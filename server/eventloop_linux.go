@@ -395,11 +395,12 @@ func (l *eventLoop) detach(s *loopSock) {
 	}
 }
 
-// finish closes a connection the loop serves and lets the server forget it;
-// one already closed (finished, or handed over) is left alone.
+// finish closes a connection the loop serves and lets the server forget it
+// (or, while a command aside runs, has its goroutine do so once done); one
+// already closed (finished, or handed over) is left alone.
 func (l *eventLoop) finish(s *loopSock) {
 	l.detach(s)
-	if s.closeFd() {
+	if s.closeFd() && !s.c.abandonAside() {
 		s.c.release()
 	}
 }

@@ -65,9 +65,17 @@ func (n *nowait) waits() bool { return n.suspended || n.aside }
 // asideCommand is what the goroutine that answers a command aside hands
 // back to the loop.
 type asideCommand struct {
-	out  []byte      // its reply, kept for the next one
-	done atomic.Bool // the reply is ready (and every change it made to the connection)
+	out   []byte       // its reply, kept for the next one
+	state atomic.Int32 // asideRunning, asideDone or asideAbandoned; 0 between commands
 }
+
+// The states of a command aside. Done publishes the reply and every change
+// the command made to the connection.
+const (
+	asideRunning = iota + 1
+	asideDone
+	asideAbandoned // the loop ended the connection meanwhile: the goroutine releases it
+)
 
 // startAside has a goroutine answer the command execOne left aside, args,
 // as the connection's own goroutine would (waiting for its shards), and
@@ -76,6 +84,7 @@ type asideCommand struct {
 // loop reads and writes meanwhile (each field its own memory location).
 func (c *client) startAside(args [][]byte) {
 	on, wake := c.nowait.on, c.nowait.wake
+	c.aside.state.Store(asideRunning)
 	go func() {
 		// As on a goroutine of its own: not aside again, and its
 		// segments wait.
@@ -83,18 +92,29 @@ func (c *client) startAside(args [][]byte) {
 		out := c.exec(args, c.aside.out[:0])
 		c.nowait.loop, c.nowait.on = true, on
 		c.aside.out = out
-		c.aside.done.Store(true)
+		if !c.aside.state.CompareAndSwap(asideRunning, asideDone) {
+			c.release() // the loop closed it meanwhile (abandonAside)
+			return
+		}
 		wake()
 	}()
+}
+
+// abandonAside tells a command aside still running that the loop has closed
+// the connection (the server is closing), and reports whether there was
+// one: its goroutine then releases the connection once done, as it still
+// uses it until then.
+func (c *client) abandonAside() bool {
+	return c.aside.state.CompareAndSwap(asideRunning, asideAbandoned)
 }
 
 // takeAside appends the reply of the command answered aside to out, once
 // it is ready, and reports whether it was.
 func (c *client) takeAside(out []byte) ([]byte, bool) {
-	if !c.aside.done.Load() {
+	if c.aside.state.Load() != asideDone {
 		return out, false
 	}
-	c.aside.done.Store(false)
+	c.aside.state.Store(0)
 	c.nowait.aside = false
 	out = append(out, c.aside.out...)
 	if cap(c.aside.out) > 1<<20 {

@@ -43,14 +43,14 @@ func startLaterServer(t *testing.T, opts ...option) *testServer {
 // startStuckServer is a test server on an event loop whose shard 1 of 2
 // never answers, with a short request timeout; the backend says what the
 // stuck shard holds.
-func startStuckServer(t *testing.T, timeout time.Duration) (*testServer, *stuckShards) {
+func startStuckServer(t *testing.T, timeout time.Duration, opts ...option) (*testServer, *stuckShards) {
 	t.Helper()
 	var backend *stuckShards
-	s := startServer(t, withShards(2), withLoops(), withConfig(func(c *Config) { c.RequestTimeout = timeout }),
+	s := startServer(t, append([]option{withShards(2), withLoops(), withConfig(func(c *Config) { c.RequestTimeout = timeout }),
 		withBackend(func(m *cluster.MemoryShards) Shards {
 			backend = &stuckShards{MemoryShards: m, stuck: 1}
 			return stuckLaterShards{backend}
-		}))
+		})}, opts...)...)
 	return s, backend
 }
 
@@ -431,4 +431,30 @@ func TestLoopAnswersClusterReadsAtOnce(t *testing.T) {
 		t.Fatal("the cluster client left the loop")
 	}
 	conn.expect(decision2(1, 5, 3, 0, 2000), "RL.SLIDING", localKey, "5", "1000")
+}
+
+// A server that closes while a command aside still waits (past the
+// shutdown's bound) closes the connection without waiting for it; the
+// goroutine answering it lets the server forget the connection once done.
+func TestLoopClosesWhileACommandAsideWaits(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	s, backend := startStuckServer(t, timeout, withConfig(func(c *Config) { c.Shutdown = 50 * time.Millisecond }))
+	conn := s.dial(t)
+	conn.send("SCRIPT", "LOAD", "return 1")
+	poll.Until(t, ioTimeout, "SCRIPT LOAD to reach the stuck shard", func() (bool, error) {
+		return len(backend.heldRequests()) == 1, nil
+	})
+	start := time.Now()
+	if err := s.Server.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if took := time.Since(start); took >= timeout {
+		t.Fatalf("Close took %v: it waited for the command aside", took)
+	}
+	conn.expectClosed()
+	poll.Until(t, ioTimeout, "the connection to be forgotten", func() (bool, error) {
+		n := 0
+		s.eachClient(func(*client) { n++ })
+		return n == 0, fmt.Errorf("%d connections left", n)
+	})
 }
