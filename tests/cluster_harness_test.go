@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -198,4 +199,28 @@ func (tc *testCluster) countingClusterClient(uncertain *atomic.Int64) *redis.Clu
 	})
 	tc.t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// A port the harness planned for a cluster can be taken before a node binds
+// it: the first start is then made again on other ports, and the cluster
+// serves.
+func TestClusterLaunchTriesOtherPorts(t *testing.T) {
+	t.Parallel()
+	tc := newCluster(t, 3)
+	taken := tc.Nodes[1].BusAddr
+	ln, err := net.Listen("tcp", taken)
+	if err != nil {
+		t.Fatalf("take %s: %v", taken, err)
+	}
+	defer ln.Close()
+	tc.Launch(t)
+	if tc.Nodes[1].BusAddr == taken {
+		t.Fatalf("node 2 still planned on the bus port %s, which was taken", taken)
+	}
+	c := tc.client(1)
+	if v, err := c.Do(ctx(t), "RL.SLIDING", "ports", 5, 1000).Result(); err != nil {
+		t.Fatalf("a decision through node 2: %v", err)
+	} else if d, err := parseDecision(v); err != nil || !d.Allowed {
+		t.Fatalf("a decision through node 2: %v (%v)", v, err)
+	}
 }

@@ -126,6 +126,44 @@ func PlanCluster(cfg ClusterConfig) (*Cluster, error) {
 	return c, nil
 }
 
+// replan gives every node other ports and an empty data directory, for a
+// first start that found a planned port taken (ErrAddrInUse): a port free
+// when planned can be taken before a node binds it. Every node must be
+// down. The flags a test added are kept; --port and --cluster change.
+func (c *Cluster) replan() error {
+	n := len(c.Nodes)
+	ports, err := freePorts(2 * n)
+	if err != nil {
+		return err
+	}
+	var members []string
+	for i, node := range c.Nodes {
+		members = append(members, fmt.Sprintf("%s@127.0.0.1:%d@%d", node.ID, ports[i], ports[n+i]))
+	}
+	for i, node := range c.Nodes {
+		if node.Running() {
+			return fmt.Errorf("replan: %s is running", node.ID)
+		}
+		node.closeClient()
+		node.Addr = fmt.Sprintf("127.0.0.1:%d", ports[i])
+		node.BusAddr = fmt.Sprintf("127.0.0.1:%d", ports[n+i])
+		args := node.Config.Args
+		for j := 0; j+1 < len(args); j++ {
+			switch args[j] {
+			case "--port":
+				args[j+1] = strconv.Itoa(ports[i])
+			case "--cluster":
+				args[j+1] = strings.Join(members, ",")
+			}
+		}
+		// What a node that did start wrote names the old addresses.
+		if err := os.RemoveAll(node.DataDir()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Join plans a new node, n<next>, that joins the cluster through the
 // running node via (--join, with the cluster's settings and Args, and
 // extra), appends it to Nodes and returns it, without starting it.

@@ -218,16 +218,32 @@ func StartCluster(t testing.TB, cfg ClusterConfig) *Cluster {
 
 // Launch starts every node that is not running, all at once, each stopped
 // and checked when the test ends as Launch's processes are, and waits
-// until the cluster is healthy (WaitHealthy).
+// until the cluster is healthy (WaitHealthy). The first start of a cluster
+// none of whose nodes has run is tried again on other ports (replan), up
+// to three times, when a port it planned was taken meanwhile.
 func (c *Cluster) Launch(t testing.TB) {
 	t.Helper()
 	var down []*Node
+	fresh := true
 	for _, n := range c.Nodes {
 		if !n.Running() {
 			down = append(down, n)
 		}
+		fresh = fresh && n.Process() == nil
 	}
 	err := c.Start(StartTimeout)
+	for try := 2; fresh && errors.Is(err, ErrAddrInUse) && try <= 3; try++ {
+		t.Logf("start %d of 3 of the cluster: %v", try-1, err)
+		for _, n := range c.Nodes {
+			if p := n.Process(); p != nil {
+				p.Kill()
+			}
+		}
+		if rerr := c.replan(); rerr != nil {
+			t.Fatal(rerr)
+		}
+		err = c.Start(StartTimeout)
+	}
 	for _, n := range down {
 		if p := n.Process(); p != nil && p.running() {
 			t.Cleanup(func() { p.check(t) })
