@@ -132,7 +132,8 @@ func (c *client) takeAside(out []byte) ([]byte, bool) {
 // send decisions on; not the subcommands that change the cluster, which
 // wait for its catalogue), or it waits only for a segment (EXEC, which
 // sends its transaction as one; MULTI and DISCARD, which set the
-// connection's state: rate-limiter-flexible sends all three on every call).
+// connection's state: rate-limiter-flexible sends all three with many of
+// its calls).
 func onTheLoop(spec *commands.Spec, args [][]byte) bool {
 	switch spec.ID {
 	case commands.IDPing, commands.IDEcho, commands.IDQuit, commands.IDResetConn,
