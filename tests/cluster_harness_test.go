@@ -28,7 +28,7 @@ type testCluster struct {
 func startCluster(t *testing.T, shards int) *testCluster {
 	t.Helper()
 	tc := newCluster(t, shards)
-	tc.Launch(t)
+	tc.LaunchAsPlanned(t)
 	return tc
 }
 
@@ -213,7 +213,7 @@ func TestClusterLaunchTriesOtherPorts(t *testing.T) {
 		t.Fatalf("take %s: %v", taken, err)
 	}
 	defer ln.Close()
-	tc.Launch(t)
+	tc.LaunchAsPlanned(t)
 	if tc.Nodes[1].BusAddr == taken {
 		t.Fatalf("node 2 still planned on the bus port %s, which was taken", taken)
 	}

@@ -208,31 +208,48 @@ func NewCluster(t testing.TB, cfg ClusterConfig) *Cluster {
 	return c
 }
 
-// StartCluster is NewCluster, then Launch.
+// StartCluster is NewCluster, then LaunchAsPlanned.
 func StartCluster(t testing.TB, cfg ClusterConfig) *Cluster {
 	t.Helper()
 	c := NewCluster(t, cfg)
-	c.Launch(t)
+	c.LaunchAsPlanned(t)
 	return c
 }
 
 // Launch starts every node that is not running, all at once, each stopped
 // and checked when the test ends as Launch's processes are, and waits
-// until the cluster is healthy (WaitHealthy). The first start of a cluster
-// none of whose nodes has run is tried again on other ports (replan), up
-// to three times, when a port it planned was taken meanwhile.
+// until the cluster is healthy (WaitHealthy).
 func (c *Cluster) Launch(t testing.TB) {
 	t.Helper()
+	c.launch(t, false)
+}
+
+// LaunchAsPlanned is Launch for a cluster none of whose nodes has run, with
+// the addresses PlanCluster gave them (a test may have added flags, but
+// nothing that depends on those addresses): a port free when planned can be
+// taken before a node binds it, and the start is then made again on other
+// ports (replan), up to three times, as LaunchOnPorts does for one server.
+func (c *Cluster) LaunchAsPlanned(t testing.TB) {
+	t.Helper()
+	for _, n := range c.Nodes {
+		if n.Process() != nil {
+			t.Fatalf("LaunchAsPlanned: %s has run already", n.ID)
+		}
+	}
+	c.launch(t, true)
+}
+
+// launch is Launch, starting again on other ports when replan allows it.
+func (c *Cluster) launch(t testing.TB, replan bool) {
+	t.Helper()
 	var down []*Node
-	fresh := true
 	for _, n := range c.Nodes {
 		if !n.Running() {
 			down = append(down, n)
 		}
-		fresh = fresh && n.Process() == nil
 	}
 	err := c.Start(StartTimeout)
-	for try := 2; fresh && errors.Is(err, ErrAddrInUse) && try <= 3; try++ {
+	for try := 2; replan && errors.Is(err, ErrAddrInUse) && try <= 3; try++ {
 		t.Logf("start %d of 3 of the cluster: %v", try-1, err)
 		for _, n := range c.Nodes {
 			if p := n.Process(); p != nil {
