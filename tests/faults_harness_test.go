@@ -442,6 +442,11 @@ func (tc *testCluster) waitPreferredLeaders() {
 func (tc *testCluster) waitOtherLeader(shard, not int) int {
 	tc.t.Helper()
 	leader := -1
+	defer func() {
+		if tc.t.Failed() {
+			tc.logElections(shard)
+		}
+	}()
 	poll.Until(tc.t, 20*time.Second, fmt.Sprintf("a node other than n%d to lead shard %d", not+1, shard), func() (bool, error) {
 		var seen []string
 		for i, n := range tc.Nodes {
@@ -464,6 +469,29 @@ func (tc *testCluster) waitOtherLeader(shard, not int) int {
 		return false, errors.New(strings.Join(seen, "; "))
 	})
 	return leader
+}
+
+// logElections logs, for a test that waited in vain for a shard's leader,
+// the last things each node's replica of the shard said about elections
+// and votes (why a pre-vote was refused, say).
+func (tc *testCluster) logElections(shard int) {
+	component := fmt.Sprintf("component=raft.shard%d ", shard)
+	for i, n := range tc.Nodes {
+		p := n.Process()
+		if p == nil {
+			continue
+		}
+		var lines []string
+		for _, line := range strings.Split(p.Log(), "\n") {
+			if strings.Contains(line+" ", component) && (strings.Contains(line, "vote") || strings.Contains(line, "election") || strings.Contains(line, "leader")) {
+				lines = append(lines, line)
+			}
+		}
+		if len(lines) > 20 {
+			lines = lines[len(lines)-20:]
+		}
+		tc.t.Logf("n%d on shard %d's elections:\n%s", i+1, shard, strings.Join(lines, "\n"))
+	}
 }
 
 // waitSteppedDown waits until node i leads no shard.
