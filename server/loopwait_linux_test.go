@@ -231,20 +231,7 @@ func TestLoopCommandAsideDoesNotHoldTheLoop(t *testing.T) {
 		n := len(backend.heldRequests())
 		return n == 2, fmt.Errorf("%d held", n)
 	})
-	closed := make(chan error, 1)
-	go func() { closed <- s.Server.Close() }()
-	if got := stuck.read(); !strings.HasPrefix(got, "-TRYAGAIN ") {
-		t.Fatalf("the reply during a shutdown: %q, want TRYAGAIN", got)
-	}
-	stuck.expectClosed()
-	select {
-	case err := <-closed:
-		if err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-	case <-time.After(ioTimeout):
-		t.Fatal("Close did not return")
-	}
+	closeAnsweringTryAgain(t, s, stuck)
 }
 
 // A connection that turns CLIENT TRACKING on leaves the loop (its pushes
@@ -321,20 +308,7 @@ func TestLoopClosesASuspendedConnectionOnceAnswered(t *testing.T) {
 		n := len(backend.heldRequests())
 		return n == 2, fmt.Errorf("%d suspended", n)
 	})
-	closed := make(chan error, 1)
-	go func() { closed <- s.Server.Close() }()
-	if got := stuck.read(); !strings.HasPrefix(got, "-TRYAGAIN ") {
-		t.Fatalf("the suspended pipeline's reply %q, want TRYAGAIN", got)
-	}
-	stuck.expectClosed()
-	select {
-	case err := <-closed:
-		if err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-	case <-time.After(ioTimeout):
-		t.Fatal("Close did not return")
-	}
+	closeAnsweringTryAgain(t, s, stuck)
 	n := 0
 	s.eachClient(func(*client) { n++ })
 	if n != 0 {
@@ -457,4 +431,25 @@ func TestLoopClosesWhileACommandAsideWaits(t *testing.T) {
 		s.eachClient(func(*client) { n++ })
 		return n == 0, fmt.Errorf("%d connections left", n)
 	})
+}
+
+// closeAnsweringTryAgain closes the server while conn waits for a shard that
+// never answers: the request timeout's TRYAGAIN is written before the
+// connection closes, and Close returns.
+func closeAnsweringTryAgain(t *testing.T, s *testServer, conn *rawConn) {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- s.Server.Close() }()
+	if got := conn.read(); !strings.HasPrefix(got, "-TRYAGAIN ") {
+		t.Fatalf("the reply during a shutdown: %q, want TRYAGAIN", got)
+	}
+	conn.expectClosed()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(ioTimeout):
+		t.Fatal("Close did not return")
+	}
 }
