@@ -153,7 +153,12 @@ func newRaft(c *raft.Config, fsm raft.FSM, logs raft.LogStore, stable raft.Stabl
 			r, err = nil, fmt.Errorf("reading the log: %w", perr)
 		}
 	}()
-	return raft.NewRaft(c, fsm, logs, stable, snaps, trans)
+	if r, err = raft.NewRaft(c, fsm, logs, stable, snaps, trans); err == nil {
+		if h, ok := trans.(*heldConfigurations); ok {
+			h.serve(r)
+		}
+	}
+	return r, err
 }
 
 // raftConfig is hashicorp/raft's configuration for one group; name names

@@ -213,13 +213,15 @@ func (n *RaftShards) clusterID() string { return fmt.Sprintf("%x", n.cluster[:])
 
 // transport is a Raft transport for shard's group (catalogueGroup for the
 // catalogue's) over the bus, its appends' commit indexes bounded by what
-// they verify (verifiedCommits), or in memory for a single node.
+// they verify (verifiedCommits) and a configuration that takes a replica's
+// vote sent to it once committed (heldConfigurations), or in memory for a
+// single node.
 func (n *RaftShards) transport(shard int) raft.Transport {
 	if n.bus == nil {
 		_, t := raft.NewInmemTransport(raft.ServerAddress(n.cfg.Self.Bus))
 		return t
 	}
-	return withVerifiedCommits(raft.NewNetworkTransportWithConfig(transportConfig(n.bus.stream(shard), newRaftLogger(n.cfg.Log, "raft.net"))))
+	return withHeldConfigurations(withVerifiedCommits(raft.NewNetworkTransportWithConfig(transportConfig(n.bus.stream(shard), newRaftLogger(n.cfg.Log, "raft.net")))))
 }
 
 // transportConfig is the configuration of a group's Raft transport over

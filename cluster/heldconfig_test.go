@@ -1,0 +1,247 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/rlserver/rlserver/internal/poll"
+)
+
+// Only a configuration entry not yet committed in which the server has no
+// vote is held back from it, with what follows it.
+func TestHeldConfigurationsSendable(t *testing.T) {
+	config := func(index uint64, servers ...raft.Server) *raft.Log {
+		return &raft.Log{Index: index, Term: 2, Type: raft.LogConfiguration, Data: raft.EncodeConfiguration(raft.Configuration{Servers: servers})}
+	}
+	voter := func(id raft.ServerID) raft.Server { return raft.Server{ID: id, Address: raft.ServerAddress(id)} }
+	learner := func(id raft.ServerID) raft.Server {
+		return raft.Server{ID: id, Address: raft.ServerAddress(id), Suffrage: raft.Nonvoter}
+	}
+	command := func(index uint64) *raft.Log { return &raft.Log{Index: index, Term: 2, Type: raft.LogCommand} }
+	removesN1 := config(6, voter("n2"), voter("n3"), voter("n4"))
+	demotesN1 := config(6, learner("n1"), voter("n2"), voter("n3"))
+	keepsN1 := config(6, voter("n1"), voter("n2"), voter("n3"), voter("n4"))
+	cases := []struct {
+		name      string
+		to        raft.ServerID
+		entries   []*raft.Log
+		committed uint64
+		want      int
+	}{
+		{"no configuration", "n1", []*raft.Log{command(5), command(6)}, 4, 2},
+		{"its removal, not committed", "n1", []*raft.Log{command(5), removesN1, command(7)}, 5, 1},
+		{"its removal, committed", "n1", []*raft.Log{command(5), removesN1, command(7)}, 6, 3},
+		{"another's removal", "n2", []*raft.Log{command(5), removesN1, command(7)}, 5, 3},
+		{"a server the configuration adds", "n4", []*raft.Log{command(5), removesN1, command(7)}, 5, 3},
+		{"its removal first, not committed", "n1", []*raft.Log{removesN1, command(7)}, 5, 0},
+		{"its demotion, not committed", "n1", []*raft.Log{demotesN1}, 5, 0},
+		{"a configuration it votes in", "n1", []*raft.Log{keepsN1, command(7)}, 5, 2},
+		{"its addition as a non-voter, not committed", "n9", []*raft.Log{config(6, voter("n1"), learner("n9"))}, 5, 0},
+	}
+	for _, c := range cases {
+		if got := sendable(c.to, c.entries, c.committed); got != c.want {
+			t.Errorf("%s: %d of %d entries sendable, want %d", c.name, got, len(c.entries), c.want)
+		}
+	}
+}
+
+// A group of three voters takes a fourth (a shard moving), then removes one
+// of the three, X. The leader reaches only X when it appends X's removal,
+// then no replica at all. hashicorp/raft alone sends X its removal: X, the
+// only one besides the leader to hold it, never stands (it has no vote in
+// its latest configuration) and refuses the others (their logs are
+// shorter), so the three left elect nobody, for as long as the leader is
+// away (CI: tests/membership_cutoff_test.go). Through heldConfigurations X
+// does not get the entry before it commits, and the three elect a leader.
+func TestRemovedReplicaDoesNotHoldItsRemovalAlone(t *testing.T) {
+	cases := []struct {
+		name    string
+		held    bool
+		elected bool
+	}{
+		{"hashicorp/raft alone", false, false},
+		{"held configurations", true, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := startHeldGroup(t, c.held)
+			leader := g.waitLeader(t, g.nodes[:3])
+			var x, y *heldNode // x leaves, y stays
+			for _, n := range g.nodes[:3] {
+				switch {
+				case n == leader:
+				case x == nil:
+					x = n
+				default:
+					y = n
+				}
+			}
+			fourth := g.nodes[3]
+			if err := leader.raft.AddNonvoter(fourth.id, raft.ServerAddress(fourth.id), 0, 0).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if err := leader.raft.AddVoter(fourth.id, raft.ServerAddress(fourth.id), 0, 0).Error(); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 10 {
+				if err := leader.raft.Apply(fmt.Appendf(nil, "decision %d", i), 0).Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			poll.Until(t, 10*time.Second, "every replica to hold every entry", func() (bool, error) {
+				want := leader.last()
+				return x.last() == want && y.last() == want && fourth.last() == want, nil
+			})
+
+			// From now on the leader reaches X alone.
+			cut(leader, y)
+			cut(leader, fourth)
+			before := leader.last()
+			leader.raft.RemoveServer(x.id, 0, 0) // never commits: no voter of the new configuration hears of it
+			poll.Until(t, 10*time.Second, "the leader to append X's removal", func() (bool, error) {
+				return leader.last() > before, nil
+			})
+			if c.held {
+				// Alone, X has it within milliseconds. (Meanwhile the
+				// leader, which no voter of its new configuration hears,
+				// may step down, and the others elect one: X may hold that
+				// leader's first entry.)
+				time.Sleep(200 * time.Millisecond)
+				if x.holdsRemovalOf(t, x.id, before+1) {
+					t.Fatal("X holds its uncommitted removal")
+				}
+			} else {
+				poll.Until(t, 10*time.Second, "X to hold its removal", func() (bool, error) {
+					return x.holdsRemovalOf(t, x.id, before+1), nil
+				})
+			}
+			cut(leader, x)
+
+			left := []*heldNode{x, y, fourth}
+			if !c.elected {
+				// Sixty election timeouts: the state does not change by itself.
+				time.Sleep(3 * time.Second)
+				if n := leaderAmong(left); n != nil {
+					t.Fatalf("%s leads: hashicorp/raft elects despite a removed replica holding its removal alone; heldConfigurations may be unneeded", n.id)
+				}
+				return
+			}
+			g.waitLeader(t, left)
+		})
+	}
+}
+
+// heldNode is one replica of the test's group, over the in-memory
+// transport.
+type heldNode struct {
+	id    raft.ServerID
+	raft  *raft.Raft
+	trans *raft.InmemTransport
+	store *raft.InmemStore
+}
+
+// last is the replica's last log index.
+func (n *heldNode) last() uint64 {
+	i, _ := n.store.LastIndex()
+	return i
+}
+
+// holdsRemovalOf reports whether the replica's log holds, from index from
+// on, a configuration without id.
+func (n *heldNode) holdsRemovalOf(t *testing.T, id raft.ServerID, from uint64) bool {
+	t.Helper()
+	for i := from; i <= n.last(); i++ {
+		var l raft.Log
+		if err := n.store.GetLog(i, &l); err != nil {
+			t.Fatalf("%s's entry %d: %v", n.id, i, err)
+		}
+		if l.Type == raft.LogConfiguration && !votesIn(raft.DecodeConfiguration(l.Data), id) {
+			return true
+		}
+	}
+	return false
+}
+
+type heldGroup struct{ nodes []*heldNode }
+
+// startHeldGroup starts four replicas, n1 to n4, every one connected to
+// every other, with the first three bootstrapped as voters; held puts each
+// one's transport in heldConfigurations.
+func startHeldGroup(t *testing.T, held bool) *heldGroup {
+	g := &heldGroup{}
+	for i := 1; i <= 4; i++ {
+		id := raft.ServerID(fmt.Sprintf("n%d", i))
+		_, trans := raft.NewInmemTransport(raft.ServerAddress(id))
+		g.nodes = append(g.nodes, &heldNode{id: id, trans: trans, store: raft.NewInmemStore()})
+	}
+	for _, a := range g.nodes {
+		for _, b := range g.nodes {
+			if a != b {
+				a.trans.Connect(b.trans.LocalAddr(), b.trans)
+			}
+		}
+	}
+	var voters []raft.Server
+	for _, n := range g.nodes[:3] {
+		voters = append(voters, raft.Server{ID: n.id, Address: raft.ServerAddress(n.id)})
+	}
+	for i, n := range g.nodes {
+		conf := raft.DefaultConfig()
+		conf.LocalID = n.id
+		conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+		conf.CommitTimeout = 5 * time.Millisecond
+		conf.ShutdownOnRemove = false
+		conf.LogOutput = io.Discard
+		var trans raft.Transport = n.trans
+		if held {
+			trans = withHeldConfigurations(n.trans)
+		}
+		r, err := newRaft(conf, &appliedLog{}, n.store, n.store, raft.NewInmemSnapshotStore(), trans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.raft = r
+		t.Cleanup(func() { r.Shutdown().Error() })
+		if i == 0 {
+			if err := r.BootstrapCluster(raft.Configuration{Servers: voters}).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return g
+}
+
+// waitLeader waits until one of among leads, and returns it.
+func (g *heldGroup) waitLeader(t *testing.T, among []*heldNode) *heldNode {
+	t.Helper()
+	var leader *heldNode
+	poll.Until(t, 10*time.Second, "a leader", func() (bool, error) {
+		leader = leaderAmong(among)
+		var states []string
+		for _, n := range among {
+			states = append(states, fmt.Sprintf("%s %s", n.id, n.raft.State()))
+		}
+		return leader != nil, fmt.Errorf("%v", states)
+	})
+	return leader
+}
+
+// leaderAmong is the replica of among that leads, or nil.
+func leaderAmong(among []*heldNode) *heldNode {
+	for _, n := range among {
+		if n.raft.State() == raft.Leader {
+			return n
+		}
+	}
+	return nil
+}
+
+// cut disconnects a and b, both ways.
+func cut(a, b *heldNode) {
+	a.trans.Disconnect(b.trans.LocalAddr())
+	b.trans.Disconnect(a.trans.LocalAddr())
+}
