@@ -149,8 +149,11 @@ func TestShutdownDeliversRepliesOfExecutedDecisions(t *testing.T) {
 	observer := srv.Client(t, 2)
 	c := dialRaw(t, srv.Addr)
 
-	const limit, n = 1_000_000_000, 300_000
-	one := command("RL.FIXED", "inflight", strconv.Itoa(limit), "60000")
+	// The longest window there is: a fixed window starts at a multiple of
+	// its length, and one of a minute could start anew during the test
+	// (it did, once: a reply with the full budget again).
+	const limit, n, window = 1_000_000_000, 300_000, "1000000000000"
+	one := command("RL.FIXED", "inflight", strconv.Itoa(limit), window)
 	written := make(chan error, 1)
 	go func() {
 		c.conn.SetWriteDeadline(time.Now().Add(2 * rlproc.StopTimeout))
