@@ -13,16 +13,16 @@ import (
 // hashicorp/raft applies a configuration as soon as it is in a replica's
 // log, and a replica whose latest configuration gives it no vote never
 // starts an election (runFollower), while it still refuses its vote to any
-// candidate whose log is shorter than its own. So when the leader appends
-// the entry that removes X, its replication sends it to X (the push that
-// tells X it was removed) and X happens to be the only replica besides the
-// leader to hold it, and the leader then dies or is cut off before the
-// others have it, no replica can be elected: X does not stand, and refuses
-// every other candidate, whose logs are shorter. The group stays without a
-// leader until the old leader comes back, and forever if it does not.
+// candidate whose log is shorter than its own. When the leader appends the
+// entry that removes X, its replication sends that entry to X (the push
+// that tells X it was removed). If X is then the only replica besides the
+// leader to hold it, and the leader dies or is cut off before the others
+// have it, no replica can be elected: X does not stand, and refuses every
+// other candidate, whose logs are shorter. The group stays without a leader
+// until the old leader comes back, and forever if it does not.
 // tests/membership_cutoff_test.go's rebalance through a cut-off leader met
-// it in CI (one replica a candidate in the same term for 20 s, the others
-// followers); heldconfig_test.go builds it with hashicorp/raft alone.
+// it now and then (one replica a candidate in the same term for 20 s, the
+// others followers); heldconfig_test.go builds it with hashicorp/raft alone.
 //
 // heldConfigurations wraps a group's transport so that the leader sends a
 // server such an entry (and what follows it) only once the entry is
