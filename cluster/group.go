@@ -60,7 +60,7 @@ func openStores(dir string, format persistence.LogFormat, log *slog.Logger) (st 
 			st.store.Close()
 		}
 	}()
-	if st.logs, err = raft.NewLogCache(512, persistence.CheckedLogs(st.store)); err != nil {
+	if st.logs, err = raft.NewLogCache(512, persistence.KeepTruncatedTail(persistence.CheckedLogs(st.store))); err != nil {
 		return st, err
 	}
 	if st.snaps, err = persistence.OpenSnapshotStore(dir, newRaftLogger(log, "snapshots")); err != nil {
