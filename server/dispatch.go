@@ -13,7 +13,7 @@ func (c *client) exec(args [][]byte, out []byte) []byte {
 		return c.execOne(args, out)
 	}
 	out = c.execOne(args, out)
-	if !c.nowait.unanswered && !c.nowait.aside { // it runs later (loopwait.go)
+	if !c.nowait.unanswered { // it runs later (loopwait.go)
 		c.afterCommand(args[0])
 	}
 	return out
@@ -56,8 +56,9 @@ func (c *client) execOne(args [][]byte, out []byte) []byte {
 	}
 	if c.nowait.loop && !onTheLoop(spec, args) {
 		// It may wait for every shard, the cluster or the disk: answer
-		// starts a goroutine that answers it (loopwait.go).
-		c.nowait.aside = true
+		// starts a goroutine that answers it (loopwait.go), CLIENT
+		// CACHING's bookkeeping included.
+		c.nowait.aside, c.nowait.unanswered = true, true
 		return out
 	}
 	return c.serverCommand(spec, args, out)

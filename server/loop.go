@@ -145,14 +145,16 @@ func (c *client) answer(in, out []byte) (rest, reply []byte, ok bool) {
 		out = c.exec(args, out)
 		if c.nowait.unanswered {
 			c.nowait.unanswered = false
-			break // the command stays in in, for later
-		}
-		in = leftover
-		run.commands++
-		if c.nowait.aside {
+			if !c.nowait.aside {
+				break // the command stays in in, for later
+			}
+			in = leftover
+			run.commands++
 			c.startAside(args)
 			break
 		}
+		in = leftover
+		run.commands++
 		if c.nowait.suspended {
 			break // EXEC sent its transaction
 		}

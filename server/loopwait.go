@@ -52,8 +52,9 @@ type nowait struct {
 	// aside: a goroutine answers a command that may wait (startAside);
 	// the replies before it are the loop's to keep until it has.
 	aside bool
-	// unanswered: execOne left its command unanswered because a segment
-	// is in flight, so answer leaves it in the rest.
+	// unanswered: execOne left its command unanswered, because a segment
+	// is in flight (answer leaves it in the rest) or for a goroutine to
+	// answer (aside).
 	unanswered bool
 }
 

@@ -254,6 +254,24 @@ func TestLoopTrackingAfterACommandAside(t *testing.T) {
 	conn.expect(decision3(1, 5, 3, 0, 2000), "RL.SLIDING", "t", "5", "1000")
 }
 
+// CLIENT CACHING YES covers the one command after it, there a command
+// answered aside (DBSIZE): the read after that is not tracked, so another
+// connection's write sends no invalidation.
+func TestLoopCommandAsideEndsClientCachingsWindow(t *testing.T) {
+	s := startLaterServer(t)
+	a, b := s.dial(t), s.dial(t)
+	a.expectPipeline([]step{
+		{cmd("HELLO", "3"), helloReply(true, a.clientID())},
+		{cmd("CLIENT", "TRACKING", "ON", "OPTIN"), "+OK\r\n"},
+		{cmd("SET", "k", "v1"), "+OK\r\n"},
+		{cmd("CLIENT", "CACHING", "YES"), "+OK\r\n"},
+		{cmd("DBSIZE"), intReply(1)},
+		{cmd("GET", "k"), bulkReply("v1")}, // the second command after CACHING: not tracked
+	})
+	b.expect("+OK\r\n", "SET", "k", "v2")
+	a.expectQuiet()
+}
+
 // A shard that never answers holds only its own connection: the loop
 // answers others meanwhile, and the request timeout answers the suspended
 // pipeline with TRYAGAIN in its place, without waiting on the loop.
