@@ -94,7 +94,7 @@ func PlanCluster(cfg ClusterConfig) (*Cluster, error) {
 	}
 	var members []string
 	for i := range n {
-		members = append(members, fmt.Sprintf("n%d@127.0.0.1:%d@%d", i+1, ports[i], ports[n+i]))
+		members = append(members, memberSpec(fmt.Sprintf("n%d", i+1), ports[i], ports[n+i]))
 	}
 	cfg.Dir = root
 	c := &Cluster{Shards: cfg.Shards, cfg: cfg, next: n + 1}
@@ -117,13 +117,21 @@ func PlanCluster(cfg ClusterConfig) (*Cluster, error) {
 		}
 		c.Nodes = append(c.Nodes, &Node{
 			ID:       id,
-			Addr:     fmt.Sprintf("127.0.0.1:%d", ports[i]),
-			BusAddr:  fmt.Sprintf("127.0.0.1:%d", ports[n+i]),
+			Addr:     loopback(ports[i]),
+			BusAddr:  loopback(ports[n+i]),
 			Config:   Config{Bin: cfg.Bin, Dir: dir, Args: append(args, cfg.Args...)},
 			password: cfg.Password,
 		})
 	}
 	return c, nil
+}
+
+// loopback is the address of port on 127.0.0.1.
+func loopback(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
+
+// memberSpec is a node as --cluster names it: id@host:port@busport.
+func memberSpec(id string, port, bus int) string {
+	return fmt.Sprintf("%s@%s@%d", id, loopback(port), bus)
 }
 
 // replan gives every node other ports and an empty data directory, for a
@@ -138,15 +146,14 @@ func (c *Cluster) replan() error {
 	}
 	var members []string
 	for i, node := range c.Nodes {
-		members = append(members, fmt.Sprintf("%s@127.0.0.1:%d@%d", node.ID, ports[i], ports[n+i]))
+		members = append(members, memberSpec(node.ID, ports[i], ports[n+i]))
 	}
 	for i, node := range c.Nodes {
 		if node.Running() {
 			return fmt.Errorf("replan: %s is running", node.ID)
 		}
 		node.closeClient()
-		node.Addr = fmt.Sprintf("127.0.0.1:%d", ports[i])
-		node.BusAddr = fmt.Sprintf("127.0.0.1:%d", ports[n+i])
+		node.Addr, node.BusAddr = loopback(ports[i]), loopback(ports[n+i])
 		args := node.Config.Args
 		for j := 0; j+1 < len(args); j++ {
 			switch args[j] {
@@ -182,7 +189,7 @@ func (c *Cluster) Join(via *Node, extra ...string) (*Node, error) {
 	args := []string{
 		"--node-id", id, "--bind", "127.0.0.1", "--port", strconv.Itoa(ports[0]),
 		"--data-dir", filepath.Join(dir, "data"), "--join", via.Addr + "@" + viaBus,
-		"--announce", fmt.Sprintf("127.0.0.1:%d@%d", ports[0], ports[1]),
+		"--announce", fmt.Sprintf("%s@%d", loopback(ports[0]), ports[1]),
 	}
 	if c.cfg.Heartbeat != 0 {
 		args = append(args, "--raft-heartbeat", c.cfg.Heartbeat.String())
@@ -193,8 +200,8 @@ func (c *Cluster) Join(via *Node, extra ...string) (*Node, error) {
 	args = append(append(args, c.cfg.Args...), extra...)
 	n := &Node{
 		ID:       id,
-		Addr:     fmt.Sprintf("127.0.0.1:%d", ports[0]),
-		BusAddr:  fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		Addr:     loopback(ports[0]),
+		BusAddr:  loopback(ports[1]),
 		Config:   Config{Bin: c.cfg.Bin, Dir: dir, Args: args},
 		password: c.cfg.Password,
 	}
