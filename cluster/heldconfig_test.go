@@ -68,10 +68,10 @@ func TestRemovedReplicaDoesNotHoldItsRemovalAlone(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			g := startHeldGroup(t, c.held)
-			leader := g.waitLeader(t, g.nodes[:3])
+			nodes := startHeldGroup(t, c.held)
+			leader := waitLeader(t, nodes[:3])
 			var x, y *heldNode // x leaves, y stays
-			for _, n := range g.nodes[:3] {
+			for _, n := range nodes[:3] {
 				switch {
 				case n == leader:
 				case x == nil:
@@ -80,7 +80,7 @@ func TestRemovedReplicaDoesNotHoldItsRemovalAlone(t *testing.T) {
 					y = n
 				}
 			}
-			fourth := g.nodes[3]
+			fourth := nodes[3]
 			if err := leader.raft.AddNonvoter(fourth.id, raft.ServerAddress(fourth.id), 0, 0).Error(); err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +130,7 @@ func TestRemovedReplicaDoesNotHoldItsRemovalAlone(t *testing.T) {
 				}
 				return
 			}
-			g.waitLeader(t, left)
+			waitLeader(t, left)
 		})
 	}
 }
@@ -166,30 +166,28 @@ func (n *heldNode) holdsRemovalOf(t *testing.T, id raft.ServerID, from uint64) b
 	return false
 }
 
-type heldGroup struct{ nodes []*heldNode }
-
 // startHeldGroup starts four replicas, n1 to n4, every one connected to
 // every other, with the first three bootstrapped as voters; held puts each
 // one's transport in heldConfigurations.
-func startHeldGroup(t *testing.T, held bool) *heldGroup {
-	g := &heldGroup{}
+func startHeldGroup(t *testing.T, held bool) []*heldNode {
+	var nodes []*heldNode
 	for i := 1; i <= 4; i++ {
 		id := raft.ServerID(fmt.Sprintf("n%d", i))
 		_, trans := raft.NewInmemTransport(raft.ServerAddress(id))
-		g.nodes = append(g.nodes, &heldNode{id: id, trans: trans, store: raft.NewInmemStore()})
+		nodes = append(nodes, &heldNode{id: id, trans: trans, store: raft.NewInmemStore()})
 	}
-	for _, a := range g.nodes {
-		for _, b := range g.nodes {
+	for _, a := range nodes {
+		for _, b := range nodes {
 			if a != b {
 				a.trans.Connect(b.trans.LocalAddr(), b.trans)
 			}
 		}
 	}
 	var voters []raft.Server
-	for _, n := range g.nodes[:3] {
+	for _, n := range nodes[:3] {
 		voters = append(voters, raft.Server{ID: n.id, Address: raft.ServerAddress(n.id)})
 	}
-	for i, n := range g.nodes {
+	for i, n := range nodes {
 		conf := raft.DefaultConfig()
 		conf.LocalID = n.id
 		conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
@@ -212,11 +210,11 @@ func startHeldGroup(t *testing.T, held bool) *heldGroup {
 			}
 		}
 	}
-	return g
+	return nodes
 }
 
 // waitLeader waits until one of among leads, and returns it.
-func (g *heldGroup) waitLeader(t *testing.T, among []*heldNode) *heldNode {
+func waitLeader(t *testing.T, among []*heldNode) *heldNode {
 	t.Helper()
 	var leader *heldNode
 	poll.Until(t, 10*time.Second, "a leader", func() (bool, error) {
