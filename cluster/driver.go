@@ -185,15 +185,33 @@ func (n *RaftShards) unstick(cat *Catalogue, s int) {
 // catalogueVoters of the nodes that answer and are not leaving vote.
 func (n *RaftShards) keepCatalogueGroup(cat *Catalogue) bool {
 	meta := n.meta.Load()
-	f := meta.raft.GetConfiguration()
-	if f.Error() != nil {
-		return true
-	}
-	if f.Index() > meta.raft.CommitIndex() {
+	servers, index, ok := meta.configuration()
+	if !ok {
 		return true // a change is being committed
 	}
-	servers := f.Configuration().Servers
 	self := n.cfg.Self.ID
+	now := time.Now()
+	good := func(id string) bool {
+		node := cat.Node(id)
+		return node != nil && !node.Leaving && (id == self || n.health.silentFor(id, now) < catalogueVoterDeadAfter)
+	}
+	var voters, goodVoters, badVoters []string
+	for _, s := range servers {
+		if s.Suffrage == raft.Voter {
+			voters = append(voters, string(s.ID))
+			if good(string(s.ID)) {
+				goodVoters = append(goodVoters, string(s.ID))
+			} else {
+				badVoters = append(badVoters, string(s.ID))
+			}
+		}
+	}
+	// A change of voters waits until the good voters it keeps hold the
+	// configuration (acknowledged.go): the others are on their way out.
+	// Meanwhile the driver goes on with the shards (false: nothing done).
+	held := func(except ...string) bool {
+		return n.holdConfiguration(meta.acks, voters, index, append(except, badVoters...)...)
+	}
 	for _, s := range servers {
 		if cat.Node(string(s.ID)) != nil {
 			continue
@@ -201,6 +219,9 @@ func (n *RaftShards) keepCatalogueGroup(cat *Catalogue) bool {
 		if string(s.ID) == self {
 			meta.raft.LeadershipTransfer()
 			return true
+		}
+		if !held(string(s.ID)) {
+			return false
 		}
 		return n.changeCatalogueGroup("removing a forgotten node", meta.raft.RemoveServer(s.ID, 0, 0))
 	}
@@ -214,11 +235,6 @@ func (n *RaftShards) keepCatalogueGroup(cat *Catalogue) bool {
 				meta.raft.AddNonvoter(raft.ServerID(node.ID), raft.ServerAddress(node.Bus), 0, 0))
 		}
 	}
-	now := time.Now()
-	good := func(id string) bool {
-		node := cat.Node(id)
-		return node != nil && !node.Leaving && (id == self || n.health.silentFor(id, now) < catalogueVoterDeadAfter)
-	}
 	want := 0
 	for _, node := range cat.Nodes {
 		if !node.Leaving {
@@ -226,20 +242,14 @@ func (n *RaftShards) keepCatalogueGroup(cat *Catalogue) bool {
 		}
 	}
 	want = min(want, catalogueVoters)
-	var voters, goodVoters []string
-	for _, s := range servers {
-		if s.Suffrage == raft.Voter {
-			voters = append(voters, string(s.ID))
-			if good(string(s.ID)) {
-				goodVoters = append(goodVoters, string(s.ID))
-			}
-		}
-	}
 	if len(goodVoters) < want {
 		for _, s := range servers {
 			id := string(s.ID)
 			if s.Suffrage == raft.Voter || !good(id) || n.down(id) || !n.catalogueCaughtUp(id, cat) || !n.answersNow(id) {
 				continue
+			}
+			if !held() {
+				return false
 			}
 			return n.changeCatalogueGroup("giving a node a vote in the catalogue",
 				meta.raft.AddVoter(s.ID, s.Address, 0, 0))
@@ -256,6 +266,9 @@ func (n *RaftShards) keepCatalogueGroup(cat *Catalogue) bool {
 		if demote == self {
 			meta.raft.LeadershipTransfer()
 			return true
+		}
+		if !held(demote) {
+			return false
 		}
 		return n.changeCatalogueGroup("taking a node's vote in the catalogue", meta.raft.DemoteVoter(raft.ServerID(demote), 0, 0))
 	}

@@ -18,6 +18,8 @@ import (
 type shardFSM struct {
 	replica
 	cmds []engine.Command // decoding scratch
+	// committedConfiguration records the configurations it applies.
+	committedConfiguration
 	// halted is set by an entry only a newer rlserver can apply: from then
 	// on the replica applies nothing and takes no snapshot, and halt is
 	// told, so that the process stops rather than let its state diverge.
@@ -58,6 +60,9 @@ func (a *appliedEntry) take() []engine.Result {
 func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	for i, l := range logs {
+		if l.Type == raft.LogConfiguration {
+			f.StoreConfiguration(l.Index, raft.DecodeConfiguration(l.Data))
+		}
 		if l.Type != raft.LogCommand {
 			continue
 		}

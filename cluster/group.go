@@ -21,8 +21,10 @@ type group struct {
 	raft  *raft.Raft
 	fsm   *shardFSM
 	store persistence.Store
+	snaps raft.SnapshotStore
 	trans io.Closer
 	prop  *proposer
+	acks  *acknowledged // what the replicas acknowledged to this node as leader
 
 	leader atomic.Pointer[Member] // nil while unknown
 	load   loadLatch              // whether the replica has loaded its state
@@ -106,7 +108,7 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 			"its state, and the votes it cast, are lost; run CLUSTER FORGET %s FORCE on a live node, then start this node as a new one with --join",
 			shard, dir, cfg.Self.ID)
 	}
-	g.store = st.store
+	g.store, g.snaps = st.store, st.snaps
 	g.recovered.Store(persistence.IsRecovered(dir))
 	if g.raft, err = newRaft(raftConfig(cfg, fmt.Sprintf("raft.shard%d", shard)), g.fsm, st.logs, st.store, st.snaps, trans); err != nil {
 		st.store.Close()
@@ -115,6 +117,7 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 	if c, ok := trans.(io.Closer); ok {
 		g.trans = c
 	}
+	g.acks = acknowledgedBy(trans)
 	if bootstrap != nil && !st.existing {
 		// Every replica bootstraps with the same configuration; Raft makes
 		// that safe, and ErrCantBootstrap only means it already was.

@@ -36,9 +36,13 @@ import (
 // that, X never learns from Raft that it was removed, and the catalogue,
 // which places the replicas, has its node drop the replica
 // (RaftShards.followPlacement).
+//
+// Seeing every append, it also records what each server acknowledged
+// (acknowledged.go), for the changes that wait for it.
 type heldConfigurations struct {
 	netTransport
 	raft atomic.Pointer[raft.Raft] // the group's Raft, once it runs
+	acks acknowledged
 }
 
 // heldWait bounds how long an append that would carry a held entry waits
@@ -50,6 +54,15 @@ const heldWait = 50 * time.Millisecond
 // withHeldConfigurations wraps t (see heldConfigurations).
 func withHeldConfigurations(t netTransport) *heldConfigurations {
 	return &heldConfigurations{netTransport: t}
+}
+
+// acknowledgedBy is what the servers have acknowledged through trans, when
+// it is a heldConfigurations; nil otherwise (a single node's transport).
+func acknowledgedBy(trans raft.Transport) *acknowledged {
+	if h, ok := trans.(*heldConfigurations); ok {
+		return &h.acks
+	}
+	return nil
 }
 
 // serve gives the wrapper the Raft it serves (newRaft calls it): until then
@@ -82,7 +95,9 @@ func (h *heldConfigurations) AppendEntries(id raft.ServerID, target raft.ServerA
 		// server holds now, and sends the rest next.
 		args.Entries = args.Entries[:n]
 	}
-	return h.netTransport.AppendEntries(id, target, args, resp)
+	err := h.netTransport.AppendEntries(id, target, args, resp)
+	h.acks.sent(id, args, resp, err)
+	return err
 }
 
 // AppendEntriesPipeline refuses: the appends of a pipeline would bypass

@@ -69,18 +69,7 @@ func TestRemovedReplicaDoesNotHoldItsRemovalAlone(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			nodes := startHeldGroup(t, c.held)
-			leader := waitLeader(t, nodes[:3])
-			var x, y *heldNode // x leaves, y stays
-			for _, n := range nodes[:3] {
-				switch {
-				case n == leader:
-				case x == nil:
-					x = n
-				default:
-					y = n
-				}
-			}
-			fourth := nodes[3]
+			leader, x, y, fourth := leaderAndOthers(t, nodes)
 			if err := leader.raft.AddNonvoter(fourth.id, raft.ServerAddress(fourth.id), 0, 0).Error(); err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +130,17 @@ type heldNode struct {
 	id    raft.ServerID
 	raft  *raft.Raft
 	trans *raft.InmemTransport
+	held  *heldConfigurations // nil when the group runs without
 	store *raft.InmemStore
+	snaps *raft.InmemSnapshotStore
+	fsm   *configuredLog
+}
+
+// configuredLog is an appliedLog that records the configurations it is
+// given, as the groups' state machines do.
+type configuredLog struct {
+	appliedLog
+	committedConfiguration
 }
 
 // last is the replica's last log index.
@@ -174,7 +173,7 @@ func startHeldGroup(t *testing.T, held bool) []*heldNode {
 	for i := 1; i <= 4; i++ {
 		id := raft.ServerID(fmt.Sprintf("n%d", i))
 		_, trans := raft.NewInmemTransport(raft.ServerAddress(id))
-		nodes = append(nodes, &heldNode{id: id, trans: trans, store: raft.NewInmemStore()})
+		nodes = append(nodes, &heldNode{id: id, trans: trans, store: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore(), fsm: &configuredLog{}})
 	}
 	for _, a := range nodes {
 		for _, b := range nodes {
@@ -196,9 +195,10 @@ func startHeldGroup(t *testing.T, held bool) []*heldNode {
 		conf.LogOutput = io.Discard
 		var trans raft.Transport = n.trans
 		if held {
-			trans = withHeldConfigurations(n.trans)
+			n.held = withHeldConfigurations(n.trans)
+			trans = n.held
 		}
-		r, err := newRaft(conf, &appliedLog{}, n.store, n.store, raft.NewInmemSnapshotStore(), trans)
+		r, err := newRaft(conf, n.fsm, n.store, n.store, n.snaps, trans)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,6 +211,24 @@ func startHeldGroup(t *testing.T, held bool) []*heldNode {
 		}
 	}
 	return nodes
+}
+
+// leaderAndOthers waits until one of the three voters of nodes (from
+// startHeldGroup) leads, and returns it, the other two (x, which the tests
+// remove, and y, which stays) and the fourth node, which is no member yet.
+func leaderAndOthers(t *testing.T, nodes []*heldNode) (leader, x, y, fourth *heldNode) {
+	t.Helper()
+	leader = waitLeader(t, nodes[:3])
+	for _, n := range nodes[:3] {
+		switch {
+		case n == leader:
+		case x == nil:
+			x = n
+		default:
+			y = n
+		}
+	}
+	return leader, x, y, nodes[3]
 }
 
 // waitLeader waits until one of among leads, and returns it.
@@ -242,4 +260,10 @@ func leaderAmong(among []*heldNode) *heldNode {
 func cut(a, b *heldNode) {
 	a.trans.Disconnect(b.trans.LocalAddr())
 	b.trans.Disconnect(a.trans.LocalAddr())
+}
+
+// heal connects a and b again, both ways.
+func heal(a, b *heldNode) {
+	a.trans.Connect(b.trans.LocalAddr(), b.trans)
+	b.trans.Connect(a.trans.LocalAddr(), a.trans)
 }

@@ -36,7 +36,9 @@ type metaGroup struct {
 	raft  *raft.Raft
 	fsm   *catalogueFSM
 	store persistence.Store
+	snaps raft.SnapshotStore
 	trans io.Closer
+	acks  *acknowledged // what the members acknowledged to this node as leader
 }
 
 // openMeta opens the catalogue group's stores and starts its Raft
@@ -58,7 +60,7 @@ func openMeta(cfg *RaftConfig, trans raft.Transport, halt chan<- error, bootstra
 	if err != nil {
 		return nil, fmt.Errorf("catalogue: %w", err)
 	}
-	m.store = st.store
+	m.store, m.snaps = st.store, st.snaps
 	c := raftConfig(cfg, "raft.catalogue")
 	if m.raft, err = newRaft(c, m.fsm, st.logs, st.store, st.snaps, trans); err != nil {
 		st.store.Close()
@@ -67,6 +69,7 @@ func openMeta(cfg *RaftConfig, trans raft.Transport, halt chan<- error, bootstra
 	if closer, ok := trans.(io.Closer); ok {
 		m.trans = closer
 	}
+	m.acks = acknowledgedBy(trans)
 	// Only the voters bootstrap (Raft refuses a non-voter's bootstrap); the
 	// leader sends the others the configuration with the log.
 	if conf := catalogueConfiguration(bootstrap); bootstrap != nil && !st.existing && hasVote(conf, cfg.Self.ID) {
@@ -112,6 +115,13 @@ func (m *metaGroup) close(log *slog.Logger) {
 		m.trans.Close()
 	}
 	m.store.Close()
+}
+
+// configuration reads the catalogue group's latest configuration and the
+// index it was committed at; ok is false while it is not known to be
+// committed (committedconfig.go).
+func (m *metaGroup) configuration() (servers []raft.Server, index uint64, ok bool) {
+	return latestConfiguration(m.raft, &m.fsm.committedConfiguration, m.snaps)
 }
 
 // leads reports whether this node leads the catalogue group.

@@ -27,6 +27,10 @@ import (
 //     one of them it first hands its leadership to the shard's preferred
 //     replica, which carries on.
 //
+// A step that changes the voters (1, 3 and 4) waits until every voter it
+// keeps has acknowledged the configuration it changes (acknowledged.go):
+// a voter that has not heard of another's promotion refuses to elect it.
+//
 // Every step is idempotent and judged afresh from the group's
 // configuration and the catalogue, so a leader that dies in the middle of
 // a move leaves nothing half done that the next one cannot finish.
@@ -85,22 +89,22 @@ func (c groupConfig) has(id string) bool {
 	return slices.Contains(c.voters, id) || slices.Contains(c.learners, id)
 }
 
-// configuration reads g's configuration; ok is false while a change is not
-// committed yet.
+// configuration reads g's configuration; ok is false while it is not
+// known to be committed (committedconfig.go).
 func configuration(g *group) (c groupConfig, ok bool) {
-	f := g.raft.GetConfiguration()
-	if f.Error() != nil {
+	servers, index, ok := latestConfiguration(g.raft, &g.fsm.committedConfiguration, g.snaps)
+	if !ok {
 		return c, false
 	}
-	c.index = f.Index()
-	for _, s := range f.Configuration().Servers {
+	c.index = index
+	for _, s := range servers {
 		if s.Suffrage == raft.Voter {
 			c.voters = append(c.voters, string(s.ID))
 		} else {
 			c.learners = append(c.learners, string(s.ID))
 		}
 	}
-	return c, c.index <= g.raft.CommitIndex()
+	return c, true
 }
 
 // reconcileShard takes one step of g's group towards p's target.
@@ -127,6 +131,9 @@ func (n *RaftShards) reconcileShard(g *group, p Placement, cu *catchUp) {
 	// 1. Dead replicas leave first.
 	for _, id := range leaving {
 		if id != self && n.down(id) {
+			if !n.votersHold(g, cfg, id) {
+				return
+			}
 			n.changeConfig(g, "removing a replica whose node is down", id, g.raft.RemoveServer(raft.ServerID(id), 0, 0))
 			return
 		}
@@ -153,6 +160,9 @@ func (n *RaftShards) reconcileShard(g *group, p Placement, cu *catchUp) {
 		if m == nil {
 			continue
 		}
+		if !n.votersHold(g, cfg) {
+			return
+		}
 		n.changeConfig(g, "promoting a caught-up replica to voter", id,
 			g.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(m.Bus), 0, 0))
 		return
@@ -164,6 +174,9 @@ func (n *RaftShards) reconcileShard(g *group, p Placement, cu *catchUp) {
 	}
 	// 4. The replicas that leave.
 	for _, id := range leaving {
+		if !n.votersHold(g, cfg, id) {
+			return // for the one taking over too, when this node leaves
+		}
 		if id == self {
 			n.handOver(g, p)
 			return
@@ -171,6 +184,33 @@ func (n *RaftShards) reconcileShard(g *group, p Placement, cu *catchUp) {
 		n.changeConfig(g, "removing a replica the catalogue moved away", id, g.raft.RemoveServer(raft.ServerID(id), 0, 0))
 		return
 	}
+}
+
+// votersHold reports whether every voter of g's configuration cfg, other
+// than this node and except, has acknowledged holding cfg, as a change of
+// voters requires (see acknowledged.go). One that has not gets it with the
+// leader's next append, within milliseconds.
+func (n *RaftShards) votersHold(g *group, cfg groupConfig, except ...string) bool {
+	if n.holdConfiguration(g.acks, cfg.voters, cfg.index, except...) {
+		return true
+	}
+	n.cfg.Log.Debug("a change of a shard's voters waits for the voters it keeps to hold its configuration", "shard", g.shard, "index", cfg.index)
+	return false
+}
+
+// holdConfiguration reports whether every one of voters, other than this
+// node, except, and those whose nodes are down, has acknowledged the
+// configuration at index. A move goes on while one of its voters is down
+// (a node killed in its middle, say): that voter, when it comes back
+// before it has caught up and the leader is lost meanwhile, may refuse to
+// elect the promoted replica; that is two failures among three replicas.
+func (n *RaftShards) holdConfiguration(acks *acknowledged, voters []string, index uint64, except ...string) bool {
+	for _, id := range voters {
+		if n.down(id) {
+			except = append(except, id)
+		}
+	}
+	return acks.votersHold(voters, index, n.cfg.Self.ID, except...)
 }
 
 // holdsEmpty reports whether node id has opened its replica of shard, so

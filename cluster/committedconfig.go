@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"cmp"
+	"slices"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// hashicorp/raft v1.7.3's GetConfiguration reports a group's latest
+// configuration, committed or not, with index 0 (its future's index is
+// never set; Stats reads the same future), and nothing else it exports says
+// whether that configuration is committed. Yet a leader must not change a
+// group's members while a change is being committed, nor report to the
+// catalogue a configuration the group may still lose: the catalogue would
+// have a removed replica's node drop it while the group may still need its
+// vote. Nor can the catalogue tell an older report from a newer one without
+// the index.
+//
+// So each group's state machine records the configurations it applies,
+// which are committed (committedConfiguration), and the snapshot store
+// gives the one inside the latest snapshot, which a replica holds without
+// applying it (restored at start, or sent by the leader).
+
+// committedConfiguration is the latest configuration a group's state
+// machine has applied, and its index.
+type committedConfiguration struct {
+	p atomic.Pointer[indexedConfiguration]
+}
+
+// indexedConfiguration is a configuration and the index of its entry.
+type indexedConfiguration struct {
+	index   uint64
+	servers []raft.Server
+}
+
+// StoreConfiguration records c, committed at index, unless a later one is
+// recorded (raft.ConfigurationStore: hashicorp/raft calls it for a state
+// machine that does not batch; shardFSM.ApplyBatch calls it itself).
+func (cc *committedConfiguration) StoreConfiguration(index uint64, c raft.Configuration) {
+	next := &indexedConfiguration{index: index, servers: c.Servers}
+	for {
+		cur := cc.p.Load()
+		if cur != nil && cur.index >= index {
+			return
+		}
+		if cc.p.CompareAndSwap(cur, next) {
+			return
+		}
+	}
+}
+
+// latestConfiguration reads r's latest configuration, and the index it was
+// committed at; ok is false while it is not known to be committed (a
+// change being committed, or its commit not applied here yet).
+func latestConfiguration(r *raft.Raft, committed *committedConfiguration, snaps raft.SnapshotStore) (servers []raft.Server, index uint64, ok bool) {
+	f := r.GetConfiguration()
+	if f.Error() != nil {
+		return nil, 0, false
+	}
+	servers = f.Configuration().Servers
+	c := committed.p.Load()
+	if c == nil || !sameServers(c.servers, servers) {
+		// Perhaps the committed one is in a snapshot this replica restored
+		// or was sent, and the log holds no configuration after it.
+		if metas, err := snaps.List(); err == nil && len(metas) > 0 {
+			committed.StoreConfiguration(metas[0].ConfigurationIndex, metas[0].Configuration)
+			c = committed.p.Load()
+		}
+	}
+	if c == nil || !sameServers(c.servers, servers) {
+		return servers, 0, false
+	}
+	return servers, c.index, true
+}
+
+// sameServers reports whether a and b have the same servers, each with the
+// same vote, in any order.
+func sameServers(a, b []raft.Server) bool {
+	byID := func(x, y raft.Server) int { return cmp.Compare(x.ID, y.ID) }
+	a, b = slices.SortedFunc(slices.Values(a), byID), slices.SortedFunc(slices.Values(b), byID)
+	return slices.EqualFunc(a, b, func(x, y raft.Server) bool { return x.ID == y.ID && x.Suffrage == y.Suffrage })
+}
