@@ -456,6 +456,7 @@ var baseTable = []*Spec{
 				"DEBUG CLOCK SET <unix_ms> fixes the clock decisions use; DEBUG CLOCK ADVANCE <ms> moves it; DEBUG CLOCK GET reads it; DEBUG CLOCK REAL returns to the system clock.",
 				Arg{Name: "action", Type: "string"}, Arg{Name: "ms", Type: "integer", Optional: true}),
 			sub("debug", "digest", 2, adminFlags, adminCats, "A SHA-256 of every live key and its state: replicas that agree have the same digest."),
+			sub("debug", "digest-shards", 2, adminFlags, adminCats, "DEBUG DIGEST's digest of each shard, in shard order: which shard two nodes disagree on."),
 			sub("debug", "help", 2, adminFlags, adminCats, "Lists the DEBUG subcommands."),
 		},
 	},

@@ -124,6 +124,16 @@ func (c *client) debugCommand(spec *commands.Spec, args [][]byte, out []byte) []
 		return c.debugClock(args, out)
 	case "debug|digest":
 		return c.digest(out)
+	case "debug|digest-shards":
+		digests, err := c.shardDigests()
+		if err != nil {
+			return appendError(out, err)
+		}
+		out = appendArray(out, len(digests))
+		for _, d := range digests {
+			out = appendBulkString(out, d)
+		}
+		return out
 	}
 	return appendHelp(out, spec)
 }
@@ -134,15 +144,30 @@ func (c *client) debugCommand(spec *commands.Spec, args [][]byte, out []byte) []
 // log agree; compare nodes once writes have stopped and every replica has
 // caught up.
 func (c *client) digest(out []byte) []byte {
+	digests, err := c.shardDigests()
+	if err != nil {
+		return appendError(out, err)
+	}
 	h := sha256.New()
-	for shard := range c.srv.shards.Shards() {
-		r, err := c.srv.shards.Read(shard, engine.Command{Op: engine.OpDigest})
-		if err != nil {
-			return appendError(out, err)
-		}
-		fmt.Fprintf(h, "%d:%s;", shard, r.Text)
+	for shard, d := range digests {
+		fmt.Fprintf(h, "%d:%s;", shard, d)
 	}
 	return appendBulkString(out, hex.EncodeToString(h.Sum(nil)))
+}
+
+// shardDigests is each shard's digest, as DEBUG DIGEST reads them (DEBUG
+// DIGEST-SHARDS answers them: when two nodes' digests differ, which shard
+// they disagree on).
+func (c *client) shardDigests() ([]string, error) {
+	digests := make([]string, c.srv.shards.Shards())
+	for shard := range digests {
+		r, err := c.srv.shards.Read(shard, engine.Command{Op: engine.OpDigest})
+		if err != nil {
+			return nil, err
+		}
+		digests[shard] = r.Text
+	}
+	return digests, nil
 }
 
 var errClockUsage = errors.New("ERR DEBUG CLOCK SET <unix_ms> | ADVANCE <ms> | GET | REAL")

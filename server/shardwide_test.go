@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strconv"
@@ -206,6 +207,17 @@ func TestDebugDigest(t *testing.T) {
 	cb.expect(decision2(1, 10, 8, 0, 99500), "RL.SLIDING", "user:1", "10", "60000")
 	if db := cb.do("DEBUG", "DIGEST"); db == da {
 		t.Fatal("a decision did not change the digest")
+	}
+	shards, _ := parse(t, cb.do("DEBUG", "DIGEST-SHARDS")).([]any)
+	if len(shards) != 3 {
+		t.Fatalf("DEBUG DIGEST-SHARDS: %v, want one digest a shard", shards)
+	}
+	h := sha256.New()
+	for i, d := range shards {
+		fmt.Fprintf(h, "%d:%s;", i, d)
+	}
+	if got, want := cb.do("DEBUG", "DIGEST"), fmt.Sprintf("$64\r\n%x\r\n", h.Sum(nil)); got != want {
+		t.Fatalf("DEBUG DIGEST %q is not the hash of DEBUG DIGEST-SHARDS %v", got, shards)
 	}
 	if got := ca.do("DEBUG", "DIGEST", "x"); got != "-ERR wrong number of arguments for 'debug|digest' command\r\n" {
 		t.Fatalf("DEBUG DIGEST x: %q", got)

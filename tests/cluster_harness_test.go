@@ -142,7 +142,14 @@ func (tc *testCluster) logTroubles() {
 			lines = lines[len(lines)-40:]
 		}
 		info, _ := tc.client(i).Info(ctx(tc.t), "raft").Result()
-		tc.t.Logf("%s: INFO raft:\n%s\nits last warnings and errors:\n%s", n.ID, info, strings.Join(lines, "\n"))
+		// Which shard the nodes disagree on, when they do.
+		shards, err := tc.client(i).Do(ctx(tc.t), "DEBUG", "DIGEST-SHARDS").StringSlice()
+		var digests []string
+		for s, d := range shards {
+			digests = append(digests, fmt.Sprintf("%d:%.12s", s, d))
+		}
+		tc.t.Logf("%s: INFO raft:\n%s\nDEBUG DIGEST-SHARDS: %s %v\nits last warnings and errors:\n%s",
+			n.ID, info, strings.Join(digests, " "), err, strings.Join(lines, "\n"))
 	}
 }
 
