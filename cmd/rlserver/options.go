@@ -73,7 +73,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.DurationVar(&o.replaceDead, "replace-dead-after", 0, "in a cluster of more than three nodes, re-create elsewhere the replicas of a node down for this long (0: never; CLUSTER FORGET ... FORCE does it by hand)")
 	fs.StringVar(&o.busListen, "bus-listen", "", "listen for the cluster bus on this host:port instead of this node's bus address in --cluster, which the other nodes keep dialling (behind NAT, a port mapping or a proxy)")
 	fs.IntVar(&o.shards, "shards", 0, "number of shards (single-threaded partitions of the keyspace), 1 to 1024, fixed for the cluster's life (default: what the data dir was created with; for a new cluster, one per --cluster member; with --join, the cluster's; half the CPUs for a single node)")
-	fs.BoolVar(&o.debug, "enable-debug-command", false, "allow DEBUG CLOCK and DEBUG DIGEST (for tests)")
+	fs.BoolVar(&o.debug, "enable-debug-command", false, "allow DEBUG CLOCK, DEBUG DIGEST and DEBUG DIGEST-SHARDS (for tests)")
 	fs.StringVar(&o.requirePass, "requirepass", "", "password clients must give with AUTH or HELLO AUTH")
 	fs.IntVar(&o.maxClients, "maxclients", defaults.MaxClients, "maximum number of client connections")
 	fs.IntVar(&o.eventLoops, "event-loops", 0, "threads that serve plain TCP connections as event loops, as Redis's one thread does; 0: a goroutine per connection (default: half the CPUs on Linux, else 0; TLS connections always have a goroutine)")
