@@ -129,6 +129,21 @@ type RaftState struct {
 	Learner bool
 }
 
+// Registered reports whether the cluster's committed catalogue holds this
+// node with its data directory's incarnation (INFO raft's
+// raft_registered). An initial member registers it once the first
+// catalogue is committed; until then the cluster cannot tell this data
+// directory from none, and a node that lost it would be admitted again as
+// one that never started. A node outside a cluster reports false.
+func (n *RaftShards) Registered() bool {
+	c := n.committedCatalogue()
+	if c == nil || n.cfg.Incarnation == "" {
+		return false
+	}
+	node := c.Node(n.cfg.Self.ID)
+	return node != nil && node.Incarnation == n.cfg.Incarnation
+}
+
 // RaftStates describes this node's replicas. It reads Raft's atomic
 // figures only (not raft.Stats, which waits on each group's main loop), so
 // INFO and a metrics scrape cost nothing to a busy group.

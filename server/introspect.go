@@ -258,6 +258,13 @@ func (s *Server) writeRaftInfo(line func(string, any)) {
 	}
 	line("raft_shards_held", len(states))
 	line("raft_shards_leading", leading)
+	if s.cfg.Cluster != nil {
+		registered := 0
+		if s.cfg.Raft.Registered() {
+			registered = 1
+		}
+		line("raft_registered", registered)
+	}
 	for _, st := range states {
 		leader := st.Leader
 		if leader == "" {

@@ -54,6 +54,9 @@ type Cluster interface {
 // RaftInfo describes the shards' Raft groups, for INFO.
 type RaftInfo interface {
 	RaftStates() []cluster.RaftState
+	// Registered reports whether the cluster's catalogue holds this
+	// node's data directory (a cluster node only).
+	Registered() bool
 }
 
 // Clock is the time decisions use, in Unix ms (for TIME).

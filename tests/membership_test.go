@@ -115,7 +115,16 @@ func TestMembershipLostDiskIsRefusedThenReplaced(t *testing.T) {
 		t.Fatalf("an empty data directory under n2's id while n2 runs: exited %v; log:\n%s", exited, p.Log())
 	}
 
+	// The data directory is lost once the cluster knows it: an initial
+	// member registers it when the first catalogue is committed, and
+	// before that the cluster could not tell it from none (CI once killed
+	// n3 right after the first catalogue, before n3 had registered, and
+	// the empty n3 was admitted as a member that never started).
 	const victim = 2
+	poll.Until(t, settleTimeout, "n3 to be registered in the catalogue", func() (bool, error) {
+		info, err := tc.client(victim).Info(ctx(t), "raft").Result()
+		return err == nil && strings.Contains(info, "raft_registered:1"), err
+	})
 	tc.kill(victim)
 	if err := os.RemoveAll(tc.Nodes[victim].DataDir()); err != nil {
 		t.Fatal(err)
