@@ -165,6 +165,23 @@ func (n *heldNode) holdsRemovalOf(t *testing.T, id raft.ServerID, from uint64) b
 	return false
 }
 
+// holdsVoteOf reports whether the replica's log holds a configuration in
+// which id votes.
+func (n *heldNode) holdsVoteOf(t *testing.T, id raft.ServerID) bool {
+	t.Helper()
+	first, _ := n.store.FirstIndex()
+	for i := max(first, 1); i <= n.last(); i++ {
+		var l raft.Log
+		if err := n.store.GetLog(i, &l); err != nil {
+			t.Fatalf("%s's entry %d: %v", n.id, i, err)
+		}
+		if l.Type == raft.LogConfiguration && votesIn(raft.DecodeConfiguration(l.Data), id) {
+			return true
+		}
+	}
+	return false
+}
+
 // startHeldGroup starts four replicas, n1 to n4, every one connected to
 // every other, with the first three bootstrapped as voters; held puts each
 // one's transport in heldConfigurations.
