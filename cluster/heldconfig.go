@@ -111,19 +111,9 @@ func (h *heldConfigurations) AppendEntriesPipeline(raft.ServerID, raft.ServerAdd
 // first configuration entry not yet committed in which id has no vote.
 func sendable(id raft.ServerID, entries []*raft.Log, committed uint64) int {
 	for i, e := range entries {
-		if e.Type == raft.LogConfiguration && e.Index > committed && !votesIn(raft.DecodeConfiguration(e.Data), id) {
+		if e.Type == raft.LogConfiguration && e.Index > committed && !hasVote(raft.DecodeConfiguration(e.Data), string(id)) {
 			return i
 		}
 	}
 	return len(entries)
-}
-
-// votesIn reports whether id is a voter in c.
-func votesIn(c raft.Configuration, id raft.ServerID) bool {
-	for _, s := range c.Servers {
-		if s.ID == id {
-			return s.Suffrage == raft.Voter
-		}
-	}
-	return false
 }

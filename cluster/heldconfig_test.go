@@ -158,7 +158,7 @@ func (n *heldNode) holdsRemovalOf(t *testing.T, id raft.ServerID, from uint64) b
 		if err := n.store.GetLog(i, &l); err != nil {
 			t.Fatalf("%s's entry %d: %v", n.id, i, err)
 		}
-		if l.Type == raft.LogConfiguration && !votesIn(raft.DecodeConfiguration(l.Data), id) {
+		if l.Type == raft.LogConfiguration && !hasVote(raft.DecodeConfiguration(l.Data), string(id)) {
 			return true
 		}
 	}
@@ -175,7 +175,7 @@ func (n *heldNode) holdsVoteOf(t *testing.T, id raft.ServerID) bool {
 		if err := n.store.GetLog(i, &l); err != nil {
 			t.Fatalf("%s's entry %d: %v", n.id, i, err)
 		}
-		if l.Type == raft.LogConfiguration && votesIn(raft.DecodeConfiguration(l.Data), id) {
+		if l.Type == raft.LogConfiguration && hasVote(raft.DecodeConfiguration(l.Data), string(id)) {
 			return true
 		}
 	}

@@ -36,11 +36,7 @@ func (c *client) aclCommand(spec *commands.Spec, args [][]byte, out []byte) []by
 		return appendBulkString(out, c.user.Name())
 	case "acl|users":
 		names := users.Names()
-		out = appendArray(out, len(names))
-		for _, n := range names {
-			out = appendBulkString(out, n)
-		}
-		return out
+		return appendBulkStrings(out, names)
 	case "acl|list":
 		names := users.Names()
 		out = appendArray(out, len(names))
@@ -74,10 +70,7 @@ func appendUser(out []byte, d acl.Description, resp3 bool) []byte {
 		out = appendBulkString(out, f)
 	}
 	out = appendBulkString(out, "passwords")
-	out = appendArray(out, len(d.Passwords))
-	for _, p := range d.Passwords {
-		out = appendBulkString(out, p)
-	}
+	out = appendBulkStrings(out, d.Passwords)
 	out = appendBulkString(out, "commands")
 	out = appendBulkString(out, d.Commands)
 	out = appendBulkString(out, "keys")
@@ -93,11 +86,7 @@ func appendUser(out []byte, d acl.Description, resp3 bool) []byte {
 func (c *client) aclCat(args [][]byte, out []byte) []byte {
 	if len(args) == 2 {
 		cats := commands.ACLCategories()
-		out = appendArray(out, len(cats))
-		for _, cat := range cats {
-			out = appendBulkString(out, cat)
-		}
-		return out
+		return appendBulkStrings(out, cats)
 	}
 	if len(args) > 3 {
 		return appendError(out, commands.WrongArity("acl|cat"))
@@ -112,11 +101,7 @@ func (c *client) aclCat(args [][]byte, out []byte) []byte {
 			names = append(names, s.Name)
 		}
 	}
-	out = appendArray(out, len(names))
-	for _, n := range names {
-		out = appendBulkString(out, n)
-	}
-	return out
+	return appendBulkStrings(out, names)
 }
 
 // genpass is ACL GENPASS [bits]: random hex digits from crypto/rand, 256

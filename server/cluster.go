@@ -105,11 +105,7 @@ func (c *client) clusterChange(cl Cluster, name string, args [][]byte, out []byt
 		if err != nil {
 			return appendError(out, err)
 		}
-		out = appendArray(out, len(steps))
-		for _, st := range steps {
-			out = appendBulkString(out, st)
-		}
-		return out
+		return appendBulkStrings(out, steps)
 	}
 	force := false
 	switch {

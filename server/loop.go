@@ -148,13 +148,13 @@ func (c *client) answer(in, out []byte) (rest, reply []byte, ok bool) {
 			if !c.nowait.aside {
 				break // the command stays in in, for later
 			}
-			in = leftover
-			run.commands++
-			c.startAside(args)
-			break
 		}
 		in = leftover
 		run.commands++
+		if c.nowait.aside {
+			c.startAside(args)
+			break
+		}
 		if c.nowait.suspended {
 			break // EXEC sent its transaction
 		}

@@ -52,6 +52,15 @@ func appendBulkString(b []byte, s string) []byte {
 	return append(b, '\r', '\n')
 }
 
+// appendBulkStrings appends ss as an array of bulk strings.
+func appendBulkStrings(b []byte, ss []string) []byte {
+	b = appendArray(b, len(ss))
+	for _, s := range ss {
+		b = appendBulkString(b, s)
+	}
+	return b
+}
+
 func appendBulkInt(b []byte, v int64) []byte {
 	var tmp [20]byte
 	return appendBulk(b, strconv.AppendInt(tmp[:0], v, 10))

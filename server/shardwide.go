@@ -101,11 +101,7 @@ func (c *client) scan(args [][]byte, out []byte) []byte {
 	}
 	out = appendArray(out, 2)
 	out = appendBulkString(out, fmt.Sprint(next))
-	out = appendArray(out, len(keys))
-	for _, k := range keys {
-		out = appendBulkString(out, k)
-	}
-	return out
+	return appendBulkStrings(out, keys)
 }
 
 var errDebugDisabled = errors.New("ERR DEBUG command not allowed. Start rlserver with --enable-debug-command to enable it.")
@@ -129,11 +125,7 @@ func (c *client) debugCommand(spec *commands.Spec, args [][]byte, out []byte) []
 		if err != nil {
 			return appendError(out, err)
 		}
-		out = appendArray(out, len(digests))
-		for _, d := range digests {
-			out = appendBulkString(out, d)
-		}
-		return out
+		return appendBulkStrings(out, digests)
 	}
 	return appendHelp(out, spec)
 }
