@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -269,19 +271,36 @@ func TestLogBufferFindsTheReadyLine(t *testing.T) {
 	}
 }
 
-// freePorts never returns a port twice.
+// freePorts hands out distinct ports, never the same one twice, each free
+// to bind, and outside the kernel's ephemeral range where it can read it:
+// there no outgoing connection takes a planned port before its node binds it.
 func TestFreePortsAreDistinct(t *testing.T) {
+	lo, hi := plannedRange()
+	if hi <= lo {
+		t.Log("no planned range here: the kernel's ephemeral ports are used")
+	}
 	seen := map[int]bool{}
-	for range 5 {
-		ports, err := freePorts(4)
+	for range 20 {
+		ports, err := freePorts(5)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if len(ports) != 5 {
+			t.Fatalf("asked for 5 ports, got %v", ports)
 		}
 		for _, p := range ports {
 			if seen[p] {
 				t.Fatalf("port %d returned twice", p)
 			}
 			seen[p] = true
+			if hi > lo && (p < lo || p >= hi) {
+				t.Errorf("port %d outside the planned range [%d, %d)", p, lo, hi)
+			}
+			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+			if err != nil {
+				t.Fatalf("port %d: %v", p, err)
+			}
+			ln.Close()
 		}
 	}
 }
