@@ -54,6 +54,7 @@ type client struct {
 	aside        asideCommand // a command answered by a goroutine meanwhile (loopwait.go)
 	in           []byte       // bytes read, the kept incomplete command first
 	args         [][]byte     // the parsed command, aliasing in
+	named        namedSpec    // the command name last looked up (lookup)
 	out          []byte       // the replies of the pipeline being answered
 
 	// tracker is the connection's client-side caching state (CLIENT
