@@ -29,6 +29,12 @@ type raftConn struct {
 	conn    atomic.Pointer[net.Conn]
 	lastUse atomic.Int64 // unix ns
 	redial  func() (net.Conn, error)
+	// The deadlines last set (unix ns, 0 for none), which a fresh
+	// connection takes over: the transport sets a request's deadline before
+	// it writes the request, so before the write that may replace the
+	// connection, and a fresh one without it would wait for the answer
+	// forever if the peer stopped (SIGSTOP, a cut network).
+	readDeadline, writeDeadline atomic.Int64
 }
 
 func newRaftConn(c net.Conn, redial func() (net.Conn, error)) *raftConn {
@@ -52,6 +58,8 @@ func (c *raftConn) Write(p []byte) (int, error) {
 			return 0, err
 		}
 		conn.Close()
+		fresh.SetReadDeadline(deadline(c.readDeadline.Load()))
+		fresh.SetWriteDeadline(deadline(c.writeDeadline.Load()))
 		c.conn.Store(&fresh)
 		conn = fresh
 	}
@@ -76,11 +84,39 @@ func (c *raftConn) LocalAddr() net.Addr { return c.current().LocalAddr() }
 // RemoteAddr is the current connection's.
 func (c *raftConn) RemoteAddr() net.Addr { return c.current().RemoteAddr() }
 
-// SetDeadline sets the current connection's deadline.
-func (c *raftConn) SetDeadline(t time.Time) error { return c.current().SetDeadline(t) }
+// SetDeadline sets the current connection's deadline, and a fresh one's.
+func (c *raftConn) SetDeadline(t time.Time) error {
+	c.readDeadline.Store(unixNano(t))
+	c.writeDeadline.Store(unixNano(t))
+	return c.current().SetDeadline(t)
+}
 
-// SetReadDeadline sets the current connection's read deadline.
-func (c *raftConn) SetReadDeadline(t time.Time) error { return c.current().SetReadDeadline(t) }
+// SetReadDeadline sets the current connection's read deadline, and a fresh
+// one's.
+func (c *raftConn) SetReadDeadline(t time.Time) error {
+	c.readDeadline.Store(unixNano(t))
+	return c.current().SetReadDeadline(t)
+}
 
-// SetWriteDeadline sets the current connection's write deadline.
-func (c *raftConn) SetWriteDeadline(t time.Time) error { return c.current().SetWriteDeadline(t) }
+// SetWriteDeadline sets the current connection's write deadline, and a
+// fresh one's.
+func (c *raftConn) SetWriteDeadline(t time.Time) error {
+	c.writeDeadline.Store(unixNano(t))
+	return c.current().SetWriteDeadline(t)
+}
+
+// unixNano is t in unix ns, 0 for the zero time (no deadline).
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// deadline is unixNano's inverse.
+func deadline(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
