@@ -32,8 +32,8 @@ type raftConn struct {
 	// The deadlines last set (unix ns, 0 for none), which a fresh
 	// connection takes over: the transport sets a request's deadline before
 	// it writes the request, so before the write that may replace the
-	// connection, and a fresh one without it would wait for the answer
-	// forever if the peer stopped (SIGSTOP, a cut network).
+	// connection, and a fresh one without it would wait for the answer of a
+	// peer that stopped (SIGSTOP) until it answered or the connection broke.
 	readDeadline, writeDeadline atomic.Int64
 }
 
