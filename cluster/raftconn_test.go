@@ -13,16 +13,16 @@ import (
 	"github.com/rlserver/rlserver/internal/poll"
 )
 
-// A Raft connection that its peer closed while it sat idle (the peer
-// restarted) is replaced before the next request is written into it: the
-// request reaches the peer's new connection instead of failing.
-func TestRaftConnReplacesAConnectionThePeerClosed(t *testing.T) {
+// restartedPeer is a peer that closes the first connection it accepts (it
+// restarted) and hands the second to serve, and a raftConn on that first
+// connection once it looks closed, as a pooled connection that sat idle.
+func restartedPeer(t *testing.T, serve func(second net.Conn)) (rc *raftConn, first net.Conn) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	got := make(chan string, 1)
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		first, err := ln.Accept()
 		if err != nil {
@@ -34,22 +34,33 @@ func TestRaftConnReplacesAConnectionThePeerClosed(t *testing.T) {
 			return
 		}
 		defer second.Close()
-		buf := make([]byte, 5)
-		if _, err := io.ReadFull(second, buf); err == nil {
-			got <- string(buf)
-		}
+		serve(second)
 	}()
 	dial := func() (net.Conn, error) { return net.DialTimeout("tcp", ln.Addr().String(), time.Second) }
 	conn, err := dial()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := newRaftConn(conn, dial)
-	defer rc.Close()
+	rc = newRaftConn(conn, dial)
+	t.Cleanup(func() { rc.Close() })
 	poll.Until(t, 5*time.Second, "the peer to close the first connection", func() (bool, error) {
 		return !stillOpen(conn), nil
 	})
 	rc.lastUse.Store(0) // it sat idle in the pool
+	return rc, conn
+}
+
+// A Raft connection that its peer closed while it sat idle (the peer
+// restarted) is replaced before the next request is written into it: the
+// request reaches the peer's new connection instead of failing.
+func TestRaftConnReplacesAConnectionThePeerClosed(t *testing.T) {
+	got := make(chan string, 1)
+	rc, _ := restartedPeer(t, func(second net.Conn) {
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(second, buf); err == nil {
+			got <- string(buf)
+		}
+	})
 	if _, err := rc.Write([]byte("hello")); err != nil {
 		t.Fatalf("write: %v", err)
 	}
@@ -66,46 +77,19 @@ func TestRaftConnReplacesAConnectionThePeerClosed(t *testing.T) {
 // The transport sets a request's deadline before it writes the request, so
 // before the write that may replace the connection: the fresh connection
 // keeps that deadline, and an answer that never comes (the peer stopped)
-// ends the read at it instead of holding the replication for good.
+// ends the read at it, rather than when the peer answers or the
+// connection breaks.
 func TestRaftConnKeepsTheDeadlineOnAFreshConnection(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	hold := make(chan struct{})
 	defer close(hold)
-	go func() {
-		first, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		first.Close() // the peer restarts
-		second, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer second.Close()
-		<-hold // reads the request, never answers
-	}()
-	dial := func() (net.Conn, error) { return net.DialTimeout("tcp", ln.Addr().String(), time.Second) }
-	conn, err := dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := newRaftConn(conn, dial)
-	defer rc.Close()
-	poll.Until(t, 5*time.Second, "the peer to close the first connection", func() (bool, error) {
-		return !stillOpen(conn), nil
-	})
-	rc.lastUse.Store(0) // it sat idle in the pool
+	rc, first := restartedPeer(t, func(net.Conn) { <-hold }) // reads nothing, never answers
 	if err := rc.SetDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rc.Write([]byte("hello")); err != nil {
 		t.Fatalf("write: %v", err)
 	}
-	if rc.current() == conn {
+	if rc.current() == first {
 		t.Fatal("the connection the peer closed was not replaced")
 	}
 	read := make(chan error, 1)
