@@ -92,6 +92,27 @@ func boundCommit(req *raft.AppendEntriesRequest) {
 	req.LeaderCommitIndex = min(req.LeaderCommitIndex, verified)
 }
 
+// SetHeartbeatHandler leaves the handler unset, so that heartbeats reach
+// Raft through Consumer, on its main goroutine, like every other request.
+//
+// hashicorp/raft (v1.7.3) hands the transport a fast path for heartbeats
+// (processHeartbeat), which runs its appendEntries on the transport's
+// goroutine, beside the main one that appendEntries says it must run on. A
+// heartbeat from a newer term raises the replica's term there, while a
+// leader that has not yet heard of that term goes on leading on its main
+// goroutine: dispatchLogs reads the term it stamps on new entries at that
+// moment, so the former leader writes an entry of the new term at an index
+// where the new leader wrote another one. The two logs then match by index
+// and term and differ in content; Raft never repairs that, and the former
+// leader applies its own entry once the index commits. A leader frozen with
+// SIGSTOP, resumed while the others had elected another, met it in CI
+// (TestFaultFrozenLeaderStepsDown, and once
+// TestMembershipRebalanceThroughFrozenAndKilledLeaders): its replica held
+// other state than the others' for good. A trace of every replica's applied
+// entries showed the resumed leader applying a command of the new term at the
+// index of the new leader's no-op.
+func (v *verifiedCommits) SetHeartbeatHandler(func(raft.RPC)) {}
+
 // Consumer returns the requests for Raft.
 func (v *verifiedCommits) Consumer() <-chan raft.RPC { return v.out }
 

@@ -142,3 +142,50 @@ func TestFormerLeaderNeverAppliesItsStaleTail(t *testing.T) {
 		})
 	}
 }
+
+// A heartbeat reaches Raft through Consumer, on its main goroutine, never
+// through the fast path hashicorp/raft asks the transport for: that path runs
+// appendEntries beside the main goroutine, and a heartbeat of a newer term
+// there made a leader that had not heard of it stamp its next entries with
+// the new term (see SetHeartbeatHandler).
+func TestHeartbeatsReachRaftThroughItsMainLoop(t *testing.T) {
+	server, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := withVerifiedCommits(server)
+	defer v.Close()
+	fast := make(chan struct{}, 1)
+	v.SetHeartbeatHandler(func(rpc raft.RPC) {
+		fast <- struct{}{}
+		rpc.Respond(&raft.AppendEntriesResponse{Success: true}, nil)
+	})
+	client, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	heartbeat := &raft.AppendEntriesRequest{
+		RPCHeader: raft.RPCHeader{ID: []byte("n2"), Addr: []byte(client.LocalAddr())},
+		Term:      7,
+	}
+	sent := make(chan error, 1)
+	go func() {
+		var resp raft.AppendEntriesResponse
+		sent <- client.AppendEntries("n1", server.LocalAddr(), heartbeat, &resp)
+	}()
+	select {
+	case rpc := <-v.Consumer():
+		if req, ok := rpc.Command.(*raft.AppendEntriesRequest); !ok || req.Term != 7 || len(req.Entries) != 0 {
+			t.Fatalf("Raft got %#v, want the heartbeat", rpc.Command)
+		}
+		rpc.Respond(&raft.AppendEntriesResponse{Term: 7, Success: true}, nil)
+	case <-fast:
+		t.Fatal("the heartbeat took the fast path, beside Raft's main goroutine")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the heartbeat never reached Raft")
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+}
