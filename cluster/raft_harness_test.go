@@ -268,18 +268,15 @@ func (tc *testCluster) call(i, shard int, cmds ...engine.Command) (*Request, err
 // about at any time (TestBusMutualTLS met "may have been counted" while other
 // packages' tests ran beside it). For a test that asserts that a node serves,
 // not that no election ever happens; any other error fails the test.
-func (tc *testCluster) serve(i, shard int, cmds ...engine.Command) *Request {
+func (tc *testCluster) serve(i, shard int, cmds ...engine.Command) {
 	tc.t.Helper()
-	var r *Request
 	poll.Until(tc.t, 10*time.Second, fmt.Sprintf("n%d to serve shard %d", i+1, shard), func() (bool, error) {
-		var err error
-		r, err = tc.call(i, shard, cmds...)
+		_, err := tc.call(i, shard, cmds...)
 		if err != nil && !errors.Is(err, ErrNotApplied) && !errors.Is(err, ErrMayHaveBeenCounted) {
 			tc.t.Fatalf("shard %d through n%d: %v", shard, i+1, err)
 		}
 		return err == nil, err
 	})
-	return r
 }
 
 // leaderOfB is leaderOf for benchmarks.

@@ -39,6 +39,8 @@ import (
 // commit index a follower learns still reaches the leader's with the next
 // append that verifies the entries up to it (Raft sends one within its
 // commit timeout); a heartbeat carries no commit index and is left alone.
+// Every request Raft gets passes through it, heartbeats included: it refuses
+// hashicorp/raft's fast path for them (SetHeartbeatHandler).
 type verifiedCommits struct {
 	netTransport
 	in   <-chan raft.RPC

@@ -153,7 +153,7 @@ func TestHeartbeatsReachRaftThroughItsMainLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := withVerifiedCommits(server)
+	v := withHeldConfigurations(withVerifiedCommits(server)) // as RaftShards.transport composes them
 	defer v.Close()
 	fast := make(chan struct{}, 1)
 	v.SetHeartbeatHandler(func(rpc raft.RPC) {

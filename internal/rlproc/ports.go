@@ -64,8 +64,9 @@ func freePorts(n int) ([]int, error) {
 	lo, hi := plannedRange()
 	var ports []int
 	for tries := 0; len(ports) < n; tries++ {
+		planned := hi > lo && tries < plannedTries
 		addr := "127.0.0.1:0"
-		if hi > lo && tries < plannedTries {
+		if planned {
 			p := lo + rand.IntN(hi-lo)
 			if handedOut[p] {
 				continue
@@ -74,7 +75,7 @@ func freePorts(n int) ([]int, error) {
 		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			if addr != "127.0.0.1:0" {
+			if planned {
 				continue // taken: draw another
 			}
 			return nil, fmt.Errorf("a free port: %w", err)
