@@ -82,7 +82,7 @@ func (sc *ScriptCall) Apply(cmds []Command, out []Result) error {
 			return err
 		}
 	}
-	sc.shard.applyCommands(sc.Now, cmds, out)
+	sc.shard.applyCommands(sc.Now, cmds, out, false)
 	return nil
 }
 

@@ -77,6 +77,14 @@ const sweepPerCommand = 2
 // pay for hashing each key twice.
 const prefetchBatch = 8
 
+// prefetchWindow is how many commands' keys are read ahead at once. A
+// Raft entry's batch of hundreds read ahead whole loses its first records
+// (and their pages' TLB entries, at a million keys) before it applies them:
+// BenchmarkSlidingBatch at 1,000,000 keys in batches of 800 took 316–345 ns
+// a decision read ahead whole, 246–289 in windows of 32 (three alternated
+// runs); at 100,000 keys, and in batches of 16, no difference.
+const prefetchWindow = 32
+
 // NewShard returns an empty shard.
 func NewShard() *Shard {
 	return &Shard{keys: newKeyspace(), policies: make(map[string]*policy), scripts: newScriptCache()}
@@ -108,17 +116,19 @@ func (s *Shard) Stats() Stats {
 func (s *Shard) Apply(now int64, cmds []Command, out []Result) {
 	now = max(now, s.now)
 	s.now = now
-	if len(cmds) >= prefetchBatch {
-		s.keys.prefetch(cmds)
-	}
-	s.applyCommands(now, cmds, out)
+	s.applyCommands(now, cmds, out, len(cmds) >= prefetchBatch)
 	s.keys.reclaim(now, sweepPerCommand*len(cmds))
 }
 
 // applyCommands is Apply without the clock's update and the expiry sweep:
 // what a script's commands need too.
-func (s *Shard) applyCommands(now int64, cmds []Command, out []Result) {
+func (s *Shard) applyCommands(now int64, cmds []Command, out []Result, readAhead bool) {
+	ahead := 0 // the commands before it have had their keys read ahead (readAhead)
 	for i := 0; i < len(cmds); i++ {
+		if readAhead && i >= ahead {
+			ahead = min(i+prefetchWindow, len(cmds))
+			s.keys.prefetch(cmds[i:ahead])
+		}
 		c, r := &cmds[i], &out[i]
 		*r = Result{}
 		if c.Op.decides() {
