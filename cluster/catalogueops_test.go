@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -41,3 +42,58 @@ func TestChangeBeforeTheInitIsRetriedNotRefused(t *testing.T) {
 		t.Errorf("the init itself: %v", err)
 	}
 }
+
+// A node presenting itself (a join, or a registration when it starts) is
+// admitted or refused by what the catalogue knows of its id: an initial
+// member not yet registered, a member with another data directory, a
+// forgotten one, an address another member uses. CI once met the first
+// where TestMembershipLostDiskIsRefusedThenReplaced expected the second:
+// both refuse, for different reasons, and each reason has its own code.
+func TestCatalogueAdmitsByIdAndIncarnation(t *testing.T) {
+	member := func(id, incarnation string, port int) NodeInfo {
+		return NodeInfo{Member: Member{ID: id, Client: fmt.Sprintf("127.0.0.1:%d", port), Bus: fmt.Sprintf("127.0.0.1:%d", port+10000)}, Incarnation: incarnation}
+	}
+	cat := &Catalogue{
+		Cluster:   "c1",
+		Shards:    1,
+		Nodes:     []NodeInfo{member("n1", "aaaa", 6381), member("n2", "", 6382)},
+		Forgotten: []ForgottenNode{{ID: "n3", Incarnation: "cccc"}},
+	}
+	for _, tc := range []struct {
+		name string
+		op   catalogueOp
+		want error // nil: admitted, with a change; errNoChange: admitted, nothing to change
+	}{
+		{"a new node joins", catalogueOp{Op: opJoin, Node: ptr(member("n4", "dddd", 6384))}, nil},
+		{"a member joins again", catalogueOp{Op: opJoin, Node: ptr(member("n1", "aaaa", 6381))}, errNoChange},
+		{"a join under an unregistered initial member's id", catalogueOp{Op: opJoin, Node: ptr(member("n2", "eeee", 6392))}, &MembershipError{Code: MemberConflict}},
+		{"a join under a member's id, another data directory", catalogueOp{Op: opJoin, Node: ptr(member("n1", "ffff", 6391))}, ErrIncarnation},
+		{"a join under a forgotten incarnation", catalogueOp{Op: opJoin, Node: ptr(member("n3", "cccc", 6383))}, ErrRemoved},
+		{"a join on a member's address", catalogueOp{Op: opJoin, Node: ptr(member("n5", "gggg", 6381))}, &MembershipError{Code: MemberConflict}},
+		{"an initial member registers", catalogueOp{Op: opRegister, Node: ptr(member("n2", "bbbb", 6382))}, nil},
+		{"a member registers again", catalogueOp{Op: opRegister, Node: ptr(member("n1", "aaaa", 6381))}, errNoChange},
+		{"a registration under another data directory", catalogueOp{Op: opRegister, Node: ptr(member("n1", "ffff", 6381))}, ErrIncarnation},
+		{"a registration of a forgotten incarnation", catalogueOp{Op: opRegister, Node: ptr(member("n3", "cccc", 6383))}, ErrRemoved},
+		{"a registration of a node nobody added", catalogueOp{Op: opRegister, Node: ptr(member("n6", "hhhh", 6386))}, &MembershipError{Code: MemberUnknown}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next, err := apply(cat, tc.op, 9)
+			switch {
+			case tc.want == nil && (err != nil || next == nil):
+				t.Fatalf("got %v, %v; want admitted with a change", next, err)
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Fatalf("got %v; want %v", err, tc.want)
+			case tc.want != nil && next != nil:
+				t.Fatalf("refused, yet a new catalogue: %+v", next)
+			}
+			if tc.want == nil && next.Node(tc.op.Node.ID).Incarnation != tc.op.Node.Incarnation {
+				t.Errorf("admitted, but the catalogue has %+v", next.Node(tc.op.Node.ID))
+			}
+		})
+	}
+	if cat.Node("n2").Incarnation != "" || len(cat.Nodes) != 2 {
+		t.Errorf("a change edited the catalogue it was applied to: %+v", cat.Nodes)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -95,6 +95,19 @@ func (tc *testCluster) waitNodes(i int, ids ...string) {
 	})
 }
 
+// waitRegistered waits until node i says the catalogue knows its data
+// directory (INFO raft's raft_registered): an initial member registers it
+// once the first catalogue is committed, and until then the cluster cannot
+// tell its data directory from another (a node under its id is refused as
+// an initial member instead, and an empty one could be admitted).
+func (tc *testCluster) waitRegistered(i int) {
+	tc.t.Helper()
+	poll.Until(tc.t, settleTimeout, fmt.Sprintf("n%d to be registered in the catalogue", i+1), func() (bool, error) {
+		info, err := tc.client(i).Info(ctx(tc.t), "raft").Result()
+		return err == nil && strings.Contains(info, "raft_registered:1"), err
+	})
+}
+
 // waitExit waits until node i's process has exited on its own, and returns
 // its log.
 func (tc *testCluster) waitExit(i int, why string) string {

@@ -104,7 +104,11 @@ func TestMembershipLostDiskIsRefusedThenReplaced(t *testing.T) {
 	l := startMembershipLoad(t, tc)
 	l.waitServed("decisions before the loss", -1, time.Now(), 100, nil)
 
-	// An empty data directory under a live node's id is refused too.
+	// An empty data directory under a live node's id is refused too, once
+	// the cluster knows that node's own (CI once sent the impostor before
+	// n2 had registered, and it was refused as an initial member instead:
+	// TestCatalogueAdmitsByIdAndIncarnation has both refusals).
+	tc.waitRegistered(1)
 	imp, err := tc.Join(tc.Nodes[0])
 	if err != nil {
 		t.Fatal(err)
@@ -121,10 +125,7 @@ func TestMembershipLostDiskIsRefusedThenReplaced(t *testing.T) {
 	// n3 right after the first catalogue, before n3 had registered, and
 	// the empty n3 was admitted as a member that never started).
 	const victim = 2
-	poll.Until(t, settleTimeout, "n3 to be registered in the catalogue", func() (bool, error) {
-		info, err := tc.client(victim).Info(ctx(t), "raft").Result()
-		return err == nil && strings.Contains(info, "raft_registered:1"), err
-	})
+	tc.waitRegistered(victim)
 	tc.kill(victim)
 	if err := os.RemoveAll(tc.Nodes[victim].DataDir()); err != nil {
 		t.Fatal(err)
