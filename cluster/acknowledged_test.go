@@ -110,11 +110,14 @@ func removeWhileAVoterMissesThePromotion(t *testing.T, wait bool) bool {
 	nodes := startHeldGroup(t, true)
 	leader, x, y, fourth := leaderAndOthers(t, nodes)
 	cut(leader, y)
-	if err := leader.raft.AddNonvoter(fourth.id, raft.ServerAddress(fourth.id), 0, 0).Error(); err != nil {
+	// Through awaitConfigChange, as RaftShards makes its changes: with y
+	// cut off, the promotion could otherwise wait for an entry that never
+	// comes (configchange.go).
+	if err := awaitConfigChange(leader.raft, leader.raft.AddNonvoter(fourth.id, raft.ServerAddress(fourth.id), 0, 0)); err != nil {
 		t.Fatal(err)
 	}
 	promotion := leader.raft.AddVoter(fourth.id, raft.ServerAddress(fourth.id), 0, 0)
-	if err := promotion.Error(); err != nil {
+	if err := awaitConfigChange(leader.raft, promotion); err != nil {
 		t.Fatal(err)
 	}
 	voters := []string{string(leader.id), string(x.id), string(y.id), string(fourth.id)}
@@ -133,7 +136,7 @@ func removeWhileAVoterMissesThePromotion(t *testing.T, wait bool) bool {
 			return kept(), nil
 		})
 	}
-	if err := leader.raft.RemoveServer(x.id, 0, 0).Error(); err != nil {
+	if err := awaitConfigChange(leader.raft, leader.raft.RemoveServer(x.id, 0, 0)); err != nil {
 		t.Fatal(err)
 	}
 	x.raft.Shutdown().Error()

@@ -223,7 +223,7 @@ func (n *RaftShards) keepCatalogueGroup(cat *Catalogue) bool {
 		if !held(string(s.ID)) {
 			return false
 		}
-		return n.changeCatalogueGroup("removing a forgotten node", meta.raft.RemoveServer(s.ID, 0, 0))
+		return n.changeCatalogueGroup(meta.raft, "removing a forgotten node", meta.raft.RemoveServer(s.ID, 0, 0))
 	}
 	in := map[string]raft.ServerSuffrage{}
 	for _, s := range servers {
@@ -231,7 +231,7 @@ func (n *RaftShards) keepCatalogueGroup(cat *Catalogue) bool {
 	}
 	for _, node := range cat.Nodes {
 		if _, ok := in[node.ID]; !ok && !n.down(node.ID) {
-			return n.changeCatalogueGroup("adding a node as a non-voter",
+			return n.changeCatalogueGroup(meta.raft, "adding a node as a non-voter",
 				meta.raft.AddNonvoter(raft.ServerID(node.ID), raft.ServerAddress(node.Bus), 0, 0))
 		}
 	}
@@ -251,7 +251,7 @@ func (n *RaftShards) keepCatalogueGroup(cat *Catalogue) bool {
 			if !held() {
 				return false
 			}
-			return n.changeCatalogueGroup("giving a node a vote in the catalogue",
+			return n.changeCatalogueGroup(meta.raft, "giving a node a vote in the catalogue",
 				meta.raft.AddVoter(s.ID, s.Address, 0, 0))
 		}
 	}
@@ -270,7 +270,7 @@ func (n *RaftShards) keepCatalogueGroup(cat *Catalogue) bool {
 		if !held(demote) {
 			return false
 		}
-		return n.changeCatalogueGroup("taking a node's vote in the catalogue", meta.raft.DemoteVoter(raft.ServerID(demote), 0, 0))
+		return n.changeCatalogueGroup(meta.raft, "taking a node's vote in the catalogue", meta.raft.DemoteVoter(raft.ServerID(demote), 0, 0))
 	}
 	return false
 }
@@ -296,9 +296,10 @@ func (n *RaftShards) catalogueCaughtUp(id string, cat *Catalogue) bool {
 }
 
 // changeCatalogueGroup waits for a change of the catalogue group's
-// membership; it reports true (a change was made, or tried).
-func (n *RaftShards) changeCatalogueGroup(what string, f raft.IndexFuture) bool {
-	if err := f.Error(); err != nil {
+// membership, made through r (awaitConfigChange); it reports true (a
+// change was made, or tried).
+func (n *RaftShards) changeCatalogueGroup(r *raft.Raft, what string, f raft.IndexFuture) bool {
+	if err := awaitConfigChange(r, f); err != nil {
 		n.cfg.Log.Info("changing the catalogue's members failed; trying again", "step", what, "err", err)
 	} else {
 		n.cfg.Log.Info("changed the catalogue's members", "step", what)

@@ -245,10 +245,10 @@ func (n *RaftShards) caughtUp(g *group, id string, cu *catchUp) bool {
 	return time.Since(since) >= n.stableFor()
 }
 
-// changeConfig waits for a configuration change and reports the group's
-// configuration after it.
+// changeConfig waits for a configuration change (awaitConfigChange) and
+// reports the group's configuration after it.
 func (n *RaftShards) changeConfig(g *group, what, id string, f raft.IndexFuture) {
-	if err := f.Error(); err != nil {
+	if err := awaitConfigChange(g.raft, f); err != nil {
 		n.cfg.Log.Info("changing a shard's replicas failed; trying again", "shard", g.shard, "step", what, "node", id, "err", err)
 		return
 	}
