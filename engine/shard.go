@@ -121,13 +121,17 @@ func (s *Shard) Apply(now int64, cmds []Command, out []Result) {
 }
 
 // applyCommands is Apply without the clock's update and the expiry sweep:
-// what a script's commands need too.
+// what a script's commands need too. With readAhead, the keys of each
+// window of prefetchWindow commands are read ahead before it is applied
+// (keyspace.prefetch), a last window shorter than prefetchBatch excepted.
 func (s *Shard) applyCommands(now int64, cmds []Command, out []Result, readAhead bool) {
-	ahead := 0 // the commands before it have had their keys read ahead (readAhead)
+	ahead := 0 // the commands before it are in windows already read ahead
 	for i := 0; i < len(cmds); i++ {
 		if readAhead && i >= ahead {
 			ahead = min(i+prefetchWindow, len(cmds))
-			s.keys.prefetch(cmds[i:ahead])
+			if ahead-i >= prefetchBatch {
+				s.keys.prefetch(cmds[i:ahead])
+			}
 		}
 		c, r := &cmds[i], &out[i]
 		*r = Result{}
