@@ -64,17 +64,17 @@ func TestCatalogueAdmitsByIdAndIncarnation(t *testing.T) {
 		op   catalogueOp
 		want error // nil: admitted, with a change; errNoChange: admitted, nothing to change
 	}{
-		{"a new node joins", catalogueOp{Op: opJoin, Node: ptr(member("n4", "dddd", 6384))}, nil},
-		{"a member joins again", catalogueOp{Op: opJoin, Node: ptr(member("n1", "aaaa", 6381))}, errNoChange},
-		{"a join under an unregistered initial member's id", catalogueOp{Op: opJoin, Node: ptr(member("n2", "eeee", 6392))}, &MembershipError{Code: MemberConflict}},
-		{"a join under a member's id, another data directory", catalogueOp{Op: opJoin, Node: ptr(member("n1", "ffff", 6391))}, ErrIncarnation},
-		{"a join under a forgotten incarnation", catalogueOp{Op: opJoin, Node: ptr(member("n3", "cccc", 6383))}, ErrRemoved},
-		{"a join on a member's address", catalogueOp{Op: opJoin, Node: ptr(member("n5", "gggg", 6381))}, &MembershipError{Code: MemberConflict}},
-		{"an initial member registers", catalogueOp{Op: opRegister, Node: ptr(member("n2", "bbbb", 6382))}, nil},
-		{"a member registers again", catalogueOp{Op: opRegister, Node: ptr(member("n1", "aaaa", 6381))}, errNoChange},
-		{"a registration under another data directory", catalogueOp{Op: opRegister, Node: ptr(member("n1", "ffff", 6381))}, ErrIncarnation},
-		{"a registration of a forgotten incarnation", catalogueOp{Op: opRegister, Node: ptr(member("n3", "cccc", 6383))}, ErrRemoved},
-		{"a registration of a node nobody added", catalogueOp{Op: opRegister, Node: ptr(member("n6", "hhhh", 6386))}, &MembershipError{Code: MemberUnknown}},
+		{"a new node joins", catalogueOp{Op: opJoin, Node: new(member("n4", "dddd", 6384))}, nil},
+		{"a member joins again", catalogueOp{Op: opJoin, Node: new(member("n1", "aaaa", 6381))}, errNoChange},
+		{"a join under an unregistered initial member's id", catalogueOp{Op: opJoin, Node: new(member("n2", "eeee", 6392))}, &MembershipError{Code: MemberConflict}},
+		{"a join under a member's id, another data directory", catalogueOp{Op: opJoin, Node: new(member("n1", "ffff", 6391))}, ErrIncarnation},
+		{"a join under a forgotten incarnation", catalogueOp{Op: opJoin, Node: new(member("n3", "cccc", 6383))}, ErrRemoved},
+		{"a join on a member's address", catalogueOp{Op: opJoin, Node: new(member("n5", "gggg", 6381))}, &MembershipError{Code: MemberConflict}},
+		{"an initial member registers", catalogueOp{Op: opRegister, Node: new(member("n2", "bbbb", 6382))}, nil},
+		{"a member registers again", catalogueOp{Op: opRegister, Node: new(member("n1", "aaaa", 6381))}, errNoChange},
+		{"a registration under another data directory", catalogueOp{Op: opRegister, Node: new(member("n1", "ffff", 6381))}, ErrIncarnation},
+		{"a registration of a forgotten incarnation", catalogueOp{Op: opRegister, Node: new(member("n3", "cccc", 6383))}, ErrRemoved},
+		{"a registration of a node nobody added", catalogueOp{Op: opRegister, Node: new(member("n6", "hhhh", 6386))}, &MembershipError{Code: MemberUnknown}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			next, err := apply(cat, tc.op, 9)
@@ -95,5 +95,3 @@ func TestCatalogueAdmitsByIdAndIncarnation(t *testing.T) {
 		t.Errorf("a change edited the catalogue it was applied to: %+v", cat.Nodes)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -72,9 +72,9 @@ type DecisionCount struct{ Allowed, Denied int64 }
 // applied, so reclaiming keeps pace with the traffic that creates keys.
 const sweepPerCommand = 2
 
-// prefetchBatch is the least batch whose keys Apply reads ahead
-// (keyspace.prefetch): with a handful, the misses do not overlap enough to
-// pay for hashing each key twice.
+// prefetchBatch is the fewest commands whose keys Apply reads ahead
+// together (keyspace.prefetch): with a handful, the misses do not overlap
+// enough to pay for hashing each key twice.
 const prefetchBatch = 8
 
 // prefetchWindow is how many commands' keys are read ahead at once. A
@@ -116,7 +116,7 @@ func (s *Shard) Stats() Stats {
 func (s *Shard) Apply(now int64, cmds []Command, out []Result) {
 	now = max(now, s.now)
 	s.now = now
-	s.applyCommands(now, cmds, out, len(cmds) >= prefetchBatch)
+	s.applyCommands(now, cmds, out, true)
 	s.keys.reclaim(now, sweepPerCommand*len(cmds))
 }
 
