@@ -53,15 +53,12 @@ func TestMemoryAndRaftApplyABatchAlike(t *testing.T) {
 
 	fsm := newShardFSM(0, &observerSlot{}, nil, nil)
 	raftReqs := newRequests(batchRequests())
-	out := fsm.ApplyBatch([]*raft.Log{{Type: raft.LogCommand, Data: appendBatch(nil, now, raftReqs)}})
-	applied, ok := out[0].(*appliedEntry)
-	if !ok {
-		t.Fatalf("entry's response %v", out[0])
+	n := 0
+	for _, r := range raftReqs {
+		n += len(r.Cmds)
 	}
-	deliver(raftReqs, applied.take(), nil)
-	if applied.results != nil {
-		t.Fatal("the entry's response still holds its results once taken")
-	}
+	l := &raft.Log{Type: raft.LogCommand, Data: appendBatch(nil, now, raftReqs)}
+	deliver(raftReqs, applyClaimed(t, fsm, l, n), nil)
 
 	for i := range memReqs {
 		m, r := memReqs[i], raftReqs[i]
@@ -200,7 +197,7 @@ func TestDigestThroughTheLogIsEveryReplicasDigest(t *testing.T) {
 			f.ApplyBatch([]*raft.Log{entry(t0, setup)})
 		}
 		before := follower.inspect(engine.Command{Op: engine.OpDigest}).Text
-		answered := leader.ApplyBatch([]*raft.Log{entry(c.at, digest)})[0].(*appliedEntry).take()[0].Text
+		answered := applyClaimed(t, leader, entry(c.at, digest), 1)[0].Text
 		if stale := before != answered; stale != c.expired {
 			t.Errorf("%s: a replica behind the entry inspects %.12s, the entry answered %.12s", c.name, before, answered)
 		}

@@ -18,6 +18,10 @@ import (
 type shardFSM struct {
 	replica
 	cmds []engine.Command // decoding scratch
+	// claims says which entries a proposer here waits for; the results of
+	// the others go to scratch.
+	claims  resultClaims
+	scratch []engine.Result
 	// committedConfiguration records the configurations it applies.
 	committedConfiguration
 	// halted is set by an entry only a newer rlserver can apply: from then
@@ -36,26 +40,10 @@ func (f *shardFSM) Apply(l *raft.Log) any {
 	return f.ApplyBatch([]*raft.Log{l})[0]
 }
 
-// appliedEntry is a command entry's response: its results, which the
-// leader's proposer takes, and drops, when it answers the entry's requests.
-// hashicorp/raft's log cache keeps the future of each of the last entries it
-// caches, and the future its response: the results held directly (272 bytes
-// a command) kept tens of megabytes alive on a busy node; behind this holder,
-// emptied once delivered, the cache keeps a husk of 24 bytes an entry.
-type appliedEntry struct {
-	results []engine.Result
-}
-
-// take returns the results and empties the holder.
-func (a *appliedEntry) take() []engine.Result {
-	r := a.results
-	a.results = nil
-	return r
-}
-
-// ApplyBatch applies committed entries in order. Each command entry's
-// response is an *appliedEntry; the leader hands its results to the waiting
-// connections. An entry that does not decode is refused alike by every
+// ApplyBatch applies committed entries in order. A command entry that its
+// proposer claimed (resultClaims) has the claim for its response, its
+// results written into the proposer's buffer; the others' results are
+// dropped. An entry that does not decode is refused alike by every
 // replica, so they stay in agreement.
 func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
@@ -85,10 +73,10 @@ func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 			out[i] = err
 			continue
 		}
-		// The leader's proposer keeps the results: one slice per entry.
-		results := make([]engine.Result, len(cmds))
-		f.apply(now, cmds, results)
-		out[i] = &appliedEntry{results}
+		apply := func(results []engine.Result) { f.apply(now, cmds, results) }
+		if rc := f.claims.fill(l.Data, len(cmds), &f.scratch, apply); rc != nil {
+			out[i] = rc
+		}
 	}
 	clear(f.cmds[:cap(f.cmds)]) // do not keep entries' memory alive through the keys
 	return out

@@ -28,9 +28,13 @@ type proposer struct {
 	in       chan *Request
 	inflight chan inflightEntry
 	slots    chan struct{} // one per entry in flight: gathering waits for one
-	hold     chan func()   // run with nothing in flight (see quiesce)
-	quit     chan struct{}
-	done     chan struct{}
+	// buffers holds the results buffers of entries answered, for the next
+	// (resultClaims): each entry in flight and the one being answered
+	// has one.
+	buffers chan []engine.Result
+	hold    chan func() // run with nothing in flight (see quiesce)
+	quit    chan struct{}
+	done    chan struct{}
 
 	group groupCommit
 	timer *time.Timer // bounds a group wait; reused
@@ -42,6 +46,8 @@ type inflightEntry struct {
 	future   raft.ApplyFuture
 	proposed time.Time
 	reqs     []*Request
+	data     []byte       // the entry, which names its claim
+	claim    *resultClaim // where the state machine writes its results
 	drained  chan struct{}
 }
 
@@ -70,6 +76,7 @@ func newProposer(shard int, self string, r *raft.Raft, fsm *shardFSM, clock Cloc
 		in:       make(chan *Request, queueLen),
 		inflight: make(chan inflightEntry, maxInflight+1),
 		slots:    make(chan struct{}, maxInflight),
+		buffers:  make(chan []engine.Result, maxInflight+1),
 		hold:     make(chan func(), 1),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -207,12 +214,40 @@ func (p *proposer) apply(batch []*Request) {
 		<-p.slots // nothing to propose: the slot is free again
 		return
 	}
+	n := 0
+	for _, r := range taken {
+		n += len(r.Cmds)
+	}
 	data := appendBatch(nil, p.clock.Now(), taken)
+	claim := p.fsm.claims.register(data, p.buffer(n))
 	for _, r := range taken {
 		r.markSent(p.self)
 	}
 	proposed := time.Now()
-	p.inflight <- inflightEntry{future: p.raft.Apply(data, enqueueTimeout), proposed: proposed, reqs: taken}
+	future := p.raft.Apply(data, enqueueTimeout)
+	p.inflight <- inflightEntry{future: future, proposed: proposed, reqs: taken, data: data, claim: claim}
+}
+
+// buffer returns a results buffer of n, an answered entry's if one is
+// spare.
+func (p *proposer) buffer(n int) []engine.Result {
+	select {
+	case b := <-p.buffers:
+		if cap(b) >= n {
+			return b[:n]
+		}
+	default:
+	}
+	return make([]engine.Result, n)
+}
+
+// recycle keeps an answered entry's buffer, emptied, for a later entry.
+func (p *proposer) recycle(b []engine.Result) {
+	clear(b) // keep no reply's memory alive meanwhile
+	select {
+	case p.buffers <- b:
+	default:
+	}
 }
 
 // sweep proposes an entry that reclaims expired keys on every replica
@@ -233,11 +268,16 @@ func (p *proposer) complete() {
 		err := p.requestError(e.future.Error())
 		p.group.committed(time.Since(e.proposed))
 		<-p.slots
+		buf, filled := p.fsm.claims.withdraw(e.data, e.claim)
 		var results []engine.Result
 		if err == nil {
 			switch v := e.future.Response().(type) {
-			case *appliedEntry:
-				results = v.take()
+			case *resultClaim:
+				if v != e.claim || !filled {
+					err = &Failure{"shard commit failed: the entry's results were not written for it"}
+					break
+				}
+				results = buf
 			case error:
 				// Committed, and refused alike by every replica (it does
 				// not decode): nothing was decided.
@@ -247,6 +287,7 @@ func (p *proposer) complete() {
 			}
 		}
 		deliver(e.reqs, results, err)
+		p.recycle(buf)
 	}
 }
 
