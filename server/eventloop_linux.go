@@ -16,7 +16,8 @@ import (
 
 // An event loop serves many connections on one thread, as Redis does: it
 // waits in epoll_wait, reads every socket that has bytes, answers the
-// commands they complete and writes the replies, never parking. With a
+// commands they complete and writes the replies, never parking (over shards
+// that answer later it yields its thread before it waits: run). With a
 // goroutine per connection each pipeline costs a read that finds nothing
 // (the next pipeline has not arrived when the replies are written), a park
 // and a wake through Go's poller and scheduler. docs/performance.md (sixth
@@ -82,7 +83,8 @@ type eventLoop struct {
 	stopped   bool // the loop has ended: no request is taken any more
 }
 
-// startEventLoops starts n loops, each on a thread of its own.
+// startEventLoops starts n loops, each on a goroutine of its own (an
+// in-memory one keeps its thread: run).
 // answerLater: the shards answer requests after Submit returns.
 func startEventLoops(n int, answerLater bool) (*eventLoops, error) {
 	ls := &eventLoops{shardsAnswerLater: answerLater}
@@ -192,13 +194,17 @@ func (l *eventLoop) post(s *loopSock, kind requestKind) {
 }
 
 // run is the loop: it waits for sockets with bytes (or requests), and
-// serves them, until stopped.
+// serves them, until stopped. A loop whose shards answer in place keeps
+// its thread; one whose shards answer later yields before it blocks (wait).
 func (l *eventLoop) run() {
-	runtime.LockOSThread()
+	yield := l.all != nil && l.all.shardsAnswerLater
+	if !yield {
+		runtime.LockOSThread()
+	}
 	defer close(l.done)
 	events := make([]unix.EpollEvent, 128)
 	for {
-		n, err := unix.EpollWait(l.ep, events, -1)
+		n, err := l.wait(events, yield)
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			l.end()
 			return
@@ -214,6 +220,27 @@ func (l *eventLoop) run() {
 			}
 		}
 	}
+}
+
+// wait waits in epoll_wait for sockets with bytes or requests. With yield
+// it first looks without waiting and, finding nothing, yields before it
+// blocks. Over shards that answer later, the pipelines the loop has just
+// read made goroutines runnable (a shard's proposer, given their requests;
+// answers to hand on), queued on the loop's processor. Blocked there, the
+// loop would leave them for another thread to be woken, or for Go's monitor
+// thread to take the processor back; yielding runs them on this thread
+// first. In a 3-node cluster at pipeline 1 that took a quarter of the
+// context switches away (docs/performance.md, "Eleventh round"). A loop
+// whose shards answer in place makes nothing runnable, and the extra look
+// would only cost it a system call.
+func (l *eventLoop) wait(events []unix.EpollEvent, yield bool) (int, error) {
+	if yield {
+		if n, err := unix.EpollWait(l.ep, events, 0); n != 0 || err != nil {
+			return n, err
+		}
+		runtime.Gosched()
+	}
+	return unix.EpollWait(l.ep, events, -1)
 }
 
 // carryOut does what the queued requests ask; false when the loop must stop.
