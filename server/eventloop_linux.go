@@ -229,7 +229,7 @@ func (l *eventLoop) run() {
 // answers to hand on), queued on the loop's processor. Blocked there, the
 // loop would leave them for another thread to be woken, or for Go's monitor
 // thread to take the processor back; yielding runs them on this thread
-// first. In a 3-node cluster at pipeline 1 that took a quarter of the
+// first. In a 3-node cluster at pipeline 1 that took a quarter to a half of the
 // context switches away (docs/performance.md, "Eleventh round"). A loop
 // whose shards answer in place makes nothing runnable, and the extra look
 // would only cost it a system call.
