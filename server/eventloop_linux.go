@@ -197,7 +197,7 @@ func (l *eventLoop) post(s *loopSock, kind requestKind) {
 // serves them, until stopped. A loop whose shards answer in place keeps
 // its thread; one whose shards answer later yields before it blocks (wait).
 func (l *eventLoop) run() {
-	yield := l.all != nil && l.all.shardsAnswerLater
+	yield := l.all.shardsAnswerLater
 	if !yield {
 		runtime.LockOSThread()
 	}
@@ -229,10 +229,10 @@ func (l *eventLoop) run() {
 // answers to hand on), queued on the loop's processor. Blocked there, the
 // loop would leave them for another thread to be woken, or for Go's monitor
 // thread to take the processor back; yielding runs them on this thread
-// first. In a 3-node cluster at pipeline 1 that took a quarter to a half of the
-// context switches away (docs/performance.md, "Eleventh round"). A loop
-// whose shards answer in place makes nothing runnable, and the extra look
-// would only cost it a system call.
+// first. In a 3-node cluster at pipeline 1 that took a quarter to a half
+// of the context switches away (docs/performance.md, "Eleventh round"). A
+// loop whose shards answer in place makes nothing runnable, and the extra
+// look would only cost it a system call.
 func (l *eventLoop) wait(events []unix.EpollEvent, yield bool) (int, error) {
 	if yield {
 		if n, err := unix.EpollWait(l.ep, events, 0); n != 0 || err != nil {
