@@ -26,10 +26,10 @@ type ServerOptions struct {
 	TLS *tls.Config
 	// MaxRecvMsgSize bounds a request's bytes; 0 for gRPC's default.
 	MaxRecvMsgSize int
-	// Ready, when set, is asked every ReadyInterval whether this node can
-	// serve every shard (nil: it can); the health service says SERVING
-	// only while it can, so that Envoy's health checks send requests to
-	// the nodes that can answer them.
+	// Ready, when set, is asked every ReadyInterval (every 50 ms while it
+	// says no) whether this node can serve every shard (nil: it can); the
+	// health service says SERVING only while it can, so that Envoy's
+	// health checks send requests to the nodes that can answer them.
 	Ready         func() error
 	ReadyInterval time.Duration
 }
@@ -92,8 +92,9 @@ func NewServer(svc *Service, opts ServerOptions) *Server {
 		stop: make(chan struct{}), done: make(chan struct{})}
 	pb.RegisterRateLimitServiceServer(s.grpc, svc)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
-	s.setServing(s.ready())
-	go s.watchReadiness()
+	ready := s.ready()
+	s.setServing(ready)
+	go s.watchReadiness(ready)
 	return s
 }
 
@@ -141,23 +142,41 @@ func (s *Server) setServing(ok bool) {
 	}
 }
 
-// watchReadiness keeps the health status in step with Ready until Stop.
-func (s *Server) watchReadiness() {
+// notReadyInterval is how often a node that cannot serve asks again, when
+// ReadyInterval is longer. A node that has just started is ready within
+// moments (a durable node elects itself, a replica replays its log), and
+// its health checks should say so then, not a ReadyInterval later: until
+// they do, Envoy sends it nothing.
+const notReadyInterval = 50 * time.Millisecond
+
+// watchReadiness keeps the health status in step with Ready until Stop;
+// ready is the status New set.
+func (s *Server) watchReadiness(ready bool) {
 	defer close(s.done)
 	if s.opts.Ready == nil {
 		<-s.stop
 		return
 	}
-	t := time.NewTicker(s.opts.ReadyInterval)
+	t := time.NewTimer(s.readyWait(ready))
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
-			s.setServing(s.ready())
+			ready = s.ready()
+			s.setServing(ready)
+			t.Reset(s.readyWait(ready))
 		}
 	}
+}
+
+// readyWait is how long to wait before asking Ready again.
+func (s *Server) readyWait(ready bool) time.Duration {
+	if ready {
+		return s.opts.ReadyInterval
+	}
+	return min(s.opts.ReadyInterval, notReadyInterval)
 }
 
 // interface check: the service is the generated server interface.

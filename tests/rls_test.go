@@ -220,11 +220,13 @@ func TestRLSReadmeExamples(t *testing.T) {
 	if status.Code(err) != codes.Unknown || !strings.Contains(err.Error(), "domain must not be empty") {
 		t.Fatalf("empty domain: %v", err)
 	}
+	// Health follows readiness within moments (a durable node may have
+	// answered every example before it was first asked): poll.
 	for _, name := range []string{"", "ratelimit", "envoy.service.ratelimit.v3.RateLimitService"} {
-		h, err := s.health.Check(ctx(t), &healthpb.HealthCheckRequest{Service: name})
-		if err != nil || h.Status != healthpb.HealthCheckResponse_SERVING {
-			t.Fatalf("health %q: %v %v", name, h, err)
-		}
+		waitFor(t, "health "+name+" SERVING", func() bool {
+			h, err := s.health.Check(ctx(t), &healthpb.HealthCheckRequest{Service: name})
+			return err == nil && h.Status == healthpb.HealthCheckResponse_SERVING
+		})
 	}
 }
 
