@@ -75,6 +75,8 @@ type eventLoop struct {
 	wake  int                 // an eventfd in it: requests are queued
 	conns map[int32]*loopSock // by descriptor; the loop's own
 	done  chan struct{}       // closed when the loop has ended
+	waits uint64              // waits so far, for mayHold
+	holds bool                // whether it may wait holding its processor (mayHold)
 
 	mu        sync.Mutex
 	queue     []loopRequest
@@ -223,22 +225,29 @@ func (l *eventLoop) run() {
 }
 
 // wait waits in epoll_wait for sockets with bytes or requests. With yield
-// it first looks without waiting and, finding nothing, yields before it
-// blocks. Over shards that answer later, the pipelines the loop has just
-// read made goroutines runnable (a shard's proposer, given their requests;
-// answers to hand on), queued on the loop's processor. Blocked there, the
-// loop would leave them for another thread to be woken, or for Go's monitor
-// thread to take the processor back; yielding runs them on this thread
-// first. In a 3-node cluster at pipeline 1 that took a quarter to a half
-// of the context switches away (docs/performance.md, "Eleventh round"). A
-// loop whose shards answer in place makes nothing runnable, and the extra
-// look would only cost it a system call.
+// it first looks without waiting and, finding nothing, yields, then waits
+// holding its processor before it blocks as Go's scheduler expects. Over
+// shards that answer later, the pipelines the loop has just read made
+// goroutines runnable (a shard's proposer, given their requests; answers to
+// hand on), queued on the loop's processor. Blocked there, the loop would
+// leave them for another thread to be woken, or for Go's monitor thread to
+// take the processor back; yielding runs them on this thread first. In a
+// 3-node cluster at pipeline 1 that took a quarter to a half of the context
+// switches away (docs/performance.md, "Eleventh round"); waiting holding
+// the processor (heldwait_linux.go) took away most of what was left ("Twelfth
+// round"). A loop whose shards answer in place makes nothing runnable, and
+// the extra look would only cost it a system call.
 func (l *eventLoop) wait(events []unix.EpollEvent, yield bool) (int, error) {
 	if yield {
-		if n, err := unix.EpollWait(l.ep, events, 0); n != 0 || err != nil {
+		if n, err := epollWaitHolding(l.ep, events, 0); n != 0 || err != nil {
 			return n, err
 		}
 		runtime.Gosched()
+		if l.mayHold() {
+			if n, err := l.waitHolding(events, heldWait); n != 0 || err != nil {
+				return n, err
+			}
+		}
 	}
 	return unix.EpollWait(l.ep, events, -1)
 }
