@@ -52,15 +52,21 @@ func await(t *testing.T, done chan heldResult, limit time.Duration) heldResult {
 	}
 }
 
+// wakeHeld posts a request to l, whose wake descriptor then has bytes, and
+// checks that the held wait returns that one event.
+func wakeHeld(t *testing.T, l *eventLoop, done chan heldResult) {
+	t.Helper()
+	l.post(nil, requestClose)
+	if r := await(t, done, 10*time.Second); r.n != 1 || r.err != nil {
+		t.Fatalf("got %d events, %v; want the wake's one", r.n, r.err)
+	}
+}
+
 func TestHeldWaitReturnsWhatArrives(t *testing.T) {
 	l := heldLoop(t)
 	waiting, done := startHolding(l, time.Minute)
 	<-waiting
-	l.post(nil, requestClose) // a request: the wake descriptor is readable
-	r := await(t, done, 10*time.Second)
-	if r.n != 1 || r.err != nil {
-		t.Fatalf("got %d events, %v; want the wake's one", r.n, r.err)
-	}
+	wakeHeld(t, l, done)
 }
 
 // A window with nothing in it ends the held wait with no event and no
@@ -79,24 +85,31 @@ func TestHeldWaitEndsWithItsWindow(t *testing.T) {
 	}
 }
 
-// A collection stops the world, which a goroutine in a system call the
-// scheduler is not told of would hold up for as long as it waits: the
-// runtime's signal must end the wait instead.
-func TestHeldWaitLetsTheWorldStop(t *testing.T) {
+// besideHeldWait runs fn while another goroutine waits holding its
+// processor, with a window of two minutes: fn must end long before it
+// (within 30 s), and the wait must still return what arrives afterwards.
+func besideHeldWait(t *testing.T, what string, fn func()) {
+	t.Helper()
 	l := heldLoop(t)
 	waiting, done := startHolding(l, 2*time.Minute)
 	<-waiting
 	start := time.Now()
-	for range 5 {
-		runtime.GC()
-	}
+	fn()
 	if took := time.Since(start); took > 30*time.Second {
-		t.Fatalf("five collections took %v beside a held wait", took)
+		t.Fatalf("%s took %v beside a held wait", what, took)
 	}
-	l.post(nil, requestClose)
-	if r := await(t, done, 10*time.Second); r.n != 1 || r.err != nil {
-		t.Fatalf("after the collections: got %d events, %v; want the wake's one", r.n, r.err)
-	}
+	wakeHeld(t, l, done)
+}
+
+// A collection stops the world, which a goroutine in a system call the
+// scheduler is not told of would hold up for as long as it waits: the
+// runtime's signal must end the wait instead.
+func TestHeldWaitLetsTheWorldStop(t *testing.T) {
+	besideHeldWait(t, "five collections", func() {
+		for range 5 {
+			runtime.GC()
+		}
+	})
 }
 
 // With one processor, held by the wait, every other goroutine waits for it:
@@ -104,21 +117,12 @@ func TestHeldWaitLetsTheWorldStop(t *testing.T) {
 // a timer and a goroutine it wakes still run long before the window ends.
 func TestHeldWaitDoesNotStarveTheOnlyProcessor(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	l := heldLoop(t)
-	waiting, done := startHolding(l, 2*time.Minute)
-	<-waiting
-	start := time.Now()
-	time.Sleep(time.Millisecond)
-	woken := make(chan struct{})
-	go close(woken)
-	<-woken
-	if took := time.Since(start); took > 30*time.Second {
-		t.Fatalf("a 1 ms sleep and a goroutine took %v beside a held wait", took)
-	}
-	l.post(nil, requestClose)
-	if r := await(t, done, 10*time.Second); r.n != 1 || r.err != nil {
-		t.Fatalf("got %d events, %v; want the wake's one", r.n, r.err)
-	}
+	besideHeldWait(t, "a 1 ms sleep and a goroutine", func() {
+		time.Sleep(time.Millisecond)
+		woken := make(chan struct{})
+		go close(woken)
+		<-woken
+	})
 }
 
 // A loop holds its processor only while another is left for the
