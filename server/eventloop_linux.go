@@ -224,8 +224,8 @@ func (l *eventLoop) run() {
 	}
 }
 
-// wait waits in epoll_wait for sockets with bytes or requests. With yield
-// it first looks without waiting and, finding nothing, yields, then waits
+// wait waits in epoll_wait for sockets with bytes or requests. With yield it
+// first looks without waiting and, finding nothing, yields, then waits
 // holding its processor before it blocks as Go's scheduler expects. Over
 // shards that answer later, the pipelines the loop has just read made
 // goroutines runnable (a shard's proposer, given their requests; answers to
@@ -233,10 +233,10 @@ func (l *eventLoop) run() {
 // leave them for another thread to be woken, or for Go's monitor thread to
 // take the processor back; yielding runs them on this thread first. In a
 // 3-node cluster at pipeline 1 that took a quarter to a half of the context
-// switches away (docs/performance.md, "Eleventh round"); waiting holding
-// the processor (heldwait_linux.go) took away most of what was left ("Twelfth
-// round"). A loop whose shards answer in place makes nothing runnable, and
-// the extra look would only cost it a system call.
+// switches away (docs/performance.md, "Eleventh round"); waiting holding the
+// processor (heldwait_linux.go) halved what was left ("Twelfth round"). A
+// loop whose shards answer in place makes nothing runnable, and the extra
+// look would only cost it a system call.
 func (l *eventLoop) wait(events []unix.EpollEvent, yield bool) (int, error) {
 	if yield {
 		if n, err := epollWaitHolding(l.ep, events, 0); n != 0 || err != nil {
