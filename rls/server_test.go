@@ -8,6 +8,8 @@ import (
 	"time"
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // A node that cannot serve yet says NOT_SERVING, and SERVING within moments
@@ -25,22 +27,19 @@ func TestHealthSaysServingSoonAfterTheNodeIsReady(t *testing.T) {
 		return errors.New("not ready: shard 0 is loading")
 	}})
 	t.Cleanup(func() { s.Stop(time.Second) })
-	status := func() healthpb.HealthCheckResponse_ServingStatus {
-		t.Helper()
+	status := func() (healthpb.HealthCheckResponse_ServingStatus, error) {
 		h, err := s.health.Check(context.Background(), &healthpb.HealthCheckRequest{Service: ""})
 		if err != nil {
-			t.Fatal(err)
+			return 0, err
 		}
-		return h.Status
+		return h.Status, nil
 	}
-	if st := status(); st != healthpb.HealthCheckResponse_NOT_SERVING {
-		t.Fatalf("before the node is ready: %v", st)
+	if st, err := status(); err != nil || st != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("before the node is ready: %v %v", st, err)
 	}
 	ready.Store(true)
-	for deadline := time.Now().Add(10 * time.Second); status() != healthpb.HealthCheckResponse_SERVING; {
-		if time.Now().After(deadline) {
-			t.Fatal("still NOT_SERVING 10 s after the node became ready")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, "SERVING once the node is ready", func() (bool, error) {
+		st, err := status()
+		return st == healthpb.HealthCheckResponse_SERVING, err
+	})
 }

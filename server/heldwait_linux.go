@@ -19,8 +19,9 @@ import (
 // whenever the other processors are busy, and the loop's thread, woken by
 // the answer, must then get a processor back, often by sleeping until one
 // is handed to it. On this machine each of those wake-ups is a context
-// switch through the hypervisor, and they were half of what a 3-node
-// cluster's request cost (docs/performance.md, "Twelfth round").
+// switch through the hypervisor: holding the processor instead halved a
+// 3-node cluster's context switches a request at pipeline 1
+// (docs/performance.md, "Twelfth round").
 //
 // So the loop first waits up to heldWait in a system call the scheduler is
 // not told of, keeping its processor as a goroutine that runs would. That is
