@@ -97,6 +97,10 @@ func (g *guardConn) scan(b []byte) (ok bool, cut int) {
 		c := b[i]
 		if g.state == atCommand {
 			start, g.cmdBytes = i, 0
+			if n := g.wholeCommand(b[i:]); n > 0 {
+				i += n - 1
+				continue
+			}
 		}
 		if n := g.wholeHeader(b[i:]); n > 0 {
 			// The common case, a header read whole: no byte-at-a-time walk.
@@ -124,6 +128,39 @@ func (g *guardConn) scan(b []byte) (ok bool, cut int) {
 	return true, 0
 }
 
+// wholeCommand takes, when b begins with a whole multibulk command within
+// every limit ("*<n>\r\n", then n times "$<len>\r\n", the payload and two
+// bytes: what every client library sends), that command at once and returns
+// its length. It returns 0, having changed nothing, for anything else: an
+// inline or empty command, one cut by the end of the read, or one that
+// breaks a rule, which scan then walks header by header to the same end or
+// error as before. Most reads hold whole commands, and taking each in one
+// step keeps the guard's cost a command to a few nanoseconds.
+func (g *guardConn) wholeCommand(b []byte) int {
+	if len(b) < 4 || b[0] != '*' {
+		return 0
+	}
+	n, i := headerNumber(b, 1, limitOf(inCount, g.limits))
+	if i == 0 || n <= 0 {
+		return 0
+	}
+	bulkLimit := limitOf(inBulkLen, g.limits)
+	for ; n > 0; n-- {
+		if i >= len(b) || b[i] != '$' {
+			return 0
+		}
+		size, body := headerNumber(b, i+1, bulkLimit)
+		if body == 0 || size > int64(len(b)-body-2) {
+			return 0
+		}
+		i = body + int(size) + 2 // the payload's CRLF is redcon's to check, as in a walk
+	}
+	if int64(i) > g.limits.MaxRequestLen {
+		return 0
+	}
+	return i
+}
+
 // wholeHeader takes, when b begins with a whole, well-formed header of the
 // kind the framing expects ("*<n>\r\n" at a command's start, "$<n>\r\n"
 // before an argument) within its limit, that header at once and returns its
@@ -142,22 +179,35 @@ func (g *guardConn) wholeHeader(b []byte) int {
 	default:
 		return 0
 	}
-	limit := limitOf(state, g.limits)
-	var num int64
-	i := 1
-	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-		d := int64(b[i] - '0')
-		if (i == 2 && num == 0) || d > limit || num > (limit-d)/10 {
-			return 0 // a leading zero, or past the limit
-		}
-		num = num*10 + d
-	}
-	if i == 1 || i+1 >= len(b) || b[i] != '\r' || b[i+1] != '\n' {
+	num, end := headerNumber(b, 1, limitOf(state, g.limits))
+	if end == 0 {
 		return 0
 	}
 	g.state, g.num = state, num
 	g.endHeader()
-	return i + 2
+	return end
+}
+
+// headerNumber reads a header's number, whose digits begin at b[i], and the
+// CRLF after it: "0" or digits without a leading zero, at most limit. It
+// returns the number and the offset just past the CRLF, or an offset of 0
+// when the header is not whole, well-formed and within limit. (Where a
+// header goes wrong does not matter here: step walks it again to find out.
+// So the number is compared once, at its end, and one of more than 18
+// digits, which could overflow, is left to step.)
+func headerNumber(b []byte, i int, limit int64) (int64, int) {
+	first := i
+	var num int64
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		num = num*10 + int64(b[i]-'0')
+	}
+	switch digits := i - first; {
+	case digits == 0 || digits > 18 || digits > 1 && b[first] == '0' || num > limit:
+		return 0, 0
+	case i+1 >= len(b) || b[i] != '\r' || b[i+1] != '\n':
+		return 0, 0
+	}
+	return num, i + 2
 }
 
 // step advances the framing by one byte outside a payload. Framing the guard

@@ -263,6 +263,43 @@ func TestGuardScanCut(t *testing.T) {
 	}
 }
 
+// TestGuardTakesWholeCommandsAtOnce checks which commands wholeCommand takes
+// in one step and that it leaves every other to the walk untouched (the
+// walk's refusals are TestGuardScanCut's and FuzzGuard's).
+func TestGuardTakesWholeCommandsAtOnce(t *testing.T) {
+	limits := Limits{MaxBulkLen: 10, MaxArgs: 3, MaxRequestLen: 48}
+	tests := []struct {
+		name string
+		in   string
+		want int // bytes taken; 0: left to the walk
+	}{
+		{"a decision", encode("RL.SLIDING", "k", "10"), len(encode("RL.SLIDING", "k", "10"))},
+		{"followed by more", encode("PING") + "*1\r\n", len(encode("PING"))},
+		{"an empty argument", "*1\r\n$0\r\n\r\n", 10},
+		{"at the request limit", "*3\r\n" + strings.Repeat("$10\r\n0123456789\r\n", 2) + "$4\r\nabcd\r\n", 48},
+		{"past the request limit", "*3\r\n" + strings.Repeat("$9\r\n012345678\r\n", 3), 0},
+		{"inline", "PING\r\n", 0},
+		{"empty", "*0\r\n", 0},
+		{"cut in a payload", "*1\r\n$4\r\nPI", 0},
+		{"cut before its CRLF", "*1\r\n$4\r\nPING", 0},
+		{"count past the limit", "*4\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n", 0},
+		{"length past the limit", "*1\r\n$11\r\n01234567890\r\n", 0},
+		{"a leading zero", "*1\r\n$04\r\nPING\r\n", 0},
+		{"a sign", "*1\r\n$+4\r\nPING\r\n", 0},
+		{"not a bulk", "*1\r\n:4\r\n", 0},
+		{"nineteen digits", "*1\r\n$0000000000000000004\r\nPING\r\n", 0},
+	}
+	for _, tt := range tests {
+		g := &guardConn{limits: limits}
+		if got := g.wholeCommand([]byte(tt.in)); got != tt.want {
+			t.Errorf("%s: took %d bytes, want %d", tt.name, got, tt.want)
+		}
+		if g.state != atCommand || g.cmdBytes != 0 || g.failed != nil {
+			t.Errorf("%s: the guard's state changed", tt.name)
+		}
+	}
+}
+
 // TestGuardHugeLimits checks that limits near the top of int64 neither let a
 // longer number wrap around nor let through a payload length that makes
 // redcon's arithmetic overflow, or an argument count it would take for ever
