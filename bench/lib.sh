@@ -30,3 +30,12 @@ wait_ready() {
   done
   echo "$bench_name: nothing answers on port $1" >&2; exit 1
 }
+
+# leading <port...>: of the rlserver nodes listening on these client ports,
+# the ports of those that lead at least one shard, one a line.
+leading() {
+  local port
+  for port in "$@"; do
+    if redis-cli -p "$port" info raft 2>/dev/null | grep -q '^raft_shards_leading:[1-9]'; then echo "$port"; fi
+  done
+}
