@@ -202,9 +202,6 @@ func (d *wire) result() engine.Result {
 		for i := range r.Fields {
 			r.Fields[i] = engine.Field{Name: string(d.bytes(256)), Text: string(d.bytes(256)), Int: d.varint()}
 		}
-	case engine.ResError: // the text of a release before typed errors: the reply as it is
-		r.Err = PeerReply(d.bytes(maxWireError))
-		r.Members = d.members()
 	case engine.ResultType(wireResultError):
 		r.Type, r.Err = engine.ResError, d.error()
 		r.Members = d.members()
@@ -248,9 +245,7 @@ func extraName(b []byte) string {
 //	errMembership    code byte, message: a MembershipError
 //
 // A result that is an error has its own result tag (wireResultError), and
-// so does a request that failed as a whole (see forward.go): the tags of the
-// releases before typed errors carried the reply's text alone, which is
-// still read as such (a PeerReply).
+// so does a request that failed as a whole (see forward.go).
 const (
 	errFailure byte = iota
 	errEngine
@@ -289,8 +284,7 @@ func appendError(b []byte, tag byte, err error) []byte {
 // appendRequestError appends the error a forwarded request ended with as
 // a whole (replyError, then appendError's encoding of err) and, when that
 // encoding is a sentinel's kind alone, err's text after it: why, in the
-// answering node's words. The text ends the reply, and releases before it
-// stop reading at the kind, so they read the reply as they always did.
+// answering node's words. The text ends the reply.
 func appendRequestError(b []byte, err error) []byte {
 	start := len(b)
 	b = appendError(b, replyError, err)
@@ -302,8 +296,7 @@ func appendRequestError(b []byte, err error) []byte {
 }
 
 // requestError reads what appendRequestError wrote after the tag: a
-// sentinel that came with its text is a ForwardedError from peer. A reply
-// from a release before it carries the sentinel alone.
+// sentinel that came with its text is a ForwardedError from peer.
 func (d *wire) requestError(peer string) error {
 	err := d.error()
 	if d.err != nil || len(d.b) == 0 {

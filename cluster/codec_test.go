@@ -117,11 +117,6 @@ func TestErrorsKeepTheirIdentityOnTheBus(t *testing.T) {
 			t.Errorf("%v: a request's error did not round-trip", err)
 		}
 	}
-	old := append([]byte{byte(engine.ResError)}, appendString(nil, "WRONGTYPE Operation against a key holding the wrong kind of value")...)
-	d := wire{b: append(old, 0)}
-	if got := d.result(); d.err != nil || got.Type != engine.ResError || got.Err.Error() != "WRONGTYPE Operation against a key holding the wrong kind of value" {
-		t.Errorf("an older node's error: %+v (%v)", got, d.err)
-	}
 }
 
 // FuzzDecodeBatch: whatever bytes a log entry or a peer holds, decoding never

@@ -292,7 +292,7 @@ func (n *RaftShards) answersNow(id string) bool {
 // catalogueCaughtUp reports whether node id holds the catalogue as it is.
 func (n *RaftShards) catalogueCaughtUp(id string, cat *Catalogue) bool {
 	p, ok := n.health.peer(id)
-	return ok && p.status.current && p.status.catalogue+caughtUp >= cat.Index
+	return ok && p.status.catalogue+caughtUp >= cat.Index
 }
 
 // changeCatalogueGroup waits for a change of the catalogue group's

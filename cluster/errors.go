@@ -61,14 +61,6 @@ type Failure struct{ Msg string }
 // Error returns the message.
 func (f *Failure) Error() string { return f.Msg }
 
-// PeerReply is an error reply in a peer's own words: a node of a release
-// before typed errors answers a forwarded request with its reply's text,
-// first word included, which goes back to the client as it is.
-type PeerReply string
-
-// Error returns the reply's text.
-func (p PeerReply) Error() string { return string(p) }
-
 // MembershipError refuses a change of the cluster's membership or
 // placement, or a node that may not take part in it: its Code says why, its
 // message says what to do. It crosses the bus as its code and message, so

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,48 +15,43 @@ import (
 // Forwarding lets a node answer a command for a shard another node leads:
 // the parsed commands go to the leader over the bus and the results come
 // back, so clients that know nothing of clusters can use any node. There
-// are two streams (transport.go). A forwarding connection (streamForward)
-// carries one frame at a time each way:
-//
-//	request   uvarint length, then 'C' uvarint shard, batch (appendBatch)
-//	          or 'S' (status: this node's replicas), then the asker's id
-//	          and incarnation (releases before the catalogue send none)
-//	          or 'A' and a catalogue change (catalogueops.go)
-//	response  uvarint length, then 0 and the results (appendResult each,
-//	          or for 'S' uvarint count, then per shard the applied index
-//	          and the leader's id, "" where unknown or not held, then
-//	          (what releases before the catalogue neither send nor read)
-//	          1, this node's incarnation, its catalogue's index, the
-//	          verdict on the asker (0, or 1 and an error), and per shard a
-//	          flags byte (1: it holds a replica) and the commit index;
-//	          or for 'A' the index the change was committed at),
-//	          or 3 and an error (codec.go's appendRequestError: appendError
-//	          after its tag, then a sentinel's text),
-//	          or 2 and the id of the node that leads the shard (the request
-//	          was not applied: ask that node; for 'A', the catalogue's
-//	          leader); 1 and an error's text is what releases before typed
-//	          errors answer
-//
-// A multiplexed forwarding connection (streamForwardMux; releases before it
-// close it at once) carries only commands, as many at a time as are in
-// flight, each way. The node accepting it first answers the header with one
-// byte, muxVersion; then
+// are two streams (transport.go). A multiplexed forwarding connection
+// (streamForwardMux) carries commands, as many at a time as are in flight,
+// each way. The node accepting it first answers the header with one byte,
+// muxVersion; then
 //
 //	request   uint32 length (big endian) of what follows, uvarint id (the
 //	          sender's, unique on the connection), then 'C' uvarint shard,
-//	          batch, as above
-//	response  uint32 length, the request's id, then the response as above
+//	          batch (appendBatch)
+//	response  uint32 length, the request's id, then 0 and the results
+//	          (appendResult each), or 3 and an error (codec.go's
+//	          appendRequestError: appendError after its tag, then a
+//	          sentinel's text), or 2 and the id of the node that leads the
+//	          shard (the request was not applied: ask that node)
 //
 // Requests are applied as they arrive, not one after the other, and answered
 // as they complete, in any order; frames are written back to back, several
 // in one write. The length is fixed-size so that a frame can be encoded in
-// place, in the sender's queue. Status and catalogue calls, rare, keep the
-// one-frame stream.
+// place, in the sender's queue.
+//
+// A control connection (streamForward) carries the rare calls, one frame at
+// a time each way:
+//
+//	request   uvarint length, then 'S' (status: this node's replicas), the
+//	          asker's id and incarnation,
+//	          or 'A' and a catalogue change (catalogueops.go)
+//	response  uvarint length, then 0 and, for 'S', uvarint count, then per
+//	          shard the applied index and the leader's id ("" where unknown
+//	          or not held), then 1, this node's incarnation, its catalogue's
+//	          index, the verdict on the asker (0, or 1 and an error), and per
+//	          shard a flags byte (1: it holds a replica) and the commit
+//	          index; for 'A' the index the change was committed at;
+//	          or 3 and an error, or 2 and the id of the catalogue's leader
+//	          (the change was not applied: ask that node)
 
 // The first byte of a response.
 const (
 	replyOK     byte = 0
-	replyText   byte = 1
 	replyLeader byte = 2
 	replyError  byte = 3
 )
@@ -81,7 +75,7 @@ type forwardHandler interface {
 	// answer here.
 	requestTimeout() time.Duration
 	// status describes this node's replicas and what it thinks of the
-	// asker (its id and incarnation, "" from an older release).
+	// asker (its id and incarnation).
 	status(asker, incarnation string) nodeStatus
 	// applyCatalogueOp commits a catalogue change when this node leads the
 	// catalogue group, or names the node that does.
@@ -102,7 +96,6 @@ type shardStatus struct {
 // nodeStatus is what a node says of itself and of the node that asks.
 type nodeStatus struct {
 	shards      []shardStatus
-	current     bool   // it answered as this release does (with what follows)
 	incarnation string // its data directory's
 	catalogue   uint64 // its catalogue's index
 	verdict     error  // why the cluster refuses the asker, as this node knows it
@@ -135,8 +128,7 @@ func appendStatus(out []byte, st nodeStatus) []byte {
 	return out
 }
 
-// decodeStatus reads an answer to 'S' after its first byte, from this
-// release or an older one.
+// decodeStatus reads an answer to 'S' after its first byte.
 func decodeStatus(d *wire) (nodeStatus, error) {
 	n := d.uvarint()
 	if n > 1<<16 {
@@ -145,12 +137,10 @@ func decodeStatus(d *wire) (nodeStatus, error) {
 	st := nodeStatus{shards: make([]shardStatus, n)}
 	for i := range st.shards {
 		st.shards[i] = shardStatus{applied: d.uvarint(), leader: string(d.bytes(256))}
-		st.shards[i].held = st.shards[i].applied > 0 // the best an older release says
 	}
-	if d.err != nil || len(d.b) == 0 || d.byte() != 1 {
-		return st, d.err
+	if d.byte() != 1 {
+		d.fail("status without its incarnation")
 	}
-	st.current = true
 	st.incarnation = string(d.bytes(64))
 	st.catalogue = d.uvarint()
 	if d.byte() == 1 {
@@ -176,13 +166,11 @@ func serveForward(conn net.Conn, h forwardHandler) {
 		}
 		out = out[:0]
 		switch {
-		case len(frame) > 0 && frame[0] == frameCommands:
-			out = answerCommands(out, frame[1:], h)
 		case len(frame) > 0 && frame[0] == frameStatus:
 			d := wire{b: frame[1:]}
-			var asker, incarnation string
-			if len(d.b) > 0 {
-				asker, incarnation = string(d.bytes(256)), string(d.bytes(64))
+			asker, incarnation := string(d.bytes(256)), string(d.bytes(64))
+			if d.err != nil {
+				return
 			}
 			out = appendStatus(out, h.status(asker, incarnation))
 		case len(frame) > 0 && frame[0] == frameCatalogue:
@@ -203,30 +191,6 @@ func serveForward(conn net.Conn, h forwardHandler) {
 			return
 		}
 	}
-}
-
-// answerCommands applies a forwarded batch and encodes its answer.
-func answerCommands(out, frame []byte, h forwardHandler) []byte {
-	d := wire{b: frame}
-	shard := int(d.uvarint())
-	if d.err != nil {
-		return appendRequestError(out, d.err)
-	}
-	_, cmds, err := decodeBatch(d.b, nil)
-	if err != nil {
-		return appendRequestError(out, err)
-	}
-	// No re-route here: the node that forwarded the request re-routes it.
-	ctx, cancel := context.WithTimeout(context.Background(), h.requestTimeout())
-	defer cancel()
-	results, err := Do(ctx, submitFunc(func(shard int, r *Request) {
-		r.begin(shard, nil, h.requestTimeout())
-		h.submitLocal(shard, r)
-	}), shard, cmds...)
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = retryError(shard, "", ErrMayHaveBeenCounted, "no answer within the request timeout of the node it was forwarded to")
-	}
-	return appendCommandsReply(out, shard, results, err, h)
 }
 
 // appendCommandsReply encodes the answer to a forwarded batch for shard:

@@ -124,7 +124,7 @@ func TestForwarderCallPastItsDeadlineIsNotApplied(t *testing.T) {
 	}()
 	f, _ := testForwarder(t, nil)
 	past := time.Now().Add(-time.Second)
-	if _, sent, err := f.call(nil, ln.Addr().String(), []byte{frameCatalogue, 1}, past); err == nil || sent {
+	if _, sent, err := f.call(ln.Addr().String(), []byte{frameCatalogue, 1}, past); err == nil || sent {
 		t.Fatalf("call past its deadline: sent %v, err %v; want not sent, an error", sent, err)
 	}
 	if _, _, err := f.catalogueOp(ln.Addr().String(), []byte{1}, past); !errors.Is(err, ErrNotApplied) {

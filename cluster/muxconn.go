@@ -66,10 +66,6 @@ type endedCall struct {
 	err    error
 }
 
-// errOldPeer is what dialling a peer of a release before multiplexed
-// forwarding gets: it closes the stream it does not know.
-var errOldPeer = errors.New("the peer does not know multiplexed forwarding")
-
 // errPeerClosed breaks a connection found closed by its peer before a write.
 var errPeerClosed = errors.New("the peer closed the connection")
 
@@ -77,10 +73,6 @@ const (
 	// muxVersion is the byte a node answers a multiplexed stream's header
 	// with, accepting it.
 	muxVersion byte = 1
-	// oldPeerRetry is how long a peer that refused multiplexed forwarding
-	// is sent requests the old way before it is asked again (it may have
-	// been upgraded meanwhile).
-	oldPeerRetry = 30 * time.Second
 	// idleCheck is how long a connection may carry nothing before a write
 	// first checks that the peer has not closed it.
 	idleCheck = time.Second
@@ -130,8 +122,8 @@ func (m *muxConn) enqueue(leader *Member, shard int, r *Request) bool {
 	return true
 }
 
-// appendMuxRequest appends a request frame: a four-byte length, the id, and
-// what a frame of the old stream carries ('C', the shard, the batch).
+// appendMuxRequest appends a request frame: a four-byte length, the id, 'C',
+// the shard and the batch.
 func appendMuxRequest(b []byte, id uint64, shard int, r *Request) []byte {
 	start := len(b)
 	b = append(b, 0, 0, 0, 0)
@@ -228,8 +220,8 @@ func (m *muxConn) dial() (net.Conn, error) {
 	var ack [1]byte
 	if _, err := io.ReadFull(conn, ack[:]); err != nil || ack[0] != muxVersion {
 		conn.Close()
-		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, errOldPeer
+		if err == nil {
+			err = fmt.Errorf("%w: the peer answered forwarding with %d", errBadEntry, ack[0])
 		}
 		return nil, err
 	}
@@ -294,8 +286,7 @@ func readMuxFrame(rd *bufio.Reader, buf []byte) ([]byte, error) {
 }
 
 // broke ends the connection for err: its calls not yet written are not
-// applied; written ones may have been counted. An old peer's calls go the
-// old way instead.
+// applied; written ones may have been counted.
 func (m *muxConn) broke(err error) {
 	m.mu.Lock()
 	if m.broken {
@@ -309,16 +300,11 @@ func (m *muxConn) broke(err error) {
 	}
 	m.timer.Stop()
 	var ends []endedCall
-	var old []*muxCall
 	unsent := func(c *muxCall) endedCall {
 		return endedCall{c.r, c.shard, c.leader, retryError(c.shard, c.leader.ID, ErrNotApplied, "unreachable: "+err.Error())}
 	}
 	for _, c := range m.queued {
-		switch {
-		case c.ended:
-		case errors.Is(err, errOldPeer):
-			old = append(old, c)
-		default:
+		if !c.ended {
 			ends = append(ends, unsent(c))
 		}
 	}
@@ -329,25 +315,12 @@ func (m *muxConn) broke(err error) {
 		}
 		ends = append(ends, endedCall{c.r, c.shard, c.leader, retryError(c.shard, c.leader.ID, ErrMayHaveBeenCounted, "the connection to it broke before it answered")})
 	}
-	queue := m.queue
 	m.queued, m.calls, m.queue = nil, nil, nil
 	m.mu.Unlock()
-	m.f.drop(m, errors.Is(err, errOldPeer))
-	for _, c := range old {
-		frame := append([]byte(nil), skipMuxHeader(queue[c.off:c.end])...)
-		go m.f.forwardOld(c.leader, c.shard, c.r, frame)
-	}
+	m.f.drop(m)
 	for _, e := range ends {
 		m.f.ended(e.r, e.leader, "", e.err)
 	}
-}
-
-// skipMuxHeader returns what follows a request frame's length and id: the
-// frame the old stream carries.
-func skipMuxHeader(frame []byte) []byte {
-	d := wire{b: frame[4:]}
-	d.uvarint()
-	return d.b
 }
 
 // arm makes sure the timer fires by t. Under mu.

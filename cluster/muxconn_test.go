@@ -38,9 +38,8 @@ func answerWith(r *Request, v int64) {
 	}
 }
 
-// startForwardPeer serves forwarding on a bus of its own with h: the
-// multiplexed stream too unless old (a release before it).
-func startForwardPeer(t *testing.T, h forwardHandler, old bool) *Member {
+// startForwardPeer serves forwarding on a bus of its own with h.
+func startForwardPeer(t *testing.T, h forwardHandler) *Member {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -48,9 +47,7 @@ func startForwardPeer(t *testing.T, h forwardHandler, old bool) *Member {
 	}
 	b := newBus(ln, newBusDialer(tcpDial, [8]byte{}, nil), nil, slog.New(slog.DiscardHandler),
 		func(c net.Conn) { serveForward(c, h) }, func(c net.Conn) { c.Close() })
-	if !old {
-		b.forwardMux = func(c net.Conn) { serveMux(c, h) }
-	}
+	b.forwardMux = func(c net.Conn) { serveMux(c, h) }
 	go b.serve()
 	t.Cleanup(func() { b.close() })
 	return &Member{ID: "n2", Bus: ln.Addr().String()}
@@ -92,52 +89,40 @@ func wait(t *testing.T, done <-chan struct{}) {
 // Requests forwarded at once to a peer share one connection: the peer
 // submits each as it arrives, without waiting for the answers before it
 // (here it answers none until all have arrived), and the answers, which
-// come back in any order, each reach their own request. A peer of an older
-// release, which refuses the multiplexed stream, is forwarded to the old
-// way, a connection per request.
+// come back in any order, each reach their own request.
 func TestForwardingManyRequestsAnsweredOutOfOrder(t *testing.T) {
 	const n = 64
-	for _, old := range []bool{false, true} {
-		t.Run(fmt.Sprintf("old=%v", old), func(t *testing.T) {
-			var mu sync.Mutex
-			var arrived []*Request
-			h := &testHandler{timeout: 10 * time.Second, submit: func(_ int, r *Request) {
-				mu.Lock()
-				defer mu.Unlock()
-				arrived = append(arrived, r)
-				if len(arrived) < n {
-					return
-				}
-				for i := len(arrived) - 1; i >= 0; i-- { // last first
-					var v int64
-					fmt.Sscan(string(arrived[i].Cmds[0].Key), &v)
-					answerWith(arrived[i], v*10)
-				}
-			}}
-			peer := startForwardPeer(t, h, old)
-			f, dials := testForwarder(t, nil)
-			reqs := make([]*Request, n)
-			dones := make([]<-chan struct{}, n)
-			for i := range n {
-				reqs[i], dones[i] = forwardedRequest(fmt.Sprint(i), 10*time.Second)
-				f.forward(peer, 0, reqs[i])
-			}
-			for i := range n {
-				wait(t, dones[i])
-				if reqs[i].Err != nil || reqs[i].Results[0].Int != int64(i*10) {
-					t.Fatalf("request %d: %+v, %v; want %d", i, reqs[i].Results[0], reqs[i].Err, i*10)
-				}
-			}
-			f.mu.Lock()
-			_, fellBack := f.old[peer.Bus]
-			f.mu.Unlock()
-			switch {
-			case old && !fellBack:
-				t.Error("the old peer is not forwarded to the old way")
-			case !old && (fellBack || dials.Load() != 1):
-				t.Errorf("%d connections to a current peer (fell back: %v), want 1", dials.Load(), fellBack)
-			}
-		})
+	var mu sync.Mutex
+	var arrived []*Request
+	h := &testHandler{timeout: 10 * time.Second, submit: func(_ int, r *Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		arrived = append(arrived, r)
+		if len(arrived) < n {
+			return
+		}
+		for i := len(arrived) - 1; i >= 0; i-- { // last first
+			var v int64
+			fmt.Sscan(string(arrived[i].Cmds[0].Key), &v)
+			answerWith(arrived[i], v*10)
+		}
+	}}
+	peer := startForwardPeer(t, h)
+	f, dials := testForwarder(t, nil)
+	reqs := make([]*Request, n)
+	dones := make([]<-chan struct{}, n)
+	for i := range n {
+		reqs[i], dones[i] = forwardedRequest(fmt.Sprint(i), 10*time.Second)
+		f.forward(peer, 0, reqs[i])
+	}
+	for i := range n {
+		wait(t, dones[i])
+		if reqs[i].Err != nil || reqs[i].Results[0].Int != int64(i*10) {
+			t.Fatalf("request %d: %+v, %v; want %d", i, reqs[i].Results[0], reqs[i].Err, i*10)
+		}
+	}
+	if dials.Load() != 1 {
+		t.Errorf("%d connections to the peer, want 1", dials.Load())
 	}
 }
 
@@ -152,7 +137,7 @@ func TestForwardGivenUpBeforeItIsSentIsNeverSent(t *testing.T) {
 		mu.Unlock()
 		answerWith(r, 1)
 	}}
-	peer := startForwardPeer(t, h, false)
+	peer := startForwardPeer(t, h)
 	open := make(chan struct{})
 	f, _ := testForwarder(t, func(addr string, timeout time.Duration) (net.Conn, error) {
 		<-open // the connection takes a while
@@ -183,9 +168,9 @@ func TestForwardGivenUpBeforeItIsSentIsNeverSent(t *testing.T) {
 }
 
 // rawMuxPeer accepts multiplexed forwarding connections and hands each,
-// accepted, to serve; old, it refuses them as a release before them does.
-// It reads the old stream's frames and never answers, as a frozen peer.
-func rawMuxPeer(t *testing.T, old bool, serve func(conn net.Conn, rd *bufio.Reader)) (*Member, net.Listener) {
+// accepted, to serve. It reads any other stream's frames and never answers,
+// as a frozen peer.
+func rawMuxPeer(t *testing.T, serve func(conn net.Conn, rd *bufio.Reader)) (*Member, net.Listener) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -209,9 +194,6 @@ func rawMuxPeer(t *testing.T, old bool, serve func(conn net.Conn, rd *bufio.Read
 					io.Copy(io.Discard, rd)
 					return
 				}
-				if old {
-					return
-				}
 				conn.Write([]byte{muxVersion})
 				serve(conn, rd)
 			}()
@@ -223,7 +205,7 @@ func rawMuxPeer(t *testing.T, old bool, serve func(conn net.Conn, rd *bufio.Read
 // A connection that breaks fails the requests written on it as "may have
 // been counted"; a peer that cannot be reached fails them as not applied.
 func TestForwardingConnectionCut(t *testing.T) {
-	peer, ln := rawMuxPeer(t, false, func(conn net.Conn, rd *bufio.Reader) {
+	peer, ln := rawMuxPeer(t, func(conn net.Conn, rd *bufio.Reader) {
 		for range 2 { // two requests arrive, and the connection breaks
 			if _, err := readMuxFrame(rd, nil); err != nil {
 				return
@@ -262,7 +244,7 @@ func TestForwardingDeadlines(t *testing.T) {
 			answerWith(r, 1)
 		}
 	}}
-	peer := startForwardPeer(t, h, false)
+	peer := startForwardPeer(t, h)
 	f, dials := testForwarder(t, nil)
 	r, done := forwardedRequest("slow", 10*time.Second)
 	f.forward(peer, 0, r)
@@ -271,7 +253,7 @@ func TestForwardingDeadlines(t *testing.T) {
 		t.Errorf("a request the peer did not apply in time: %v, want ErrMayHaveBeenCounted", r.Err)
 	}
 
-	silent, _ := rawMuxPeer(t, false, func(conn net.Conn, rd *bufio.Reader) { io.Copy(io.Discard, rd) })
+	silent, _ := rawMuxPeer(t, func(conn net.Conn, rd *bufio.Reader) { io.Copy(io.Discard, rd) })
 	r, done = forwardedRequest("x", 100*time.Millisecond)
 	f.forward(silent, 0, r)
 	wait(t, done)
@@ -292,7 +274,7 @@ func TestForwardingDeadlines(t *testing.T) {
 // reuse the memory of those before.
 func TestForwardingAllocatesNothingPerRequest(t *testing.T) {
 	h := &testHandler{timeout: 10 * time.Second, submit: func(_ int, r *Request) { answerWith(r, 1) }}
-	peer := startForwardPeer(t, h, false)
+	peer := startForwardPeer(t, h)
 	f, _ := testForwarder(t, nil)
 	r, done := forwardedRequest("k", 10*time.Second)
 	deadline := time.Now().Add(time.Minute)
@@ -320,7 +302,7 @@ func TestForwardToANodeThatNoLongerLeadsNamesTheLeader(t *testing.T) {
 	h := &testHandler{timeout: 10 * time.Second, leader: "n3", submit: func(shard int, r *Request) {
 		fail(r, retryError(shard, "", ErrNotApplied, "this node does not lead it"))
 	}}
-	peer := startForwardPeer(t, h, false)
+	peer := startForwardPeer(t, h)
 	type ending struct {
 		hint string
 		err  error
@@ -344,21 +326,17 @@ func TestForwardToANodeThatNoLongerLeadsNamesTheLeader(t *testing.T) {
 
 // A forwarded request that its leader ends with a sentinel ends so on the
 // node that forwarded it, with the leader's reason: the client connected
-// there learns why, not only that it may retry. Both streams carry it.
+// there learns why, not only that it may retry.
 func TestForwardedRequestEndsWithItsLeadersReason(t *testing.T) {
 	why := retryError(0, "n2", ErrMayHaveBeenCounted,
 		"the leader lost its leadership, or could not write its log, while this request was being committed")
-	for _, old := range []bool{false, true} {
-		t.Run(fmt.Sprintf("old=%v", old), func(t *testing.T) {
-			h := &testHandler{timeout: 10 * time.Second, submit: func(_ int, r *Request) { fail(r, why) }}
-			peer := startForwardPeer(t, h, old)
-			f, _ := testForwarder(t, nil)
-			r, done := forwardedRequest("k", 10*time.Second)
-			f.forward(peer, 0, r)
-			wait(t, done)
-			if !errors.Is(r.Err, ErrMayHaveBeenCounted) || r.Err.Error() != "forwarded to n2: "+why.Error() {
-				t.Fatalf("the forwarded request ended with %v; want the leader's %v", r.Err, why)
-			}
-		})
+	h := &testHandler{timeout: 10 * time.Second, submit: func(_ int, r *Request) { fail(r, why) }}
+	peer := startForwardPeer(t, h)
+	f, _ := testForwarder(t, nil)
+	r, done := forwardedRequest("k", 10*time.Second)
+	f.forward(peer, 0, r)
+	wait(t, done)
+	if !errors.Is(r.Err, ErrMayHaveBeenCounted) || r.Err.Error() != "forwarded to n2: "+why.Error() {
+		t.Fatalf("the forwarded request ended with %v; want the leader's %v", r.Err, why)
 	}
 }

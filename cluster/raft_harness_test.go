@@ -3,7 +3,6 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -25,13 +24,10 @@ type testNet struct {
 	byAddr  map[string]string
 	conns   map[string][]net.Conn // open connections by the ids at either end
 	dialers map[string]Dialer
-	// old are the nodes that act as a release before multiplexed
-	// forwarding towards those that dial them: they close that stream.
-	old map[string]bool
 }
 
 func newTestNet() *testNet {
-	return &testNet{cut: map[string]bool{}, byAddr: map[string]string{}, conns: map[string][]net.Conn{}, dialers: map[string]Dialer{}, old: map[string]bool{}}
+	return &testNet{cut: map[string]bool{}, byAddr: map[string]string{}, conns: map[string][]net.Conn{}, dialers: map[string]Dialer{}}
 }
 
 // dialer is node from's way out.
@@ -58,35 +54,8 @@ func (tn *testNet) dialer(from string) Dialer {
 		}
 		tn.conns[from] = append(tn.conns[from], c)
 		tn.conns[to] = append(tn.conns[to], c)
-		if tn.old[to] {
-			return &oldPeerConn{Conn: c}, nil
-		}
 		return c, nil
 	}
-}
-
-// oldPeerConn is a connection to a node of a release before multiplexed
-// forwarding: once it has sent that stream's header, the peer has closed
-// it, as such a node does.
-type oldPeerConn struct {
-	net.Conn
-	refused bool
-}
-
-func (c *oldPeerConn) Write(b []byte) (int, error) {
-	if len(b) == headerSize && string(b[:2]) == "rl" && b[2] == streamForwardMux {
-		c.refused = true
-		c.Conn.Close()
-		return len(b), nil // the header went out; the peer then closed
-	}
-	return c.Conn.Write(b)
-}
-
-func (c *oldPeerConn) Read(b []byte) (int, error) {
-	if c.refused {
-		return 0, io.EOF
-	}
-	return c.Conn.Read(b)
 }
 
 // isolate cuts node id off from every other node.

@@ -251,38 +251,3 @@ func TestRaftSubmitToAKnownLeaderAllocatesNoWait(t *testing.T) {
 		t.Fatalf("%v allocations to find a known leader, want 0", allocs)
 	}
 }
-
-// A rolling upgrade: while a node of the release before multiplexed
-// forwarding is in the cluster (n3 here refuses that stream), the others
-// forward to it the old way and to each other multiplexed, and every node
-// serves every shard.
-func TestRaftForwardsToANodeOfThePreviousRelease(t *testing.T) {
-	tc := startTestCluster(t, 3, 3)
-	tc.net.mu.Lock()
-	tc.net.old["n3"] = true
-	tc.net.mu.Unlock()
-	poll.Until(t, 20*time.Second, "a shard led by each node", func() (bool, error) {
-		leads := map[int]int{}
-		for shard := range tc.shards {
-			leads[tc.leaderOf(shard)]++
-		}
-		return len(leads) == 3, fmt.Errorf("leaders %v", leads)
-	})
-	for i := range tc.nodes {
-		for shard := range tc.shards {
-			if _, err := tc.call(i, shard, sliding(fmt.Sprintf("k%d", i), 10, 60_000)); err != nil {
-				t.Fatalf("n%d, shard %d: %v", i+1, shard, err)
-			}
-		}
-	}
-	for i, peer := range []int{1, 0} { // n1 and n2: n3 the old way, each other multiplexed
-		f := tc.nodes[i].fwd
-		f.mu.Lock()
-		_, old := f.old[tc.members[2].Bus]
-		_, mux := f.muxes[tc.members[peer].Bus]
-		f.mu.Unlock()
-		if !old || !mux {
-			t.Errorf("n%d: forwards to n3 the old way: %v, to n%d multiplexed: %v; want both", i+1, old, peer+1, mux)
-		}
-	}
-}

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/rlserver/rlserver/internal/poll"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/poll"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"

@@ -217,7 +217,7 @@ func (n *RaftShards) holdConfiguration(acks *acknowledged, voters []string, inde
 // that the leader's first messages reach it.
 func (n *RaftShards) holdsEmpty(id string, shard int) bool {
 	p, ok := n.health.peer(id)
-	return ok && p.status.current && shard < len(p.status.shards) && p.status.shards[shard].held
+	return ok && shard < len(p.status.shards) && p.status.shards[shard].held
 }
 
 // caughtUp reports whether the non-voter id has applied all but caughtUp

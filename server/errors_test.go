@@ -70,7 +70,6 @@ func TestErrorWords(t *testing.T) {
 			"-TRYAGAIN shard 2, leader n1: no answer within the request timeout: it may have been counted\r\n"},
 		{fmt.Errorf("%w (shard 3)", cluster.ErrShuttingDown), "-TRYAGAIN rlserver is shutting down (shard 3)\r\n"},
 		{&cluster.Failure{Msg: "shard commit failed: bad\nentry"}, "-ERR shard commit failed: bad entry\r\n"},
-		{cluster.PeerReply("TRYAGAIN from an older node"), "-TRYAGAIN from an older node\r\n"},
 		{commands.ErrSyntax, "-ERR syntax error\r\n"},
 	} {
 		if got := string(appendError(nil, c.err)); got != c.want {
