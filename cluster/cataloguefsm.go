@@ -16,9 +16,6 @@ import (
 // each entry builds the next one (catalogueops.go).
 type catalogueFSM struct {
 	cur atomic.Pointer[Catalogue] // nil until the init entry is applied
-	// committedConfiguration records the configurations hashicorp/raft
-	// gives it (raft.ConfigurationStore).
-	committedConfiguration
 	// halted is set by an entry only a newer rlserver can apply: the node
 	// stops (see RaftShards.Halted) rather than let its catalogue diverge.
 	halted error

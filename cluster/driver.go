@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/cluster/raftfix"
 )
 
 // The node that leads the catalogue group drives the cluster's placement
@@ -210,7 +211,7 @@ func (n *RaftShards) keepCatalogueGroup(cat *Catalogue) bool {
 	// configuration (acknowledged.go): the others are on their way out.
 	// Meanwhile the driver goes on with the shards (false: nothing done).
 	held := func(except ...string) bool {
-		return n.holdConfiguration(meta.acks, voters, index, append(except, badVoters...)...)
+		return n.holdConfiguration(meta.raft, voters, index, append(except, badVoters...)...)
 	}
 	for _, s := range servers {
 		if cat.Node(string(s.ID)) != nil {
@@ -298,8 +299,8 @@ func (n *RaftShards) catalogueCaughtUp(id string, cat *Catalogue) bool {
 // changeCatalogueGroup waits for a change of the catalogue group's
 // membership, made through r (awaitConfigChange); it reports true (a
 // change was made, or tried).
-func (n *RaftShards) changeCatalogueGroup(r *raft.Raft, what string, f raft.IndexFuture) bool {
-	if err := awaitConfigChange(r, f); err != nil {
+func (n *RaftShards) changeCatalogueGroup(r *raftfix.Raft, what string, f raft.IndexFuture) bool {
+	if err := r.AwaitConfigChange(f); err != nil {
 		n.cfg.Log.Info("changing the catalogue's members failed; trying again", "step", what, "err", err)
 	} else {
 		n.cfg.Log.Info("changed the catalogue's members", "step", what)

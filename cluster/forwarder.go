@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/peek"
 )
 
 // forwarder sends requests to the nodes that lead their shards (see
@@ -255,7 +257,7 @@ func (f *forwarder) get(addr string) (*peerConn, error) {
 		conn := conns[len(conns)-1]
 		f.idle[addr] = conns[:len(conns)-1]
 		f.mu.Unlock()
-		if stillOpen(conn.Conn) {
+		if peek.StillOpen(conn.Conn) {
 			return conn, nil
 		}
 		conn.Close()

@@ -22,8 +22,6 @@ type shardFSM struct {
 	// the others go to scratch.
 	claims  resultClaims
 	scratch []engine.Result
-	// committedConfiguration records the configurations it applies.
-	committedConfiguration
 	// halted is set by an entry only a newer rlserver can apply: from then
 	// on the replica applies nothing and takes no snapshot, and halt is
 	// told, so that the process stops rather than let its state diverge.
@@ -48,9 +46,6 @@ func (f *shardFSM) Apply(l *raft.Log) any {
 func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	for i, l := range logs {
-		if l.Type == raft.LogConfiguration {
-			f.StoreConfiguration(l.Index, raft.DecodeConfiguration(l.Data))
-		}
 		if l.Type != raft.LogCommand {
 			continue
 		}

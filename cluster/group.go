@@ -3,7 +3,6 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -11,20 +10,18 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/rlserver/rlserver/cluster/raftfix"
 	"github.com/rlserver/rlserver/persistence"
 )
 
-// group is one shard's Raft group on this node: its stores, its Raft
-// instance, its state machine and proposer, and what it knows of its leader.
+// group is one shard's Raft group on this node: its Raft instance (with
+// raftfix's corrections), its state machine and proposer, and what it knows
+// of its leader.
 type group struct {
 	shard int
-	raft  *raft.Raft
+	raft  *raftfix.Raft
 	fsm   *shardFSM
-	store persistence.Store
-	snaps raft.SnapshotStore
-	trans io.Closer
 	prop  *proposer
-	acks  *acknowledged // what the replicas acknowledged to this node as leader
 
 	leader atomic.Pointer[Member] // nil while unknown
 	load   loadLatch              // whether the replica has loaded its state
@@ -50,35 +47,36 @@ type stores struct {
 }
 
 // openStores opens the stores of a group in dir; a new log store is made in
-// format. A damaged log is reported as such.
+// format.
 func openStores(dir string, format persistence.LogFormat, log *slog.Logger) (st stores, err error) {
-	store, err := persistence.OpenLogStore(dir, format, newRaftLogger(log, "wal"))
-	if err != nil {
+	if st.store, err = persistence.OpenLogStore(dir, format, newRaftLogger(log, "wal")); err != nil {
 		return st, err
 	}
-	st.store = &closingStore{Store: store}
 	defer func() {
 		if err != nil {
 			st.store.Close()
 		}
 	}()
-	if st.logs, err = raft.NewLogCache(512, persistence.KeepTruncatedTail(persistence.CheckedLogs(st.store))); err != nil {
+	if st.logs, err = raft.NewLogCache(512, persistence.CheckedLogs(st.store)); err != nil {
 		return st, err
 	}
 	if st.snaps, err = persistence.OpenSnapshotStore(dir, newRaftLogger(log, "snapshots")); err != nil {
 		return st, err
 	}
-	if st.existing, err = raft.HasExistingState(st.logs, st.store, st.snaps); err != nil {
-		return st, err
-	}
-	// NewRaft reads the last entry first, and reports a failure to read it
-	// without its cause: read it here, so that damage is reported as such.
-	if last, err := st.logs.LastIndex(); err == nil && last > 0 {
-		if err := st.logs.GetLog(last, new(raft.Log)); err != nil {
-			return st, err
-		}
-	}
-	return st, nil
+	st.existing, err = raft.HasExistingState(st.logs, st.store, st.snaps)
+	return st, err
+}
+
+// startGroup starts a group's Raft instance over st, with fsm, named name
+// in the log (raft.shard3, raft.catalogue), over stream (nil for a single
+// node's group, which needs no network). It owns st and stream from the
+// call on: a failed start closes them.
+func startGroup(cfg *RaftConfig, name string, fsm raft.FSM, st stores, stream raft.StreamLayer) (*raftfix.Raft, error) {
+	return raftfix.New(raftfix.Config{
+		Raft: raftConfig(cfg, name), FSM: fsm,
+		Logs: st.logs, Stable: st.store, Snaps: st.snaps,
+		Stream: stream, Local: raft.ServerAddress(cfg.Self.Bus), Log: newRaftLogger(cfg.Log, "raft.net"),
+	})
 }
 
 // openGroup opens a shard's stores and starts its Raft instance. bootstrap,
@@ -86,11 +84,13 @@ func openStores(dir string, format persistence.LogFormat, log *slog.Logger) (st 
 // stores are new (a cluster being created); a group opened without is
 // empty until a leader adds it to its configuration and sends it the
 // shard. requireState refuses stores that are new: the catalogue counts
-// this node among the shard's voters, so the state it lacks held votes.
-func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool, trans raft.Transport, observer *observerSlot, halt chan<- error) (g *group, err error) {
+// this node among the shard's voters, so the state it lacks held votes. It
+// owns stream (nil for a single node) from the call on.
+func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool, stream raft.StreamLayer, observer *observerSlot, halt chan<- error) (g *group, err error) {
+	started := false
 	defer func() {
-		if err != nil {
-			closeTransport(trans) // else its stream stays on the bus, accepting for nobody
+		if err != nil && !started && stream != nil {
+			stream.Close() // else it stays on the bus, accepting for nobody
 		}
 	}()
 	g = &group{shard: shard, fsm: newShardFSM(shard, observer, halt, cfg.Scripts), change: make(chan struct{}), stop: make(chan struct{})}
@@ -108,26 +108,20 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 			"its state, and the votes it cast, are lost; run CLUSTER FORGET %s FORCE on a live node, then start this node as a new one with --join",
 			shard, dir, cfg.Self.ID)
 	}
-	g.store, g.snaps = st.store, st.snaps
 	g.recovered.Store(persistence.IsRecovered(dir))
-	if g.raft, err = newRaft(raftConfig(cfg, fmt.Sprintf("raft.shard%d", shard)), g.fsm, st.logs, st.store, st.snaps, trans); err != nil {
-		st.store.Close()
+	started = true
+	if g.raft, err = startGroup(cfg, fmt.Sprintf("raft.shard%d", shard), g.fsm, st, stream); err != nil {
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
 	}
-	if c, ok := trans.(io.Closer); ok {
-		g.trans = c
-	}
-	g.acks = acknowledgedBy(trans)
 	if bootstrap != nil && !st.existing {
 		// Every replica bootstraps with the same configuration; Raft makes
 		// that safe, and ErrCantBootstrap only means it already was.
 		if err := g.raft.BootstrapCluster(voters(bootstrap)).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			g.raft.Shutdown()
-			st.store.Close()
+			g.raft.Close(fmt.Sprintf("shard %d", shard), cfg.Log)
 			return nil, fmt.Errorf("shard %d bootstrap: %w", shard, err)
 		}
 	}
-	g.prop = newProposer(shard, cfg.Self.ID, g.raft, g.fsm, cfg.Clock)
+	g.prop = newProposer(shard, cfg.Self.ID, g.raft.Raft, g.fsm, cfg.Clock)
 	g.prop.start()
 	return g, nil
 }
@@ -140,28 +134,6 @@ func voters(replicas []Member) raft.Configuration {
 		servers[i] = raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.ID), Address: raft.ServerAddress(m.Bus)}
 	}
 	return raft.Configuration{Servers: servers}
-}
-
-// newRaft is raft.NewRaft, returning as an error the panic NewRaft raises
-// when its log store fails to read an entry (a damaged log) while it scans
-// the entries after the latest snapshot. NewRaft starts no goroutine before
-// that scan, so nothing is left running.
-func newRaft(c *raft.Config, fsm raft.FSM, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport) (r *raft.Raft, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			perr, ok := p.(error)
-			if !ok {
-				panic(p)
-			}
-			r, err = nil, fmt.Errorf("reading the log: %w", perr)
-		}
-	}()
-	if r, err = raft.NewRaft(c, fsm, logs, stable, snaps, trans); err == nil {
-		if h, ok := trans.(*heldConfigurations); ok {
-			h.serve(r)
-		}
-	}
-	return r, err
 }
 
 // raftConfig is hashicorp/raft's configuration for one group; name names
@@ -266,49 +238,5 @@ func (g *group) close(handOver, snapshot bool, log *slog.Logger) error {
 			log.Warn("snapshot at shutdown failed", "shard", g.shard, "err", err)
 		}
 	}
-	err := shutdownRaft(g.raft, fmt.Sprintf("shard %d", g.shard), log)
-	if g.trans != nil {
-		g.trans.Close()
-	}
-	if cerr := g.store.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// raftShutdownBound is how long closing a Raft group waits for
-// hashicorp/raft's goroutines to end. A replication pipeline to a peer that
-// stopped answering in the middle of it can stay blocked inside
-// hashicorp/raft for good (its sender waits for room that its exited
-// decoder will never make); past the bound the group is closed without
-// those goroutines, which stay blocked, rather than holding up the node's
-// shutdown or its membership changes. Their reads of the closed log store
-// fail harmlessly.
-const raftShutdownBound = 5 * time.Second
-
-// shutdowner is the part of *raft.Raft shutdownRaft uses.
-type shutdowner interface{ Shutdown() raft.Future }
-
-// shutdownRaft shuts r down, waiting for it at most raftShutdownBound.
-func shutdownRaft(r shutdowner, what string, log *slog.Logger) error {
-	done := make(chan error, 1)
-	go func() { done <- r.Shutdown().Error() }()
-	timer := time.NewTimer(raftShutdownBound)
-	defer timer.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-timer.C:
-		log.Warn("Raft's goroutines did not stop in time; closing without them", "group", what, "waited", raftShutdownBound)
-		return nil
-	}
-}
-
-// closeTransport closes a group's transport that no group took, when it has
-// a Close: one an open gave up on, so that its stream leaves the bus and its
-// goroutines end.
-func closeTransport(t raft.Transport) {
-	if c, ok := t.(io.Closer); ok {
-		c.Close()
-	}
+	return g.raft.Close(fmt.Sprintf("shard %d", g.shard), log)
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/rlserver/rlserver/persistence"
+	"github.com/rlserver/rlserver/cluster/raftfix"
 )
 
 // Where the catalogue lives. The catalogue is replicated in a Raft group of
@@ -33,22 +31,19 @@ const catalogueVoters = maxReplicas
 
 // metaGroup is this node's replica of the catalogue group.
 type metaGroup struct {
-	raft  *raft.Raft
-	fsm   *catalogueFSM
-	store persistence.Store
-	snaps raft.SnapshotStore
-	trans io.Closer
-	acks  *acknowledged // what the members acknowledged to this node as leader
+	raft *raftfix.Raft
+	fsm  *catalogueFSM
 }
 
 // openMeta opens the catalogue group's stores and starts its Raft
 // instance; bootstrap, when not nil, is the configuration to bootstrap a
 // new group with (a cluster created now, or a data directory upgraded from
 // a release without the catalogue).
-func openMeta(cfg *RaftConfig, trans raft.Transport, halt chan<- error, bootstrap []Member) (m *metaGroup, err error) {
+func openMeta(cfg *RaftConfig, stream raft.StreamLayer, halt chan<- error, bootstrap []Member) (m *metaGroup, err error) {
+	started := false
 	defer func() {
-		if err != nil {
-			closeTransport(trans)
+		if err != nil && !started && stream != nil {
+			stream.Close()
 		}
 	}()
 	dir, err := cfg.Layout.CatalogueDir()
@@ -60,16 +55,10 @@ func openMeta(cfg *RaftConfig, trans raft.Transport, halt chan<- error, bootstra
 	if err != nil {
 		return nil, fmt.Errorf("catalogue: %w", err)
 	}
-	m.store, m.snaps = st.store, st.snaps
-	c := raftConfig(cfg, "raft.catalogue")
-	if m.raft, err = newRaft(c, m.fsm, st.logs, st.store, st.snaps, trans); err != nil {
-		st.store.Close()
+	started = true
+	if m.raft, err = startGroup(cfg, "raft.catalogue", m.fsm, st, stream); err != nil {
 		return nil, fmt.Errorf("catalogue: %w", err)
 	}
-	if closer, ok := trans.(io.Closer); ok {
-		m.trans = closer
-	}
-	m.acks = acknowledgedBy(trans)
 	// Only the voters bootstrap (Raft refuses a non-voter's bootstrap); the
 	// leader sends the others the configuration with the log.
 	if conf := catalogueConfiguration(bootstrap); bootstrap != nil && !st.existing && hasVote(conf, cfg.Self.ID) {
@@ -108,20 +97,16 @@ func hasVote(c raft.Configuration, id string) bool {
 
 // close shuts the catalogue group down.
 func (m *metaGroup) close(log *slog.Logger) {
-	if err := shutdownRaft(m.raft, "catalogue", log); err != nil {
+	if err := m.raft.Close("catalogue", log); err != nil {
 		log.Warn("catalogue shutdown", "err", err)
 	}
-	if m.trans != nil {
-		m.trans.Close()
-	}
-	m.store.Close()
 }
 
 // configuration reads the catalogue group's latest configuration and the
 // index it was committed at; ok is false while it is not known to be
 // committed (committedconfig.go).
 func (m *metaGroup) configuration() (servers []raft.Server, index uint64, ok bool) {
-	return latestConfiguration(m.raft, &m.fsm.committedConfiguration, m.snaps)
+	return m.raft.Configuration()
 }
 
 // leads reports whether this node leads the catalogue group.

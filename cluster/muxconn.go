@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/peek"
 )
 
 // muxConn is the one long-lived multiplexed forwarding connection
@@ -171,7 +173,7 @@ func (m *muxConn) run() {
 		// A peer that went away while nothing was in flight (it
 		// restarted) must not be written to: what is written into a dead
 		// connection looks like requests that may have been counted.
-		if canPeek && idle && now.Sub(lastWrite) > idleCheck && !stillOpen(conn) {
+		if peek.Supported && idle && now.Sub(lastWrite) > idleCheck && !peek.StillOpen(conn) {
 			m.broke(errPeerClosed)
 			return
 		}

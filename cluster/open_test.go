@@ -1,18 +1,20 @@
 package cluster
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/rlserver/rlserver/persistence"
 )
 
-// closeRecorder is a transport that records whether it was closed.
+// closeRecorder is a group's stream that records whether it was closed.
 type closeRecorder struct {
-	raft.Transport
+	raft.StreamLayer
 	closed bool
 }
 
@@ -21,9 +23,9 @@ func (c *closeRecorder) Close() error {
 	return nil
 }
 
-// A group or catalogue that fails to open closes the transport it was
-// given: on the bus, a transport's stream would otherwise stay registered,
-// accepting for a group that does not exist, with its goroutines.
+// A group or catalogue that fails to open closes the stream it was given:
+// on the bus, a stream would otherwise stay registered, accepting for a
+// group that does not exist.
 func TestAFailedOpenClosesItsTransport(t *testing.T) {
 	self := Member{ID: "n1", Bus: "local"}
 	config := func(t *testing.T) *RaftConfig {
@@ -43,18 +45,18 @@ func TestAFailedOpenClosesItsTransport(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		open func(*RaftConfig, raft.Transport) error
+		open func(*RaftConfig, raft.StreamLayer) error
 		prep func(*testing.T, *RaftConfig)
 	}{
-		{"a shard the catalogue says holds state, without it", func(cfg *RaftConfig, tr raft.Transport) error {
+		{"a shard the catalogue says holds state, without it", func(cfg *RaftConfig, tr raft.StreamLayer) error {
 			_, err := openGroup(cfg, 0, nil, true, tr, &observerSlot{}, make(chan error, 1))
 			return err
 		}, func(*testing.T, *RaftConfig) {}},
-		{"a shard whose directory cannot be made", func(cfg *RaftConfig, tr raft.Transport) error {
+		{"a shard whose directory cannot be made", func(cfg *RaftConfig, tr raft.StreamLayer) error {
 			_, err := openGroup(cfg, 0, nil, false, tr, &observerSlot{}, make(chan error, 1))
 			return err
 		}, func(t *testing.T, cfg *RaftConfig) { blocked(t, cfg, "shards/000") }},
-		{"a catalogue whose directory cannot be made", func(cfg *RaftConfig, tr raft.Transport) error {
+		{"a catalogue whose directory cannot be made", func(cfg *RaftConfig, tr raft.StreamLayer) error {
 			_, err := openMeta(cfg, tr, make(chan error, 1), nil)
 			return err
 		}, func(t *testing.T, cfg *RaftConfig) { blocked(t, cfg, "catalogue") }},
@@ -62,14 +64,23 @@ func TestAFailedOpenClosesItsTransport(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config(t)
 			tc.prep(t, cfg)
-			_, inmem := raft.NewInmemTransport("local")
-			tr := &closeRecorder{Transport: inmem}
+			tr := &closeRecorder{StreamLayer: idleStream{make(chan struct{})}}
 			if err := tc.open(cfg, tr); err == nil {
 				t.Fatal("opened, want an error")
 			}
 			if !tr.closed {
-				t.Error("the transport was left open")
+				t.Error("the stream was left open")
 			}
 		})
 	}
+}
+
+// idleStream is a stream layer that accepts nothing until it is closed.
+type idleStream struct{ closed chan struct{} }
+
+func (s idleStream) Accept() (net.Conn, error) { <-s.closed; return nil, net.ErrClosed }
+func (s idleStream) Close() error              { close(s.closed); return nil }
+func (s idleStream) Addr() net.Addr            { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+func (s idleStream) Dial(raft.ServerAddress, time.Duration) (net.Conn, error) {
+	return nil, net.ErrClosed
 }

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync/atomic"
-	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/rlserver/rlserver/persistence"
@@ -127,7 +125,7 @@ func (n *RaftShards) startCluster() error {
 		metaMembers = cfg.Members
 	case !fresh:
 		// The catalogue's snapshot names the members to ask.
-		meta, err := openMeta(cfg, n.transport(catalogueGroup), n.halted, nil)
+		meta, err := openMeta(cfg, n.stream(catalogueGroup), n.halted, nil)
 		if err != nil {
 			return err
 		}
@@ -146,7 +144,7 @@ func (n *RaftShards) startCluster() error {
 func (n *RaftShards) openAndRun(id persistence.Identity, bootstrap bool, metaMembers []Member) error {
 	cfg := &n.cfg
 	if n.meta.Load() == nil {
-		meta, err := openMeta(cfg, n.transport(catalogueGroup), n.halted, metaMembers)
+		meta, err := openMeta(cfg, n.stream(catalogueGroup), n.halted, metaMembers)
 		if err != nil {
 			return err
 		}
@@ -211,34 +209,13 @@ func parseClusterID(s string) (id [8]byte, err error) {
 // clusterID is the cluster's id as the catalogue writes it.
 func (n *RaftShards) clusterID() string { return fmt.Sprintf("%x", n.cluster[:]) }
 
-// transport is a Raft transport for shard's group (catalogueGroup for the
-// catalogue's) over the bus, its appends' commit indexes bounded by what
-// they verify (verifiedCommits) and a configuration that takes a replica's
-// vote sent to it once committed (heldConfigurations), or in memory for a
-// single node.
-func (n *RaftShards) transport(shard int) raft.Transport {
+// stream is the bus's stream for shard's group (catalogueGroup for the
+// catalogue's), nil for a single node, whose groups need no network.
+func (n *RaftShards) stream(shard int) raft.StreamLayer {
 	if n.bus == nil {
-		_, t := raft.NewInmemTransport(raft.ServerAddress(n.cfg.Self.Bus))
-		return t
+		return nil
 	}
-	return withHeldConfigurations(withVerifiedCommits(raft.NewNetworkTransportWithConfig(transportConfig(n.bus.stream(shard), newRaftLogger(n.cfg.Log, "raft.net")))))
-}
-
-// transportConfig is the configuration of a group's Raft transport over
-// stream. MaxRPCsInFlight 1 turns hashicorp/raft's pipelined replication
-// off: with its default of 2 the pipeline's channels are unbuffered, and
-// when a follower answers an append with Success=false (a log that does not
-// match, after every change of leader) the pipeline's decoder exits while
-// its sender may already be committed to one more send, which then waits
-// for good; the follower gets heartbeats and no entries ever again, and the
-// group cannot shut down (grafana/pyroscope#5518 describes the same). Each
-// append then waits for its answer; entries are batched anyway (up to
-// MaxAppendEntries), which is where the throughput comes from.
-func transportConfig(stream raft.StreamLayer, log hclog.Logger) *raft.NetworkTransportConfig {
-	return &raft.NetworkTransportConfig{
-		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, MaxRPCsInFlight: 1,
-		Logger: log,
-	}
+	return n.bus.stream(shard)
 }
 
 func holds(replicas []Member, id string) bool {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/cluster/raftfix"
 )
 
 // A shard's leader changes its group towards the target the catalogue
@@ -92,7 +93,7 @@ func (c groupConfig) has(id string) bool {
 // configuration reads g's configuration; ok is false while it is not
 // known to be committed (committedconfig.go).
 func configuration(g *group) (c groupConfig, ok bool) {
-	servers, index, ok := latestConfiguration(g.raft, &g.fsm.committedConfiguration, g.snaps)
+	servers, index, ok := g.raft.Configuration()
 	if !ok {
 		return c, false
 	}
@@ -191,7 +192,7 @@ func (n *RaftShards) reconcileShard(g *group, p Placement, cu *catchUp) {
 // voters requires (see acknowledged.go). One that has not gets it with the
 // leader's next append, within milliseconds.
 func (n *RaftShards) votersHold(g *group, cfg groupConfig, except ...string) bool {
-	if n.holdConfiguration(g.acks, cfg.voters, cfg.index, except...) {
+	if n.holdConfiguration(g.raft, cfg.voters, cfg.index, except...) {
 		return true
 	}
 	n.cfg.Log.Debug("a change of a shard's voters waits for the voters it keeps to hold its configuration", "shard", g.shard, "index", cfg.index)
@@ -204,13 +205,13 @@ func (n *RaftShards) votersHold(g *group, cfg groupConfig, except ...string) boo
 // (a node killed in its middle, say): that voter, when it comes back
 // before it has caught up and the leader is lost meanwhile, may refuse to
 // elect the promoted replica; that is two failures among three replicas.
-func (n *RaftShards) holdConfiguration(acks *acknowledged, voters []string, index uint64, except ...string) bool {
+func (n *RaftShards) holdConfiguration(r *raftfix.Raft, voters []string, index uint64, except ...string) bool {
 	for _, id := range voters {
 		if n.down(id) {
 			except = append(except, id)
 		}
 	}
-	return acks.votersHold(voters, index, n.cfg.Self.ID, except...)
+	return r.VotersHold(voters, index, n.cfg.Self.ID, except...)
 }
 
 // holdsEmpty reports whether node id has opened its replica of shard, so
@@ -248,7 +249,7 @@ func (n *RaftShards) caughtUp(g *group, id string, cu *catchUp) bool {
 // changeConfig waits for a configuration change (awaitConfigChange) and
 // reports the group's configuration after it.
 func (n *RaftShards) changeConfig(g *group, what, id string, f raft.IndexFuture) {
-	if err := awaitConfigChange(g.raft, f); err != nil {
+	if err := g.raft.AwaitConfigChange(f); err != nil {
 		n.cfg.Log.Info("changing a shard's replicas failed; trying again", "shard", g.shard, "step", what, "node", id, "err", err)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/rlserver/rlserver/cluster/raftfix"
 	"github.com/rlserver/rlserver/persistence"
 )
 
@@ -259,7 +260,7 @@ func (og *offlineGroup) state() (GroupState, error) {
 	c.NoSnapshotRestoreOnStart = true
 	_, trans := raft.NewInmemTransport("")
 	defer trans.Close()
-	conf, err := readConfiguration(c, og.fsm, og.st.logs, og.st.store, og.st.snaps, trans)
+	conf, err := raftfix.ReadConfiguration(c, og.fsm, og.st.logs, og.st.store, og.st.snaps, trans)
 	if err != nil {
 		return st, fmt.Errorf("%s: reading its configuration: %w", og.group, err)
 	}
@@ -284,21 +285,6 @@ func (og *offlineGroup) state() (GroupState, error) {
 		st.LastIndex, st.LastTerm = snaps[0].Index, snaps[0].Term
 	}
 	return st, nil
-}
-
-// readConfiguration is raft.GetConfiguration, returning as an error the
-// panic it raises on a log entry it cannot read (as newRaft does).
-func readConfiguration(c *raft.Config, fsm raft.FSM, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport) (conf raft.Configuration, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			perr, ok := p.(error)
-			if !ok {
-				panic(p)
-			}
-			err = fmt.Errorf("reading the log: %w", perr)
-		}
-	}()
-	return raft.GetConfiguration(c, fsm, logs, stable, snaps, trans)
 }
 
 // recover rewrites the group's configuration to servers with

@@ -101,12 +101,8 @@ func (n *RaftShards) openReplica(shard int, bootstrap []Member, requireState boo
 	if n.isClosed() || n.groups[shard].Load() != nil {
 		return nil
 	}
-	trans := n.transport(shard)
-	g, err := openGroup(&n.cfg, shard, bootstrap, requireState, trans, &n.observer, n.halted)
+	g, err := openGroup(&n.cfg, shard, bootstrap, requireState, n.stream(shard), &n.observer, n.halted)
 	if err != nil {
-		if c, ok := trans.(interface{ Close() error }); ok {
-			c.Close()
-		}
 		return err
 	}
 	g.moved = n.fwd.leaderMoved

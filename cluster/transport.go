@@ -276,14 +276,7 @@ func (s *groupStream) Close() error {
 // Addr is the bus address.
 func (s *groupStream) Addr() net.Addr { return s.addr }
 
-// Dial opens a connection to this group on the peer at address, one that
-// replaces itself if the peer closes it while it sits in the transport's
-// pool (raftconn.go).
+// Dial opens a connection to this group on the peer at address.
 func (s *groupStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	open := func() (net.Conn, error) { return s.dialer.open(string(address), streamRaft, s.shard, timeout) }
-	conn, err := open()
-	if err != nil {
-		return nil, err
-	}
-	return newRaftConn(conn, open), nil
+	return s.dialer.open(string(address), streamRaft, s.shard, timeout)
 }

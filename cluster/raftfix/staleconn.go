@@ -1,9 +1,12 @@
-package cluster
+package raftfix
 
 import (
 	"net"
 	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/internal/peek"
 )
 
 // hashicorp/raft's network transport keeps idle connections to each peer in
@@ -12,10 +15,11 @@ import (
 // restarted since, the connection it takes is one the peer closed: the
 // request fails with end-of-file, and an election lost that way waits a
 // whole election timeout to try again. raftConn is the connection the
-// transport is given: before a request on a connection that sat idle, it
-// peeks at the socket, and opens a fresh one in its place if the peer closed
-// it. A request is sent whole on one connection: it starts on a frame
-// boundary, where the transport has read every answer it awaited.
+// transport is given (staleCheckedStream dials it): before a request on a
+// connection that sat idle, it peeks at the socket, and opens a fresh one in
+// its place if the peer closed it. A request is sent whole on one
+// connection: it starts on a frame boundary, where the transport has read
+// every answer it awaited.
 
 // staleAfter is how long a connection sits idle before its next request
 // checks it. A peer's heartbeats keep its busy connection younger than that.
@@ -52,7 +56,7 @@ func (c *raftConn) used() { c.lastUse.Store(time.Now().UnixNano()) }
 // sat idle.
 func (c *raftConn) Write(p []byte) (int, error) {
 	conn := c.current()
-	if time.Since(time.Unix(0, c.lastUse.Load())) > staleAfter && !stillOpen(conn) {
+	if time.Since(time.Unix(0, c.lastUse.Load())) > staleAfter && !peek.StillOpen(conn) {
 		fresh, err := c.redial()
 		if err != nil {
 			return 0, err
@@ -111,6 +115,20 @@ func unixNano(t time.Time) int64 {
 		return 0
 	}
 	return t.UnixNano()
+}
+
+// staleCheckedStream is a group's stream layer whose connections replace
+// themselves when their peer closed them while they sat idle (raftConn).
+type staleCheckedStream struct{ raft.StreamLayer }
+
+// Dial opens a connection to address that checks itself before a request.
+func (s staleCheckedStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	open := func() (net.Conn, error) { return s.StreamLayer.Dial(address, timeout) }
+	conn, err := open()
+	if err != nil {
+		return nil, err
+	}
+	return newRaftConn(conn, open), nil
 }
 
 // deadline is unixNano's inverse.

@@ -1,4 +1,4 @@
-package cluster
+package raftfix
 
 import (
 	"time"
@@ -46,3 +46,8 @@ func awaitConfigChange(r *raft.Raft, f raft.Future) error {
 		}
 	}
 }
+
+// AwaitConfigChange waits for f, a change of the group's configuration
+// (AddVoter, AddNonvoter, RemoveServer, DemoteVoter), to commit or fail,
+// nudging a stalled promotion along (see above).
+func (r *Raft) AwaitConfigChange(f raft.Future) error { return awaitConfigChange(r.Raft, f) }

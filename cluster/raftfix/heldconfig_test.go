@@ -1,4 +1,4 @@
-package cluster
+package raftfix
 
 import (
 	"fmt"
@@ -136,8 +136,8 @@ type heldNode struct {
 	fsm   *configuredLog
 }
 
-// configuredLog is an appliedLog that records the configurations it is
-// given, as the groups' state machines do.
+// configuredLog is an appliedLog with the configurations it is given
+// recorded (recordConfigurations), as New's groups have.
 type configuredLog struct {
 	appliedLog
 	committedConfiguration
@@ -215,9 +215,12 @@ func startHeldGroup(t *testing.T, held bool) []*heldNode {
 			n.held = withHeldConfigurations(n.trans)
 			trans = n.held
 		}
-		r, err := newRaft(conf, n.fsm, n.store, n.store, n.snaps, trans)
+		r, err := newRaft(conf, recordConfigurations(n.fsm, &n.fsm.committedConfiguration), n.store, n.store, n.snaps, trans)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if n.held != nil {
+			n.held.serve(r)
 		}
 		n.raft = r
 		t.Cleanup(func() { r.Shutdown().Error() })

@@ -1,4 +1,4 @@
-package cluster
+package raftfix
 
 import (
 	"fmt"
@@ -19,8 +19,8 @@ func TestCommittedConfiguration(t *testing.T) {
 		return raft.Server{ID: id, Address: raft.ServerAddress(id), Suffrage: raft.Nonvoter}
 	}
 	var cc committedConfiguration
-	cc.StoreConfiguration(5, raft.Configuration{Servers: []raft.Server{voter("n1"), voter("n2")}})
-	cc.StoreConfiguration(3, raft.Configuration{Servers: []raft.Server{voter("n1")}})
+	cc.store(5, raft.Configuration{Servers: []raft.Server{voter("n1"), voter("n2")}})
+	cc.store(3, raft.Configuration{Servers: []raft.Server{voter("n1")}})
 	if c := cc.p.Load(); c.index != 5 || len(c.servers) != 2 {
 		t.Errorf("recorded %d %v, want index 5 with two servers", c.index, c.servers)
 	}
@@ -101,7 +101,7 @@ func TestLatestConfigurationInASnapshot(t *testing.T) {
 		conf.LogOutput = io.Discard
 		_, trans := raft.NewInmemTransport("n1")
 		fsm := &snapshottingLog{}
-		r, err := raft.NewRaft(conf, fsm, store, store, snaps, trans)
+		r, err := raft.NewRaft(conf, recordConfigurations(fsm, &fsm.committedConfiguration), store, store, snaps, trans)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,8 +137,8 @@ func TestLatestConfigurationInASnapshot(t *testing.T) {
 	}
 }
 
-// snapshottingLog is a state machine with nothing to snapshot that records
-// the configurations it is given.
+// snapshottingLog is a state machine with nothing to snapshot, and the
+// configurations it is given recorded.
 type snapshottingLog struct {
 	committedConfiguration
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package cluster
+package peek
 
 import (
 	"crypto/tls"
@@ -9,14 +9,14 @@ import (
 	"syscall"
 )
 
-// stillOpen reports whether an idle connection can still carry a request: a
+// StillOpen reports whether an idle connection can still carry a request: a
 // peek that must not wait finds nothing to read on a live connection, and
 // end-of-file (or stray bytes) on one the peer closed. A plain read with an
 // expired deadline cannot tell: Go returns the timeout without asking the
 // socket. The peek goes around Go's read lock, so it also serves a
 // connection another goroutine is reading (a multiplexed one, whose reader
 // is parked in a read).
-func stillOpen(conn net.Conn) bool {
+func StillOpen(conn net.Conn) bool {
 	if tc, ok := conn.(*tls.Conn); ok {
 		// Peek at the socket under TLS: the peer that closed it sent a
 		// close_notify (bytes) or nothing more (end-of-file), and a live
@@ -40,5 +40,5 @@ func stillOpen(conn net.Conn) bool {
 	return err == nil && open
 }
 
-// canPeek says whether stillOpen can tell.
-const canPeek = true
+// Supported says whether StillOpen can tell.
+const Supported = true

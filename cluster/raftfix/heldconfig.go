@@ -1,4 +1,4 @@
-package cluster
+package raftfix
 
 import (
 	"errors"
@@ -116,4 +116,14 @@ func sendable(id raft.ServerID, entries []*raft.Log, committed uint64) int {
 		}
 	}
 	return len(entries)
+}
+
+// hasVote reports whether id votes in c.
+func hasVote(c raft.Configuration, id string) bool {
+	for _, s := range c.Servers {
+		if string(s.ID) == id && s.Suffrage == raft.Voter {
+			return true
+		}
+	}
+	return false
 }

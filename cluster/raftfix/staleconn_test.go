@@ -1,6 +1,6 @@
 //go:build unix
 
-package cluster
+package raftfix
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/peek"
 	"github.com/rlserver/rlserver/internal/poll"
 )
 
@@ -44,7 +45,7 @@ func restartedPeer(t *testing.T, serve func(second net.Conn)) (rc *raftConn, fir
 	rc = newRaftConn(conn, dial)
 	t.Cleanup(func() { rc.Close() })
 	poll.Until(t, 5*time.Second, "the peer to close the first connection", func() (bool, error) {
-		return !stillOpen(conn), nil
+		return !peek.StillOpen(conn), nil
 	})
 	rc.lastUse.Store(0) // it sat idle in the pool
 	return rc, conn

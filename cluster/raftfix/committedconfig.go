@@ -1,4 +1,4 @@
-package cluster
+package raftfix
 
 import (
 	"cmp"
@@ -18,10 +18,11 @@ import (
 // vote. Nor can the catalogue tell an older report from a newer one without
 // the index.
 //
-// So each group's state machine records the configurations it applies,
-// which are committed (committedConfiguration), and the snapshot store
-// gives the one inside the latest snapshot, which a replica holds without
-// applying it (restored at start, or sent by the leader).
+// So New wraps each group's state machine to record the configurations it
+// applies, which are committed (committedConfiguration,
+// recordConfigurations), and the snapshot store gives the one inside the
+// latest snapshot, which a replica holds without applying it (restored at
+// start, or sent by the leader).
 
 // committedConfiguration is the latest configuration a group's state
 // machine has applied, and its index.
@@ -35,10 +36,8 @@ type indexedConfiguration struct {
 	servers []raft.Server
 }
 
-// StoreConfiguration records c, committed at index, unless a later one is
-// recorded (raft.ConfigurationStore: hashicorp/raft calls it for a state
-// machine that does not batch; shardFSM.ApplyBatch calls it itself).
-func (cc *committedConfiguration) StoreConfiguration(index uint64, c raft.Configuration) {
+// store records c, committed at index, unless a later one is recorded.
+func (cc *committedConfiguration) store(index uint64, c raft.Configuration) {
 	next := &indexedConfiguration{index: index, servers: c.Servers}
 	for {
 		cur := cc.p.Load()
@@ -65,7 +64,7 @@ func latestConfiguration(r *raft.Raft, committed *committedConfiguration, snaps 
 		// Perhaps the committed one is in a snapshot this replica restored
 		// or was sent, and the log holds no configuration after it.
 		if metas, err := snaps.List(); err == nil && len(metas) > 0 {
-			committed.StoreConfiguration(metas[0].ConfigurationIndex, metas[0].Configuration)
+			committed.store(metas[0].ConfigurationIndex, metas[0].Configuration)
 			c = committed.p.Load()
 		}
 	}
@@ -82,3 +81,42 @@ func sameServers(a, b []raft.Server) bool {
 	a, b = slices.SortedFunc(slices.Values(a), byID), slices.SortedFunc(slices.Values(b), byID)
 	return slices.EqualFunc(a, b, func(x, y raft.Server) bool { return x.ID == y.ID && x.Suffrage == y.Suffrage })
 }
+
+// configurationRecorder is a group's state machine, given its entries in
+// batches, which records the configurations among them before it hands
+// the batch on.
+type configurationRecorder struct {
+	raft.FSM
+	batching  raft.BatchingFSM // FSM, when it takes batches itself
+	committed *committedConfiguration
+}
+
+// recordConfigurations wraps fsm so that the configurations it is given
+// are recorded in committed.
+func recordConfigurations(fsm raft.FSM, committed *committedConfiguration) raft.BatchingFSM {
+	batching, _ := fsm.(raft.BatchingFSM)
+	return &configurationRecorder{FSM: fsm, batching: batching, committed: committed}
+}
+
+// ApplyBatch records the configurations among logs, then applies them: in
+// one call when the state machine batches, else its commands one by one.
+func (c *configurationRecorder) ApplyBatch(logs []*raft.Log) []any {
+	for _, l := range logs {
+		if l.Type == raft.LogConfiguration {
+			c.committed.store(l.Index, raft.DecodeConfiguration(l.Data))
+		}
+	}
+	if c.batching != nil {
+		return c.batching.ApplyBatch(logs)
+	}
+	out := make([]any, len(logs))
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			out[i] = c.FSM.Apply(l)
+		}
+	}
+	return out
+}
+
+// Apply applies one entry; hashicorp/raft calls ApplyBatch instead.
+func (c *configurationRecorder) Apply(l *raft.Log) any { return c.ApplyBatch([]*raft.Log{l})[0] }

@@ -1,4 +1,4 @@
-package cluster
+package raftfix
 
 import (
 	"bytes"
@@ -29,10 +29,10 @@ func TestShutdownRaftIsBounded(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
 	start := time.Now()
-	err := shutdownRaft(stuckRaft{}, "shard 2", slog.New(slog.NewTextHandler(&logs, nil)))
+	err := shutdownBounded(stuckRaft{}, "shard 2", slog.New(slog.NewTextHandler(&logs, nil)))
 	took := time.Since(start)
-	if err != nil || took < raftShutdownBound || took > raftShutdownBound+5*time.Second {
-		t.Fatalf("shutdownRaft: %v after %v, want nil after about %v", err, took, raftShutdownBound)
+	if err != nil || took < ShutdownBound || took > ShutdownBound+5*time.Second {
+		t.Fatalf("shutdownRaft: %v after %v, want nil after about %v", err, took, ShutdownBound)
 	}
 	if !strings.Contains(logs.String(), "did not stop in time") || !strings.Contains(logs.String(), "shard 2") {
 		t.Fatalf("log: %s", logs.String())
