@@ -158,13 +158,14 @@ const restoredTerm = 1
 
 // InstallBackup makes shard's replica in a new data directory start from
 // frame (a snapshot frame, as Backup reads it), taken at index: it
-// bootstraps the group as StartRaft would for a new directory (the same
-// configuration, from cfg's members), then stores the state as the group's
-// latest snapshot, at index (at least 2, after the bootstrap entry) and the
-// bootstrap's term. Every replica of a new cluster installed from the same
-// backup holds the same snapshot at the same index, so they start in
-// agreement. A shard directory that already holds state is refused.
-func InstallBackup(cfg RaftConfig, shard int, index uint64, frame io.Reader) (err error) {
+// bootstraps the group as a new cluster's first start would (the same
+// configuration: replicas, the shard's initial replicas), then stores the
+// state as the group's latest snapshot, at index (at least 2, after the
+// bootstrap entry) and the bootstrap's term. Every replica of a new cluster
+// installed from the same backup holds the same snapshot at the same index,
+// so they start in agreement. A shard directory that already holds state is
+// refused.
+func InstallBackup(cfg RaftConfig, shard int, replicas []Member, index uint64, frame io.Reader) (err error) {
 	// Not cfg.Validate: nothing listens while a data directory is prepared.
 	if shard < 0 || shard >= cfg.Shards {
 		return fmt.Errorf("no shard %d: the node has %d", shard, cfg.Shards)
@@ -184,7 +185,7 @@ func InstallBackup(cfg RaftConfig, shard int, index uint64, frame io.Reader) (er
 	}
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(cfg.Self.Bus))
 	defer trans.Close()
-	conf := voters(Replicas(cfg.Members, shard))
+	conf := voters(replicas)
 	if err := raft.BootstrapCluster(raftConfig(&cfg, fmt.Sprintf("raft.shard%d", shard)), store, store, snaps, trans, conf); err != nil {
 		if errors.Is(err, raft.ErrCantBootstrap) {
 			return fmt.Errorf("shard %d: %s already holds state: restore into a new data directory", shard, dir)

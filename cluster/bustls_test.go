@@ -33,7 +33,10 @@ func TestBusMutualTLS(t *testing.T) {
 		}
 	}
 
-	fp := fingerprint(tc.members, tc.shards)
+	fp := Fingerprint(tc.members, tc.shards)
+	if refusedStatus(t, newBusDialer(tcpDial, fp, tc.busTLS[1]), tc.members[0].Bus) == nil {
+		t.Fatal("a member was refused a status: the intruders' refusals below would prove nothing")
+	}
 	foreign := testcert.NewCA(t, "another CA")
 	for _, intruder := range []struct {
 		name string
@@ -82,13 +85,13 @@ func TestBusMutualTLS(t *testing.T) {
 // the node refused (the connection failed or closed unanswered).
 func refusedStatus(t *testing.T, d busDialer, addr string) []byte {
 	t.Helper()
-	conn, err := d.open(addr, streamForward, 0, 2*time.Second)
+	conn, err := d.open(addr, streamControl, 0, 2*time.Second)
 	if err != nil {
 		return nil
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if err := writeFrame(conn, []byte{frameStatus}); err != nil {
+	if err := writeFrame(conn, appendString(appendString([]byte{frameStatus}, "intruder"), "")); err != nil {
 		return nil
 	}
 	reply, err := readFrame(bufio.NewReader(conn))

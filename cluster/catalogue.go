@@ -3,17 +3,16 @@ package cluster
 import (
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // The catalogue is the cluster's own record of who its nodes are and where
 // each shard's replicas live. After bootstrap it is the truth: the
 // --cluster list is read only when a data directory is created, and every
 // change (a node joining, a replica moving, a node forgotten) is an entry
-// committed in the catalogue's Raft group (meta.go), applied alike on every
-// node (catalogueops.go). A Catalogue value is never changed once built:
-// applying an entry makes a new one, so readers hold a consistent copy
-// without locks.
+// committed in the catalogue's Raft group, applied alike on every node (the
+// control plane, cluster/placement). A Catalogue value is never changed once
+// built: applying an entry makes a new one (Clone), so readers hold a
+// consistent copy without locks.
 
 // Catalogue is the cluster's membership and placement.
 type Catalogue struct {
@@ -60,7 +59,7 @@ type ForgottenNode struct {
 type Placement struct {
 	// Target is the replicas the shard should have, its preferred leader
 	// first: the shard's leader changes its Raft group towards it
-	// (reconcile.go).
+	// (cluster/placement).
 	Target []string
 	// Voters and Learners are the shard's Raft configuration as its leader
 	// last reported it (learners are non-voters catching up), committed at
@@ -87,13 +86,12 @@ func (m Move) String() string {
 	return fmt.Sprintf("shard %d: move the replica on %s to %s", m.Shard, m.From, m.To)
 }
 
-// initialCatalogue is the catalogue of a cluster created from members and
+// InitialCatalogue is the catalogue of a cluster created from members and
 // shards: shard s on members s, s+1, s+2 (Replicas), as every release has
 // placed them, so a cluster created by a release before the catalogue
 // starts with its placement recorded as it is.
-func initialCatalogue(members []Member, shards int) *Catalogue {
-	fp := fingerprint(members, shards)
-	c := &Catalogue{Cluster: fmt.Sprintf("%x", fp[:]), Shards: shards, Placement: make([]Placement, shards)}
+func InitialCatalogue(members []Member, shards int) *Catalogue {
+	c := &Catalogue{Cluster: Fingerprint(members, shards).String(), Shards: shards, Placement: make([]Placement, shards)}
 	for _, m := range members {
 		c.Nodes = append(c.Nodes, NodeInfo{Member: m})
 	}
@@ -107,8 +105,8 @@ func initialCatalogue(members []Member, shards int) *Catalogue {
 	return c
 }
 
-// clone is a deep copy, to be changed into the next version.
-func (c *Catalogue) clone() *Catalogue {
+// Clone is a deep copy, to be changed into the next version.
+func (c *Catalogue) Clone() *Catalogue {
 	out := *c
 	out.Nodes = slices.Clone(c.Nodes)
 	out.Forgotten = slices.Clone(c.Forgotten)
@@ -133,11 +131,6 @@ func (c *Catalogue) Node(id string) *NodeInfo {
 	return nil
 }
 
-// forgotten reports whether id was forgotten with incarnation.
-func (c *Catalogue) forgotten(id, incarnation string) bool {
-	return slices.Contains(c.Forgotten, ForgottenNode{ID: id, Incarnation: incarnation})
-}
-
 // Members are the members' addresses, in the order they joined.
 func (c *Catalogue) Members() []Member {
 	out := make([]Member, len(c.Nodes))
@@ -152,16 +145,6 @@ func (p Placement) Replicas() []string {
 	return append(slices.Clone(p.Voters), p.Learners...)
 }
 
-// settled reports whether the shard's Raft group is what its target says.
-func (p Placement) settled() bool {
-	return len(p.Learners) == 0 && sameSet(p.Voters, p.Target)
-}
-
-// involves reports whether node is, or is to be, a replica of the shard.
-func (p Placement) involves(node string) bool {
-	return slices.Contains(p.Target, node) || slices.Contains(p.Voters, node) || slices.Contains(p.Learners, node)
-}
-
 // Preferred is the shard's preferred leader: the first of its target.
 func (p Placement) Preferred() string {
 	if len(p.Target) == 0 {
@@ -169,60 +152,3 @@ func (p Placement) Preferred() string {
 	}
 	return p.Target[0]
 }
-
-// holdings are the shards node is, or is to be, a replica of.
-func (c *Catalogue) holdings(node string) []int {
-	var out []int
-	for s, p := range c.Placement {
-		if p.involves(node) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// Settled reports whether nothing is moving: every shard's group is its
-// target, no move waits, no rebalance runs and no node is leaving.
-func (c *Catalogue) Settled() bool {
-	if len(c.Moves) > 0 || c.Rebalance {
-		return false
-	}
-	for _, n := range c.Nodes {
-		if n.Leaving {
-			return false
-		}
-	}
-	for _, p := range c.Placement {
-		if !p.settled() {
-			return false
-		}
-	}
-	return true
-}
-
-// moving returns the shard whose group is being changed towards its
-// target, or -1.
-func (c *Catalogue) moving() int {
-	for s, p := range c.Placement {
-		if !p.settled() {
-			return s
-		}
-	}
-	return -1
-}
-
-// sameSet reports whether a and b hold the same ids, in any order.
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
-}
-
-// joinIDs lists ids for messages: "n1, n2".
-func joinIDs(ids []string) string { return strings.Join(ids, ", ") }

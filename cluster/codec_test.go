@@ -83,15 +83,15 @@ func TestResultRoundTripKeepsExtrasAndMembers(t *testing.T) {
 // TestErrorsKeepTheirIdentityOnTheBus: an error crosses the bus as its
 // identity, so the node that sent the request answers it as the leader
 // would have: an engine error keeps its code (and so its reply's first
-// word) and its message, the cluster's own keep their sentinels, and any
-// other error its text. The text of a release before typed errors is read
-// as the reply it is.
+// word) and its message, the cluster's own keep their sentinels and codes,
+// and any other error its text.
 func TestErrorsKeepTheirIdentityOnTheBus(t *testing.T) {
 	policy := fmt.Errorf("%w 'orders'", engine.ErrNoPolicy)
 	for _, err := range []error{
 		engine.ErrWrongType, engine.ErrOOM, engine.ErrZeroRate, policy,
 		&engine.Error{Code: engine.CodeParam, Msg: "limit must be an integer from 1 to 10"},
 		ErrNotApplied, ErrMayHaveBeenCounted, ErrShuttingDown,
+		&MembershipError{Code: MemberRemoved, Msg: "node n3 was removed from the cluster"},
 		errors.New("ERR something else"),
 	} {
 		res := engine.Result{Type: engine.ResError, Err: err, Members: 1}
@@ -107,7 +107,7 @@ func TestErrorsKeepTheirIdentityOnTheBus(t *testing.T) {
 				t.Errorf("%v: decoded %#v, lost its code", err, got.Err)
 			}
 		}
-		for _, sentinel := range []error{ErrNotApplied, ErrMayHaveBeenCounted, ErrShuttingDown} {
+		for _, sentinel := range []error{ErrNotApplied, ErrMayHaveBeenCounted, ErrShuttingDown, ErrRemoved} {
 			if errors.Is(err, sentinel) != errors.Is(got.Err, sentinel) {
 				t.Errorf("%v: decoded %v, errors.Is(%v) changed", err, got.Err, sentinel)
 			}

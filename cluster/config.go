@@ -45,18 +45,10 @@ func (c MemoryConfig) Validate() error {
 	return nil
 }
 
-// RaftConfig configures a node's shards in Raft mode.
+// RaftConfig configures a node's data plane in Raft mode.
 type RaftConfig struct {
 	Self Member // this node
-	// Members are the cluster's initial members, Self included (the
-	// --cluster list it was created with); just Self for a single node;
-	// none for a node that joins an existing cluster (Join).
-	Members []Member
-	// Join is the bus address of a member to join the cluster through
-	// ("host:port"), for a node started with --join.
-	Join string
-	// Shards is the number of shards, from 1 to MaxShards; 0 for a node
-	// that joins (the cluster says).
+	// Shards is the number of shards, from 1 to MaxShards.
 	Shards int
 	// Layout is the data directory that holds every shard's log and
 	// snapshots, and the catalogue's.
@@ -64,30 +56,25 @@ type RaftConfig struct {
 	// LogStore is the format of the Raft log stores this node creates (a
 	// group's existing store keeps its own).
 	LogStore persistence.LogFormat
-	// Incarnation is the random id of the data directory
-	// (persistence.Identity): the cluster remembers each node's, and
-	// refuses a node that comes back under its id with another one.
-	Incarnation string
-	// Upgraded says the data directory was made by a release before the
-	// catalogue: its catalogue group is bootstrapped from Members.
-	Upgraded bool
-	// ReplaceDeadAfter, when not 0, is how long a node of a cluster of more
-	// than three nodes may be down before its replicas are re-created on
-	// the others.
-	ReplaceDeadAfter time.Duration
 	// Clock is the time the leader stamps on each batch.
 	Clock Clock
 	// Log takes the node's records, hashicorp/raft's among them (see
 	// raftlog.go).
 	Log *slog.Logger
-	// Bus is the listener for Raft and forwarding; a cluster of more than
-	// one member needs it, a single node's groups need no network.
+	// Bus is the listener for Raft, forwarding and the control plane's
+	// calls; a node of a cluster needs it, a single node's groups need no
+	// network.
 	Bus net.Listener
+	// Cluster is the cluster's id, which every bus connection carries.
+	Cluster ClusterID
 	// Dial opens connections to other nodes' buses.
 	Dial Dialer
 	// BusTLS, when set, makes the bus mutual TLS: nodes without a
 	// certificate signed by its CAs cannot connect (see bustls.go).
 	BusTLS *BusTLS
+	// Control is the node's control plane, which says which replicas it
+	// holds (cluster/placement).
+	Control ControlPlane
 	// Scripts runs the shards' Lua scripts (EVAL); nil refuses them.
 	Scripts engine.ScriptRunner
 
@@ -140,19 +127,20 @@ const DefaultRequestTimeout = time.Second
 // would be given up while a healthy leader commits them.
 const minRequestTimeout = 10 * time.Millisecond
 
-// DefaultRaftConfig returns the defaults for the node self among members
-// (self included). The Raft timeouts depend on the membership: a heartbeat
-// timeout of 500 ms in a cluster (DefaultClusterHeartbeat), and of 100 ms
-// for a single node, which has no network to wait for and elects itself at
-// start within that. There is one shard per member, so that each node leads
-// one. Layout is left to set: Validate refuses a config without one.
-func DefaultRaftConfig(self Member, members []Member) RaftConfig {
+// DefaultRaftConfig returns the defaults for the node self of a cluster of
+// nodes nodes. The Raft timeouts depend on it: a heartbeat timeout of 500 ms
+// in a cluster (DefaultClusterHeartbeat), and of 100 ms for a single node,
+// which has no network to wait for and elects itself at start within that.
+// There is one shard per node, so that each node leads one. Layout and
+// Control are left to set: Validate refuses a config without a Layout, and
+// StartRaft one without a Control.
+func DefaultRaftConfig(self Member, nodes int) RaftConfig {
 	heartbeat := DefaultClusterHeartbeat
-	if len(members) == 1 {
+	if nodes == 1 {
 		heartbeat = 100 * time.Millisecond
 	}
 	return RaftConfig{
-		Self: self, Members: members, Shards: len(members),
+		Self: self, Shards: max(nodes, 1),
 		LogStore: persistence.DefaultLogFormat,
 		Clock:    SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Dial: tcpDial,
 		HeartbeatTimeout: heartbeat, ElectionTimeout: heartbeat,
@@ -166,15 +154,12 @@ func DefaultRaftConfig(self Member, members []Member) RaftConfig {
 
 // Validate returns an error naming the first setting that cannot work.
 func (c RaftConfig) Validate() error {
-	if err := c.validateMembers(); err != nil {
+	if err := validShards("RaftConfig", c.Shards); err != nil {
 		return err
 	}
-	if c.Join == "" || c.Shards != 0 {
-		if err := validShards("RaftConfig", c.Shards); err != nil {
-			return err
-		}
-	}
 	switch {
+	case c.Self.ID == "":
+		return invalidSetting("RaftConfig.Self.ID", "must not be empty")
 	case c.Layout.Dir == "":
 		return invalidSetting("RaftConfig.Layout", "names no data directory")
 	case c.LogStore != persistence.LogWAL && c.LogStore != persistence.LogBolt:
@@ -185,12 +170,6 @@ func (c RaftConfig) Validate() error {
 		return invalidSetting("RaftConfig.Log", "must be set")
 	case c.Dial == nil:
 		return invalidSetting("RaftConfig.Dial", "must be set")
-	case c.clustered() && c.Bus == nil:
-		return invalidSetting("RaftConfig.Bus", "a cluster node needs a bus listener")
-	case c.clustered() && c.Incarnation == "":
-		return invalidSetting("RaftConfig.Incarnation", "a cluster node needs its data directory's incarnation")
-	case c.ReplaceDeadAfter < 0:
-		return invalidSetting("RaftConfig.ReplaceDeadAfter", "%v: must not be negative", c.ReplaceDeadAfter)
 	case c.BusTLS != nil && len(c.BusTLS.Certificate.Certificate) == 0:
 		return invalidSetting("RaftConfig.BusTLS.Certificate", "must be set")
 	case c.BusTLS != nil && c.BusTLS.CAs == nil:
@@ -208,44 +187,6 @@ func (c RaftConfig) Validate() error {
 	// (SnapshotInterval's minimum among them).
 	if err := raft.ValidateConfig(raftConfig(&c, "raft")); err != nil {
 		return fmt.Errorf("RaftConfig: %w", err)
-	}
-	return nil
-}
-
-// clustered reports whether the node is a cluster's (with a bus and a
-// catalogue) rather than a single node.
-func (c RaftConfig) clustered() bool { return c.Join != "" || len(c.Members) > 1 }
-
-// validateMembers checks Self and Members.
-func (c RaftConfig) validateMembers() error {
-	if c.Self.ID == "" {
-		return invalidSetting("RaftConfig.Self.ID", "must not be empty")
-	}
-	if c.Join != "" {
-		if len(c.Members) > 0 {
-			return invalidSetting("RaftConfig.Members", "a node that joins has no initial members")
-		}
-		return nil
-	}
-	found := false
-	for i, m := range c.Members {
-		if m.ID == "" {
-			return invalidSetting("RaftConfig.Members", "member %d has no id", i)
-		}
-		for _, other := range c.Members[:i] {
-			if other.ID == m.ID {
-				return invalidSetting("RaftConfig.Members", "%q is listed twice", m.ID)
-			}
-		}
-		if m.ID == c.Self.ID {
-			if m != c.Self {
-				return invalidSetting("RaftConfig.Self", "%+v differs from its entry in Members, %+v", c.Self, m)
-			}
-			found = true
-		}
-	}
-	if !found {
-		return invalidSetting("RaftConfig.Self", "%q is not among Members", c.Self.ID)
 	}
 	return nil
 }

@@ -46,35 +46,33 @@ func TestMemoryConfigValidate(t *testing.T) {
 // The Raft defaults depend on the membership: a single node elects itself
 // faster than a cluster, whose heartbeat rides out a loaded machine's pauses.
 func TestDefaultRaftConfigFollowsTheMembership(t *testing.T) {
-	one := []Member{{ID: "n1", Bus: "local"}}
-	three := []Member{{ID: "n1", Bus: "a:1"}, {ID: "n2", Bus: "a:2"}, {ID: "n3", Bus: "a:3"}}
 	cases := []struct {
-		members   []Member
+		nodes     int
 		heartbeat time.Duration
 	}{
-		{one, 100 * time.Millisecond},
-		{three, 500 * time.Millisecond},
+		{1, 100 * time.Millisecond},
+		{3, 500 * time.Millisecond},
 	}
 	for _, c := range cases {
-		cfg := DefaultRaftConfig(c.members[0], c.members)
-		if cfg.HeartbeatTimeout != c.heartbeat || cfg.ElectionTimeout != c.heartbeat || cfg.Shards != len(c.members) {
-			t.Errorf("%d members: heartbeat %v, election %v, %d shards; want %v and one shard a member",
-				len(c.members), cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.Shards, c.heartbeat)
+		cfg := DefaultRaftConfig(Member{ID: "n1", Bus: "a:1"}, c.nodes)
+		if cfg.HeartbeatTimeout != c.heartbeat || cfg.ElectionTimeout != c.heartbeat || cfg.Shards != c.nodes {
+			t.Errorf("%d nodes: heartbeat %v, election %v, %d shards; want %v and one shard a node",
+				c.nodes, cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.Shards, c.heartbeat)
 		}
 	}
 }
 
 func TestRaftConfigValidate(t *testing.T) {
 	self := Member{ID: "n1", Client: "127.0.0.1:6381", Bus: "127.0.0.1:16381"}
-	three := []Member{self, {ID: "n2", Client: "127.0.0.1:6382", Bus: "127.0.0.1:16382"}, {ID: "n3", Client: "127.0.0.1:6383", Bus: "127.0.0.1:16383"}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
 	valid := func() RaftConfig {
-		cfg := DefaultRaftConfig(self, three)
-		cfg.Layout, cfg.Bus, cfg.Incarnation = persistence.Layout{Dir: t.TempDir()}, ln, "0123456789abcdef"
+		cfg := DefaultRaftConfig(self, 3)
+		cfg.Layout, cfg.Bus = persistence.Layout{Dir: t.TempDir()}, ln
+		cfg.Control = &staticControl{cat: InitialCatalogue([]Member{self}, 3)}
 		return cfg
 	}
 	if err := valid().Validate(); err != nil {
@@ -86,16 +84,12 @@ func TestRaftConfigValidate(t *testing.T) {
 		want   string
 	}{
 		{"no self", func(c *RaftConfig) { c.Self = Member{} }, "RaftConfig.Self.ID"},
-		{"self not a member", func(c *RaftConfig) { c.Self = Member{ID: "n9"} }, "RaftConfig.Self"},
-		{"self unlike its entry", func(c *RaftConfig) { c.Self.Bus = "127.0.0.1:1" }, "RaftConfig.Self"},
-		{"a member twice", func(c *RaftConfig) { c.Members = append(c.Members[:3:3], c.Members[1]) }, "RaftConfig.Members"},
 		{"no shards", func(c *RaftConfig) { c.Shards = 0 }, "RaftConfig.Shards"},
 		{"too many shards", func(c *RaftConfig) { c.Shards = MaxShards + 1 }, "RaftConfig.Shards"},
 		{"no data directory", func(c *RaftConfig) { c.Layout = persistence.Layout{} }, "RaftConfig.Layout"},
 		{"no clock", func(c *RaftConfig) { c.Clock = nil }, "RaftConfig.Clock"},
 		{"no log", func(c *RaftConfig) { c.Log = nil }, "RaftConfig.Log"},
 		{"no dialer", func(c *RaftConfig) { c.Dial = nil }, "RaftConfig.Dial"},
-		{"a cluster without a bus", func(c *RaftConfig) { c.Bus = nil }, "RaftConfig.Bus"},
 		{"bus TLS without a certificate", func(c *RaftConfig) { c.BusTLS = &BusTLS{} }, "RaftConfig.BusTLS.Certificate"},
 		{"bus TLS without CAs", func(c *RaftConfig) {
 			c.BusTLS = &BusTLS{Certificate: tls.Certificate{Certificate: [][]byte{{1}}}}
@@ -121,10 +115,19 @@ func TestRaftConfigValidate(t *testing.T) {
 		})
 	}
 	// A single node needs no bus.
-	cfg := DefaultRaftConfig(Member{ID: "n1", Bus: "local"}, []Member{{ID: "n1", Bus: "local"}})
+	cfg := DefaultRaftConfig(Member{ID: "n1", Bus: "local"}, 1)
 	cfg.Layout = persistence.Layout{Dir: t.TempDir()}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("a single node: %v", err)
+	}
+	// No node starts without the control plane that says which replicas
+	// it holds.
+	cfg.Control = nil
+	if n, err := StartRaft(cfg); err == nil || !strings.Contains(err.Error(), "RaftConfig.Control") {
+		if n != nil {
+			n.Close()
+		}
+		t.Fatalf("StartRaft without a control plane: %v, want an error naming RaftConfig.Control", err)
 	}
 }
 

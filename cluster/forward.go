@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
@@ -14,10 +13,9 @@ import (
 
 // Forwarding lets a node answer a command for a shard another node leads:
 // the parsed commands go to the leader over the bus and the results come
-// back, so clients that know nothing of clusters can use any node. There
-// are two streams (transport.go). A multiplexed forwarding connection
-// (streamForwardMux) carries commands, as many at a time as are in flight,
-// each way. The node accepting it first answers the header with one byte,
+// back, so clients that know nothing of clusters can use any node. A
+// multiplexed forwarding connection (streamForwardMux, transport.go)
+// carries commands, as many at a time as are in flight, each way. The node accepting it first answers the header with one byte,
 // muxVersion; then
 //
 //	request   uint32 length (big endian) of what follows, uvarint id (the
@@ -33,21 +31,6 @@ import (
 // as they complete, in any order; frames are written back to back, several
 // in one write. The length is fixed-size so that a frame can be encoded in
 // place, in the sender's queue.
-//
-// A control connection (streamForward) carries the rare calls, one frame at
-// a time each way:
-//
-//	request   uvarint length, then 'S' (status: this node's replicas), the
-//	          asker's id and incarnation,
-//	          or 'A' and a catalogue change (catalogueops.go)
-//	response  uvarint length, then 0 and, for 'S', uvarint count, then per
-//	          shard the applied index and the leader's id ("" where unknown
-//	          or not held), then 1, this node's incarnation, its catalogue's
-//	          index, the verdict on the asker (0, or 1 and an error), and per
-//	          shard a flags byte (1: it holds a replica) and the commit
-//	          index; for 'A' the index the change was committed at;
-//	          or 3 and an error, or 2 and the id of the catalogue's leader
-//	          (the change was not applied: ask that node)
 
 // The first byte of a response.
 const (
@@ -57,10 +40,8 @@ const (
 )
 
 const (
-	frameCommands  byte = 'C'
-	frameStatus    byte = 'S'
-	frameCatalogue byte = 'A'
-	maxFrame            = 64 << 20
+	frameCommands byte = 'C'
+	maxFrame           = 64 << 20
 	// frameTimeout bounds writing an answer, and a status call.
 	frameTimeout = 10 * time.Second
 )
@@ -74,123 +55,9 @@ type forwardHandler interface {
 	// requestTimeout bounds how long a forwarded request may wait for its
 	// answer here.
 	requestTimeout() time.Duration
-	// status describes this node's replicas and what it thinks of the
-	// asker (its id and incarnation).
-	status(asker, incarnation string) nodeStatus
-	// applyCatalogueOp commits a catalogue change when this node leads the
-	// catalogue group, or names the node that does.
-	applyCatalogueOp(data []byte) (index uint64, leader string, err error)
 	// leaderHint names the shard's leader when this node knows it is
 	// another node ("" otherwise).
 	leaderHint(shard int) string
-}
-
-// shardStatus is what a node says of its replica of one shard.
-type shardStatus struct {
-	applied uint64 // Raft index applied; 0 where it holds no replica
-	leader  string // the leader's node id; "" when unknown or not held
-	held    bool   // it holds a replica (an empty one, at first)
-	commit  uint64 // Raft commit index
-}
-
-// nodeStatus is what a node says of itself and of the node that asks.
-type nodeStatus struct {
-	shards      []shardStatus
-	incarnation string // its data directory's
-	catalogue   uint64 // its catalogue's index
-	verdict     error  // why the cluster refuses the asker, as this node knows it
-}
-
-// appendStatus encodes st as the answer to 'S'.
-func appendStatus(out []byte, st nodeStatus) []byte {
-	out = append(out, replyOK)
-	out = binary.AppendUvarint(out, uint64(len(st.shards)))
-	for _, s := range st.shards {
-		out = binary.AppendUvarint(out, s.applied)
-		out = appendString(out, s.leader)
-	}
-	out = append(out, 1)
-	out = appendString(out, st.incarnation)
-	out = binary.AppendUvarint(out, st.catalogue)
-	if st.verdict != nil {
-		out = appendError(out, 1, st.verdict)
-	} else {
-		out = append(out, 0)
-	}
-	for _, s := range st.shards {
-		var flags byte
-		if s.held {
-			flags |= 1
-		}
-		out = append(out, flags)
-		out = binary.AppendUvarint(out, s.commit)
-	}
-	return out
-}
-
-// decodeStatus reads an answer to 'S' after its first byte.
-func decodeStatus(d *wire) (nodeStatus, error) {
-	n := d.uvarint()
-	if n > 1<<16 {
-		return nodeStatus{}, errBadEntry
-	}
-	st := nodeStatus{shards: make([]shardStatus, n)}
-	for i := range st.shards {
-		st.shards[i] = shardStatus{applied: d.uvarint(), leader: string(d.bytes(256))}
-	}
-	if d.byte() != 1 {
-		d.fail("status without its incarnation")
-	}
-	st.incarnation = string(d.bytes(64))
-	st.catalogue = d.uvarint()
-	if d.byte() == 1 {
-		st.verdict = d.error()
-	}
-	for i := range st.shards {
-		flags := d.byte()
-		st.shards[i].held = flags&1 != 0
-		st.shards[i].commit = d.uvarint()
-	}
-	return st, d.err
-}
-
-// serveForward answers frames on one forwarding connection until it closes.
-func serveForward(conn net.Conn, h forwardHandler) {
-	defer conn.Close()
-	rd := bufio.NewReader(conn)
-	var out []byte
-	for {
-		frame, err := readFrame(rd)
-		if err != nil {
-			return
-		}
-		out = out[:0]
-		switch {
-		case len(frame) > 0 && frame[0] == frameStatus:
-			d := wire{b: frame[1:]}
-			asker, incarnation := string(d.bytes(256)), string(d.bytes(64))
-			if d.err != nil {
-				return
-			}
-			out = appendStatus(out, h.status(asker, incarnation))
-		case len(frame) > 0 && frame[0] == frameCatalogue:
-			index, leader, err := h.applyCatalogueOp(frame[1:])
-			switch {
-			case err != nil:
-				out = appendRequestError(out, err)
-			case leader != "":
-				out = append(append(out, replyLeader), leader...)
-			default:
-				out = binary.AppendUvarint(append(out, replyOK), index)
-			}
-		default:
-			return
-		}
-		conn.SetWriteDeadline(time.Now().Add(frameTimeout))
-		if err := writeFrame(conn, out); err != nil {
-			return
-		}
-	}
 }
 
 // appendCommandsReply encodes the answer to a forwarded batch for shard:
@@ -212,6 +79,8 @@ func appendCommandsReply(out []byte, shard int, results []engine.Result, err err
 	return out
 }
 
+// writeFrame writes payload after its uvarint length, as the control and
+// joining streams frame what they carry.
 func writeFrame(w io.Writer, payload []byte) error {
 	_, err := writeFrameCounted(w, payload)
 	return err
@@ -225,6 +94,7 @@ func writeFrameCounted(w io.Writer, payload []byte) (int, error) {
 	return w.Write(append(b, payload...))
 }
 
+// readFrame reads what writeFrame wrote.
 func readFrame(rd *bufio.Reader) ([]byte, error) {
 	n, err := binary.ReadUvarint(rd)
 	if err != nil {

@@ -14,12 +14,18 @@ import (
 	"github.com/rlserver/rlserver/persistence"
 )
 
-// group is one shard's Raft group on this node: its Raft instance (with
+// Group is one shard's Raft group on this node: its Raft instance (with
 // raftfix's corrections), its state machine and proposer, and what it knows
 // of its leader.
-type group struct {
+type Group struct {
 	shard int
-	raft  *raftfix.Raft
+	self  string // this node's id
+	dir   string // the group's directory in the data directory
+	// electionTimeout bounds how long a hand-over waits for the other
+	// node to take the leadership.
+	electionTimeout time.Duration
+	log             *slog.Logger
+	raft            *raftfix.Raft
 	fsm   *shardFSM
 	prop  *proposer
 
@@ -86,18 +92,22 @@ func startGroup(cfg *RaftConfig, name string, fsm raft.FSM, st stores, stream ra
 // shard. requireState refuses stores that are new: the catalogue counts
 // this node among the shard's voters, so the state it lacks held votes. It
 // owns stream (nil for a single node) from the call on.
-func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool, stream raft.StreamLayer, observer *observerSlot, halt chan<- error) (g *group, err error) {
+func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool, stream raft.StreamLayer, observer *observerSlot, halt chan<- error) (g *Group, err error) {
 	started := false
 	defer func() {
 		if err != nil && !started && stream != nil {
 			stream.Close() // else it stays on the bus, accepting for nobody
 		}
 	}()
-	g = &group{shard: shard, fsm: newShardFSM(shard, observer, halt, cfg.Scripts), change: make(chan struct{}), stop: make(chan struct{})}
+	g = &Group{
+		shard: shard, self: cfg.Self.ID, electionTimeout: cfg.ElectionTimeout, log: cfg.Log,
+		fsm: newShardFSM(shard, observer, halt, cfg.Scripts), change: make(chan struct{}), stop: make(chan struct{}),
+	}
 	dir, err := cfg.Layout.ShardDir(shard)
 	if err != nil {
 		return nil, err
 	}
+	g.dir = dir
 	st, err := openStores(dir, cfg.LogStore, cfg.Log)
 	if err != nil {
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
@@ -169,7 +179,7 @@ func raftConfig(cfg *RaftConfig, name string) *raft.Config {
 
 // watch keeps g.leader current: from Raft's leader observations, and by
 // polling, since observations can be dropped. member finds a node by id.
-func (g *group) watch(member func(id string) *Member, stop <-chan struct{}) {
+func (g *Group) watch(member func(id string) *Member, stop <-chan struct{}) {
 	obs := make(chan raft.Observation, 16)
 	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
@@ -194,7 +204,7 @@ func (g *group) watch(member func(id string) *Member, stop <-chan struct{}) {
 
 // refreshLeader reads Raft's current leader and, on a change, wakes the
 // requests waiting for one and tells moved, if set.
-func (g *group) refreshLeader(member func(id string) *Member) {
+func (g *Group) refreshLeader(member func(id string) *Member) {
 	_, id := g.raft.LeaderWithID()
 	var now *Member
 	if id != "" {
@@ -214,7 +224,7 @@ func (g *group) refreshLeader(member func(id string) *Member) {
 }
 
 // changed returns a channel closed at the next change of leader.
-func (g *group) changed() <-chan struct{} {
+func (g *Group) changed() <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.change
@@ -223,7 +233,7 @@ func (g *group) changed() <-chan struct{} {
 // close stops the proposer, hands leadership over if it can, snapshots if
 // asked (a replica the node is dropping is not worth one), and shuts Raft
 // and the stores down.
-func (g *group) close(handOver, snapshot bool, log *slog.Logger) error {
+func (g *Group) close(handOver, snapshot bool, log *slog.Logger) error {
 	close(g.stop)
 	g.prop.stop()
 	if handOver && g.raft.State() == raft.Leader && len(g.raft.GetConfiguration().Configuration().Servers) > 1 {

@@ -24,11 +24,9 @@ type testHandler struct {
 	leader  string // the node it names as the shard's leader, if any
 }
 
-func (h *testHandler) submitLocal(shard int, r *Request)               { h.submit(shard, r) }
-func (h *testHandler) requestTimeout() time.Duration                   { return h.timeout }
-func (h *testHandler) status(string, string) nodeStatus                { return nodeStatus{} }
-func (h *testHandler) applyCatalogueOp([]byte) (uint64, string, error) { return 0, "", nil }
-func (h *testHandler) leaderHint(int) string                           { return h.leader }
+func (h *testHandler) submitLocal(shard int, r *Request) { h.submit(shard, r) }
+func (h *testHandler) requestTimeout() time.Duration     { return h.timeout }
+func (h *testHandler) leaderHint(int) string             { return h.leader }
 
 // answerWith answers r, submitted to a shard, with v.
 func answerWith(r *Request, v int64) {
@@ -45,10 +43,9 @@ func startForwardPeer(t *testing.T, h forwardHandler) *Member {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newBus(ln, newBusDialer(tcpDial, [8]byte{}, nil), nil, slog.New(slog.DiscardHandler),
-		func(c net.Conn) { serveForward(c, h) }, func(c net.Conn) { c.Close() })
-	b.forwardMux = func(c net.Conn) { serveMux(c, h) }
-	go b.serve()
+	b := newBus(ln, newBusDialer(tcpDial, ClusterID{}, nil), nil, slog.New(slog.DiscardHandler),
+		map[byte]func(net.Conn){streamForwardMux: func(c net.Conn) { serveMux(c, h) }})
+	go b.accept()
 	t.Cleanup(func() { b.close() })
 	return &Member{ID: "n2", Bus: ln.Addr().String()}
 }
@@ -64,7 +61,7 @@ func testForwarder(t *testing.T, dial Dialer) (f *forwarder, dials *atomic.Int64
 		dials.Add(1)
 		return dial(addr, timeout)
 	}
-	f = newForwarder(newBusDialer(counted, [8]byte{}, nil), func(r *Request, _ *Member, _ string, err error) { fail(r, err) })
+	f = newForwarder(newBusDialer(counted, ClusterID{}, nil), func(r *Request, _ *Member, _ string, err error) { fail(r, err) })
 	t.Cleanup(f.close)
 	return f, dials
 }
@@ -308,7 +305,7 @@ func TestForwardToANodeThatNoLongerLeadsNamesTheLeader(t *testing.T) {
 		err  error
 	}
 	ended := make(chan ending, 1)
-	f := newForwarder(newBusDialer(tcpDial, [8]byte{}, nil), func(_ *Request, _ *Member, hint string, err error) {
+	f := newForwarder(newBusDialer(tcpDial, ClusterID{}, nil), func(_ *Request, _ *Member, hint string, err error) {
 		ended <- ending{hint, err}
 	})
 	t.Cleanup(f.close)

@@ -29,7 +29,7 @@ func (c *closeRecorder) Close() error {
 func TestAFailedOpenClosesItsTransport(t *testing.T) {
 	self := Member{ID: "n1", Bus: "local"}
 	config := func(t *testing.T) *RaftConfig {
-		cfg := DefaultRaftConfig(self, []Member{self})
+		cfg := DefaultRaftConfig(self, 1)
 		cfg.Layout = persistence.Layout{Dir: t.TempDir()}
 		return &cfg
 	}
@@ -56,10 +56,6 @@ func TestAFailedOpenClosesItsTransport(t *testing.T) {
 			_, err := openGroup(cfg, 0, nil, false, tr, &observerSlot{}, make(chan error, 1))
 			return err
 		}, func(t *testing.T, cfg *RaftConfig) { blocked(t, cfg, "shards/000") }},
-		{"a catalogue whose directory cannot be made", func(cfg *RaftConfig, tr raft.StreamLayer) error {
-			_, err := openMeta(cfg, tr, make(chan error, 1), nil)
-			return err
-		}, func(t *testing.T, cfg *RaftConfig) { blocked(t, cfg, "catalogue") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config(t)
@@ -83,4 +79,30 @@ func (s idleStream) Close() error              { close(s.closed); return nil }
 func (s idleStream) Addr() net.Addr            { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
 func (s idleStream) Dial(raft.ServerAddress, time.Duration) (net.Conn, error) {
 	return nil, net.ErrClosed
+}
+
+// A catalogue group that fails to start takes its stream off the bus.
+func TestAFailedCatalogueGroupLeavesTheBus(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := Member{ID: "n1", Bus: ln.Addr().String()}
+	cfg := DefaultRaftConfig(self, 3)
+	cfg.Layout, cfg.Bus = persistence.Layout{Dir: t.TempDir()}, ln
+	cfg.Control = &staticControl{cat: InitialCatalogue([]Member{self}, 3)}
+	n, err := StartRaft(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if err := os.WriteFile(filepath.Join(cfg.Layout.Dir, "catalogue"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := n.StartCatalogueGroup(nil); err == nil {
+		t.Fatal("started, want an error")
+	}
+	if n.bus.group(catalogueGroup) != nil {
+		t.Error("the catalogue's stream was left on the bus")
+	}
 }

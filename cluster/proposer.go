@@ -85,7 +85,7 @@ func newProposer(shard int, self string, r *raft.Raft, fsm *shardFSM, clock Cloc
 
 // start runs the proposer's two loops.
 func (p *proposer) start() {
-	go p.propose()
+	go p.run()
 	go func() {
 		p.complete()
 		close(p.done)
@@ -98,9 +98,9 @@ func (p *proposer) stop() {
 	<-p.done
 }
 
-// propose gathers requests into entries until stopped. Only the leader
-// proposes a sweep; every replica applies it.
-func (p *proposer) propose() {
+// run gathers requests into entries and proposes them until stopped. Only
+// the leader proposes a sweep; every replica applies it.
+func (p *proposer) run() {
 	defer close(p.inflight)
 	var sweeps sweepPolicy
 	tick := time.NewTicker(sweepInterval)
@@ -118,7 +118,7 @@ func (p *proposer) propose() {
 				waited = true
 				p.slots <- struct{}{}
 			}
-			p.apply(p.gather(r, waited))
+			p.propose(p.gather(r, waited))
 		case <-tick.C:
 			if sweeps.due(p.fsm.stats().Keys) && p.raft.State() == raft.Leader {
 				p.sweep()
@@ -201,9 +201,9 @@ func (p *proposer) gather(first *Request, waited bool) []*Request {
 	return b.reqs
 }
 
-// apply proposes one entry for batch: the requests whose waiters still
+// propose proposes one entry for batch: the requests whose waiters still
 // wait (take), whose commands it encodes, and then marks sent.
-func (p *proposer) apply(batch []*Request) {
+func (p *proposer) propose(batch []*Request) {
 	taken := batch[:0]
 	for _, r := range batch {
 		if r.take() {
@@ -255,7 +255,7 @@ func (p *proposer) recycle(b []engine.Result) {
 func (p *proposer) sweep() {
 	p.slots <- struct{}{}
 	r, _ := newRequest([]engine.Command{sweepCommand()})
-	p.apply([]*Request{r})
+	p.propose([]*Request{r})
 }
 
 // complete waits for each entry in order and answers its requests.

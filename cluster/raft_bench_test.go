@@ -22,9 +22,9 @@ func BenchmarkRaftSingleNode(b *testing.B) {
 				b.Fatal(err)
 			}
 			self := Member{ID: "n1", Client: "127.0.0.1:1", Bus: "local"}
-			cfg := DefaultRaftConfig(self, []Member{self})
+			cfg := DefaultRaftConfig(self, 1)
 			cfg.Layout = layout.Layout
-			n, err := StartRaft(cfg)
+			n, err := startAlone(cfg)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,80 +6,48 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/testnet"
 	"github.com/rlserver/rlserver/persistence"
 )
 
-// testNet is the network between in-process nodes: it can cut a node off,
-// refusing its new connections and severing the open ones, in both
-// directions.
-type testNet struct {
-	mu      sync.Mutex
-	cut     map[string]bool // node ids cut off
-	byAddr  map[string]string
-	conns   map[string][]net.Conn // open connections by the ids at either end
-	dialers map[string]Dialer
+// staticControl is a control plane that never changes anything: the
+// catalogue of a cluster created from its members, for tests of the data
+// plane alone (cluster/placement runs the real one).
+type staticControl struct {
+	cat         *Catalogue
+	incarnation string
 }
 
-func newTestNet() *testNet {
-	return &testNet{cut: map[string]bool{}, byAddr: map[string]string{}, conns: map[string][]net.Conn{}, dialers: map[string]Dialer{}}
+func (c *staticControl) Catalogue() *Catalogue { return c.cat }
+
+func (c *staticControl) Judge(string, string) Judgement {
+	return Judgement{Incarnation: c.incarnation}
 }
 
-// dialer is node from's way out.
-func (tn *testNet) dialer(from string) Dialer {
-	return func(addr string, timeout time.Duration) (net.Conn, error) {
-		tn.mu.Lock()
-		to := tn.byAddr[addr]
-		blocked := tn.cut[from] || tn.cut[to]
-		tn.mu.Unlock()
-		if blocked {
-			return nil, errors.New("testnet: link cut")
-		}
-		c, err := net.DialTimeout("tcp", addr, timeout)
-		if err != nil {
-			return nil, err
-		}
-		tn.mu.Lock()
-		defer tn.mu.Unlock()
-		// Cut while dialling: isolate has already closed the links it knew
-		// of, and this one must not outlive the cut.
-		if tn.cut[from] || tn.cut[to] {
-			c.Close()
-			return nil, errors.New("testnet: link cut")
-		}
-		tn.conns[from] = append(tn.conns[from], c)
-		tn.conns[to] = append(tn.conns[to], c)
-		return c, nil
-	}
+func (c *staticControl) CommitForwarded([]byte) (uint64, string, error) {
+	return 0, "", errors.New("this test's cluster has no catalogue group")
 }
 
-// isolate cuts node id off from every other node.
-func (tn *testNet) isolate(id string) {
-	tn.mu.Lock()
-	defer tn.mu.Unlock()
-	tn.cut[id] = true
-	for _, c := range tn.conns[id] {
-		c.Close()
-	}
-	tn.conns[id] = nil
+func (c *staticControl) Hello(string, string) HelloReply {
+	id, _ := ParseClusterID(c.cat.Cluster)
+	return HelloReply{Cluster: id, Shards: c.cat.Shards}
 }
 
-// heal reconnects node id.
-func (tn *testNet) heal(id string) {
-	tn.mu.Lock()
-	defer tn.mu.Unlock()
-	delete(tn.cut, id)
+func (c *staticControl) Join(NodeInfo) (*Catalogue, error) {
+	return nil, errors.New("this test's cluster takes no new node")
 }
 
 // testCluster is n in-process nodes on loopback.
 type testCluster struct {
 	t       testing.TB
-	net     *testNet
+	net     *testnet.Net
 	members []Member
 	dirs    []string
 	nodes   []*RaftShards
@@ -105,13 +73,13 @@ func startTestClusterB(t testing.TB, size, shards int) *testCluster {
 // busTLS[i] (nil: no TLS).
 func startSecureTestCluster(t testing.TB, size, shards int, busTLS []*BusTLS) *testCluster {
 	t.Helper()
-	return launchTestCluster(&testCluster{t: t, net: newTestNet(), shards: shards, clock: SystemClock{}, busTLS: busTLS}, size)
+	return launchTestCluster(&testCluster{t: t, net: testnet.New(), shards: shards, clock: SystemClock{}, busTLS: busTLS}, size)
 }
 
 // startTestClusterLogs is startTestCluster with Raft logs in format.
 func startTestClusterLogs(t testing.TB, size, shards int, format persistence.LogFormat) *testCluster {
 	t.Helper()
-	return launchTestCluster(&testCluster{t: t, net: newTestNet(), shards: shards, clock: SystemClock{}, logStore: format}, size)
+	return launchTestCluster(&testCluster{t: t, net: testnet.New(), shards: shards, clock: SystemClock{}, logStore: format}, size)
 }
 
 // launchTestCluster starts size nodes with tc's settings.
@@ -127,12 +95,11 @@ func launchTestCluster(tc *testCluster, size int) *testCluster {
 		lns[i] = ln
 		m := Member{ID: fmt.Sprintf("n%d", i+1), Client: fmt.Sprintf("127.0.0.1:%d", 7000+i), Bus: ln.Addr().String()}
 		tc.members = append(tc.members, m)
-		tc.net.byAddr[m.Bus] = m.ID
+		tc.net.Name(m.Bus, m.ID)
 		tc.dirs = append(tc.dirs, t.TempDir())
 	}
 	tc.nodes = make([]*RaftShards, size)
-	// At once, as a cluster's nodes start: a new node waits for the others
-	// to say it is new before it bootstraps.
+	// At once, as a cluster's nodes start.
 	errs := make([]error, size)
 	var wg sync.WaitGroup
 	for i := range size {
@@ -160,7 +127,9 @@ func (tc *testCluster) start(i int, ln net.Listener) {
 	}
 }
 
-// tryStart is start for a start that may fail: it returns StartRaft's error.
+// tryStart is start for a start that may fail: it returns StartRaft's
+// error, or the first replica's that did not open. Every node opens the
+// replicas the initial placement gives it (Replicas), bootstrapped when new.
 func (tc *testCluster) tryStart(i int, ln net.Listener) error {
 	tc.t.Helper()
 	m := tc.members[i]
@@ -176,8 +145,7 @@ func (tc *testCluster) tryStart(i int, ln net.Listener) error {
 	if err != nil {
 		tc.t.Fatal(err)
 	}
-	members := tc.members
-	if len(members) == 1 {
+	if len(tc.members) == 1 {
 		ln.Close()
 		ln = nil
 	}
@@ -185,13 +153,14 @@ func (tc *testCluster) tryStart(i int, ln net.Listener) error {
 	if i < len(tc.busTLS) {
 		sec = tc.busTLS[i]
 	}
-	cfg := DefaultRaftConfig(m, members)
+	cfg := DefaultRaftConfig(m, len(tc.members))
 	cfg.Shards, cfg.Layout, cfg.Clock, cfg.Bus, cfg.BusTLS = tc.shards, layout.Layout, tc.clock, ln, sec
-	cfg.Incarnation = layout.Identity.Incarnation
+	cfg.Cluster = Fingerprint(tc.members, tc.shards)
+	cfg.Control = &staticControl{cat: InitialCatalogue(tc.members, tc.shards), incarnation: layout.Identity.Incarnation}
 	if tc.logStore != persistence.LogNone {
 		cfg.LogStore = tc.logStore
 	}
-	cfg.Dial = tc.net.dialer(m.ID)
+	cfg.Dial = tc.net.Dialer(m.ID)
 	cfg.HeartbeatTimeout, cfg.ElectionTimeout = 250*time.Millisecond, 250*time.Millisecond
 	cfg.RequestTimeout = 3 * time.Second
 	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -199,14 +168,17 @@ func (tc *testCluster) tryStart(i int, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
-	tc.nodes[i] = n
-	select { // a new cluster's node opens its replicas once the others say it is new
-	case <-n.opened:
-	case err := <-n.halted:
-		return err
-	case <-time.After(20 * time.Second):
-		return fmt.Errorf("%s did not open its replicas", m.ID)
+	for shard := range tc.shards {
+		replicas := Replicas(tc.members, shard)
+		if !slices.ContainsFunc(replicas, func(r Member) bool { return r.ID == m.ID }) {
+			continue
+		}
+		if err := n.OpenReplica(shard, replicas, false); err != nil {
+			n.Abandon()
+			return err
+		}
 	}
+	tc.nodes[i] = n
 	return nil
 }
 
@@ -310,4 +282,24 @@ func (tc *testCluster) converge(shard int) string {
 
 func sliding(key string, limit, window int64) engine.Command {
 	return engine.Command{Op: engine.OpSliding, Key: []byte(key), Args: [4]int64{limit, window, 0, 1}}
+}
+
+// startAlone starts cfg's node as a single node holding every shard, as
+// cluster/placement starts one; cfg.Control is set when nil.
+func startAlone(cfg RaftConfig) (*RaftShards, error) {
+	members := []Member{cfg.Self}
+	if cfg.Control == nil {
+		cfg.Control = &staticControl{cat: InitialCatalogue(members, cfg.Shards)}
+	}
+	n, err := StartRaft(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for shard := range cfg.Shards {
+		if err := n.OpenReplica(shard, members, false); err != nil {
+			n.Abandon()
+			return nil, err
+		}
+	}
+	return n, nil
 }

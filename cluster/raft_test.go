@@ -1,9 +1,7 @@
 package cluster
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -50,17 +48,6 @@ func TestRaftClusterAdmitsExactlyTheLimitFromEveryNode(t *testing.T) {
 		t.Fatalf("after 600 requests: %+v %v, want the budget spent", r.Results, err)
 	}
 	tc.converge(shard)
-}
-
-func TestRaftLeadersSpreadOverTheNodes(t *testing.T) {
-	tc := startTestCluster(t, 3, 6)
-	poll.Until(t, 20*time.Second, "two shards led by each node", func() (bool, error) {
-		leads := map[int]int{}
-		for shard := range tc.shards {
-			leads[tc.leaderOf(shard)]++
-		}
-		return leads[0] == 2 && leads[1] == 2 && leads[2] == 2, fmt.Errorf("leaders per node %v", leads)
-	})
 }
 
 func TestRaftFailoverNeverExceedsTheLimit(t *testing.T) {
@@ -111,8 +98,8 @@ func TestRaftFailoverNeverExceedsTheLimit(t *testing.T) {
 func TestRaftIsolatedLeaderMakesNoDecisions(t *testing.T) {
 	tc := startTestCluster(t, 3, 1)
 	leader := tc.leaderOf(0)
-	tc.net.isolate(tc.members[leader].ID)
-	defer tc.net.heal(tc.members[leader].ID)
+	tc.net.Isolate(tc.members[leader].ID)
+	defer tc.net.Heal(tc.members[leader].ID)
 	// Whatever the isolated node is asked, it cannot commit: after waiting
 	// for a leader it must refuse, never answer with a decision of its own.
 	var wg sync.WaitGroup
@@ -132,7 +119,7 @@ func TestRaftIsolatedLeaderMakesNoDecisions(t *testing.T) {
 		r, err := tc.call(other, 0, sliding("k", 100, 60_000))
 		return err == nil && r.Results[0].Decision.Allowed, err
 	})
-	tc.net.heal(tc.members[leader].ID)
+	tc.net.Heal(tc.members[leader].ID)
 	tc.converge(0)
 }
 
@@ -183,55 +170,17 @@ func TestRaftReadsAndStatsComeFromTheLocalReplica(t *testing.T) {
 	}
 }
 
-// With more than three nodes a node holds no replica of some shards: it
-// learns their leaders from their replicas, routes to them, and reports a
-// complete topology.
-func TestRaftFourNodesRouteShardsTheyDoNotHold(t *testing.T) {
-	tc := startTestCluster(t, 4, 4)
-	for shard := range tc.shards {
-		tc.leaderOf(shard)
-	}
-	// n1 holds shards 0, 2, 3 (replicas of shard s start at member s).
-	if tc.nodes[0].groups[1].Load() != nil {
-		t.Fatal("n1 holds a replica of shard 1")
-	}
-	poll.Until(t, 10*time.Second, "n1 to learn shard 1's leader", func() (bool, error) {
-		_, _, known := tc.nodes[0].Leader(1)
-		return known, nil
-	})
-	for _, v := range tc.nodes[0].Topology() {
-		if !v.LeaderKnown {
-			t.Fatalf("shard %d's leader unknown to n1", v.Shard)
-		}
-	}
-	// Kill shard 1's leader: n1 follows the new one.
-	leader := tc.leaderOf(1)
-	tc.crash(leader)
-	if _, err := tc.call(0, 1, sliding("k", 10, 60_000)); err != nil {
-		t.Fatalf("through n1 after shard 1's leader died: %v", err)
-	}
-	if r, err := tc.nodes[0].Read(1, engine.Command{Op: engine.OpDBSize}); err != nil || r.Int != 1 {
-		t.Fatalf("DBSIZE of shard 1 through n1: %d %v", r.Int, err)
-	}
-}
-
 // A node started with another shard count (or other members) cannot join:
 // the others refuse its bus connections, so it never takes part in their
 // groups.
 func TestRaftRefusesANodeConfiguredDifferently(t *testing.T) {
 	tc := startTestCluster(t, 3, 2)
 	tc.leaderOf(0)
-	other := fingerprint(tc.members, 3)
-	conn, err := newBusDialer(tcpDial, other, nil).open(tc.members[0].Bus, streamForward, 0, time.Second)
-	if err != nil {
-		t.Fatal(err)
+	if refusedStatus(t, newBusDialer(tcpDial, Fingerprint(tc.members, tc.shards), nil), tc.members[0].Bus) == nil {
+		t.Fatal("a node of the cluster was refused a status")
 	}
-	defer conn.Close()
-	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if err := writeFrame(conn, []byte{frameStatus}); err == nil {
-		if _, err := readFrame(bufio.NewReader(conn)); err == nil {
-			t.Fatal("a node with another --shards was answered")
-		}
+	if refusedStatus(t, newBusDialer(tcpDial, Fingerprint(tc.members, 3), nil), tc.members[0].Bus) != nil {
+		t.Fatal("a node with another --shards was answered")
 	}
 }
 

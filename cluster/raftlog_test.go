@@ -162,10 +162,10 @@ func TestRaftSingleNodeStartsAndStopsWithoutWarnings(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out lockedBuffer
-		cfg := DefaultRaftConfig(self, []Member{self})
+		cfg := DefaultRaftConfig(self, 1)
 		cfg.Layout = layout.Layout
 		cfg.Log = slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
-		n, err := StartRaft(cfg)
+		n, err := startAlone(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ type loadLatch struct {
 }
 
 // loaded reports whether g's replica has caught up, and its progress.
-func (g *group) loaded() (ok bool, applied, target uint64) {
+func (g *Group) loaded() (ok bool, applied, target uint64) {
 	if g.load.done.Load() {
 		return true, 0, 0
 	}

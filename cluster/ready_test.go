@@ -18,9 +18,9 @@ func TestRaftReadyFollowsLeadership(t *testing.T) {
 	for _, n := range tc.nodes {
 		waitReady(t, n)
 	}
-	tc.net.isolate("n3")
+	tc.net.Isolate("n3")
 	waitNotReady(t, tc.nodes[2], "has no known leader")
-	tc.net.heal("n3")
+	tc.net.Heal("n3")
 	waitReady(t, tc.nodes[2])
 
 	tc.nodes[0].Close()

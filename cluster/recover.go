@@ -45,6 +45,10 @@ func (g GroupName) String() string {
 	return fmt.Sprintf("shard %d", g.Shard)
 }
 
+// StateMachine makes a group's state machine, which reports on halt an
+// entry only a newer rlserver can apply.
+type StateMachine func(halt chan<- error) raft.FSM
+
 // RaftServer is one member of a group's Raft configuration.
 type RaftServer struct {
 	ID, Address string
@@ -85,9 +89,11 @@ var ErrNotInGroup = errors.New("not a member of the group's configuration")
 // and include this node. With dryRun it only reads. It refuses a directory
 // another process holds (persistence.ErrInUse). cfg needs Self.ID, Layout,
 // Shards, Log and Scripts (a shard's entries are replayed); nothing
-// listens.
-func RecoverGroup(cfg RaftConfig, g GroupName, voters []string, dryRun bool) (Recovery, error) {
-	og, err := openOffline(&cfg, g)
+// listens. catalogue makes the catalogue group's state machine, which the
+// control plane owns, for g's entries to be replayed into when g is the
+// catalogue's; it reports on halt an entry it cannot apply.
+func RecoverGroup(cfg RaftConfig, g GroupName, catalogue StateMachine, voters []string, dryRun bool) (Recovery, error) {
+	og, err := openOffline(&cfg, g, catalogue)
 	if err != nil {
 		return Recovery{}, err
 	}
@@ -112,9 +118,9 @@ func RecoverGroup(cfg RaftConfig, g GroupName, voters []string, dryRun bool) (Re
 
 // ReadGroup reads group g's state in the data directory cfg.Layout of the
 // stopped node cfg.Self.ID, as RecoverGroup's dry run does, and writes
-// nothing. cfg needs what RecoverGroup's does.
-func ReadGroup(cfg RaftConfig, g GroupName) (GroupState, error) {
-	og, err := openOffline(&cfg, g)
+// nothing. cfg and catalogue are as RecoverGroup's.
+func ReadGroup(cfg RaftConfig, g GroupName, catalogue StateMachine) (GroupState, error) {
+	og, err := openOffline(&cfg, g, catalogue)
 	if err != nil {
 		return GroupState{}, err
 	}
@@ -201,10 +207,10 @@ type offlineGroup struct {
 }
 
 // openOffline opens g's stores in cfg's data directory, as a start opens
-// them (openStores), with the state machine the group runs. A group whose
-// files are missing is refused before anything is opened, so nothing is
-// created.
-func openOffline(cfg *RaftConfig, g GroupName) (*offlineGroup, error) {
+// them (openStores), with the state machine the group runs (catalogue, for
+// the catalogue's). A group whose files are missing is refused before
+// anything is opened, so nothing is created.
+func openOffline(cfg *RaftConfig, g GroupName, catalogue StateMachine) (*offlineGroup, error) {
 	og := &offlineGroup{cfg: cfg, group: g, halt: make(chan error, 1)}
 	var err error
 	switch {
@@ -212,7 +218,7 @@ func openOffline(cfg *RaftConfig, g GroupName) (*offlineGroup, error) {
 		return nil, fmt.Errorf("%s: %w: %s holds no catalogue (a single node has none)", g, ErrNoGroup, cfg.Layout.Dir)
 	case g.Catalogue:
 		og.dir, err = cfg.Layout.CatalogueDir()
-		og.fsm = newCatalogueFSM(og.halt)
+		og.fsm = catalogue(og.halt)
 	case g.Shard < 0 || g.Shard >= cfg.Shards:
 		return nil, fmt.Errorf("%s: %w: the cluster's shards are 0 to %d", g, ErrNoGroup, cfg.Shards-1)
 	case !cfg.Layout.HasShardDir(g.Shard):
@@ -313,24 +319,4 @@ func (og *offlineGroup) recover(servers []RaftServer) error {
 		return fmt.Errorf("%s: recovery: %w", og.group, err)
 	}
 	return nil
-}
-
-// settleRecovered clears a recovered group's mark once the catalogue has
-// recorded its configuration as the group has it: from then on the
-// group's configuration changes are newer than the one recorded, as usual.
-func (n *RaftShards) settleRecovered(g *group, p Placement) {
-	cfg, ok := configuration(g)
-	if !ok || !sameSet(cfg.voters, p.Voters) || !sameSet(cfg.learners, p.Learners) || cfg.index != p.ConfigIndex {
-		return
-	}
-	dir, err := n.cfg.Layout.ShardDir(g.shard)
-	if err == nil {
-		err = persistence.ClearRecovered(dir)
-	}
-	if err != nil {
-		n.cfg.Log.Warn("clearing a recovered shard's mark", "shard", g.shard, "err", err)
-		return
-	}
-	g.recovered.Store(false)
-	n.cfg.Log.Info("the catalogue has the recovered shard's configuration", "shard", g.shard, "voters", strings.Join(cfg.voters, ","))
 }

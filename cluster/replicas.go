@@ -1,101 +1,25 @@
 package cluster
 
 import (
-	"context"
 	"errors"
-	"time"
+	"fmt"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/rlserver/rlserver/cluster/raftfix"
 )
 
-// A node holds the replicas the catalogue gives it. When a shard's target
-// names this node, it opens an empty replica of the shard (no Raft state,
-// so it never starts an election), and the shard's leader adds it to the
-// group as a non-voter and sends it the shard (reconcile.go). When the
-// shard's configuration, as its leader reported it, no longer names this
-// node and its target does not either, the node closes the replica and
-// deletes its files. The node also watches its own entry: it registers the
-// incarnation of its data directory when the catalogue has none yet (an
-// initial member, or a node upgraded from a release without the
-// catalogue), and stops when the catalogue has forgotten it or holds
-// another incarnation under its id.
+// The control plane says which replicas this node holds; these are the
+// calls it says so with.
 
-// followInterval is how often a node looks at the catalogue when nothing
-// changes (a failed open is retried then).
-const followInterval = time.Second
-
-// followCatalogue keeps this node's replicas as the catalogue says, until
-// the node stops.
-func (n *RaftShards) followCatalogue() {
-	tick := time.NewTicker(followInterval)
-	defer tick.Stop()
-	for {
-		changed := n.catalogueChanged()
-		if c := n.committedCatalogue(); c != nil {
-			if err := n.checkSelf(c); err != nil {
-				n.halt(err)
-				return
-			}
-			n.followPlacement(c)
-		}
-		select {
-		case <-changed:
-		case <-tick.C:
-		case <-n.stop:
-			return
-		}
-	}
-}
-
-// checkSelf checks this node's entry in the committed catalogue c, and
-// registers its incarnation where c has none: an error means the node must
-// stop.
-func (n *RaftShards) checkSelf(c *Catalogue) error {
-	self := n.cfg.Self.ID
-	if err := c.admits(self, n.cfg.Incarnation); err != nil {
-		return err
-	}
-	node := c.Node(self)
-	if node == nil || node.Incarnation != "" {
-		return nil // a joining node is added by the join; a member is registered
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RequestTimeout)
-	defer cancel()
-	_, err := n.propose(ctx, catalogueOp{Op: opRegister, Node: &NodeInfo{Member: n.cfg.Self, Incarnation: n.cfg.Incarnation}})
-	var me *MembershipError
-	if errors.As(err, &me) {
-		return err
-	}
-	if err != nil {
-		n.cfg.Log.Debug("registering this node's incarnation", "err", err) // tried again at the next look
-	}
-	return nil
-}
-
-// followPlacement opens the replicas c places here and closes those it no
-// longer does.
-func (n *RaftShards) followPlacement(c *Catalogue) {
-	self := n.cfg.Self.ID
-	for shard := range c.Placement {
-		if shard >= len(n.groups) {
-			break
-		}
-		held := n.groups[shard].Load() != nil
-		wanted := c.Placement[shard].involves(self)
-		switch {
-		case wanted && !held:
-			if err := n.openReplica(shard, nil, false); err != nil {
-				n.cfg.Log.Error("opening a replica the catalogue gives this node", "shard", shard, "err", err)
-			} else {
-				n.cfg.Log.Info("holding a new replica: the shard's leader will send it the shard", "shard", shard)
-			}
-		case held && !wanted:
-			n.dropReplica(shard)
-		}
-	}
-}
-
-// openReplica opens this node's replica of shard (see openGroup for
-// bootstrap and requireState) and starts watching its leader.
-func (n *RaftShards) openReplica(shard int, bootstrap []Member, requireState bool) error {
+// OpenReplica opens this node's replica of shard, unless it holds one, and
+// starts watching its leader. bootstrap, when not nil, are the replicas to
+// bootstrap the group with when its stores are new (a cluster being
+// created); a replica opened without is empty until a leader adds it to
+// the group and sends it the shard. requireState refuses stores that are
+// new: the catalogue counts this node among the shard's voters, so the
+// state it lacks held votes (a *MembershipError).
+func (n *RaftShards) OpenReplica(shard int, bootstrap []Member, requireState bool) error {
 	n.replicasMu.Lock()
 	defer n.replicasMu.Unlock()
 	if n.isClosed() || n.groups[shard].Load() != nil {
@@ -116,10 +40,10 @@ func (n *RaftShards) openReplica(shard int, bootstrap []Member, requireState boo
 	return nil
 }
 
-// dropReplica closes this node's replica of shard, which its group no
+// DropReplica closes this node's replica of shard, which its group no
 // longer counts, and deletes its files. Requests queued on it are routed
 // again, to the shard's leader elsewhere.
-func (n *RaftShards) dropReplica(shard int) {
+func (n *RaftShards) DropReplica(shard int) {
 	n.replicasMu.Lock()
 	defer n.replicasMu.Unlock()
 	n.mu.Lock() // no request is being queued on it meanwhile
@@ -144,4 +68,50 @@ func (n *RaftShards) dropReplica(shard int) {
 		return
 	}
 	n.cfg.Log.Info("dropped a replica the cluster moved away", "shard", shard)
+}
+
+// Group is this node's replica of shard, for the control plane to change
+// its group; nil when the node holds none.
+func (n *RaftShards) Group(shard int) *Group {
+	if shard < 0 || shard >= len(n.groups) {
+		return nil
+	}
+	return n.groups[shard].Load()
+}
+
+// LearnLeader records the leader of a shard this node holds no replica of,
+// as its replicas named it (nil: none known), and gives up the requests
+// forwarded to the one it replaces (forwarder.leaderMoved).
+func (n *RaftShards) LearnLeader(shard int, leader *Member) {
+	if n.groups[shard].Load() != nil {
+		return
+	}
+	if old := n.foreign[shard].Swap(leader); old != leader && (old == nil || leader == nil || old.ID != leader.ID) {
+		n.fwd.leaderMoved(shard, old, leader)
+	}
+}
+
+// StartCatalogueGroup starts this node's replica of the catalogue's Raft
+// group with fsm, its stores in the data directory's catalogue directory
+// and its traffic on the bus; existing says its stores held Raft state
+// already. A single node, which has no bus, has no catalogue group.
+func (n *RaftShards) StartCatalogueGroup(fsm raft.FSM) (r *raftfix.Raft, existing bool, err error) {
+	if n.bus == nil {
+		return nil, false, errors.New("a single node has no catalogue group")
+	}
+	stream := n.bus.stream(catalogueGroup)
+	dir, err := n.cfg.Layout.CatalogueDir()
+	if err != nil {
+		stream.Close()
+		return nil, false, err
+	}
+	st, err := openStores(dir, n.cfg.LogStore, n.cfg.Log)
+	if err != nil {
+		stream.Close()
+		return nil, false, fmt.Errorf("catalogue: %w", err)
+	}
+	if r, err = startGroup(&n.cfg, "raft.catalogue", fsm, st, stream); err != nil {
+		return nil, false, fmt.Errorf("catalogue: %w", err)
+	}
+	return r, st.existing, nil
 }

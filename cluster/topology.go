@@ -89,29 +89,46 @@ func MemberList(members []Member) []string {
 	return out
 }
 
-// fingerprint identifies a cluster's configuration: its members and shard
-// count. Nodes refuse bus connections from a node with another one, so a
-// node configured with other members or another shard count cannot join
-// Raft groups it does not agree with.
-func fingerprint(members []Member, shards int) [8]byte {
+// ClusterID identifies a cluster: every bus connection carries it, and
+// nodes refuse connections from a node with another one, so a node of
+// another cluster cannot join Raft groups it does not belong to.
+type ClusterID [8]byte
+
+// Fingerprint is the id of a cluster created from members with shards: a
+// node configured with other members or another shard count has another.
+func Fingerprint(members []Member, shards int) ClusterID {
 	h := sha1.New()
 	fmt.Fprintf(h, "%d", shards)
 	for _, m := range MemberList(members) {
 		fmt.Fprintf(h, ",%s", m)
 	}
-	var fp [8]byte
-	copy(fp[:], h.Sum(nil))
-	return fp
+	var id ClusterID
+	copy(id[:], h.Sum(nil))
+	return id
 }
 
-// maxReplicas is how many nodes hold each shard.
-const maxReplicas = 3
+// String is the id in hex, as the catalogue and the data directory write
+// it.
+func (id ClusterID) String() string { return hex.EncodeToString(id[:]) }
 
-// Replicas returns the members holding shard: up to maxReplicas, starting at
+// ParseClusterID reads a cluster's id as String writes it.
+func ParseClusterID(s string) (ClusterID, error) {
+	var id ClusterID
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(id) {
+		return id, fmt.Errorf("a cluster id %q that does not read", s)
+	}
+	return ClusterID(b), nil
+}
+
+// MaxReplicas is how many nodes hold each shard at most.
+const MaxReplicas = 3
+
+// Replicas returns the members holding shard: up to MaxReplicas, starting at
 // member shard mod N, so shards spread evenly. The first is the shard's
 // preferred leader; leaders are moved back to it when it is healthy.
 func Replicas(members []Member, shard int) []Member {
-	n := min(len(members), maxReplicas)
+	n := min(len(members), MaxReplicas)
 	out := make([]Member, n)
 	for i := range out {
 		out[i] = members[(shard+i)%len(members)]

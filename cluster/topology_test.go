@@ -34,7 +34,7 @@ func TestReplicasSpreadPreferredLeaders(t *testing.T) {
 	leads := map[string]int{}
 	for shard := range 10 {
 		r := Replicas(m, shard)
-		if len(r) != maxReplicas {
+		if len(r) != MaxReplicas {
 			t.Fatalf("shard %d: %d replicas", shard, len(r))
 		}
 		leads[r[0].ID]++

@@ -15,12 +15,12 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Every shard's Raft group and the forwarding of requests between nodes share
-// one listener, the node's bus port. Each connection opens with a header that
-// says what it carries:
+// Every Raft group, the forwarding of requests between nodes and the
+// control plane's calls share one listener, the node's bus port. Each
+// connection opens with a header that says what it carries:
 //
 //	magic        2 bytes  "rl"
-//	kind         1 byte   streamRaft, streamForward, streamForwardMux or
+//	kind         1 byte   streamRaft, streamControl, streamForwardMux or
 //	                      streamJoin
 //	shard        uint16   big endian (streamRaft only, catalogueGroup for
 //	                      the catalogue's group; 0 otherwise)
@@ -29,44 +29,46 @@ import (
 //
 // The header must arrive within headerTimeout, so an idle or foreign
 // connection cannot hold a slot; a connection from a node of another
-// cluster is refused. A joining connection (join.go), opened by a node that
-// does not know the cluster's id yet, is let through without it: it can
-// only ask to join, or what the cluster thinks of a node. With BusTLS the
-// connection is TLS, mutually authenticated (bustls.go), and the header
-// follows the handshake, which must also end within headerTimeout. A node
-// closes a stream of a kind it does not know (streamForwardMux, to a
-// release before it): its peer then uses another.
+// cluster is refused. A joining connection (joining.go), opened by a node
+// that does not know the cluster's id yet, is let through without it: it
+// can only ask to join, or what the cluster thinks of a node. With BusTLS
+// the connection is TLS, mutually authenticated (bustls.go), and the
+// header follows the handshake, which must also end within headerTimeout.
+// A node closes a stream of a kind it does not know.
 
 const (
-	streamRaft    byte = 'R'
-	streamForward byte = 'F'
-	// streamForwardMux is multiplexed forwarding (forward.go), which
-	// releases before it refuse.
+	streamRaft byte = 'R'
+	// streamControl carries the control plane's calls: status and
+	// catalogue changes (controlstream.go).
+	streamControl byte = 'F'
+	// streamForwardMux is multiplexed forwarding (forward.go).
 	streamForwardMux byte = 'M'
 	headerTimeout         = 5 * time.Second
 )
 
+// catalogueGroup is the catalogue group's id on the bus, beyond the shard
+// numbers.
+const catalogueGroup = 0xFFFF
+
 // bus accepts connections on the node's bus listener and hands each to the
-// Raft group or the forwarding server it is for.
+// Raft group or the server of the stream it is for.
 type bus struct {
-	ln      net.Listener
-	dialer  busDialer
-	tls     *tls.Config // the accepting end of BusTLS; nil for plain TCP
-	log     *slog.Logger
-	warned  atomic.Int64   // unix seconds of the last refusal logged
-	forward func(net.Conn) // serves one forwarding connection
-	// forwardMux serves one multiplexed forwarding connection; nil: the
-	// stream is refused, as a release before it does.
-	forwardMux func(net.Conn)
-	joining    func(net.Conn) // serves one joining connection
+	ln     net.Listener
+	dialer busDialer
+	tls    *tls.Config // the accepting end of BusTLS; nil for plain TCP
+	log    *slog.Logger
+	warned atomic.Int64 // unix seconds of the last refusal logged
+	// serve serves one connection of each stream kind but Raft's; a kind
+	// it has no server for is closed.
+	serve map[byte]func(net.Conn)
 
 	mu     sync.Mutex
 	closed bool
 	groups map[int]*groupStream // the Raft groups this node runs, by shard
 }
 
-func newBus(ln net.Listener, dialer busDialer, sec *BusTLS, log *slog.Logger, forward, joining func(net.Conn)) *bus {
-	b := &bus{ln: ln, dialer: dialer, log: log, groups: make(map[int]*groupStream), forward: forward, joining: joining}
+func newBus(ln net.Listener, dialer busDialer, sec *BusTLS, log *slog.Logger, serve map[byte]func(net.Conn)) *bus {
+	b := &bus{ln: ln, dialer: dialer, log: log, groups: make(map[int]*groupStream), serve: serve}
 	if sec != nil {
 		b.tls = sec.server()
 	}
@@ -97,8 +99,8 @@ func (b *bus) group(shard int) *groupStream {
 	return b.groups[shard]
 }
 
-// serve accepts connections until the listener closes.
-func (b *bus) serve() {
+// accept accepts connections until the listener closes.
+func (b *bus) accept() {
 	for {
 		conn, err := b.ln.Accept()
 		if err != nil {
@@ -128,35 +130,28 @@ func (b *bus) route(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	if h[2] != streamJoin && [8]byte(h[5:]) != b.dialer.fp {
+	if h[2] != streamJoin && ClusterID(h[5:]) != b.dialer.fp {
 		b.refused("refused a node of another cluster (configured with other members or another shard count)", conn, nil)
 		conn.Close()
 		return
 	}
 	conn.SetDeadline(time.Time{})
-	switch h[2] {
-	case streamForward:
-		b.forward(conn)
-	case streamForwardMux:
-		if b.forwardMux == nil {
-			conn.Close()
-			return
-		}
-		b.forwardMux(conn)
-	case streamJoin:
-		b.joining(conn)
-	case streamRaft:
-		g := b.group(int(binary.BigEndian.Uint16(h[3:])))
-		if g == nil {
-			conn.Close()
-			return
-		}
-		select {
-		case g.accept <- conn:
-		case <-g.closed:
+	if h[2] != streamRaft {
+		if serve := b.serve[h[2]]; serve != nil {
+			serve(conn)
+		} else {
 			conn.Close()
 		}
-	default:
+		return
+	}
+	g := b.group(int(binary.BigEndian.Uint16(h[3:])))
+	if g == nil {
+		conn.Close()
+		return
+	}
+	select {
+	case g.accept <- conn:
+	case <-g.closed:
 		conn.Close()
 	}
 }
@@ -195,13 +190,13 @@ const headerSize = 13
 // busDialer opens connections to the peers' buses.
 type busDialer struct {
 	dial Dialer
-	fp   [8]byte     // this cluster's fingerprint
+	fp   ClusterID   // this cluster's id
 	tls  *tls.Config // the dialling end of BusTLS; nil for plain TCP
 }
 
 // newBusDialer returns the dialer of a cluster fp identifies, secured by
 // sec when it is not nil.
-func newBusDialer(dial Dialer, fp [8]byte, sec *BusTLS) busDialer {
+func newBusDialer(dial Dialer, fp ClusterID, sec *BusTLS) busDialer {
 	d := busDialer{dial: dial, fp: fp}
 	if sec != nil {
 		d.tls = sec.client()

@@ -25,6 +25,7 @@ import (
 	"syscall"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/cluster/placement"
 	"github.com/rlserver/rlserver/internal/gcpacer"
 	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/persistence"
@@ -128,16 +129,16 @@ func serve(o options, log *slog.Logger) error {
 	if obs.latency != nil {
 		cfg.Observer = obs.latency
 	}
-	shards, raft, mode, err := openShards(o, lns.clientAddr(), clock, log)
+	shards, node, mode, err := openShards(o, lns.clientAddr(), clock, log)
 	if err != nil {
 		lns.close()
 		obs.close()
 		return err
 	}
-	if raft != nil {
-		cfg.Raft, cfg.DataDir = raft, o.dataDir
+	if node != nil {
+		cfg.Raft, cfg.DataDir = node, o.dataDir
 		if o.cluster != "" || o.join != "" {
-			cfg.Cluster = raft
+			cfg.Cluster = node
 		}
 	}
 	srv, err := server.New(cfg, shards)
@@ -157,7 +158,7 @@ func serve(o options, log *slog.Logger) error {
 	if lns.grpc != nil {
 		front = startRLS(o, lns.grpc, shards, clock, log, served)
 	}
-	m, err := obs.serve(o, shards, raft, srv, front, log)
+	m, err := obs.serve(o, shards, node, srv, front, log)
 	if err != nil {
 		lns.close()
 		front.close()
@@ -184,8 +185,8 @@ func serve(o options, log *slog.Logger) error {
 		go func() { served <- srv.ServeTLS(lns.tls, o.access.clientTLS) }()
 	}
 	var halted <-chan error // nil in memory: never ready
-	if raft != nil {
-		halted = raft.Halted()
+	if node != nil {
+		halted = node.Halted()
 	}
 	select {
 	case <-ctx.Done():
@@ -220,14 +221,14 @@ func serve(o options, log *slog.Logger) error {
 // members, its data directory (created with its identity, or checked
 // against it), and the settings. rlserver restore prepares a data directory
 // with it too, so that the node then starts as from any other.
-func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.Logger) (cluster.RaftConfig, error) {
+func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.Logger) (placement.Config, error) {
 	have, _, err := persistence.ReadIdentity(o.dataDir)
 	if err != nil {
-		return cluster.RaftConfig{}, err
+		return placement.Config{}, err
 	}
 	self, members, err := o.members(clientAddr, have.Initial)
 	if err != nil {
-		return cluster.RaftConfig{}, err
+		return placement.Config{}, err
 	}
 	if len(have.Initial) > 0 && o.cluster != "" && o.cluster != strings.Join(have.Initial, ",") {
 		if flagMembers, err := o.clusterMembers(); err == nil && !sameMembers(flagMembers, members) {
@@ -241,9 +242,9 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 	}
 	opened, err := persistence.Open(o.dataDir, want)
 	if err != nil {
-		return cluster.RaftConfig{}, identityInFlags(err)
+		return placement.Config{}, identityInFlags(err)
 	}
-	cfg := cluster.DefaultRaftConfig(self, members)
+	cfg := placement.DefaultConfig(self, members)
 	cfg.Shards, cfg.Layout, cfg.Clock, cfg.BusTLS = o.shards, opened.Layout, clock, o.access.busTLS
 	cfg.Incarnation, cfg.Upgraded, cfg.ReplaceDeadAfter = opened.Identity.Incarnation, opened.Upgraded, o.replaceDead
 	cfg.Log = log
@@ -251,7 +252,7 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 	cfg.RequestTimeout = o.reqTimeout
 	if o.join != "" {
 		if cfg.Join, err = o.joinBus(); err != nil {
-			return cluster.RaftConfig{}, err
+			return placement.Config{}, err
 		}
 		cfg.HeartbeatTimeout, cfg.ElectionTimeout = cluster.DefaultClusterHeartbeat, cluster.DefaultClusterHeartbeat
 	}
@@ -262,9 +263,9 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 }
 
 // openShards starts the shard layer --in-memory, --data-dir and --cluster ask
-// for, and names the mode for the log. raft is nil in memory. hashicorp/raft
+// for, and names the mode for the log. node is nil in memory. hashicorp/raft
 // logs into log too, at the levels cluster gives its records.
-func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Logger) (shards backend, raft *cluster.RaftShards, mode string, err error) {
+func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Logger) (shards backend, node *placement.Node, mode string, err error) {
 	scripts := newScripts(log)
 	if o.inMemory {
 		cfg := cluster.DefaultMemoryConfig()
@@ -295,15 +296,26 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 			mode += " listening on " + listen
 		}
 	}
-	raft, err = cluster.StartRaft(cfg)
+	node, err = placement.Start(cfg)
 	if err != nil {
 		if cfg.Bus != nil {
 			cfg.Bus.Close()
 		}
 		return nil, nil, "", err
 	}
-	return raft, raft, mode, nil
+	return durable{node.DataPlane(), node}, node, mode, nil
 }
+
+// durable is a durable node's shards as the server and the metrics see
+// them: its data plane, which closes with the node (placement.Node.Close
+// stops its control plane first).
+type durable struct {
+	*cluster.RaftShards
+	node *placement.Node
+}
+
+// Close closes the node.
+func (d durable) Close() error { return d.node.Close() }
 
 // initialList is members as the data directory records its initial
 // members: "id@host:port@busport", which cluster.ParseMembers reads back.

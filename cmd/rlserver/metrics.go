@@ -6,7 +6,7 @@ import (
 	"net"
 	"strconv"
 
-	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/cluster/placement"
 	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/server"
 	"github.com/rlserver/rlserver/status"
@@ -41,7 +41,7 @@ func startObserving(o options) (observing, error) {
 // serve serves the metrics of the wired layers on the metrics port, and the
 // status page beside them unless --status-page no; it returns nil without
 // --metrics-port. Closing the Metrics stops the page.
-func (ob observing) serve(o options, shards backend, raft *cluster.RaftShards, srv *server.Server, front *rlsFront, log *slog.Logger) (*metrics.Metrics, error) {
+func (ob observing) serve(o options, shards backend, node *placement.Node, srv *server.Server, front *rlsFront, log *slog.Logger) (*metrics.Metrics, error) {
 	if ob.ln == nil {
 		return nil, nil
 	}
@@ -49,8 +49,8 @@ func (ob observing) serve(o options, shards backend, raft *cluster.RaftShards, s
 		Version: version, Shards: shards, Server: srv, Ready: shards,
 		Latency: ob.latency, RaftSink: ob.sink, Top: srv,
 	}
-	if raft != nil {
-		src.Raft = raft // not a nil *RaftShards in the interface
+	if node != nil {
+		src.Raft = node // not a nil *Node in the interface
 	}
 	if front != nil {
 		src.RLS = front.service
@@ -63,8 +63,8 @@ func (ob observing) serve(o options, shards backend, raft *cluster.RaftShards, s
 	paths := "/metrics /healthz /readyz"
 	if o.statusPage {
 		ps := status.Sources{Version: version, Node: o.nodeID, Shards: shards, Server: srv, Ready: shards}
-		if raft != nil {
-			ps.Cluster = raft
+		if node != nil {
+			ps.Cluster = node
 		}
 		page, err := status.New(ps)
 		if err != nil {

@@ -12,13 +12,14 @@ import (
 	"strings"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/cluster/placement"
 	"github.com/rlserver/rlserver/persistence"
 )
 
 // rlserver recover --data-dir DIR (--shard N | --catalogue) [--voters IDS]
 // [--dry-run] is the break-glass step for a group that lost the majority of
 // its replicas for good: run on a stopped surviving node, it rewrites the
-// group's Raft configuration to the surviving voters (cluster.RecoverGroup).
+// group's Raft configuration to the surviving voters (placement.RecoverGroup).
 // With --dry-run and no group it surveys every group the node holds
 // (survey.go). docs/cluster.md has the runbook around it.
 
@@ -83,13 +84,13 @@ func runRecover(args []string, stdout, stderr io.Writer, lookupEnv func(string) 
 		return 1
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg := cluster.DefaultRaftConfig(cluster.Member{ID: id.NodeID}, nil)
+	cfg := cluster.DefaultRaftConfig(cluster.Member{ID: id.NodeID}, 1)
 	cfg.Layout, cfg.Shards, cfg.Log, cfg.Scripts = persistence.Layout{Dir: s.dataDir}, id.Shards, log, newScripts(log)
 	if !s.catalogue && s.shard < 0 {
 		return surveyGroups(stdout, stderr, cfg, voters)
 	}
 	group := cluster.GroupName{Shard: s.shard, Catalogue: s.catalogue}
-	rec, err := cluster.RecoverGroup(cfg, group, voters, s.dryRun)
+	rec, err := placement.RecoverGroup(cfg, group, voters, s.dryRun)
 	if err != nil {
 		fmt.Fprintln(stderr, "rlserver recover:", offlineError(err))
 		return 1

@@ -169,10 +169,11 @@ func restoreInto(o options, in string) ([]int, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !slices.ContainsFunc(cluster.Replicas(cfg.Members, sec.Shard), func(m cluster.Member) bool { return m.ID == cfg.Self.ID }) {
+		replicas := cluster.Replicas(cfg.Members, sec.Shard)
+		if !slices.ContainsFunc(replicas, func(m cluster.Member) bool { return m.ID == cfg.Self.ID }) {
 			continue // another node's: Next skips its bytes, checking them
 		}
-		if err := cluster.InstallBackup(cfg, sec.Shard, sec.Index, frame); err != nil {
+		if err := cluster.InstallBackup(cfg.RaftConfig, sec.Shard, replicas, sec.Index, frame); err != nil {
 			return nil, err
 		}
 		held = append(held, sec.Shard)

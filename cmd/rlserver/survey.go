@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/cluster/placement"
 	"github.com/rlserver/rlserver/persistence"
 )
 
@@ -38,7 +39,7 @@ func surveyGroups(stdout, stderr io.Writer, cfg cluster.RaftConfig, survivors []
 		self, dir, len(groups), strings.Join(survivors, ", "))
 	code := 0
 	for _, g := range groups {
-		st, err := cluster.ReadGroup(cfg, g)
+		st, err := placement.ReadGroup(cfg, g)
 		if err != nil {
 			fmt.Fprintln(stderr, "rlserver recover:", offlineError(err))
 			if errors.Is(err, persistence.ErrInUse) {

@@ -1,4 +1,4 @@
-package cluster
+package placement
 
 import (
 	"encoding/json"
@@ -9,23 +9,24 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/cluster"
 )
 
 // catalogueFSM is this node's copy of the catalogue, as the catalogue's
 // Raft group applies it. Readers load the current version without a lock;
 // each entry builds the next one (catalogueops.go).
 type catalogueFSM struct {
-	cur atomic.Pointer[Catalogue] // nil until the init entry is applied
+	cur atomic.Pointer[cluster.Catalogue] // nil until the init entry is applied
 	// halted is set by an entry only a newer rlserver can apply: the node
-	// stops (see RaftShards.Halted) rather than let its catalogue diverge.
+	// stops (halt, Node.Halted) rather than let its catalogue diverge.
 	halted error
-	halt   chan<- error
+	halt   func(error)
 
 	mu     sync.Mutex
 	change chan struct{} // closed and replaced at every change
 }
 
-func newCatalogueFSM(halt chan<- error) *catalogueFSM {
+func newCatalogueFSM(halt func(error)) *catalogueFSM {
 	return &catalogueFSM{halt: halt, change: make(chan struct{})}
 }
 
@@ -33,7 +34,7 @@ func newCatalogueFSM(halt chan<- error) *catalogueFSM {
 // catalogue after it, and the error that refused it (nil: applied, or it
 // changed nothing).
 type opResult struct {
-	cat *Catalogue
+	cat *cluster.Catalogue
 	err error
 }
 
@@ -48,8 +49,8 @@ func (f *catalogueFSM) Apply(l *raft.Log) any {
 	cur := f.cur.Load()
 	op, err := decodeCatalogueOp(l.Data)
 	if err == nil {
-		var next *Catalogue
-		next, err = apply(cur, op, l.Index)
+		var next *cluster.Catalogue
+		next, err = nextCatalogue(cur, op, l.Index)
 		if err == nil {
 			f.set(next)
 			return opResult{cat: next}
@@ -58,19 +59,16 @@ func (f *catalogueFSM) Apply(l *raft.Log) any {
 	switch {
 	case errors.Is(err, errNoChange):
 		return opResult{cat: cur}
-	case errors.Is(err, ErrNewerEntry):
+	case errors.Is(err, cluster.ErrNewerEntry):
 		f.halted = fmt.Errorf("catalogue entry %d: %w", l.Index, err)
-		select {
-		case f.halt <- f.halted:
-		default:
-		}
+		f.halt(f.halted)
 		return opResult{err: f.halted}
 	}
 	return opResult{cat: cur, err: err}
 }
 
 // set makes c the current catalogue and wakes those waiting for a change.
-func (f *catalogueFSM) set(c *Catalogue) {
+func (f *catalogueFSM) set(c *cluster.Catalogue) {
 	f.cur.Store(c)
 	f.mu.Lock()
 	close(f.change)
@@ -97,7 +95,7 @@ func (f *catalogueFSM) Snapshot() (raft.FSMSnapshot, error) {
 // Restore replaces the catalogue with a snapshot's.
 func (f *catalogueFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	var c *Catalogue
+	var c *cluster.Catalogue
 	if err := json.NewDecoder(rc).Decode(&c); err != nil {
 		return fmt.Errorf("catalogue snapshot: %w", err)
 	}
@@ -105,7 +103,7 @@ func (f *catalogueFSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-type catalogueSnapshot struct{ c *Catalogue }
+type catalogueSnapshot struct{ c *cluster.Catalogue }
 
 // Persist writes the catalogue as JSON ("null" before the init).
 func (s catalogueSnapshot) Persist(sink raft.SnapshotSink) error {

@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// The forwarder keeps as many idle connections to a peer as were in use at
-// once, up to forwardPool, and takes them again before it dials: requests
-// forwarded at the same moment do not each pay a new connection.
-func TestForwarderReusesItsConnections(t *testing.T) {
+// Control calls keep as many idle connections to a peer as were in use at
+// once, up to controlPool, and take them again before they dial: calls made
+// at the same moment do not each pay a new connection.
+func TestControlCallsReuseTheirConnections(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +35,8 @@ func TestForwarderReusesItsConnections(t *testing.T) {
 		}
 		return c, err
 	}
-	f, _ := testForwarder(t, dial)
+	f := newControlCalls(newBusDialer(dial, ClusterID{}, nil))
+	t.Cleanup(f.close)
 	addr := ln.Addr().String()
 	busy := func(n int) {
 		t.Helper()
@@ -51,24 +52,24 @@ func TestForwarderReusesItsConnections(t *testing.T) {
 			f.put(addr, c)
 		}
 	}
-	busy(forwardPool)
-	if dials != forwardPool {
-		t.Fatalf("%d dials for %d connections in use at once", dials, forwardPool)
+	busy(controlPool)
+	if dials != controlPool {
+		t.Fatalf("%d dials for %d connections in use at once", dials, controlPool)
 	}
-	busy(forwardPool)
-	if dials != forwardPool {
-		t.Fatalf("%d dials after the same load again, want none more than the first %d", dials, forwardPool)
+	busy(controlPool)
+	if dials != controlPool {
+		t.Fatalf("%d dials after the same load again, want none more than the first %d", dials, controlPool)
 	}
-	busy(forwardPool + 3) // beyond the pool: three more dials, and three closed after use
-	if dials != forwardPool+3 || len(f.idle[addr]) != forwardPool {
-		t.Fatalf("%d dials, %d idle; want %d and %d", dials, len(f.idle[addr]), forwardPool+3, forwardPool)
+	busy(controlPool + 3) // beyond the pool: three more dials, and three closed after use
+	if dials != controlPool+3 || len(f.idle[addr]) != controlPool {
+		t.Fatalf("%d dials, %d idle; want %d and %d", dials, len(f.idle[addr]), controlPool+3, controlPool)
 	}
 }
 
 // A call whose deadline had passed before its frame was written sent
 // nothing: it fails as not applied, which a caller may safely retry, not as
-// a request that may have been counted.
-func TestForwarderCallPastItsDeadlineIsNotApplied(t *testing.T) {
+// a change that may have been committed.
+func TestControlCallPastItsDeadlineIsNotApplied(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -83,12 +84,13 @@ func TestForwarderCallPastItsDeadlineIsNotApplied(t *testing.T) {
 			defer c.Close() // open until the test ends: only the deadline fails the write
 		}
 	}()
-	f, _ := testForwarder(t, nil)
+	n := &RaftShards{control: newControlCalls(newBusDialer(tcpDial, ClusterID{}, nil))}
+	t.Cleanup(n.control.close)
 	past := time.Now().Add(-time.Second)
-	if _, sent, err := f.call(ln.Addr().String(), []byte{frameCatalogue, 1}, past); err == nil || sent {
+	if _, sent, err := n.control.call(ln.Addr().String(), []byte{frameCatalogue, 1}, past); err == nil || sent {
 		t.Fatalf("call past its deadline: sent %v, err %v; want not sent, an error", sent, err)
 	}
-	if _, _, err := f.catalogueOp(ln.Addr().String(), []byte{1}, past); !errors.Is(err, ErrNotApplied) {
+	if _, _, err := n.SendCatalogueOp(ln.Addr().String(), []byte{1}, past); !errors.Is(err, ErrNotApplied) {
 		t.Fatalf("catalogue change past its deadline: %v, want ErrNotApplied", err)
 	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package placement
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/cluster/raftfix"
 )
 
@@ -20,60 +21,45 @@ import (
 // three nodes only, a node may hold no shard at all (one that has just
 // joined), and a change of membership concerns every shard at once, which
 // one group orders and the shards could not agree on.
-//
-// The group's id on the bus is catalogueGroup, beyond the shard numbers.
-
-const catalogueGroup = 0xFFFF
 
 // catalogueVoters is how many voters the catalogue group has, when there
 // are that many nodes.
-const catalogueVoters = maxReplicas
+const catalogueVoters = cluster.MaxReplicas
 
-// metaGroup is this node's replica of the catalogue group.
-type metaGroup struct {
+// catalogueGroup is this node's replica of the catalogue group.
+type catalogueGroup struct {
 	raft *raftfix.Raft
 	fsm  *catalogueFSM
+	self string // this node's id
 }
 
-// openMeta opens the catalogue group's stores and starts its Raft
-// instance; bootstrap, when not nil, is the configuration to bootstrap a
-// new group with (a cluster created now, or a data directory upgraded from
-// a release without the catalogue).
-func openMeta(cfg *RaftConfig, stream raft.StreamLayer, halt chan<- error, bootstrap []Member) (m *metaGroup, err error) {
-	started := false
-	defer func() {
-		if err != nil && !started && stream != nil {
-			stream.Close()
-		}
-	}()
-	dir, err := cfg.Layout.CatalogueDir()
+// openCatalogueGroup starts this node's replica of the catalogue group on
+// its data plane; bootstrap, when not nil, is the configuration to
+// bootstrap a new group with (a cluster created now, or a data directory
+// upgraded from a release without the catalogue).
+func (n *Node) openCatalogueGroup(bootstrap []cluster.Member) error {
+	m := &catalogueGroup{fsm: newCatalogueFSM(n.data.Halt), self: n.cfg.Self.ID}
+	r, existing, err := n.data.StartCatalogueGroup(m.fsm)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	m = &metaGroup{fsm: newCatalogueFSM(halt)}
-	st, err := openStores(dir, cfg.LogStore, cfg.Log)
-	if err != nil {
-		return nil, fmt.Errorf("catalogue: %w", err)
-	}
-	started = true
-	if m.raft, err = startGroup(cfg, "raft.catalogue", m.fsm, st, stream); err != nil {
-		return nil, fmt.Errorf("catalogue: %w", err)
-	}
+	m.raft = r
 	// Only the voters bootstrap (Raft refuses a non-voter's bootstrap); the
 	// leader sends the others the configuration with the log.
-	if conf := catalogueConfiguration(bootstrap); bootstrap != nil && !st.existing && hasVote(conf, cfg.Self.ID) {
+	if conf := catalogueConfiguration(bootstrap); bootstrap != nil && !existing && hasVote(conf, n.cfg.Self.ID) {
 		if err := m.raft.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			m.close(cfg.Log)
-			return nil, fmt.Errorf("catalogue bootstrap: %w", err)
+			m.close(n.cfg.Log)
+			return fmt.Errorf("catalogue bootstrap: %w", err)
 		}
 	}
-	return m, nil
+	n.meta.Store(m)
+	return nil
 }
 
 // catalogueConfiguration is the catalogue group's first configuration: the
 // first catalogueVoters members vote, the others do not. Every initial
 // member bootstraps with the same one.
-func catalogueConfiguration(members []Member) raft.Configuration {
+func catalogueConfiguration(members []cluster.Member) raft.Configuration {
 	var c raft.Configuration
 	for i, m := range members {
 		suffrage := raft.Voter
@@ -95,28 +81,25 @@ func hasVote(c raft.Configuration, id string) bool {
 	return false
 }
 
-// close shuts the catalogue group down.
-func (m *metaGroup) close(log *slog.Logger) {
+// close snapshots the catalogue group, which makes the next start fast, and
+// shuts it down.
+func (m *catalogueGroup) close(log *slog.Logger) {
+	if err := m.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		log.Debug("catalogue snapshot at shutdown", "err", err)
+	}
 	if err := m.raft.Close("catalogue", log); err != nil {
 		log.Warn("catalogue shutdown", "err", err)
 	}
 }
 
-// configuration reads the catalogue group's latest configuration and the
-// index it was committed at; ok is false while it is not known to be
-// committed (committedconfig.go).
-func (m *metaGroup) configuration() (servers []raft.Server, index uint64, ok bool) {
-	return m.raft.Configuration()
-}
-
 // leads reports whether this node leads the catalogue group.
-func (m *metaGroup) leads() bool { return m != nil && m.raft.State() == raft.Leader }
+func (m *catalogueGroup) leads() bool { return m != nil && m.raft.State() == raft.Leader }
 
 // Catalogue returns the cluster's catalogue as this node holds it: the
 // committed one, or until the catalogue group has committed one, the one
 // this node started from (its initial members, or what the node it joined
 // through sent).
-func (n *RaftShards) Catalogue() *Catalogue {
+func (n *Node) Catalogue() *cluster.Catalogue {
 	if m := n.meta.Load(); m != nil {
 		if c := m.fsm.cur.Load(); c != nil {
 			return c
@@ -127,7 +110,7 @@ func (n *RaftShards) Catalogue() *Catalogue {
 
 // catalogueChanged returns a channel closed at the next change of the
 // committed catalogue (never, without a catalogue group).
-func (n *RaftShards) catalogueChanged() <-chan struct{} {
+func (n *Node) catalogueChanged() <-chan struct{} {
 	m := n.meta.Load()
 	if m == nil {
 		return nil
@@ -144,15 +127,15 @@ func (e errCatalogueUnavailable) Error() string {
 }
 
 // Unwrap returns ErrNotApplied: a retry is safe.
-func (e errCatalogueUnavailable) Unwrap() error { return ErrNotApplied }
+func (e errCatalogueUnavailable) Unwrap() error { return cluster.ErrNotApplied }
 
 // propose commits op in the catalogue, through its leader wherever it is,
 // and returns the catalogue after it once this node holds it too, or the
 // error that refused op. It waits for a leader until ctx ends, or for the
 // request timeout when ctx has no deadline.
-func (n *RaftShards) propose(ctx context.Context, op catalogueOp) (*Catalogue, error) {
+func (n *Node) propose(ctx context.Context, op catalogueOp) (*cluster.Catalogue, error) {
 	if !n.cfg.clustered() {
-		return nil, refused(MemberConflict, "a single node has no cluster catalogue: start nodes with --cluster to form a cluster")
+		return nil, refused(cluster.MemberConflict, "a single node has no cluster catalogue: start nodes with --cluster to form a cluster")
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -174,9 +157,9 @@ func (n *RaftShards) propose(ctx context.Context, op catalogueOp) (*Catalogue, e
 		select {
 		case <-ctx.Done():
 			return nil, errCatalogueUnavailable{"has no leader within the request timeout"}
-		case <-time.After(rerouteRetry):
+		case <-time.After(retryAfter):
 		case <-n.stop:
-			return nil, ErrShuttingDown
+			return nil, cluster.ErrShuttingDown
 		}
 	}
 }
@@ -184,7 +167,7 @@ func (n *RaftShards) propose(ctx context.Context, op catalogueOp) (*Catalogue, e
 // proposeOnce sends data to the catalogue's leader once: it returns the
 // catalogue after it (when applied here) or the index it was committed at
 // (when applied elsewhere), or retry when no leader took it.
-func (n *RaftShards) proposeOnce(ctx context.Context, data []byte) (cat *Catalogue, index uint64, retry bool, err error) {
+func (n *Node) proposeOnce(ctx context.Context, data []byte) (cat *cluster.Catalogue, index uint64, retry bool, err error) {
 	meta := n.meta.Load()
 	if meta == nil {
 		return nil, 0, true, nil // the node is still starting
@@ -196,7 +179,7 @@ func (n *RaftShards) proposeOnce(ctx context.Context, data []byte) (cat *Catalog
 				return nil, 0, true, nil
 			}
 			return nil, 0, false, fmt.Errorf("the cluster's catalogue lost its leader while the change was being committed: "+
-				"look at CLUSTER NODES before trying again: %w", ErrMayHaveBeenCounted)
+				"look at CLUSTER NODES before trying again: %w", cluster.ErrMayHaveBeenCounted)
 		}
 		res, _ := f.Response().(opResult)
 		return res.cat, f.Index(), false, res.err
@@ -207,18 +190,18 @@ func (n *RaftShards) proposeOnce(ctx context.Context, data []byte) (cat *Catalog
 		return nil, 0, true, nil
 	}
 	deadline, _ := ctx.Deadline()
-	index, hint, err := n.fwd.catalogueOp(m.Bus, data, deadline)
+	index, hint, err := n.data.SendCatalogueOp(m.Bus, data, deadline)
 	switch {
 	case err == nil:
 		return nil, index, false, nil
-	case hint != "" || errors.Is(err, ErrNotApplied):
+	case hint != "" || errors.Is(err, cluster.ErrNotApplied):
 		return nil, 0, true, nil
 	}
 	return nil, 0, false, err
 }
 
 // awaitCatalogue waits until this node's catalogue has applied index.
-func (n *RaftShards) awaitCatalogue(ctx context.Context, index uint64) (*Catalogue, error) {
+func (n *Node) awaitCatalogue(ctx context.Context, index uint64) (*cluster.Catalogue, error) {
 	for {
 		changed := n.catalogueChanged()
 		if c := n.Catalogue(); c != nil && c.Index >= index {
@@ -231,15 +214,15 @@ func (n *RaftShards) awaitCatalogue(ctx context.Context, index uint64) (*Catalog
 			// hear of it.
 			return n.Catalogue(), nil
 		case <-n.stop:
-			return nil, ErrShuttingDown
+			return nil, cluster.ErrShuttingDown
 		}
 	}
 }
 
-// applyCatalogueOp applies a catalogue change a peer forwarded, when this
+// commitForwarded commits a catalogue change a peer forwarded, when this
 // node leads the catalogue group: the index it was committed at, or the
 // leader's id to ask instead.
-func (n *RaftShards) applyCatalogueOp(data []byte) (index uint64, leader string, err error) {
+func (n *Node) commitForwarded(data []byte) (index uint64, leader string, err error) {
 	meta := n.meta.Load()
 	if meta == nil {
 		return 0, "", errCatalogueUnavailable{"is not open yet on this node"}
@@ -259,8 +242,41 @@ func (n *RaftShards) applyCatalogueOp(data []byte) (index uint64, leader string,
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, raft.ErrEnqueueTimeout) {
 			return 0, "", errCatalogueUnavailable{"is changing leader"}
 		}
-		return 0, "", fmt.Errorf("the cluster's catalogue lost its leader while the change was being committed: %w", ErrMayHaveBeenCounted)
+		return 0, "", fmt.Errorf("the cluster's catalogue lost its leader while the change was being committed: %w", cluster.ErrMayHaveBeenCounted)
 	}
 	res, _ := f.Response().(opResult)
 	return f.Index(), "", res.err
+}
+
+// committedCatalogue is the catalogue the catalogue group has committed,
+// nil before it has (or for a single node).
+func (n *Node) committedCatalogue() *cluster.Catalogue {
+	m := n.meta.Load()
+	if m == nil {
+		return nil
+	}
+	return m.fsm.cur.Load()
+}
+
+// member returns the member with id, or nil.
+func (n *Node) member(id string) *cluster.Member {
+	if id == "" {
+		return nil
+	}
+	if id == n.cfg.Self.ID {
+		return &n.cfg.Self
+	}
+	if cat := n.Catalogue(); cat != nil {
+		if node := cat.Node(id); node != nil {
+			return &node.Member
+		}
+	}
+	return nil
+}
+
+// VotersHold reports whether every one of voters, other than this node and
+// except, has acknowledged the catalogue group's configuration at index
+// (cluster/raftfix/acknowledged.go).
+func (m *catalogueGroup) VotersHold(voters []string, index uint64, except ...string) bool {
+	return m.raft.VotersHold(voters, index, m.self, except...)
 }

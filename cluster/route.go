@@ -54,7 +54,7 @@ func (n *RaftShards) relearn(shard int, whom *Member, hint string) {
 		n.foreign[shard].Store(m)
 		return
 	}
-	cat := n.Catalogue()
+	cat := n.ctl.Catalogue()
 	if cat == nil || shard >= len(cat.Placement) {
 		return
 	}
@@ -143,7 +143,7 @@ func (n *RaftShards) leaderOf(shard int) (*Member, bool) {
 		if m := n.foreign[shard].Load(); m != nil {
 			return m, true
 		}
-		cat := n.Catalogue()
+		cat := n.ctl.Catalogue()
 		if cat == nil {
 			return nil, false
 		}
@@ -162,7 +162,7 @@ func (n *RaftShards) member(id string) *Member {
 	if id == n.cfg.Self.ID {
 		return &n.cfg.Self
 	}
-	if cat := n.Catalogue(); cat != nil {
+	if cat := n.ctl.Catalogue(); cat != nil {
 		if node := cat.Node(id); node != nil {
 			return &node.Member
 		}
@@ -174,7 +174,7 @@ func (n *RaftShards) member(id string) *Member {
 // ErrNotApplied when this node does not lead the shard.
 func (n *RaftShards) submitLocal(shard int, r *Request) {
 	n.mu.RLock()
-	var g *group
+	var g *Group
 	if shard >= 0 && shard < len(n.groups) {
 		g = n.groups[shard].Load()
 	}

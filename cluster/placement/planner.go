@@ -1,10 +1,12 @@
-package cluster
+package placement
 
 import (
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rlserver/rlserver/cluster"
 )
 
 // The planner decides where replicas should go. It is a pure function of
@@ -30,13 +32,13 @@ import (
 // step is one change of one shard's target.
 type step struct {
 	shard  int
-	target []string // the shard's target after the step
-	move   Move     // the replica it moves; zero for a change of preferred leader
+	target []string     // the shard's target after the step
+	move   cluster.Move // the replica it moves; zero for a change of preferred leader
 }
 
 // String is the step as CLUSTER REBALANCE DRYRUN prints it.
 func (s step) String() string {
-	if s.move == (Move{}) {
+	if s.move == (cluster.Move{}) {
 		return fmt.Sprintf("shard %d: preferred leader %s", s.shard, s.target[0])
 	}
 	return s.move.String()
@@ -45,7 +47,7 @@ func (s step) String() string {
 // planner holds the state a plan is made from, and the targets as the plan
 // changes them.
 type planner struct {
-	c *Catalogue
+	c *cluster.Catalogue
 	// down are nodes that do not answer now: they are given no replica and
 	// take part in no balancing move.
 	down map[string]bool
@@ -58,7 +60,7 @@ type planner struct {
 	steps   []step
 }
 
-func newPlanner(c *Catalogue, down, dead map[string]bool) *planner {
+func newPlanner(c *cluster.Catalogue, down, dead map[string]bool) *planner {
 	p := &planner{c: c, down: down, dead: dead, targets: make([][]string, len(c.Placement)), load: map[string]int{}}
 	for s, pl := range c.Placement {
 		p.targets[s] = slices.Clone(pl.Target)
@@ -71,7 +73,7 @@ func newPlanner(c *Catalogue, down, dead map[string]bool) *planner {
 
 // plan makes the plan: the repairs (goal 1), and with full the balancing
 // (goal 2).
-func plan(c *Catalogue, down, dead map[string]bool, full bool) []step {
+func plan(c *cluster.Catalogue, down, dead map[string]bool, full bool) []step {
 	p := newPlanner(c, down, dead)
 	p.repair()
 	if full {
@@ -109,11 +111,11 @@ func (p *planner) replicationFactor() int {
 			n++
 		}
 	}
-	return min(n, maxReplicas)
+	return min(n, cluster.MaxReplicas)
 }
 
 // record applies a step to the targets.
-func (p *planner) record(shard int, target []string, m Move) {
+func (p *planner) record(shard int, target []string, m cluster.Move) {
 	for _, id := range p.targets[shard] {
 		p.load[id]--
 	}
@@ -152,12 +154,12 @@ func (p *planner) repair() {
 			next := slices.Clone(p.targets[s])
 			if to := p.leastLoaded(s); to != "" {
 				next[i] = to
-				p.record(s, next, Move{Shard: s, From: id, To: to})
+				p.record(s, next, cluster.Move{Shard: s, From: id, To: to})
 				continue
 			}
 			if n := p.c.Node(id); (n == nil || n.Leaving) && len(next) > 1 {
 				next = slices.Delete(next, i, i+1)
-				p.record(s, next, Move{Shard: s, From: id})
+				p.record(s, next, cluster.Move{Shard: s, From: id})
 				i--
 			}
 		}
@@ -178,14 +180,14 @@ func (p *planner) replicate() {
 				}
 			}
 			from := p.targets[s][drop]
-			p.record(s, slices.Delete(slices.Clone(p.targets[s]), drop, drop+1), Move{Shard: s, From: from})
+			p.record(s, slices.Delete(slices.Clone(p.targets[s]), drop, drop+1), cluster.Move{Shard: s, From: from})
 		}
 		for len(p.targets[s]) < r {
 			to := p.leastLoaded(s)
 			if to == "" {
 				break
 			}
-			p.record(s, append(slices.Clone(p.targets[s]), to), Move{Shard: s, To: to})
+			p.record(s, append(slices.Clone(p.targets[s]), to), cluster.Move{Shard: s, To: to})
 		}
 	}
 }
@@ -218,7 +220,7 @@ func (p *planner) even() {
 			}
 			next := slices.Clone(p.targets[s])
 			next[i] = least
-			p.record(s, next, Move{Shard: s, From: most, To: least})
+			p.record(s, next, cluster.Move{Shard: s, From: most, To: least})
 			moved = true
 			break
 		}
@@ -265,14 +267,14 @@ func (p *planner) spreadLeaders() {
 		next[0], next[i] = next[i], next[0]
 		leads[most]--
 		leads[least]++
-		p.record(s, next, Move{})
+		p.record(s, next, cluster.Move{})
 	}
 }
 
 // drainAdvice is the MOVESHARD commands that would move every replica off
 // node, for the message that refuses to forget it.
-func drainAdvice(c *Catalogue, node string) string {
-	next := c.clone()
+func drainAdvice(c *cluster.Catalogue, node string) string {
+	next := c.Clone()
 	next.Node(node).Leaving = true
 	var cmds []string
 	for _, st := range plan(next, nil, nil, false) {

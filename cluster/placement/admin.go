@@ -1,9 +1,11 @@
-package cluster
+package placement
 
 import (
 	"context"
 	"errors"
 	"slices"
+
+	"github.com/rlserver/rlserver/cluster"
 )
 
 // The operator's changes of membership and placement (CLUSTER MOVESHARD,
@@ -18,20 +20,20 @@ import (
 // (each named by its node id or its Redis id): the shard's leader adds a
 // replica on to as a non-voter, promotes it once it has caught up, then
 // removes the one on from, handing its leadership over first if it leads.
-func (n *RaftShards) MoveShard(ctx context.Context, shard int, from, to string) error {
+func (n *Node) MoveShard(ctx context.Context, shard int, from, to string) error {
 	cat := n.Catalogue()
 	if !n.cfg.clustered() {
-		return refused(MemberConflict, "a single node has no replicas to move")
+		return refused(cluster.MemberConflict, "a single node has no replicas to move")
 	}
 	if cat == nil {
 		return errCatalogueUnavailable{"is not known to this node yet"}
 	}
-	m := Move{Shard: shard, From: cat.nodeID(from), To: cat.nodeID(to)}
-	if err := cat.checkMove(m); err != nil {
+	m := cluster.Move{Shard: shard, From: catalogue{cat}.nodeID(from), To: catalogue{cat}.nodeID(to)}
+	if err := (catalogue{cat}).checkMove(m); err != nil {
 		return err
 	}
 	if n.down(m.To) {
-		return refused(MemberBadMove, "node %s does not answer: a replica cannot move to it now; start it, or move the replica to another node", m.To)
+		return refused(cluster.MemberBadMove, "node %s does not answer: a replica cannot move to it now; start it, or move the replica to another node", m.To)
 	}
 	_, err := n.propose(ctx, catalogueOp{Op: opMoveShard, Move: &m})
 	return err
@@ -42,10 +44,10 @@ func (n *RaftShards) MoveShard(ctx context.Context, shard int, from, to string) 
 // the plan as it stands now (one line a step). Unless dryRun, it asks the
 // placement driver to carry it out, one shard at a time, re-planning after
 // each move, until the cluster is balanced.
-func (n *RaftShards) Rebalance(ctx context.Context, dryRun bool) ([]string, error) {
+func (n *Node) Rebalance(ctx context.Context, dryRun bool) ([]string, error) {
 	cat := n.Catalogue()
 	if !n.cfg.clustered() {
-		return nil, refused(MemberConflict, "a single node has nothing to rebalance")
+		return nil, refused(cluster.MemberConflict, "a single node has nothing to rebalance")
 	}
 	if cat == nil {
 		return nil, errCatalogueUnavailable{"is not known to this node yet"}
@@ -68,19 +70,19 @@ func (n *RaftShards) Rebalance(ctx context.Context, dryRun bool) ([]string, erro
 // it; with force, its replicas are re-created on the other nodes first (a
 // node dead for good), and it is dropped from every group once it holds
 // none. A forgotten node never serves again under its data directory.
-func (n *RaftShards) Forget(ctx context.Context, id string, force bool) error {
+func (n *Node) Forget(ctx context.Context, id string, force bool) error {
 	cat := n.Catalogue()
 	if !n.cfg.clustered() {
-		return refused(MemberConflict, "a single node has no other node to forget")
+		return refused(cluster.MemberConflict, "a single node has no other node to forget")
 	}
 	if cat == nil {
 		return errCatalogueUnavailable{"is not known to this node yet"}
 	}
-	id = cat.nodeID(id)
+	id = catalogue{cat}.nodeID(id)
 	if id == n.cfg.Self.ID {
-		return refused(MemberConflict, "I tried hard but I can't forget myself: node %s is the node this connection is on; send CLUSTER FORGET to another node", id)
+		return refused(cluster.MemberConflict, "I tried hard but I can't forget myself: node %s is the node this connection is on; send CLUSTER FORGET to another node", id)
 	}
-	if _, err := cat.forget(id, force); err != nil && !errors.Is(err, errNoChange) {
+	if _, err := (catalogue{cat}).forget(id, force); err != nil && !errors.Is(err, errNoChange) {
 		return err
 	}
 	_, err := n.propose(ctx, catalogueOp{Op: opForget, ID: id, Force: force})
@@ -89,11 +91,11 @@ func (n *RaftShards) Forget(ctx context.Context, id string, force bool) error {
 
 // nodeID is the node id of the node named by id or by its Redis id (what
 // CLUSTER NODES shows), or id itself when no node has either.
-func (c *Catalogue) nodeID(id string) string {
+func (c catalogue) nodeID(id string) string {
 	if c.Node(id) != nil {
 		return id
 	}
-	if i := slices.IndexFunc(c.Nodes, func(n NodeInfo) bool { return n.RedisID() == id }); i >= 0 {
+	if i := slices.IndexFunc(c.Nodes, func(n cluster.NodeInfo) bool { return n.RedisID() == id }); i >= 0 {
 		return c.Nodes[i].ID
 	}
 	return id

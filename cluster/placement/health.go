@@ -1,13 +1,15 @@
-package cluster
+package placement
 
 import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/rlserver/rlserver/cluster"
 )
 
-// Every node asks every other, twice a second, how its replicas are (the
-// status frame, forward.go): the applied and commit index and the leader of
+// Every node asks every other, twice a second, how its replicas are (a
+// status over the bus, cluster.RaftShards.AskStatus): the applied and commit index and the leader of
 // each shard it holds. From the answers it learns the leaders of the shards
 // it holds no replica of, which nodes are down (CLUSTER NODES, CLUSTER
 // SHARDS' health, and the driver's decisions), how far each replica trails
@@ -30,8 +32,8 @@ type health struct {
 
 // peerHealth is one node as the polls found it.
 type peerHealth struct {
-	lastOK time.Time  // the last answer
-	status nodeStatus // what it said then
+	lastOK time.Time          // the last answer
+	status cluster.NodeStatus // what it said then
 }
 
 func (h *health) start() {
@@ -41,7 +43,7 @@ func (h *health) start() {
 }
 
 // record keeps id's answer.
-func (h *health) record(id string, st nodeStatus, at time.Time) {
+func (h *health) record(id string, st cluster.NodeStatus, at time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.peers[id] = &peerHealth{lastOK: at, status: st}
@@ -63,7 +65,7 @@ func (h *health) peer(id string) (peerHealth, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p, ok := h.peers[id]
-	if !ok || p.status.shards == nil {
+	if !ok || p.status.Shards == nil {
 		return peerHealth{}, false
 	}
 	return *p, true
@@ -82,17 +84,17 @@ func (h *health) silentFor(id string, now time.Time) time.Duration {
 }
 
 // downAfter is how long a node must not answer for to be down.
-func (n *RaftShards) downAfter() time.Duration {
+func (n *Node) downAfter() time.Duration {
 	return max(minDownAfter, 4*n.cfg.HeartbeatTimeout)
 }
 
 // down reports whether node id does not answer (this node never is).
-func (n *RaftShards) down(id string) bool {
+func (n *Node) down(id string) bool {
 	return id != n.cfg.Self.ID && n.health.silentFor(id, time.Now()) > n.downAfter()
 }
 
 // pollHealth asks every other node how it is, until the node stops.
-func (n *RaftShards) pollHealth() {
+func (n *Node) pollHealth() {
 	tick := time.NewTicker(healthInterval)
 	defer tick.Stop()
 	for {
@@ -106,7 +108,7 @@ func (n *RaftShards) pollHealth() {
 }
 
 // pollOnce asks every other node at once, then learns from the answers.
-func (n *RaftShards) pollOnce() {
+func (n *Node) pollOnce() {
 	cat := n.Catalogue()
 	if cat == nil {
 		return
@@ -122,7 +124,7 @@ func (n *RaftShards) pollOnce() {
 		}
 		n.health.expect(m.ID, time.Now())
 		wg.Go(func() {
-			st, err := n.fwd.status(m.Bus, n.cfg.Self.ID, n.cfg.Incarnation, healthInterval*2)
+			st, err := n.data.AskStatus(m.Bus, n.cfg.Incarnation, healthInterval*2)
 			if err != nil {
 				return
 			}
@@ -130,8 +132,8 @@ func (n *RaftShards) pollOnce() {
 			// A peer whose catalogue is at least as new as this node's
 			// knows better: the cluster has forgotten this node, or holds
 			// another data directory under its id.
-			if st.verdict != nil && st.catalogue >= mine && (errors.Is(st.verdict, ErrRemoved) || errors.Is(st.verdict, ErrIncarnation)) {
-				n.halt(st.verdict)
+			if st.Verdict != nil && st.Catalogue >= mine && (errors.Is(st.Verdict, cluster.ErrRemoved) || errors.Is(st.Verdict, cluster.ErrIncarnation)) {
+				n.data.Halt(st.Verdict)
 			}
 		})
 	}
@@ -139,39 +141,26 @@ func (n *RaftShards) pollOnce() {
 	n.learnForeignLeaders(cat)
 }
 
-// learnForeignLeaders keeps n.foreign current: for each shard this node
-// holds no replica of, the leader its replicas name.
-func (n *RaftShards) learnForeignLeaders(cat *Catalogue) {
-	for shard := range n.groups {
-		if n.groups[shard].Load() != nil || shard >= len(cat.Placement) {
+// learnForeignLeaders tells the data plane, for each shard this node holds
+// no replica of, the leader its replicas name.
+func (n *Node) learnForeignLeaders(cat *cluster.Catalogue) {
+	for shard := range n.data.Shards() {
+		if n.data.Group(shard) != nil || shard >= len(cat.Placement) {
 			continue
 		}
-		var learned *Member
+		var learned *cluster.Member
 		for _, id := range cat.Placement[shard].Replicas() {
 			p, ok := n.health.peer(id)
-			if !ok || n.down(id) || shard >= len(p.status.shards) {
+			if !ok || n.down(id) || shard >= len(p.status.Shards) {
 				continue
 			}
-			if leader := p.status.shards[shard].leader; leader != "" {
+			if leader := p.status.Shards[shard].Leader; leader != "" {
 				learned = n.member(leader)
 				break
 			}
 		}
-		if old := n.foreign[shard].Swap(learned); old != learned && (old == nil || learned == nil || old.ID != learned.ID) {
-			n.fwd.leaderMoved(shard, old, learned)
-		}
+		n.data.LearnLeader(shard, learned)
 	}
-}
-
-// ReplicaHealth is one replica of a shard as this node knows it, for
-// CLUSTER SHARDS.
-type ReplicaHealth struct {
-	// Health is "online", "loading" (a replica catching up: a new one, or
-	// one far behind its leader) or "failed" (its node does not answer).
-	Health string
-	// Applied is the Raft index the replica has applied, as its node last
-	// said.
-	Applied uint64
 }
 
 // loadingLag is how far behind its leader a replica may be and still count
@@ -180,21 +169,21 @@ const loadingLag = 1024
 
 // replicaHealth is shard's replica on node id, seen from here; leaderApplied
 // is the shard leader's applied index, when known.
-func (n *RaftShards) replicaHealth(shard int, id string, learner bool, leaderApplied uint64) ReplicaHealth {
+func (n *Node) replicaHealth(shard int, id string, learner bool, leaderApplied uint64) cluster.ReplicaHealth {
 	var applied uint64
 	if id == n.cfg.Self.ID {
-		if g := n.groups[shard].Load(); g != nil {
-			applied = g.raft.AppliedIndex()
+		if g := n.data.Group(shard); g != nil {
+			applied, _ = g.Progress()
 		}
 	} else {
 		if n.down(id) {
-			return ReplicaHealth{Health: "failed"}
+			return cluster.ReplicaHealth{Health: "failed"}
 		}
-		if p, ok := n.health.peer(id); ok && shard < len(p.status.shards) {
-			applied = p.status.shards[shard].applied
+		if p, ok := n.health.peer(id); ok && shard < len(p.status.Shards) {
+			applied = p.status.Shards[shard].Applied
 		}
 	}
-	h := ReplicaHealth{Health: "online", Applied: applied}
+	h := cluster.ReplicaHealth{Health: "online", Applied: applied}
 	if learner || applied+loadingLag < leaderApplied {
 		h.Health = "loading"
 	}

@@ -1,0 +1,190 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rlserver/rlserver/cluster"
+)
+
+// Before a node takes part in any Raft group, it makes sure the cluster
+// will have it: a node never votes under an identity it has lost.
+//
+//   - A node started with --join asks any member to add it (a "join" on the
+//     bus's joining stream, which any node may open, the cluster's id not
+//     being known yet): the member commits the join in the catalogue, and
+//     answers with the catalogue, from which the node learns the cluster's
+//     id, its shard count and its members. A join is idempotent.
+//   - A node whose data directory is new, started with --cluster, asks the
+//     other initial members about itself ("hello") before it bootstraps: if
+//     the cluster already exists and knows its id with another data
+//     directory, it was wiped and must not come back under that id; if the
+//     cluster exists and does not list it, it must join instead.
+//   - A node restarted on its data directory asks the same, briefly, and
+//     stops if the cluster has forgotten it; the health poll (health.go)
+//     asks again while it runs.
+//
+// The questions travel on the bus's joining stream (cluster/joining.go);
+// the answers are given here (controlPlane's Hello and Join).
+
+// Hello says what this node knows of node id with incarnation.
+func (c *controlPlane) Hello(id, incarnation string) cluster.HelloReply {
+	n := (*Node)(c)
+	cat := n.committedCatalogue()
+	if cat == nil {
+		return cluster.HelloReply{Cluster: n.id, Shards: n.cfg.Shards}
+	}
+	r := cluster.HelloReply{Index: cat.Index, Cluster: n.id, Shards: cat.Shards}
+	r.Verdict = catalogue{cat}.admits(id, incarnation)
+	if r.Verdict == nil && cat.Node(id) == nil {
+		r.Verdict = refused(cluster.MemberUnknown, "the cluster already exists and node %s is not a member: add it with --join", id)
+	}
+	if r.Verdict != nil {
+		n.refusedPeer(id, r.Verdict)
+	}
+	return r
+}
+
+// Join commits node's join in the catalogue and returns the catalogue
+// after it.
+func (c *controlPlane) Join(node cluster.NodeInfo) (*cluster.Catalogue, error) {
+	n := (*Node)(c)
+	cat, err := n.propose(context.Background(), catalogueOp{Op: opJoin, Node: &node})
+	if err != nil {
+		return nil, err
+	}
+	n.cfg.Log.Info("node joined the cluster", "node", node.ID, "client", node.Client, "bus", node.Bus)
+	return cat, nil
+}
+
+// refusedPeer logs, at most once a second, a node the cluster refuses.
+func (n *Node) refusedPeer(id string, why error) {
+	if now := time.Now().Unix(); n.warnedPeer.Swap(now) != now {
+		n.cfg.Log.Warn("refused a node", "node", id, "err", why)
+	}
+}
+
+// joinTimeout bounds how long a node started with --join tries to reach a
+// member that can add it.
+const joinTimeout = time.Minute
+
+// join adds this node to the cluster the member at cfg.Join belongs to,
+// trying again while the member cannot answer (it is down, or the
+// catalogue has no leader), and returns the catalogue it answered with. A
+// refusal (a node the cluster knows with another data directory, or has
+// forgotten) ends it at once.
+func (n *Node) join() (*cluster.Catalogue, error) {
+	me := cluster.NodeInfo{Member: n.cfg.Self, Incarnation: n.cfg.Incarnation}
+	deadline := time.Now().Add(joinTimeout)
+	for attempt := 0; ; attempt++ {
+		c, err := n.joiner.Join(n.cfg.Join, me, callTimeout)
+		if err == nil {
+			return c, nil
+		}
+		var me *cluster.MembershipError
+		if errors.As(err, &me) {
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("--join %s: no member there could add this node within %v: %w", n.cfg.Join, joinTimeout, err)
+		}
+		if attempt%10 == 0 {
+			n.cfg.Log.Info("waiting to join the cluster", "through", n.cfg.Join, "err", err)
+		}
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-n.stop:
+			return nil, cluster.ErrShuttingDown
+		}
+	}
+}
+
+// checkNewMember is asked by a node whose data directory is new, started
+// with --cluster, before it bootstraps: it asks the other initial members
+// until one that holds the cluster's catalogue admits it as an initial
+// member that never started, or a majority of the members (this one
+// included) say no cluster exists yet. A cluster that knows this node's id
+// with another data directory, or has forgotten it, or does not list it,
+// refuses it.
+func (n *Node) checkNewMember() error {
+	others := make([]cluster.Member, 0, len(n.cfg.Members))
+	for _, m := range n.cfg.Members {
+		if m.ID != n.cfg.Self.ID {
+			others = append(others, m)
+		}
+	}
+	majority := len(n.cfg.Members)/2 + 1
+	for attempt := 0; ; attempt++ {
+		type answer struct {
+			r   cluster.HelloReply
+			err error
+		}
+		answers := make(chan answer, len(others))
+		for _, m := range others {
+			go func() {
+				r, err := n.joiner.Hello(m.Bus, n.cfg.Self.ID, n.cfg.Incarnation, time.Second)
+				answers <- answer{r, err}
+			}()
+		}
+		empty := 1 // this node
+		for range others {
+			a := <-answers
+			switch {
+			case a.err != nil:
+			case a.r.Index == 0:
+				empty++
+			case a.r.Verdict != nil:
+				return a.r.Verdict
+			default:
+				return nil // an initial member the cluster still waits for
+			}
+		}
+		if empty >= majority {
+			return nil
+		}
+		if attempt%10 == 0 {
+			n.cfg.Log.Info("waiting for the other members to say whether this node is new", "answered", empty-1, "of", len(others))
+		}
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-n.stop:
+			return cluster.ErrShuttingDown
+		}
+	}
+}
+
+// checkRestart is asked by a node restarted on its data directory: the
+// first member that answers says whether the cluster still has it. A
+// cluster that does not answer cannot say; the health poll asks again.
+func (n *Node) checkRestart() error {
+	mine := uint64(0)
+	if c := n.committedCatalogue(); c != nil {
+		mine = c.Index
+	}
+	var ask []string
+	if c := n.Catalogue(); c != nil {
+		for _, m := range c.Members() {
+			if m.ID != n.cfg.Self.ID {
+				ask = append(ask, m.Bus)
+			}
+		}
+	}
+	if n.cfg.Join != "" {
+		ask = append(ask, n.cfg.Join)
+	}
+	for _, addr := range ask {
+		r, err := n.joiner.Hello(addr, n.cfg.Self.ID, n.cfg.Incarnation, time.Second)
+		if err != nil {
+			continue
+		}
+		if r.Verdict != nil && r.Index >= mine && !errors.Is(r.Verdict, &cluster.MembershipError{Code: cluster.MemberUnknown}) {
+			return r.Verdict
+		}
+		if r.Index >= mine {
+			return nil
+		}
+	}
+	return nil
+}

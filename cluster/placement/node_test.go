@@ -1,0 +1,53 @@
+package placement
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/poll"
+)
+
+// With more than three nodes a node holds no replica of some shards: it
+// learns their leaders from their replicas, routes to them, and reports a
+// complete topology.
+func TestRaftFourNodesRouteShardsTheyDoNotHold(t *testing.T) {
+	tc := startTestCluster(t, 4, 4)
+	for shard := range tc.shards {
+		tc.leaderOf(shard)
+	}
+	// n1 holds shards 0, 2, 3 (replicas of shard s start at member s).
+	if tc.nodes[0].data.Group(1) != nil {
+		t.Fatal("n1 holds a replica of shard 1")
+	}
+	poll.Until(t, 10*time.Second, "n1 to learn shard 1's leader", func() (bool, error) {
+		_, _, known := tc.nodes[0].Leader(1)
+		return known, nil
+	})
+	for _, v := range tc.nodes[0].Topology() {
+		if !v.LeaderKnown {
+			t.Fatalf("shard %d's leader unknown to n1", v.Shard)
+		}
+	}
+	// Kill shard 1's leader: n1 follows the new one.
+	leader := tc.leaderOf(1)
+	tc.crash(leader)
+	if _, err := tc.call(0, 1, sliding("k", 10, 60_000)); err != nil {
+		t.Fatalf("through n1 after shard 1's leader died: %v", err)
+	}
+	if r, err := tc.nodes[0].DataPlane().Read(1, engine.Command{Op: engine.OpDBSize}); err != nil || r.Int != 1 {
+		t.Fatalf("DBSIZE of shard 1 through n1: %d %v", r.Int, err)
+	}
+}
+
+func TestRaftLeadersSpreadOverTheNodes(t *testing.T) {
+	tc := startTestCluster(t, 3, 6)
+	poll.Until(t, 20*time.Second, "two shards led by each node", func() (bool, error) {
+		leads := map[int]int{}
+		for shard := range tc.shards {
+			leads[tc.leaderOf(shard)]++
+		}
+		return leads[0] == 2 && leads[1] == 2 && leads[2] == 2, fmt.Errorf("leaders per node %v", leads)
+	})
+}

@@ -1,0 +1,46 @@
+package cluster
+
+import (
+	"net"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// StartRaft starts this node's data plane, after checking cfg with
+// Validate: the bus, when the node is one of a cluster, and nothing else.
+// Its control plane (cfg.Control) then opens the replicas the node holds
+// (OpenReplica) and drops those it no longer does.
+func StartRaft(cfg RaftConfig) (*RaftShards, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Control == nil {
+		return nil, invalidSetting("RaftConfig.Control", "must be set: the node's control plane says which replicas it holds")
+	}
+	n := &RaftShards{
+		cfg: cfg, ctl: cfg.Control, stop: make(chan struct{}), halted: make(chan error, 1),
+		groups: make([]atomic.Pointer[Group], cfg.Shards), foreign: make([]atomic.Pointer[Member], cfg.Shards),
+	}
+	dialer := newBusDialer(cfg.Dial, cfg.Cluster, cfg.BusTLS)
+	n.fwd = newForwarder(dialer, n.forwardFailed)
+	n.control = newControlCalls(dialer)
+	if cfg.Bus != nil {
+		n.bus = newBus(cfg.Bus, dialer, cfg.BusTLS, cfg.Log, map[byte]func(net.Conn){
+			streamControl:    func(c net.Conn) { serveControl(c, n) },
+			streamForwardMux: func(c net.Conn) { serveMux(c, n) },
+			streamJoin:       func(c net.Conn) { serveJoining(c, n.ctl) },
+		})
+		go n.bus.accept()
+	}
+	return n, nil
+}
+
+// stream is the bus's stream for shard's group (catalogueGroup for the
+// catalogue's), nil for a single node, whose groups need no network.
+func (n *RaftShards) stream(shard int) raft.StreamLayer {
+	if n.bus == nil {
+		return nil
+	}
+	return n.bus.stream(shard)
+}
