@@ -26,8 +26,8 @@ type Group struct {
 	electionTimeout time.Duration
 	log             *slog.Logger
 	raft            *raftfix.Raft
-	fsm   *shardFSM
-	prop  *proposer
+	fsm             *shardFSM
+	prop            *proposer
 
 	leader atomic.Pointer[Member] // nil while unknown
 	load   loadLatch              // whether the replica has loaded its state
