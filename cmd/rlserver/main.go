@@ -93,59 +93,8 @@ func run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string
 // the shards (handing leadership over and snapshotting in durable mode),
 // and stop serving metrics last.
 func serve(o options, log *slog.Logger) error {
-	var clock cluster.Clock = cluster.SystemClock{}
-	var debug server.DebugClock
-	if o.debug {
-		dc := &cluster.DebugClock{}
-		clock, debug = dc, dc
-	}
-	lns, err := listen(o)
+	r, err := start(o, log)
 	if err != nil {
-		return err
-	}
-	memory, _ := o.memoryLimit() // validated with the other settings
-	cfg := server.DefaultConfig()
-	cfg.Limits, cfg.MaxClients, cfg.MaxMemory, cfg.EventLoops = o.limits, o.maxClients, memory, o.eventLoops
-	cfg.Users, cfg.ProtectedMode, cfg.IdleTimeout = o.access.users, bool(o.sec.protectedMode), o.idleTimeout()
-	cfg.RequestTimeout = o.reqTimeout
-	cfg.Version, cfg.Clock, cfg.Debug = version, clock, debug
-	if o.configPath != "" {
-		cfg.ConfigFile = absPath(o.configPath)
-	}
-	// The flags were validated, so this holds; checked before the shards
-	// start all the same, so that New cannot fail after them.
-	if err := cfg.Validate(); err != nil {
-		lns.close()
-		return err
-	}
-	// The metrics' port is taken, and raft's measurements caught, before
-	// the shards start: a busy port fails the start at once, and the
-	// restores of the shards' snapshots are measured.
-	obs, err := startObserving(o)
-	if err != nil {
-		lns.close()
-		return err
-	}
-	if obs.latency != nil {
-		cfg.Observer = obs.latency
-	}
-	shards, node, mode, err := openShards(o, lns.clientAddr(), clock, log)
-	if err != nil {
-		lns.close()
-		obs.close()
-		return err
-	}
-	if node != nil {
-		cfg.Raft, cfg.DataDir = node, o.dataDir
-		if o.cluster != "" || o.join != "" {
-			cfg.Cluster = node
-		}
-	}
-	srv, err := server.New(cfg, shards)
-	if err != nil {
-		lns.close()
-		obs.close()
-		shards.Close()
 		return err
 	}
 	// The collector's pace follows what it must scan, not the keys (see
@@ -153,45 +102,20 @@ func serve(o options, log *slog.Logger) error {
 	paced := make(chan struct{})
 	defer close(paced)
 	go gcpacer.Run(gcpacer.Config{Percent: o.gcPercent}, paced)
-	served := make(chan error, 3)
-	var front *rlsFront // nil without --grpc-port
-	if lns.grpc != nil {
-		front = startRLS(o, lns.grpc, shards, clock, log, served)
-	}
-	m, err := obs.serve(o, shards, node, srv, front, log)
-	if err != nil {
-		lns.close()
-		front.close()
-		shards.Close()
-		return err
-	}
 	// Catch the signals before saying ready: a SIGTERM right after the ready
 	// line must stop the server in order, not kill it.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	logAccess(log, o)
-	ready := []any{"version", version, "addr", lns.clientAddr()}
-	if lns.tls != nil {
-		ready = append(ready, "tls_addr", lns.tls.Addr().String())
-	}
-	if lns.grpc != nil {
-		ready = append(ready, "grpc_addr", lns.grpc.Addr().String())
-	}
-	log.Info("rlserver ready", append(ready, "shards", shards.Shards(), "mode", mode, "debug", o.debug)...)
-	if lns.plain != nil {
-		go func() { served <- srv.Serve(lns.plain) }()
-	}
-	if lns.tls != nil {
-		go func() { served <- srv.ServeTLS(lns.tls, o.access.clientTLS) }()
-	}
+	r.announce(o, log)
+	r.serveClients(o)
 	var halted <-chan error // nil in memory: never ready
-	if node != nil {
-		halted = node.Halted()
+	if r.node != nil {
+		halted = r.node.Halted()
 	}
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
-	case err = <-served:
+	case err = <-r.served:
 		log.Error("listener failed", "err", err)
 	case err = <-halted:
 		// Stop at once, as a crash would: closing in order would snapshot
@@ -201,17 +125,137 @@ func serve(o options, log *slog.Logger) error {
 		log.Error("stopping: this node cannot go on", "err", err)
 		return err
 	}
-	if m != nil {
-		m.Stopping()
+	return r.stop(err, log)
+}
+
+// running is a started rlserver: its listeners and the layers wired on
+// them.
+type running struct {
+	lns    *listeners
+	shards backend
+	node   *placement.Node // nil in memory
+	mode   string          // the node's mode, for the log
+	srv    *server.Server
+	front  *rlsFront        // nil without --grpc-port
+	m      *metrics.Metrics // nil without --metrics-port
+	served chan error       // a listener that failed
+}
+
+// start takes the listeners and starts every layer, releasing what it took
+// when one fails.
+func start(o options, log *slog.Logger) (*running, error) {
+	var clock cluster.Clock = cluster.SystemClock{}
+	var debug server.DebugClock
+	if o.debug {
+		dc := &cluster.DebugClock{}
+		clock, debug = dc, dc
 	}
-	front.close() // its calls in progress still reach the shards
-	srv.Close()
-	if cerr := shards.Close(); cerr != nil {
+	lns, err := listen(o)
+	if err != nil {
+		return nil, err
+	}
+	cfg := serverConfig(o, clock, debug)
+	// The flags were validated, so this holds; checked before the shards
+	// start all the same, so that New cannot fail after them.
+	if err := cfg.Validate(); err != nil {
+		lns.close()
+		return nil, err
+	}
+	// The metrics' port is taken, and raft's measurements caught, before
+	// the shards start: a busy port fails the start at once, and the
+	// restores of the shards' snapshots are measured.
+	obs, err := startObserving(o)
+	if err != nil {
+		lns.close()
+		return nil, err
+	}
+	if obs.latency != nil {
+		cfg.Observer = obs.latency
+	}
+	r := &running{lns: lns, served: make(chan error, 3)}
+	if r.shards, r.node, r.mode, err = openShards(o, lns.clientAddr(), clock, log); err != nil {
+		lns.close()
+		obs.close()
+		return nil, err
+	}
+	if r.node != nil {
+		cfg.Raft, cfg.DataDir = r.node, o.dataDir
+		if o.cluster != "" || o.join != "" {
+			cfg.Cluster = r.node
+		}
+	}
+	if r.srv, err = server.New(cfg, r.shards); err != nil {
+		lns.close()
+		obs.close()
+		r.shards.Close()
+		return nil, err
+	}
+	if lns.grpc != nil {
+		r.front = startRLS(o, lns.grpc, r.shards, clock, log, r.served)
+	}
+	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, log); err != nil {
+		lns.close()
+		r.front.close()
+		r.shards.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// serverConfig is the Redis protocol server's configuration from the
+// settings.
+func serverConfig(o options, clock cluster.Clock, debug server.DebugClock) server.Config {
+	memory, _ := o.memoryLimit() // validated with the other settings
+	cfg := server.DefaultConfig()
+	cfg.Limits, cfg.MaxClients, cfg.MaxMemory, cfg.EventLoops = o.limits, o.maxClients, memory, o.eventLoops
+	cfg.Users, cfg.ProtectedMode, cfg.IdleTimeout = o.access.users, bool(o.sec.protectedMode), o.idleTimeout()
+	cfg.RequestTimeout = o.reqTimeout
+	cfg.Version, cfg.Clock, cfg.Debug = version, clock, debug
+	if o.configPath != "" {
+		cfg.ConfigFile = absPath(o.configPath)
+	}
+	return cfg
+}
+
+// announce logs the access settings and that the node is ready, with its
+// addresses.
+func (r *running) announce(o options, log *slog.Logger) {
+	logAccess(log, o)
+	ready := []any{"version", version, "addr", r.lns.clientAddr()}
+	if r.lns.tls != nil {
+		ready = append(ready, "tls_addr", r.lns.tls.Addr().String())
+	}
+	if r.lns.grpc != nil {
+		ready = append(ready, "grpc_addr", r.lns.grpc.Addr().String())
+	}
+	log.Info("rlserver ready", append(ready, "shards", r.shards.Shards(), "mode", r.mode, "debug", o.debug)...)
+}
+
+// serveClients serves the Redis protocol on the plain and TLS listeners;
+// a listener that fails is reported on r.served.
+func (r *running) serveClients(o options) {
+	if r.lns.plain != nil {
+		go func() { r.served <- r.srv.Serve(r.lns.plain) }()
+	}
+	if r.lns.tls != nil {
+		go func() { r.served <- r.srv.ServeTLS(r.lns.tls, o.access.clientTLS) }()
+	}
+}
+
+// stop shuts the layers down in order, and returns err with what closing
+// the shards failed with.
+func (r *running) stop(err error, log *slog.Logger) error {
+	if r.m != nil {
+		r.m.Stopping()
+	}
+	r.front.close() // its calls in progress still reach the shards
+	r.srv.Close()
+	if cerr := r.shards.Close(); cerr != nil {
 		log.Error("closing shards", "err", cerr)
 		err = errors.Join(err, cerr)
 	}
-	if m != nil {
-		m.Close()
+	if r.m != nil {
+		r.m.Close()
 	}
 	log.Info("stopped")
 	return err

@@ -60,42 +60,8 @@ type options struct {
 // and validates the result. Errors about a setting are *settingError.
 func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string, bool)) (o options, err error) {
 	fs := flag.NewFlagSet("rlserver", flag.ContinueOnError)
-	defaults := server.DefaultConfig()
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.bind, "bind", "127.0.0.1", "address to listen on for clients")
-	fs.IntVar(&o.port, "port", 6380, "TCP port for clients (0: any free port, logged at start)")
-	fs.BoolVar(&o.inMemory, "in-memory", false, "keep all state in memory only: no files, nothing survives a restart")
-	fs.StringVar(&o.dataDir, "data-dir", "rlserver-data", "directory for durable state (Raft logs and snapshots)")
-	fs.StringVar(&o.nodeID, "node-id", "n1", "this node's id; in a cluster, its name in --cluster")
-	fs.StringVar(&o.cluster, "cluster", "", "every node of the cluster: id@host:port[@busport],... (client addresses; the bus defaults to port+10000)")
-	fs.StringVar(&o.join, "join", "", "join an existing cluster through one of its members, host:port[@busport] (its client address; the bus defaults to port+10000); read when the data dir is new")
-	fs.StringVar(&o.announce, "announce", "", "with --join: the address clients and nodes reach this node at, host:port[@busport] (default: --bind and --port, the bus at port+10000)")
-	fs.DurationVar(&o.replaceDead, "replace-dead-after", 0, "in a cluster of more than three nodes, re-create elsewhere the replicas of a node down for this long (0: never; CLUSTER FORGET ... FORCE does it by hand)")
-	fs.StringVar(&o.busListen, "bus-listen", "", "listen for the cluster bus on this host:port instead of this node's bus address in --cluster, which the other nodes keep dialling (behind NAT, a port mapping or a proxy)")
-	fs.IntVar(&o.shards, "shards", 0, "number of shards (single-threaded partitions of the keyspace), 1 to 1024, fixed for the cluster's life (default: what the data dir was created with; for a new cluster, one per --cluster member; with --join, the cluster's; half the CPUs for a single node)")
-	fs.BoolVar(&o.debug, "enable-debug-command", false, "allow DEBUG CLOCK, DEBUG DIGEST and DEBUG DIGEST-SHARDS (for tests)")
-	fs.StringVar(&o.requirePass, "requirepass", "", "password clients must give with AUTH or HELLO AUTH")
-	fs.IntVar(&o.maxClients, "maxclients", defaults.MaxClients, "maximum number of client connections")
-	fs.IntVar(&o.eventLoops, "event-loops", 0, "threads that serve plain TCP connections as event loops, as Redis's one thread does; 0: a goroutine per connection (default: half the CPUs on Linux, else 0; TLS connections always have a goroutine)")
-	fs.StringVar(&o.maxMemory, "maxmemory", "0", "bytes the keys may hold, over all shards (units k, kb, m, mb, g, gb; 0: no limit); see --maxmemory-policy")
-	fs.StringVar(&o.memPolicy, "maxmemory-policy", "noeviction", "at --maxmemory, a command that would create a key is refused with -OOM (noeviction), or the keys nearest to their reset are evicted (volatile-ttl)")
-	fs.Int64Var(&o.limits.MaxBulkLen, "max-bulk-len", defaults.Limits.MaxBulkLen, "maximum bytes in one argument")
-	fs.Int64Var(&o.limits.MaxArgs, "max-args", defaults.Limits.MaxArgs, "maximum arguments in one command")
-	fs.Int64Var(&o.limits.MaxRequestLen, "max-request-len", defaults.Limits.MaxRequestLen, "maximum bytes in one command")
-	fs.IntVar(&o.limits.MaxKeyLen, "max-key-len", defaults.Limits.MaxKeyLen, "maximum bytes in one key")
-	fs.DurationVar(&o.heartbeat, "raft-heartbeat", 0, "Raft heartbeat and election timeout (default 500ms in a cluster, 100ms for a single node)")
-	fs.StringVar(&o.raftLog, "raft-log-store", persistence.DefaultLogFormat.String(), "format of the Raft logs a new data directory gets: wal (one fsync an append) or bolt (bbolt, two; every release before 0.2's format); an existing log keeps its own")
-	fs.DurationVar(&o.reqTimeout, "request-timeout", defaults.RequestTimeout, "answer every command within this long, with TRYAGAIN when its shard cannot (an election, a leader that died or froze), saying whether it may have been counted; 10ms to 1m")
-	fs.StringVar(&o.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
-	fs.IntVar(&o.metricsPort, "metrics-port", 0, "serve Prometheus /metrics, /healthz and /readyz over HTTP on this port of --bind (0: off)")
-	o.statusPage = true
-	fs.Var(&o.statusPage, "status-page", "with --metrics-port, also serve the status page at / and /status.json: yes or no")
-	fs.StringVar(&o.logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
-	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line)")
-	fs.StringVar(&o.configPath, "config", "", "read settings from this file, one \"name value\" a line (also RLSERVER_CONFIG; flags and RLSERVER_<NAME> variables take precedence)")
-	fs.BoolVar(&o.version, "version", false, "print the version and exit")
-	o.sec.addFlags(fs)
-	o.rls.addFlags(fs)
+	o.addFlags(fs)
 	if err = fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -141,6 +107,45 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	}
 	o.access, err = o.loadAccess()
 	return o, err
+}
+
+// addFlags declares every setting on fs, with its default and its help.
+func (o *options) addFlags(fs *flag.FlagSet) {
+	defaults := server.DefaultConfig()
+	fs.StringVar(&o.bind, "bind", "127.0.0.1", "address to listen on for clients")
+	fs.IntVar(&o.port, "port", 6380, "TCP port for clients (0: any free port, logged at start)")
+	fs.BoolVar(&o.inMemory, "in-memory", false, "keep all state in memory only: no files, nothing survives a restart")
+	fs.StringVar(&o.dataDir, "data-dir", "rlserver-data", "directory for durable state (Raft logs and snapshots)")
+	fs.StringVar(&o.nodeID, "node-id", "n1", "this node's id; in a cluster, its name in --cluster")
+	fs.StringVar(&o.cluster, "cluster", "", "every node of the cluster: id@host:port[@busport],... (client addresses; the bus defaults to port+10000)")
+	fs.StringVar(&o.join, "join", "", "join an existing cluster through one of its members, host:port[@busport] (its client address; the bus defaults to port+10000); read when the data dir is new")
+	fs.StringVar(&o.announce, "announce", "", "with --join: the address clients and nodes reach this node at, host:port[@busport] (default: --bind and --port, the bus at port+10000)")
+	fs.DurationVar(&o.replaceDead, "replace-dead-after", 0, "in a cluster of more than three nodes, re-create elsewhere the replicas of a node down for this long (0: never; CLUSTER FORGET ... FORCE does it by hand)")
+	fs.StringVar(&o.busListen, "bus-listen", "", "listen for the cluster bus on this host:port instead of this node's bus address in --cluster, which the other nodes keep dialling (behind NAT, a port mapping or a proxy)")
+	fs.IntVar(&o.shards, "shards", 0, "number of shards (single-threaded partitions of the keyspace), 1 to 1024, fixed for the cluster's life (default: what the data dir was created with; for a new cluster, one per --cluster member; with --join, the cluster's; half the CPUs for a single node)")
+	fs.BoolVar(&o.debug, "enable-debug-command", false, "allow DEBUG CLOCK, DEBUG DIGEST and DEBUG DIGEST-SHARDS (for tests)")
+	fs.StringVar(&o.requirePass, "requirepass", "", "password clients must give with AUTH or HELLO AUTH")
+	fs.IntVar(&o.maxClients, "maxclients", defaults.MaxClients, "maximum number of client connections")
+	fs.IntVar(&o.eventLoops, "event-loops", 0, "threads that serve plain TCP connections as event loops, as Redis's one thread does; 0: a goroutine per connection (default: half the CPUs on Linux, else 0; TLS connections always have a goroutine)")
+	fs.StringVar(&o.maxMemory, "maxmemory", "0", "bytes the keys may hold, over all shards (units k, kb, m, mb, g, gb; 0: no limit); see --maxmemory-policy")
+	fs.StringVar(&o.memPolicy, "maxmemory-policy", "noeviction", "at --maxmemory, a command that would create a key is refused with -OOM (noeviction), or the keys nearest to their reset are evicted (volatile-ttl)")
+	fs.Int64Var(&o.limits.MaxBulkLen, "max-bulk-len", defaults.Limits.MaxBulkLen, "maximum bytes in one argument")
+	fs.Int64Var(&o.limits.MaxArgs, "max-args", defaults.Limits.MaxArgs, "maximum arguments in one command")
+	fs.Int64Var(&o.limits.MaxRequestLen, "max-request-len", defaults.Limits.MaxRequestLen, "maximum bytes in one command")
+	fs.IntVar(&o.limits.MaxKeyLen, "max-key-len", defaults.Limits.MaxKeyLen, "maximum bytes in one key")
+	fs.DurationVar(&o.heartbeat, "raft-heartbeat", 0, "Raft heartbeat and election timeout (default 500ms in a cluster, 100ms for a single node)")
+	fs.StringVar(&o.raftLog, "raft-log-store", persistence.DefaultLogFormat.String(), "format of the Raft logs a new data directory gets: wal (one fsync an append) or bolt (bbolt, two; every release before 0.2's format); an existing log keeps its own")
+	fs.DurationVar(&o.reqTimeout, "request-timeout", defaults.RequestTimeout, "answer every command within this long, with TRYAGAIN when its shard cannot (an election, a leader that died or froze), saying whether it may have been counted; 10ms to 1m")
+	fs.StringVar(&o.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
+	fs.IntVar(&o.metricsPort, "metrics-port", 0, "serve Prometheus /metrics, /healthz and /readyz over HTTP on this port of --bind (0: off)")
+	o.statusPage = true
+	fs.Var(&o.statusPage, "status-page", "with --metrics-port, also serve the status page at / and /status.json: yes or no")
+	fs.StringVar(&o.logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line)")
+	fs.StringVar(&o.configPath, "config", "", "read settings from this file, one \"name value\" a line (also RLSERVER_CONFIG; flags and RLSERVER_<NAME> variables take precedence)")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	o.sec.addFlags(fs)
+	o.rls.addFlags(fs)
 }
 
 // halfTheCPUs is the default of both --shards on a single node and
