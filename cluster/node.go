@@ -123,7 +123,7 @@ func (n *RaftShards) shutdown(handOver bool) error {
 	defer n.replicasMu.Unlock()
 	// The groups are closed side by side: each may wait for a leadership
 	// hand-over, a snapshot and Raft's goroutines (up to
-	// raftfix.ShutdownBound), and with peers that do not answer, one after
+	// raftfix's bound), and with peers that do not answer, one after
 	// the other those waits add up to more than a service manager grants a
 	// stopping process.
 	errs := make([]error, len(n.groups))

@@ -103,9 +103,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// TopKeysMetric is how many keys of each outcome rlserver_top_key_decisions
+// topKeysMetric is how many keys of each outcome rlserver_top_key_decisions
 // exports: a bound on the series a scrape adds, whatever the key count.
-const TopKeysMetric = 10
+const topKeysMetric = 10
 
 // collectTopKeys exports the heaviest keys, when the sources give them.
 func (c *collector) collectTopKeys(gauge func(d *prometheus.Desc, v float64, labels ...string)) {
@@ -113,7 +113,7 @@ func (c *collector) collectTopKeys(gauge func(d *prometheus.Desc, v float64, lab
 		return
 	}
 	for _, outcome := range []string{"denied", "allowed"} {
-		keys, err := c.src.Top.TopKeys(outcome == "denied", TopKeysMetric)
+		keys, err := c.src.Top.TopKeys(outcome == "denied", topKeysMetric)
 		if err != nil {
 			continue // a shard without a leader: the others' series go on
 		}

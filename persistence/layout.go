@@ -11,7 +11,7 @@ import (
 	"slices"
 )
 
-// FormatVersion is the data directory's format. A directory written by a
+// formatVersion is the data directory's format. A directory written by a
 // later format is refused rather than misread.
 //
 //	1  node id, shard count, member list
@@ -21,7 +21,7 @@ import (
 // A format 1 directory is upgraded to format 2 when it is opened, once: an
 // rlserver that reads format 1 only refuses it from then on, so a node is
 // never run again by a release that ignores the catalogue.
-const FormatVersion = 2
+const formatVersion = 2
 
 // formatBeforeCatalogue is the format of the releases before the catalogue.
 const formatBeforeCatalogue = 1
@@ -143,14 +143,14 @@ func Open(dir string, want Identity) (Opened, error) {
 	case err != nil:
 		return Opened{}, err
 	case !ok:
-		want.Format = FormatVersion
+		want.Format = formatVersion
 		if want.Incarnation, err = newIncarnation(); err != nil {
 			return Opened{}, err
 		}
 		o.Identity = want
 		return o, o.WriteIdentity(want)
-	case have.Format != formatBeforeCatalogue && have.Format != FormatVersion:
-		return Opened{}, &IdentityError{Dir: filepath.Join(dir, identityFile), Field: FieldFormat, Have: have.Format, Want: FormatVersion}
+	case have.Format != formatBeforeCatalogue && have.Format != formatVersion:
+		return Opened{}, &IdentityError{Dir: filepath.Join(dir, identityFile), Field: FieldFormat, Have: have.Format, Want: formatVersion}
 	case have.NodeID != want.NodeID:
 		return Opened{}, &IdentityError{Dir: dir, Field: FieldNodeID, Have: have.NodeID, Want: want.NodeID}
 	case want.Shards != 0 && have.Shards != 0 && have.Shards != want.Shards:
@@ -160,7 +160,7 @@ func Open(dir string, want Identity) (Opened, error) {
 	}
 	if have.Format == formatBeforeCatalogue {
 		o.Upgraded = true
-		have.Format = FormatVersion
+		have.Format = formatVersion
 		if have.Incarnation, err = newIncarnation(); err != nil {
 			return Opened{}, err
 		}

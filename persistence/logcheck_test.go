@@ -91,11 +91,11 @@ func TestLogStoreRefusesAFileCutShort(t *testing.T) {
 		}
 	}
 	store.Close()
-	info, err := os.Stat(LogStorePath(dir))
+	info, err := os.Stat(logStorePath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(LogStorePath(dir), info.Size()/2+1234); err != nil {
+	if err := os.Truncate(logStorePath(dir), info.Size()/2+1234); err != nil {
 		t.Fatal(err)
 	}
 	if store, err := OpenLogStore(dir, LogBolt, nil); !errors.Is(err, ErrDamagedLog) {

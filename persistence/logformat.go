@@ -52,7 +52,7 @@ func ParseLogFormat(name string) (LogFormat, error) {
 // LogNone when it has none yet. A directory holding both is refused: which
 // of them holds the votes and entries cannot be told.
 func StoredLogFormat(dir string) (LogFormat, error) {
-	bolt, err := exists(LogStorePath(dir))
+	bolt, err := exists(logStorePath(dir))
 	if err != nil {
 		return LogNone, err
 	}
@@ -62,7 +62,7 @@ func StoredLogFormat(dir string) (LogFormat, error) {
 	}
 	switch {
 	case bolt && wal:
-		return LogNone, fmt.Errorf("%w: %s holds both a bbolt log (%s) and a WAL (%s)", ErrDamagedLog, dir, LogStorePath(dir), WALPath(dir))
+		return LogNone, fmt.Errorf("%w: %s holds both a bbolt log (%s) and a WAL (%s)", ErrDamagedLog, dir, logStorePath(dir), WALPath(dir))
 	case bolt:
 		return LogBolt, nil
 	case wal:

@@ -71,12 +71,12 @@ func TestLogStoreRefusesASecondOpener(t *testing.T) {
 func TestSnapshotFrame(t *testing.T) {
 	payload := []byte("shard state \x00\x01\x02")
 	var buf bytes.Buffer
-	if err := WriteSnapshot(&buf, SnapshotVersion, payload); err != nil {
+	if err := WriteSnapshot(&buf, snapshotVersion, payload); err != nil {
 		t.Fatal(err)
 	}
 	good := buf.Bytes()
 	got, version, err := ReadSnapshot(bytes.NewReader(good))
-	if err != nil || !bytes.Equal(got, payload) || version != SnapshotVersion {
+	if err != nil || !bytes.Equal(got, payload) || version != snapshotVersion {
 		t.Fatalf("round trip: %q %d %v", got, version, err)
 	}
 	var old bytes.Buffer
@@ -85,7 +85,7 @@ func TestSnapshotFrame(t *testing.T) {
 		t.Fatalf("version 1: %d %v", version, err)
 	}
 	var later bytes.Buffer
-	WriteSnapshot(&later, SnapshotVersion+1, payload)
+	WriteSnapshot(&later, snapshotVersion+1, payload)
 	if _, _, err := ReadSnapshot(&later); !errors.Is(err, ErrBadSnapshot) {
 		t.Fatalf("a later version: %v", err)
 	}
@@ -103,7 +103,7 @@ func TestSnapshotFrame(t *testing.T) {
 
 func FuzzReadSnapshot(f *testing.F) {
 	var buf bytes.Buffer
-	WriteSnapshot(&buf, SnapshotVersion, []byte("payload"))
+	WriteSnapshot(&buf, snapshotVersion, []byte("payload"))
 	f.Add(buf.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		payload, version, err := ReadSnapshot(bytes.NewReader(b))

@@ -19,10 +19,10 @@ import (
 //
 // The version is the engine's snapshot format (engine.SnapshotFormat), so a
 // reader knows how to decode the payload; versions from 1 to
-// SnapshotVersion are read, a later one is refused.
+// snapshotVersion are read, a later one is refused.
 
-// SnapshotVersion is the latest version this rlserver reads.
-const SnapshotVersion = 2
+// snapshotVersion is the latest version this rlserver reads.
+const snapshotVersion = 2
 
 const snapshotMagic = "RLSNAP"
 
@@ -63,8 +63,8 @@ func ReadSnapshot(r io.Reader) ([]byte, uint16, error) {
 		return nil, 0, fmt.Errorf("%w: not an rlserver snapshot", ErrBadSnapshot)
 	}
 	version := binary.BigEndian.Uint16(head[6:])
-	if version < 1 || version > SnapshotVersion {
-		return nil, 0, fmt.Errorf("%w: version %d, this rlserver reads versions 1 to %d", ErrBadSnapshot, version, SnapshotVersion)
+	if version < 1 || version > snapshotVersion {
+		return nil, 0, fmt.Errorf("%w: version %d, this rlserver reads versions 1 to %d", ErrBadSnapshot, version, snapshotVersion)
 	}
 	n := binary.BigEndian.Uint64(head[8:])
 	if n > MaxSnapshotSize {

@@ -48,14 +48,14 @@ func OpenLogStore(dir string, newStore LogFormat, logger hclog.Logger) (Store, e
 	case LogWAL:
 		return openWAL(WALPath(dir), logger)
 	case LogBolt:
-		return openLogStoreAt(LogStorePath(dir))
+		return openLogStoreAt(logStorePath(dir))
 	}
 	return nil, fmt.Errorf("open the Raft log in %s: unknown format %d", dir, format)
 }
 
-// LogStorePath is the file of a group's log and stable store in the bbolt
+// logStorePath is the file of a group's log and stable store in the bbolt
 // format.
-func LogStorePath(dir string) string {
+func logStorePath(dir string) string {
 	return filepath.Join(dir, "raft.db")
 }
 
@@ -95,14 +95,14 @@ func openLogStoreAt(path string) (Store, error) {
 	return boltStore{store, path}, nil
 }
 
-// SnapshotsRetained is how many snapshots a shard keeps: the newest, and one
+// snapshotsRetained is how many snapshots a shard keeps: the newest, and one
 // to fall back on.
-const SnapshotsRetained = 2
+const snapshotsRetained = 2
 
 // OpenSnapshotStore opens a shard's snapshot directory; the store logs
 // through logger.
 func OpenSnapshotStore(shardDir string, logger hclog.Logger) (*raft.FileSnapshotStore, error) {
-	store, err := raft.NewFileSnapshotStoreWithLogger(shardDir, SnapshotsRetained, logger)
+	store, err := raft.NewFileSnapshotStoreWithLogger(shardDir, snapshotsRetained, logger)
 	if err != nil {
 		return nil, fmt.Errorf("open snapshots in %s: %w", shardDir, err)
 	}

@@ -62,7 +62,7 @@ func New(c Config) (*Raft, error) {
 		held = withHeldConfigurations(withVerifiedCommits(newNetworkTransport(c.Stream, c.Log)))
 		r.trans, r.acks = held, &held.acks
 	}
-	logs := KeepTruncatedTail(c.Logs)
+	logs := keepTruncatedTail(c.Logs)
 	err := readLast(logs)
 	if err == nil {
 		r.Raft, err = newRaft(c.Raft, recordConfigurations(c.FSM, r.committed), logs, r.stable, c.Snaps, r.trans)
@@ -132,16 +132,16 @@ func (r *Raft) VotersHold(voters []string, index uint64, self string, except ...
 	return r.acks.votersHold(voters, index, self, except...)
 }
 
-// ShutdownBound is how long Close waits for hashicorp/raft's goroutines to
+// shutdownBound is how long Close waits for hashicorp/raft's goroutines to
 // end. A replication goroutine to a peer that stopped answering in the
 // middle of an append can stay blocked inside hashicorp/raft for good; past
 // the bound the group is closed without it, rather than holding up the
 // node's shutdown or its membership changes. Its reads of the closed log
 // store fail harmlessly.
-const ShutdownBound = 5 * time.Second
+const shutdownBound = 5 * time.Second
 
 // Close shuts the group down, waiting for hashicorp/raft at most
-// ShutdownBound, then closes its transport and its stores. what names the
+// shutdownBound, then closes its transport and its stores. what names the
 // group in the log.
 func (r *Raft) Close(what string, log *slog.Logger) error {
 	err := shutdownBounded(r.Raft, what, log)
@@ -155,17 +155,17 @@ func (r *Raft) Close(what string, log *slog.Logger) error {
 // shutdowner is the part of *raft.Raft shutdownBounded uses.
 type shutdowner interface{ Shutdown() raft.Future }
 
-// shutdownBounded shuts r down, waiting for it at most ShutdownBound.
+// shutdownBounded shuts r down, waiting for it at most shutdownBound.
 func shutdownBounded(r shutdowner, what string, log *slog.Logger) error {
 	done := make(chan error, 1)
 	go func() { done <- r.Shutdown().Error() }()
-	timer := time.NewTimer(ShutdownBound)
+	timer := time.NewTimer(shutdownBound)
 	defer timer.Stop()
 	select {
 	case err := <-done:
 		return err
 	case <-timer.C:
-		log.Warn("Raft's goroutines did not stop in time; closing without them", "group", what, "waited", ShutdownBound)
+		log.Warn("Raft's goroutines did not stop in time; closing without them", "group", what, "waited", shutdownBound)
 		return nil
 	}
 }

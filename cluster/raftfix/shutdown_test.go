@@ -31,8 +31,8 @@ func TestShutdownRaftIsBounded(t *testing.T) {
 	start := time.Now()
 	err := shutdownBounded(stuckRaft{}, "shard 2", slog.New(slog.NewTextHandler(&logs, nil)))
 	took := time.Since(start)
-	if err != nil || took < ShutdownBound || took > ShutdownBound+5*time.Second {
-		t.Fatalf("shutdownRaft: %v after %v, want nil after about %v", err, took, ShutdownBound)
+	if err != nil || took < shutdownBound || took > shutdownBound+5*time.Second {
+		t.Fatalf("shutdownRaft: %v after %v, want nil after about %v", err, took, shutdownBound)
 	}
 	if !strings.Contains(logs.String(), "did not stop in time") || !strings.Contains(logs.String(), "shard 2") {
 		t.Fatalf("log: %s", logs.String())

@@ -32,8 +32,8 @@ type truncatedTail struct {
 	tail map[uint64]*raft.Log // the entries deleted since the last store that succeeded
 }
 
-// KeepTruncatedTail wraps logs (see truncatedTail).
-func KeepTruncatedTail(logs raft.LogStore) raft.LogStore {
+// keepTruncatedTail wraps logs (see truncatedTail).
+func keepTruncatedTail(logs raft.LogStore) raft.LogStore {
 	return &truncatedTail{LogStore: logs}
 }
 

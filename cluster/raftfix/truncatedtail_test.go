@@ -36,7 +36,7 @@ func entry(index, term uint64, data string) *raft.Log {
 // deletion does not.
 func TestTruncatedTail(t *testing.T) {
 	disk := &fullDisk{InmemStore: raft.NewInmemStore()}
-	logs := KeepTruncatedTail(disk)
+	logs := keepTruncatedTail(disk)
 	if err := logs.StoreLogs([]*raft.Log{entry(1, 1, "a"), entry(2, 1, "b"), entry(3, 1, "c"), entry(4, 1, "d")}); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestTruncatedTail(t *testing.T) {
 // one was deleted. Once the disk has room, the leader's next append must
 // succeed. hashicorp/raft alone refuses it, and every later one, for good:
 // it still believes it holds the deleted entry, and finds nothing there.
-// Through KeepTruncatedTail it finds the deleted entry, deletes it again and
+// Through keepTruncatedTail it finds the deleted entry, deletes it again and
 // stores the leader's.
 func TestFollowerCatchesUpAfterAFailedStore(t *testing.T) {
 	for _, c := range []struct {
@@ -110,7 +110,7 @@ func TestFollowerCatchesUpAfterAFailedStore(t *testing.T) {
 			}
 			var logs raft.LogStore = disk
 			if c.kept {
-				logs = KeepTruncatedTail(disk)
+				logs = keepTruncatedTail(disk)
 			}
 			_, follower := raft.NewInmemTransport("n1")
 			_, leader := raft.NewInmemTransport("n2")

@@ -61,11 +61,11 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultMinHeadroom     = 8 << 20
-	DefaultMaxRateHeadroom = 64 << 20
-	DefaultInterval        = 250 * time.Millisecond
-	DefaultIdleAlloc       = 256 << 10
-	DefaultMinReturn       = 4 << 20
+	defaultMinHeadroom     = 8 << 20
+	defaultMaxRateHeadroom = 64 << 20
+	defaultInterval        = 250 * time.Millisecond
+	defaultIdleAlloc       = 256 << 10
+	defaultMinReturn       = 4 << 20
 )
 
 // idleIntervals is how many intervals in a row the server must be idle
@@ -83,8 +83,8 @@ const (
 	ceilPercent = 100_000
 )
 
-// Reading is what the pacer reads from the runtime at each interval.
-type Reading struct {
+// reading is what the pacer reads from the runtime at each interval.
+type reading struct {
 	Cycles    uint64 // collections so far
 	Allocated uint64 // bytes allocated on the heap so far
 	Live      uint64 // heap live at the end of the latest collection
@@ -92,46 +92,46 @@ type Reading struct {
 	Held      uint64 // heap held and resident: objects, garbage and free pages not returned
 }
 
-// Action is what the pacer decides at an interval.
-type Action struct {
+// action is what the pacer decides at an interval.
+type action struct {
 	Percent int  // GOGC to set; 0: leave it
 	Return  bool // collect now and return free memory to the system
 }
 
-// Pacer decides from successive readings. It keeps what it needs of the
+// pacer decides from successive readings. It keeps what it needs of the
 // previous one; Step is its only method that changes it.
-type Pacer struct {
+type pacer struct {
 	cfg       Config
-	allocated uint64 // Reading.Allocated at the previous step
-	cycles    uint64 // Reading.Cycles at the previous step
+	allocated uint64 // reading.Allocated at the previous step
+	cycles    uint64 // reading.Cycles at the previous step
 	idle      int    // steps in a row that allocated at most IdleAlloc
 	percent   int    // GOGC as last set
 	started   bool
 }
 
 // New returns a pacer with cfg's defaults filled in.
-func New(cfg Config) *Pacer {
+func newPacer(cfg Config) *pacer {
 	if cfg.MinHeadroom == 0 {
-		cfg.MinHeadroom = DefaultMinHeadroom
+		cfg.MinHeadroom = defaultMinHeadroom
 	}
 	if cfg.MaxRateHeadroom == 0 {
-		cfg.MaxRateHeadroom = DefaultMaxRateHeadroom
+		cfg.MaxRateHeadroom = defaultMaxRateHeadroom
 	}
 	if cfg.Interval == 0 {
-		cfg.Interval = DefaultInterval
+		cfg.Interval = defaultInterval
 	}
 	if cfg.IdleAlloc == 0 {
-		cfg.IdleAlloc = DefaultIdleAlloc
+		cfg.IdleAlloc = defaultIdleAlloc
 	}
 	if cfg.MinReturn == 0 {
-		cfg.MinReturn = DefaultMinReturn
+		cfg.MinReturn = defaultMinReturn
 	}
-	return &Pacer{cfg: cfg, percent: maxPercent}
+	return &pacer{cfg: cfg, percent: maxPercent}
 }
 
 // Step takes the reading of this interval and says what to do.
-func (p *Pacer) Step(r Reading) Action {
-	var a Action
+func (p *pacer) Step(r reading) action {
+	var a action
 	// Live is as of the latest collection: the percent is set again after
 	// each one (and at the first reading).
 	if p.cfg.Percent && (!p.started || r.Cycles != p.cycles) {
@@ -139,7 +139,7 @@ func (p *Pacer) Step(r Reading) Action {
 		if p.started {
 			floor = max(floor, min(r.Allocated-p.allocated, p.cfg.MaxRateHeadroom))
 		}
-		if pct := PercentFor(r.Live, r.Scan, floor); pct != p.percent {
+		if pct := percentFor(r.Live, r.Scan, floor); pct != p.percent {
 			p.percent, a.Percent = pct, pct
 		}
 	}
@@ -160,10 +160,10 @@ func (p *Pacer) Step(r Reading) Action {
 	return a
 }
 
-// PercentFor is the GOGC that lets a heap of live bytes grow, before the
+// percentFor is the GOGC that lets a heap of live bytes grow, before the
 // next collection, by what the collector must scan (scan bytes) but not by
 // more than the live heap (Go's default), and by at least floor.
-func PercentFor(live, scan, floor uint64) int {
+func percentFor(live, scan, floor uint64) int {
 	if live == 0 {
 		return maxPercent
 	}
@@ -172,7 +172,7 @@ func PercentFor(live, scan, floor uint64) int {
 	return int(min(max(pct, minPercent), ceilPercent))
 }
 
-// samples are the runtime metrics a Reading comes from.
+// samples are the runtime metrics a reading comes from.
 var samples = []string{
 	"/gc/cycles/total:gc-cycles",
 	"/gc/heap/allocs:bytes",
@@ -184,8 +184,8 @@ var samples = []string{
 	"/memory/classes/heap/free:bytes",
 }
 
-// read reads the runtime's figures into a Reading.
-func read(s []metrics.Sample) Reading {
+// read reads the runtime's figures into a reading.
+func read(s []metrics.Sample) reading {
 	metrics.Read(s)
 	v := func(i int) uint64 {
 		if s[i].Value.Kind() != metrics.KindUint64 {
@@ -193,13 +193,13 @@ func read(s []metrics.Sample) Reading {
 		}
 		return s[i].Value.Uint64()
 	}
-	return Reading{Cycles: v(0), Allocated: v(1), Live: v(2), Scan: v(3) + v(4) + v(5), Held: v(6) + v(7)}
+	return reading{Cycles: v(0), Allocated: v(1), Live: v(2), Scan: v(3) + v(4) + v(5), Held: v(6) + v(7)}
 }
 
 // Run paces the collector until stop is closed. It is the process's one
 // caller of debug.SetGCPercent.
 func Run(cfg Config, stop <-chan struct{}) {
-	p := New(cfg)
+	p := newPacer(cfg)
 	s := make([]metrics.Sample, len(samples))
 	for i, name := range samples {
 		s[i].Name = name

@@ -29,8 +29,8 @@ func TestPercentFor(t *testing.T) {
 		{"headroom for what is scanned", 200 * mib, 50 * mib, 8 * mib, 25},
 		{"never below the floor", 10_000 * mib, 1 * mib, 8 * mib, 2},
 	} {
-		if got := PercentFor(c.live, c.scan, c.minHeadroom); got != c.want {
-			t.Errorf("%s: PercentFor(%d MiB, %d MiB) = %d, want %d", c.name, c.live/mib, c.scan/mib, got, c.want)
+		if got := percentFor(c.live, c.scan, c.minHeadroom); got != c.want {
+			t.Errorf("%s: percentFor(%d MiB, %d MiB) = %d, want %d", c.name, c.live/mib, c.scan/mib, got, c.want)
 		}
 	}
 }
@@ -40,16 +40,16 @@ func TestPercentFor(t *testing.T) {
 // beyond the live heap, once.
 func TestStep(t *testing.T) {
 	type step struct {
-		r    Reading
-		want Action
+		r    reading
+		want action
 	}
 	// Each reading with another live heap follows a collection.
 	cycles, lastLive := uint64(0), uint64(0)
-	busy := func(alloc, live, scan, held uint64) Reading {
+	busy := func(alloc, live, scan, held uint64) reading {
 		if live != lastLive {
 			cycles, lastLive = cycles+1, live
 		}
-		return Reading{Cycles: cycles, Allocated: alloc, Live: live, Scan: scan, Held: held}
+		return reading{Cycles: cycles, Allocated: alloc, Live: live, Scan: scan, Held: held}
 	}
 	for _, c := range []struct {
 		name    string
@@ -57,46 +57,46 @@ func TestStep(t *testing.T) {
 		steps   []step
 	}{
 		{"a growing keyspace", true, []step{
-			{busy(0, 4*mib, 2*mib, 6*mib), Action{Percent: 200}}, // the 8 MiB floor
-			{busy(8*mib, 200*mib, 20*mib, 300*mib), Action{Percent: 10}},
-			{busy(16*mib, 200*mib, 40*mib, 380*mib), Action{}}, // no collection since: as set
-			{busy(24*mib, 400*mib, 20*mib, 420*mib), Action{Percent: 5}},
+			{busy(0, 4*mib, 2*mib, 6*mib), action{Percent: 200}}, // the 8 MiB floor
+			{busy(8*mib, 200*mib, 20*mib, 300*mib), action{Percent: 10}},
+			{busy(16*mib, 200*mib, 40*mib, 380*mib), action{}}, // no collection since: as set
+			{busy(24*mib, 400*mib, 20*mib, 420*mib), action{Percent: 5}},
 		}},
 		{"a fast allocator is collected once an interval's allocation", true, []step{
-			{busy(0, 4*mib, 4*mib, 8*mib), Action{Percent: 200}}, // no rate known yet
-			{busy(20*mib, 5*mib, 4*mib, 20*mib), Action{Percent: 400}},
-			{busy(40*mib, 4*mib, 4*mib, 20*mib), Action{Percent: 500}},
-			{busy(1040*mib, 100*mib, 100*mib, 200*mib), Action{Percent: 100}}, // scanned: Go's default
-			{busy(2040*mib, 200*mib, 10*mib, 300*mib), Action{Percent: 32}},   // 64 MiB at most
-			{busy(2042*mib, 400*mib, 10*mib, 300*mib), Action{Percent: 2}},    // quiet again: 10 MiB scanned, at least 2%
+			{busy(0, 4*mib, 4*mib, 8*mib), action{Percent: 200}}, // no rate known yet
+			{busy(20*mib, 5*mib, 4*mib, 20*mib), action{Percent: 400}},
+			{busy(40*mib, 4*mib, 4*mib, 20*mib), action{Percent: 500}},
+			{busy(1040*mib, 100*mib, 100*mib, 200*mib), action{Percent: 100}}, // scanned: Go's default
+			{busy(2040*mib, 200*mib, 10*mib, 300*mib), action{Percent: 32}},   // 64 MiB at most
+			{busy(2042*mib, 400*mib, 10*mib, 300*mib), action{Percent: 2}},    // quiet again: 10 MiB scanned, at least 2%
 		}},
 		{"idle after a burst returns memory once", true, []step{
-			{busy(0, 100*mib, 100*mib, 190*mib), Action{}},
-			{busy(100*mib, 100*mib, 100*mib, 190*mib), Action{}},
-			{busy(100*mib, 100*mib, 100*mib, 190*mib), Action{}}, // one quiet interval
-			{busy(100*mib, 100*mib, 100*mib, 190*mib), Action{Return: true}},
-			{busy(100*mib, 100*mib, 100*mib, 100*mib), Action{}},
-			{busy(100*mib, 100*mib, 100*mib, 100*mib), Action{}},
-			{busy(100*mib, 100*mib, 100*mib, 100*mib), Action{}}, // nothing held beyond live
+			{busy(0, 100*mib, 100*mib, 190*mib), action{}},
+			{busy(100*mib, 100*mib, 100*mib, 190*mib), action{}},
+			{busy(100*mib, 100*mib, 100*mib, 190*mib), action{}}, // one quiet interval
+			{busy(100*mib, 100*mib, 100*mib, 190*mib), action{Return: true}},
+			{busy(100*mib, 100*mib, 100*mib, 100*mib), action{}},
+			{busy(100*mib, 100*mib, 100*mib, 100*mib), action{}},
+			{busy(100*mib, 100*mib, 100*mib, 100*mib), action{}}, // nothing held beyond live
 		}},
 		{"a busy server keeps its memory", true, []step{
-			{busy(0, 100*mib, 100*mib, 190*mib), Action{}},
-			{busy(10*mib, 100*mib, 100*mib, 190*mib), Action{}},
-			{busy(20*mib, 100*mib, 100*mib, 190*mib), Action{}},
-			{busy(30*mib, 100*mib, 100*mib, 190*mib), Action{}},
+			{busy(0, 100*mib, 100*mib, 190*mib), action{}},
+			{busy(10*mib, 100*mib, 100*mib, 190*mib), action{}},
+			{busy(20*mib, 100*mib, 100*mib, 190*mib), action{}},
+			{busy(30*mib, 100*mib, 100*mib, 190*mib), action{}},
 		}},
 		{"a little held is not worth a collection", true, []step{
-			{busy(0, 600*mib, 600*mib, 606*mib), Action{}},
-			{busy(0, 600*mib, 600*mib, 606*mib), Action{}},
-			{busy(0, 600*mib, 600*mib, 606*mib), Action{}}, // 6 MiB < 600/64
+			{busy(0, 600*mib, 600*mib, 606*mib), action{}},
+			{busy(0, 600*mib, 600*mib, 606*mib), action{}},
+			{busy(0, 600*mib, 600*mib, 606*mib), action{}}, // 6 MiB < 600/64
 		}},
 		{"GOGC set by the operator", false, []step{
-			{busy(0, 400*mib, 1*mib, 450*mib), Action{}},
-			{busy(0, 400*mib, 1*mib, 450*mib), Action{}},
-			{busy(0, 400*mib, 1*mib, 450*mib), Action{Return: true}},
+			{busy(0, 400*mib, 1*mib, 450*mib), action{}},
+			{busy(0, 400*mib, 1*mib, 450*mib), action{}},
+			{busy(0, 400*mib, 1*mib, 450*mib), action{Return: true}},
 		}},
 	} {
-		p := New(Config{Percent: c.percent})
+		p := newPacer(Config{Percent: c.percent})
 		for i, s := range c.steps {
 			if got := p.Step(s.r); got != s.want {
 				t.Fatalf("%s, step %d: %+v, want %+v", c.name, i, got, s.want)
