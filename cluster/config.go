@@ -111,10 +111,9 @@ const (
 // it last heard from its leader, and both followers of a shard must have
 // (a follower that still hears its leader refuses to vote: hashicorp/raft's
 // pre-vote and leader stickiness), so a leader that dies or freezes is
-// replaced within about two. 500 ms makes that about a second; no election
-// happened under two minutes of full load on a saturated two-core machine
-// at 500 ms, and some did at 300 ms (bench/elections; docs/cluster.md has
-// the failover timeline).
+// replaced within about two. 500 ms makes that about a second, and is long
+// enough that a saturated machine's pauses start no election (bench/elections;
+// docs/cluster.md has the measurements and the failover timeline).
 const DefaultClusterHeartbeat = 500 * time.Millisecond
 
 // DefaultRequestTimeout is how long a request may take, whatever happens to

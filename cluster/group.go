@@ -162,10 +162,10 @@ func raftConfig(cfg *RaftConfig, name string) *raft.Config {
 	// hashicorp/raft sends an empty AppendEntries that often (1 to 2 times
 	// the timeout) to every follower of every group. Under load the commit
 	// index rides on each entry's AppendEntries and the timer never fires.
-	// Idle, a 3-node cluster with three shards spent a quarter of a core
-	// with 20 ms and an eighth with 100 ms (docs/cluster.md). Nothing waits
-	// on a follower's apply: decisions are answered by the leader, and
-	// catching up is judged within 64 entries.
+	// Idle, those appends cost a cluster a share of a core that falls as
+	// the timeout grows (docs/cluster.md measures it). Nothing waits on a
+	// follower's apply: decisions are answered by the leader, and catching
+	// up is judged within 64 entries.
 	c.CommitTimeout = 100 * time.Millisecond
 	c.MaxAppendEntries = 512
 	c.BatchApplyCh = true

@@ -41,13 +41,10 @@ import (
 // another shard's wait, which waits in turn for callers held in this one:
 // the waits run out together, and a longer bound only lengthens every
 // shard's cycle (the callers take as long to come back as the waits last,
-// so the turnaround estimate climbs to the bound). Under bench/rls's
-// three-node load, 10 ms left each shard waiting 6.3 ms an entry against a
-// 1.3 ms commit; 4 ms served 19-31% more decisions (alternated runs on two
-// days) at the same CPU per decision, with p99 down a fifth to a quarter,
-// and left pipeline 1 and 16 over RESP as they were; 2 ms was no better
-// than not waiting at all: as many entries again, and the cores, not the
-// disk, became the bound.
+// so the turnaround estimate climbs to the bound). A bound too short is no
+// better than not waiting at all: as many entries again, and the cores, not
+// the disk, become the bound. docs/performance.md ("A shorter bound on the
+// group wait") has the measurements that chose maxGroupWait.
 type groupCommit struct {
 	last     int // requests in the entry just gathered
 	queued   int // requests waiting when the latest plan was made

@@ -11,9 +11,8 @@ import (
 // buffer and applies every other entry (a follower's, a sweep nobody
 // registered, an entry replayed at start) into one scratch buffer that it
 // reuses. Until it did, every replica allocated a fresh results slice for
-// every entry, 272 bytes a command that only the leader ever read: 2–3% of
-// a durable node's and a cluster's CPU at pipeline 16, and garbage the
-// collector had to scan.
+// every entry, which only the leader ever read: garbage the collector had
+// to scan, and a share of the CPU (docs/performance.md, "Tenth round").
 //
 // An entry is known by its data: hashicorp/raft hands the state machine the
 // very Log its Apply was given (the future's) when the node that proposed

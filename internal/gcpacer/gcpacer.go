@@ -7,9 +7,10 @@
 // scanning the heap's pointers, so a heap twice as large may take half as
 // many. But rlserver's keys live in chunks without pointers (engine's
 // records and index), which the collector marks with one look each and never
-// scans: a million keys add 67 MB to the heap and almost nothing to a
-// collection's work. Doubling them buys nothing, and the machine pays the
-// headroom in resident memory all the same.
+// scans: they add to the heap and almost nothing to a collection's work
+// (docs/performance.md, "Where the memory goes"). Doubling them buys
+// nothing, and the machine pays the headroom in resident memory all the
+// same.
 //
 // So after every collection the pacer sets GOGC so that the next one comes
 // after the heap grows by what the collector must scan (heap, stacks and
