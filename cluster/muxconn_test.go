@@ -43,7 +43,7 @@ func startForwardPeer(t *testing.T, h forwardHandler) *Member {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newBus(ln, newBusDialer(tcpDial, ClusterID{}, nil), nil, slog.New(slog.DiscardHandler),
+	b := newBus(ln, ln.Addr().String(), newBusDialer(tcpDial, ClusterID{}, nil), nil, slog.New(slog.DiscardHandler),
 		map[byte]func(net.Conn){streamForwardMux: func(c net.Conn) { serveMux(c, h) }})
 	go b.accept()
 	t.Cleanup(func() { b.close() })

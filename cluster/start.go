@@ -26,7 +26,7 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 	n.fwd = newForwarder(dialer, n.forwardFailed)
 	n.control = newControlCalls(dialer)
 	if cfg.Bus != nil {
-		n.bus = newBus(cfg.Bus, dialer, cfg.BusTLS, cfg.Log, map[byte]func(net.Conn){
+		n.bus = newBus(cfg.Bus, cfg.Self.Bus, dialer, cfg.BusTLS, cfg.Log, map[byte]func(net.Conn){
 			streamControl:    func(c net.Conn) { serveControl(c, n) },
 			streamForwardMux: func(c net.Conn) { serveMux(c, n) },
 			streamJoin:       func(c net.Conn) { serveJoining(c, n.ctl) },

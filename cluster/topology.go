@@ -29,8 +29,10 @@ const busPortOffset = 10000
 
 // ParseMembers parses a list of members: "n1@127.0.0.1:6381,n2@127.0.0.1:6382,...".
 // A member's bus is its client port plus busPortOffset, unless the member
-// names one, Redis Cluster style: "n1@127.0.0.1:6381@17381". An error quotes
-// the member at fault; the caller names the setting the list came from.
+// names one, Redis Cluster style: "n1@127.0.0.1:6381@17381". Each member's
+// host must be one the others reach it at (not 0.0.0.0), and no two members
+// may share an id or an address. An error quotes the member at fault; the
+// caller names the setting the list came from.
 func ParseMembers(spec string) ([]Member, error) {
 	var out []Member
 	seen := map[string]bool{}
@@ -44,6 +46,11 @@ func ParseMembers(spec string) ([]Member, error) {
 		host, port, err := splitPort(addr)
 		if err != nil {
 			return nil, fmt.Errorf("%q: %w", part, err)
+		}
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			// Every node would name itself so: the others could not reach
+			// it there, and Raft would take them all for one.
+			return nil, fmt.Errorf("%q: %q is no address the other nodes can reach this node at: name its own (an IP or a host name)", part, host)
 		}
 		bus := port + busPortOffset
 		if len(fields) == 3 {

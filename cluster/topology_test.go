@@ -15,7 +15,10 @@ func TestParseMembers(t *testing.T) {
 	}
 	for _, bad := range []string{"", "n1", "n1@", "@127.0.0.1:1", "n1@127.0.0.1", "n1@h:0", "n1@h:60000",
 		"n1@h:1@0", "n1@h:1@x", "n1@h:1@2@3", "n1@127.0.0.1:6381,n1@127.0.0.1:6382",
-		"n1@127.0.0.1:6381,n2@127.0.0.1:6381", "n1@h:1@5,n2@h:2@5"} {
+		"n1@127.0.0.1:6381,n2@127.0.0.1:6381", "n1@h:1@5,n2@h:2@5",
+		// An address no other node can reach this one at: every node
+		// would name itself so, and Raft would take them for one.
+		"n1@0.0.0.0:6381", "n1@[::]:6381", "n1@:6381", "n1@h:1,n2@0.0.0.0:2"} {
 		_, err := ParseMembers(bad)
 		switch {
 		case err == nil:

@@ -53,7 +53,11 @@ const catalogueGroup = 0xFFFF
 // bus accepts connections on the node's bus listener and hands each to the
 // Raft group or the server of the stream it is for.
 type bus struct {
-	ln     net.Listener
+	ln net.Listener
+	// self is the node's bus address, as the others dial it: every Raft
+	// group gives it as its own (groupStream.Addr), whatever address the
+	// listener is bound to.
+	self   busAddr
 	dialer busDialer
 	tls    *tls.Config // the accepting end of BusTLS; nil for plain TCP
 	log    *slog.Logger
@@ -67,8 +71,8 @@ type bus struct {
 	groups map[int]*groupStream // the Raft groups this node runs, by shard
 }
 
-func newBus(ln net.Listener, dialer busDialer, sec *BusTLS, log *slog.Logger, serve map[byte]func(net.Conn)) *bus {
-	b := &bus{ln: ln, dialer: dialer, log: log, groups: make(map[int]*groupStream), serve: serve}
+func newBus(ln net.Listener, self string, dialer busDialer, sec *BusTLS, log *slog.Logger, serve map[byte]func(net.Conn)) *bus {
+	b := &bus{ln: ln, self: busAddr(self), dialer: dialer, log: log, groups: make(map[int]*groupStream), serve: serve}
 	if sec != nil {
 		b.tls = sec.server()
 	}
@@ -78,7 +82,7 @@ func newBus(ln net.Listener, dialer busDialer, sec *BusTLS, log *slog.Logger, se
 // stream returns a new Raft stream layer for shard (catalogueGroup for the
 // catalogue's group); connections for it go to it until it is closed.
 func (b *bus) stream(shard int) *groupStream {
-	s := &groupStream{shard: shard, addr: b.ln.Addr(), dialer: b.dialer, accept: make(chan net.Conn, 16), closed: make(chan struct{})}
+	s := &groupStream{shard: shard, addr: b.self, dialer: b.dialer, accept: make(chan net.Conn, 16), closed: make(chan struct{})}
 	s.detach = func() {
 		b.mu.Lock()
 		if b.groups[shard] == s {
@@ -238,7 +242,7 @@ func (d busDialer) open(addr string, kind byte, shard int, timeout time.Duration
 // Accept yields that group's connections and whose Dial opens them.
 type groupStream struct {
 	shard     int
-	addr      net.Addr
+	addr      busAddr
 	dialer    busDialer
 	accept    chan net.Conn
 	closed    chan struct{}
@@ -268,8 +272,23 @@ func (s *groupStream) Close() error {
 	return nil
 }
 
-// Addr is the bus address.
+// Addr is the node's bus address as the other nodes dial it, which Raft
+// gives as this node's address in every request it sends (as a vote's
+// candidate, an append's leader). It is never the listener's own address:
+// nodes that listen on the same wildcard address and port (0.0.0.0:16380,
+// each in a container of its own) would all give the same one, and a voter
+// that had voted for one of them in a term would take another's request in
+// that term for the same candidate's, and vote twice.
 func (s *groupStream) Addr() net.Addr { return s.addr }
+
+// busAddr is a node's bus address, host:port, as a net.Addr.
+type busAddr string
+
+// Network is "tcp".
+func (busAddr) Network() string { return "tcp" }
+
+// String is the address.
+func (a busAddr) String() string { return string(a) }
 
 // Dial opens a connection to this group on the peer at address.
 func (s *groupStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {

@@ -81,8 +81,13 @@ func (c Config) validateMembers() error {
 			return invalidSetting("Config.Members", "member %d has no id", i)
 		}
 		for _, other := range c.Members[:i] {
-			if other.ID == m.ID {
+			switch {
+			case other.ID == m.ID:
 				return invalidSetting("Config.Members", "%q is listed twice", m.ID)
+			case other.Bus == m.Bus || other.Client == m.Client:
+				// Raft would take the two for one node, and a voter would
+				// vote for both in one term.
+				return invalidSetting("Config.Members", "%q and %q share an address (%s@%s, %s@%s)", other.ID, m.ID, other.Client, other.Bus, m.Client, m.Bus)
 			}
 		}
 		if m.ID == c.Self.ID {

@@ -39,6 +39,12 @@ func TestConfigValidate(t *testing.T) {
 		{"self unlike its entry", func(c *Config) { c.Self.Bus = "127.0.0.1:1" }, "Config.Self"},
 		{"a member twice", func(c *Config) { c.Members = append(c.Members[:3:3], c.Members[1]) }, "Config.Members"},
 		{"a member without an id", func(c *Config) { c.Members = append(c.Members[:3:3], cluster.Member{}) }, "Config.Members"},
+		{"two members on one bus address", func(c *Config) {
+			c.Members = append(c.Members[:3:3], cluster.Member{ID: "n4", Client: "127.0.0.1:6384", Bus: c.Members[1].Bus})
+		}, "Config.Members"},
+		{"two members on one client address", func(c *Config) {
+			c.Members = append(c.Members[:3:3], cluster.Member{ID: "n4", Client: c.Members[2].Client, Bus: "127.0.0.1:16384"})
+		}, "Config.Members"},
 		{"a joining node with members", func(c *Config) { c.Join = "127.0.0.1:16390" }, "Config.Members"},
 		{"a cluster without a bus", func(c *Config) { c.Bus = nil }, "Config.Bus"},
 		{"a cluster without an incarnation", func(c *Config) { c.Incarnation = "" }, "Config.Incarnation"},
