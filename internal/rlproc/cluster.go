@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -38,7 +39,27 @@ type ClusterConfig struct {
 	Password string
 	// Args are more flags for every node.
 	Args []string
+	// Hosts, when set, gives each node (as many as Hosts) a host of its
+	// own instead of a port on 127.0.0.1: every node then serves clients
+	// on HostPort at its host's IP and listens for the bus on every
+	// address at HostBusPort (--bus-listen 0.0.0.0:HostBusPort), as nodes
+	// in containers do.
+	Hosts []Host
 }
+
+// Host is a machine of its own for one node: the address the others reach
+// it at, and the command prefix that runs a program there (ip netns exec
+// NAME, for a network namespace a test made).
+type Host struct {
+	IP   string
+	Wrap []string
+}
+
+// The ports every node on a Host of its own uses.
+const (
+	HostPort    = 6380
+	HostBusPort = 16380
+)
 
 // Cluster is rlserver nodes on loopback forming one cluster. Shard s
 // prefers node s mod len(Nodes) as its leader (cluster.Replicas orders the
@@ -78,6 +99,9 @@ type Node struct {
 // PlanCluster picks the ports of a cluster and each node's command line,
 // and makes the nodes' directories, without starting anything.
 func PlanCluster(cfg ClusterConfig) (*Cluster, error) {
+	if len(cfg.Hosts) > 0 {
+		return planOnHosts(cfg)
+	}
 	n := cfg.Nodes
 	if n == 0 {
 		n = 3
@@ -99,31 +123,66 @@ func PlanCluster(cfg ClusterConfig) (*Cluster, error) {
 	cfg.Dir = root
 	c := &Cluster{Shards: cfg.Shards, cfg: cfg, next: n + 1}
 	for i := range n {
-		id := fmt.Sprintf("n%d", i+1)
-		dir := filepath.Join(root, id)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		node, err := c.planNode(fmt.Sprintf("n%d", i+1), "127.0.0.1", ports[i], members)
+		if err != nil {
 			return nil, err
 		}
-		args := []string{
-			"--node-id", id, "--bind", "127.0.0.1", "--port", strconv.Itoa(ports[i]),
-			"--data-dir", filepath.Join(dir, "data"), "--cluster", strings.Join(members, ","),
-			"--shards", strconv.Itoa(cfg.Shards),
-		}
-		if cfg.Heartbeat != 0 {
-			args = append(args, "--raft-heartbeat", cfg.Heartbeat.String())
-		}
-		if cfg.Password != "" {
-			args = append(args, "--requirepass", cfg.Password)
-		}
-		c.Nodes = append(c.Nodes, &Node{
-			ID:       id,
-			Addr:     loopback(ports[i]),
-			BusAddr:  loopback(ports[n+i]),
-			Config:   Config{Bin: cfg.Bin, Dir: dir, Args: append(args, cfg.Args...)},
-			password: cfg.Password,
-		})
+		node.BusAddr = loopback(ports[n+i])
+		c.Nodes = append(c.Nodes, node)
 	}
 	return c, nil
+}
+
+// planOnHosts plans a cluster whose nodes each have a host of their own
+// (cfg.Hosts), on the same ports.
+func planOnHosts(cfg ClusterConfig) (*Cluster, error) {
+	root, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	var members []string
+	for i, h := range cfg.Hosts {
+		members = append(members, fmt.Sprintf("n%d@%s@%d", i+1, net.JoinHostPort(h.IP, strconv.Itoa(HostPort)), HostBusPort))
+	}
+	cfg.Dir = root
+	c := &Cluster{Shards: cfg.Shards, cfg: cfg, next: len(cfg.Hosts) + 1}
+	for i, h := range cfg.Hosts {
+		node, err := c.planNode(fmt.Sprintf("n%d", i+1), h.IP, HostPort, members)
+		if err != nil {
+			return nil, err
+		}
+		node.BusAddr = net.JoinHostPort(h.IP, strconv.Itoa(HostBusPort))
+		node.Config.Wrap = h.Wrap
+		node.Config.Args = append(node.Config.Args, "--bus-listen", fmt.Sprintf("0.0.0.0:%d", HostBusPort))
+		c.Nodes = append(c.Nodes, node)
+	}
+	return c, nil
+}
+
+// planNode makes node id's directory and command line: it serves clients
+// at host:port, and is one of members (--cluster).
+func (c *Cluster) planNode(id, host string, port int, members []string) (*Node, error) {
+	dir := filepath.Join(c.cfg.Dir, id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--node-id", id, "--bind", host, "--port", strconv.Itoa(port),
+		"--data-dir", filepath.Join(dir, "data"), "--cluster", strings.Join(members, ","),
+		"--shards", strconv.Itoa(c.cfg.Shards),
+	}
+	if c.cfg.Heartbeat != 0 {
+		args = append(args, "--raft-heartbeat", c.cfg.Heartbeat.String())
+	}
+	if c.cfg.Password != "" {
+		args = append(args, "--requirepass", c.cfg.Password)
+	}
+	return &Node{
+		ID:       id,
+		Addr:     net.JoinHostPort(host, strconv.Itoa(port)),
+		Config:   Config{Bin: c.cfg.Bin, Dir: dir, Args: append(args, c.cfg.Args...)},
+		password: c.cfg.Password,
+	}, nil
 }
 
 // loopback is the address of port on 127.0.0.1.
@@ -139,6 +198,9 @@ func memberSpec(id string, port, bus int) string {
 // when planned can be taken before a node binds it. Every node must be
 // down. The flags a test added are kept; --port and --cluster change.
 func (c *Cluster) replan() error {
+	if len(c.cfg.Hosts) > 0 {
+		return errors.New("replan: nodes on hosts of their own use the same ports, which were taken")
+	}
 	n := len(c.Nodes)
 	ports, err := freePorts(2 * n)
 	if err != nil {
