@@ -202,3 +202,96 @@ func TestHeartbeatsReachRaftThroughItsMainLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Canary for verifiedCommits' refusal of the heartbeat fast path
+// (SetHeartbeatHandler). hashicorp/raft's NewRaft hands the transport
+// processHeartbeat, and NetworkTransport calls it on the goroutine of the
+// connection the heartbeat came in on (net_transport.go, handleCommand):
+// appendEntries runs there, beside Raft's main goroutine, and a newer term
+// is taken there. The test holds Raft's main goroutine inside an append (its
+// log store's StoreLogs waits), then sends a heartbeat of a newer term over
+// TCP: with hashicorp/raft alone the heartbeat is answered, and the replica's
+// term raised, while the main goroutine is still held.
+func TestCanaryHeartbeatChangesTheTermBesideTheMainLoop(t *testing.T) {
+	store := raft.NewInmemStore()
+	logs := &heldStore{InmemStore: store, entered: make(chan struct{}), release: make(chan struct{})}
+	server, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := raft.DefaultConfig()
+	conf.LocalID = "n1"
+	conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = time.Minute, time.Minute, time.Minute
+	conf.LogOutput = io.Discard
+	r, err := raft.NewRaft(conf, nopFSM{}, logs, store, raft.NewInmemSnapshotStore(), server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(logs.release)
+		}
+	}
+	defer func() {
+		release()
+		r.Shutdown().Error()
+	}()
+	client, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("n2"), Addr: []byte(client.LocalAddr())}
+
+	// An append of term 2 holds the main goroutine in StoreLogs.
+	appended := make(chan error, 1)
+	go func() {
+		var resp raft.AppendEntriesResponse
+		appended <- client.AppendEntries("n1", server.LocalAddr(), &raft.AppendEntriesRequest{RPCHeader: header, Term: 2,
+			Entries: []*raft.Log{{Index: 1, Term: 2, Type: raft.LogCommand, Data: []byte("held")}}}, &resp)
+	}()
+	select {
+	case <-logs.entered:
+	case err := <-appended:
+		t.Fatalf("the append returned (%v) before its entries were stored", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Raft's main goroutine never stored the append's entries")
+	}
+
+	// A heartbeat of term 7 while the main goroutine is held.
+	var resp raft.AppendEntriesResponse
+	err = client.AppendEntries("n1", server.LocalAddr(), &raft.AppendEntriesRequest{RPCHeader: header, Term: 7}, &resp)
+	term, _ := store.GetUint64([]byte("CurrentTerm"))
+	if err != nil || resp.Term != 7 || term != 7 {
+		t.Fatalf("with Raft's main goroutine held, the heartbeat of term 7 got %v, term %d, success %v, and the replica saved term %d: hashicorp/raft no longer runs heartbeats beside its main goroutine: verifiedCommits' SetHeartbeatHandler, which leaves the fast path unset, may go", err, resp.Term, resp.Success, term)
+	}
+	select {
+	case err := <-appended:
+		t.Fatalf("the held append returned (%v): the main goroutine was not held while the heartbeat was answered", err)
+	default:
+	}
+	release()
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// heldStore is a log store whose first StoreLogs waits for release, once it
+// has said so on entered.
+type heldStore struct {
+	*raft.InmemStore
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (h *heldStore) StoreLogs(logs []*raft.Log) error {
+	h.once.Do(func() {
+		close(h.entered)
+		<-h.release
+	})
+	return h.InmemStore.StoreLogs(logs)
+}
+
+func (h *heldStore) StoreLog(l *raft.Log) error { return h.StoreLogs([]*raft.Log{l}) }
