@@ -121,7 +121,9 @@ func TestCanaryNewRaftPanicsOnAnUnreadableEntry(t *testing.T) {
 func TestCanaryGetConfigurationPanicsOnAnUnreadableEntry(t *testing.T) {
 	conf, logs, trans := damagedGroup(t, 2)
 	var err error
-	p := panicOf(func() { _, err = raft.GetConfiguration(conf, nopFSM{}, logs, logs, raft.NewInmemSnapshotStore(), trans) })
+	p := panicOf(func() {
+		_, err = raft.GetConfiguration(conf, nopFSM{}, logs, logs, raft.NewInmemSnapshotStore(), trans)
+	})
 	if perr, ok := p.(error); !ok || !errors.Is(perr, errDamaged) {
 		t.Fatalf("GetConfiguration on a log whose entry 2 of 3 cannot be read panicked with %v and returned %v: hashicorp/raft's GetConfiguration no longer panics with the log store's error: ReadConfiguration's recover may go", p, err)
 	}
