@@ -167,7 +167,12 @@ func (d *dispatchHold) AddSampleWithLabels(key []string, _ float32, _ []gometric
 }
 
 // installSink makes sink go-metrics' global sink for the test, and a
-// blackhole again after it.
+// blackhole again after it. It must be the go-metrics hashicorp/raft
+// reports through: v1.7.3 reports through go-metrics/compat (armon's
+// go-metrics, without the hashicorpmetrics build tag); v1.8.0 through
+// github.com/hashicorp/go-metrics itself, whose v0.7.0, which it requires,
+// has no compat package. A sink raft does not report to holds nothing, and
+// the promotion tests fail ("the leader never dispatched the promotion").
 func installSink(t *testing.T, sink gometrics.MetricSink) {
 	conf := gometrics.DefaultConfig("")
 	conf.EnableHostname, conf.EnableRuntimeMetrics = false, false
