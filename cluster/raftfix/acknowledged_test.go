@@ -135,7 +135,8 @@ func removeWhileAVoterMissesThePromotion(t *testing.T, wait bool) bool {
 	}
 	if wait {
 		// Y does not have the promotion: the removal waits, and goes on
-		// once Y has it.
+		// once Y has it. A bounded wait is the assertion: the voters kept
+		// do not hold it meanwhile.
 		time.Sleep(100 * time.Millisecond)
 		if kept() && !y.holdsVoteOf(t, fourth.id) {
 			t.Fatalf("%s does not hear the leader, yet the voters kept hold the promotion (index %d, acknowledged %v)", y.id, promotion.Index(), leader.held.acks.by)

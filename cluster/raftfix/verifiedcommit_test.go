@@ -166,7 +166,7 @@ func TestHeartbeatsReachRaftThroughItsMainLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := withHeldConfigurations(withVerifiedCommits(server)) // as RaftShards.transport composes them
+	v := withHeldConfigurations(withVerifiedCommits(server)) // as New composes them
 	defer v.Close()
 	fast := make(chan struct{}, 1)
 	v.SetHeartbeatHandler(func(rpc raft.RPC) {
