@@ -153,7 +153,7 @@ func TestCanaryNewRaftHidesTheCauseOfAnUnreadableLastEntry(t *testing.T) {
 	}
 }
 
-// Canary for ShutdownBound (shutdownBounded). hashicorp/raft's Shutdown
+// Canary for the bounded shutdown (shutdownBounded). hashicorp/raft's Shutdown
 // future waits for every goroutine of the group, replication's among them,
 // and closes the transport only after (future.go, shutdownFuture.Error): a
 // replication goroutine blocked in its transport holds it for as long as the
@@ -215,7 +215,7 @@ func TestCanaryShutdownWaitsForAReplicationBlockedInItsTransport(t *testing.T) {
 	// append is held.
 	select {
 	case err := <-shutdown:
-		t.Fatalf("Shutdown ended (%v) while a replication goroutine was held in its transport: hashicorp/raft's Shutdown no longer waits for it: ShutdownBound (shutdownBounded) may go", err)
+		t.Fatalf("Shutdown ended (%v) while a replication goroutine was held in its transport: hashicorp/raft's Shutdown no longer waits for it: the bounded shutdown (shutdownBounded) may go", err)
 	case <-time.After(500 * time.Millisecond):
 	}
 	leader.trans.unblock()

@@ -82,7 +82,7 @@ func TestTruncatedTail(t *testing.T) {
 // A follower's log conflicts with its new leader's at its last entry, and
 // the store of the leader's entry fails (a full disk) after the conflicting
 // one was deleted. Once the disk has room, the leader's next append must
-// succeed: through KeepTruncatedTail the follower finds the deleted entry,
+// succeed: through truncatedTail the follower finds the deleted entry,
 // deletes it again and stores the leader's.
 // (TestCanaryFollowerRefusesAppendsAfterAFailedStore plays the same with
 // hashicorp/raft alone.)
@@ -105,7 +105,7 @@ func TestFollowerCatchesUpAfterAFailedStore(t *testing.T) {
 	}
 }
 
-// Canary for KeepTruncatedTail (truncatedtail.go). The follower of
+// Canary for truncatedTail (truncatedtail.go). The follower of
 // TestFollowerCatchesUpAfterAFailedStore, with hashicorp/raft alone: after
 // the failed store (raft.go, appendEntries: "TODO: leaving r.getLastLog() in
 // the wrong state if there was a truncation above"), it still believes it
@@ -122,7 +122,7 @@ func TestCanaryFollowerRefusesAppendsAfterAFailedStore(t *testing.T) {
 	for i := range 3 {
 		if f.send(t) {
 			f.raft.Shutdown()
-			t.Fatalf("with room again, append %d succeeded: hashicorp/raft now keeps its last index right when a store fails after a truncation: KeepTruncatedTail may go", i+1)
+			t.Fatalf("with room again, append %d succeeded: hashicorp/raft now keeps its last index right when a store fails after a truncation: truncatedTail may go", i+1)
 		}
 	}
 	// A restart reads the last index from the store, and the append
@@ -142,13 +142,13 @@ func TestCanaryFollowerRefusesAppendsAfterAFailedStore(t *testing.T) {
 // plays.
 type conflictingFollower struct {
 	disk     *fullDisk
-	logs     raft.LogStore // disk, or KeepTruncatedTail(disk)
+	logs     raft.LogStore // disk, or its truncatedTail
 	follower *raft.InmemTransport
 	leader   *raft.InmemTransport
 	raft     *raft.Raft
 }
 
-// startConflictingFollower starts the follower, through KeepTruncatedTail
+// startConflictingFollower starts the follower, through truncatedTail
 // when kept.
 func startConflictingFollower(t *testing.T, kept bool) *conflictingFollower {
 	t.Helper()
