@@ -26,6 +26,17 @@ import (
 // voter knows every other as one, and whichever holds the longest log can
 // be elected. acknowledged records what the leader's appends learned. (A
 // voter whose node is down is not waited for: RaftShards.holdConfiguration.)
+//
+// Upstream: hashicorp/raft#526, "check if server is in configuration when
+// receiving a voteRequest" (merged: requestVote refuses a candidate without
+// a vote in the voter's latest configuration); no issue found for the
+// election it strands (searched its issues for a promoted voter refused as
+// a non-voter, and for no leader after a removal). Ongaro's dissertation
+// (chapter 4, cluster membership changes, as quoted in RedisLabs/raft#50)
+// has a server grant its vote to a candidate outside its latest
+// configuration, since that vote may be needed to keep the cluster
+// available, as it is here.
+// Canary: TestCanaryRemovalStrandsAVoterWithoutThePromotion.
 
 // acknowledged is what each server of a group has acknowledged holding,
 // as this node's appends to it learned, in the latest term this node sent

@@ -23,6 +23,15 @@ import (
 // recordConfigurations), and the snapshot store gives the one inside the
 // latest snapshot, which a replica holds without applying it (restored at
 // start, or sent by the leader).
+//
+// Upstream: hashicorp/raft#379, "Read latest configuration independently
+// from main loop" (merged): GetConfiguration's future is built from the
+// latest configuration alone, without its index, although
+// ConfigurationFuture's Index says it is the latest configuration's; no
+// issue found reporting it (searched its issues for GetConfiguration's
+// index and latest_configuration_index 0). Had hashicorp/raft the index,
+// its CommitIndex would say whether the configuration is committed.
+// Canary: TestCanaryGetConfigurationSaysNoIndex.
 
 // committedConfiguration is the latest configuration a group's state
 // machine has applied, and its index.

@@ -151,3 +151,41 @@ type emptySnapshot struct{}
 
 func (emptySnapshot) Persist(sink raft.SnapshotSink) error { return sink.Close() }
 func (emptySnapshot) Release()                             {}
+
+// Canary for committedConfiguration (recordConfigurations). hashicorp/raft
+// (v1.7.3, v1.8.0) builds GetConfiguration's future from the configuration
+// it keeps apart from the main goroutine (api.go, GetConfiguration, since
+// hashicorp/raft#379), without its index: the future's Index, which says
+// it is the latest configuration's, is 0, and so is Stats'
+// latest_configuration_index, for a configuration the group has committed.
+func TestCanaryGetConfigurationSaysNoIndex(t *testing.T) {
+	conf := raft.DefaultConfig()
+	conf.LocalID = "n1"
+	conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+	conf.LogOutput = io.Discard
+	store := raft.NewInmemStore()
+	_, trans := raft.NewInmemTransport("n1")
+	r, err := raft.NewRaft(conf, &snapshottingLog{}, store, store, raft.NewInmemSnapshotStore(), trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown().Error() })
+	if err := r.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: "n1"}}}).Error(); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "n1 to lead", func() (bool, error) { return r.State() == raft.Leader, nil })
+	change := r.AddNonvoter("n2", "n2", 0, 0) // commits with n1 alone
+	if err := change.Error(); err != nil {
+		t.Fatal(err)
+	}
+	f := r.GetConfiguration()
+	if err := f.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Configuration().Servers) != 2 || r.CommitIndex() < change.Index() {
+		t.Fatalf("the change (entry %d) is not the latest committed configuration: %+v, commit index %d", change.Index(), f.Configuration(), r.CommitIndex())
+	}
+	if f.Index() != 0 || r.Stats()["latest_configuration_index"] != "0" {
+		t.Fatalf("GetConfiguration's index is %d, Stats' %s, for the configuration of entry %d: hashicorp/raft now says which entry its configuration is: with CommitIndex, committedConfiguration (recordConfigurations) may go", f.Index(), r.Stats()["latest_configuration_index"], change.Index())
+	}
+}

@@ -21,6 +21,18 @@ import (
 // race detector; TestPromotionCommitsWhenAcknowledgedBeforeItCounts makes
 // the order.
 //
+// Upstream: no hashicorp/raft issue found (searched its issues for a
+// promotion or AddVoter that commits only once another entry is appended,
+// and for the order of appendConfigurationEntry). The code path is raft.go,
+// appendConfigurationEntry (dispatchLogs before commitment.setConfiguration),
+// commitment.go, setConfiguration (a new voter starts at 0), and
+// replication.go, updateLastAppended (only an append that carries entries
+// counts); unchanged in v1.8.0. The Raft paper commits an entry once a
+// majority of the configuration stores it (figure 2, Rules for Servers,
+// Leaders: a majority of matchIndex[i] >= N), which the promoted server's
+// acknowledgement makes.
+// Canary: TestCanaryPromotionAcknowledgedBeforeItCountsStalls.
+//
 // configNudge is how long a change may wait for its commit before the
 // leader appends a barrier, an entry every replica acknowledges, and with
 // it the promoted server's acknowledgement counts. Far above a commit on a

@@ -25,8 +25,15 @@
 //   - truncatedtail.go: a follower whose store failed after truncating its
 //     log can still catch up once the store works again.
 //   - raft.go: a damaged log is an error with its cause, not a panic
-//     (New, ReadConfiguration), and closing a group waits for
-//     hashicorp/raft's goroutines for a bounded time (Raft.Close).
+//     (New, ReadConfiguration; readLast for the last entry, in New only),
+//     and closing a group waits for hashicorp/raft's goroutines for a
+//     bounded time (Raft.Close).
+//
+// Each correction's comment names its upstream issue (or says none was
+// found, and which rule or code path it restores) and its canary. The
+// canaries, and only they, are named TestCanary...: go test -run Canary
+// ./cluster/raftfix/ runs them (about ten seconds), and a canary that fails
+// names the correction that may then go.
 //
 // hashicorp/raft is pinned in go.mod (v1.7.3): a new version is taken
 // once the canaries have been read against it.

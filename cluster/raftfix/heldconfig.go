@@ -39,6 +39,16 @@ import (
 //
 // Seeing every append, it also records what each server acknowledged
 // (acknowledged.go), for the changes that wait for it.
+//
+// Upstream: no hashicorp/raft issue found (searched its issues for a
+// removed server that holds its removal, refuses votes and leaves the group
+// without a leader). It follows from hashicorp/raft#476, "Forbid removed
+// node from being a Candidate", and #483, "a NonVoter node should never be
+// able to transition to a Candidate state" (runFollower stands only with a
+// vote in the latest configuration, committed or not), with the Raft paper's
+// election restriction (section 5.4.1: a voter refuses a candidate whose log
+// is less up to date than its own).
+// Canary: TestCanaryRemovedReplicaHoldsItsRemovalAlone.
 type heldConfigurations struct {
 	netTransport
 	raft atomic.Pointer[raft.Raft] // the group's Raft, once it runs
@@ -65,7 +75,7 @@ func acknowledgedBy(trans raft.Transport) *acknowledged {
 	return nil
 }
 
-// serve gives the wrapper the Raft it serves (newRaft calls it): until then
+// serve gives the wrapper the Raft it serves (New calls it): until then
 // it holds nothing back, as nothing is replicated before the group has a
 // Raft.
 func (h *heldConfigurations) serve(r *raft.Raft) { h.raft.Store(r) }

@@ -81,6 +81,12 @@ func New(c Config) (*Raft, error) {
 // readLast reads the log's last entry. hashicorp/raft's NewRaft reads it
 // first, and reports a failure to read it without its cause: read here, a
 // damaged entry is reported as such.
+//
+// Upstream: no hashicorp/raft issue found (searched its issues for NewRaft's
+// "failed to get last log" error and for wrapping store errors); the code
+// path is api.go, NewRaft, which formats the store's error with %v,
+// unchanged in v1.8.0.
+// Canary: TestCanaryNewRaftHidesTheCauseOfAnUnreadableLastEntry.
 func readLast(logs raft.LogStore) error {
 	if last, err := logs.LastIndex(); err == nil && last > 0 {
 		return logs.GetLog(last, new(raft.Log))
@@ -92,13 +98,26 @@ func readLast(logs raft.LogStore) error {
 // when its log store fails to read an entry (a damaged log) while it scans
 // the entries after the latest snapshot. NewRaft starts no goroutine before
 // that scan, so nothing is left running.
+//
+// Upstream: hashicorp/raft#163, "Panic on storage failures" (closed): a
+// panic when a store fails is hashicorp/raft's stated choice, and v1.8.0's
+// NewRaft still panics here; hashicorp/raft#429, "Restarting RAFT node could
+// fail with panic: log not found [recovered] when using LogCache" (closed),
+// met this very panic.
+// Canary: TestCanaryNewRaftPanicsOnAnUnreadableEntry.
 func newRaft(c *raft.Config, fsm raft.FSM, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport) (r *raft.Raft, err error) {
 	defer recoverReadPanic(&err)
 	return raft.NewRaft(c, fsm, logs, stable, snaps, trans)
 }
 
 // ReadConfiguration is raft.GetConfiguration, returning as an error the
-// panic it raises on a log entry it cannot read, as New does.
+// panic it raises on a log entry it cannot read, as New does. (Unlike New
+// it does not read the last entry first: a damaged last entry is
+// hashicorp/raft's error, without its cause; see readLast.)
+//
+// Upstream: as newRaft's; GetConfiguration is NewRaft without its
+// goroutines (api.go).
+// Canary: TestCanaryGetConfigurationPanicsOnAnUnreadableEntry.
 func ReadConfiguration(c *raft.Config, fsm raft.FSM, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport) (conf raft.Configuration, err error) {
 	defer recoverReadPanic(&err)
 	return raft.GetConfiguration(c, fsm, logs, stable, snaps, trans)
@@ -134,10 +153,22 @@ func (r *Raft) VotersHold(voters []string, index uint64, self string, except ...
 
 // shutdownBound is how long Close waits for hashicorp/raft's goroutines to
 // end. A replication goroutine to a peer that stopped answering in the
-// middle of an append can stay blocked inside hashicorp/raft for good; past
-// the bound the group is closed without it, rather than holding up the
-// node's shutdown or its membership changes. Its reads of the closed log
-// store fail harmlessly.
+// middle of an append stays blocked inside hashicorp/raft for as long as the
+// transport lets it: up to its Timeout (10 s, transportConfig) for an
+// append, the Timeout scaled by the snapshot's size for a snapshot, and for
+// good with the pipeline, which transport.go turns off. Past the bound the
+// group is closed without it, rather than holding up the node's shutdown or
+// its membership changes. Its reads of the closed log store fail
+// harmlessly.
+//
+// Upstream: no issue found for the NetworkTransport (searched
+// hashicorp/raft's issues for Shutdown hanging on replication);
+// hashicorp/raft#312, "Raft.Shutdown() with InmemTransport hangs after
+// leader changed" (closed, fixed for that transport's sends by
+// hashicorp/raft#313), is the same wait. The code path is future.go,
+// shutdownFuture.Error: it waits for every goroutine, then closes the
+// transport; unchanged in v1.8.0.
+// Canary: TestCanaryShutdownWaitsForAReplicationBlockedInItsTransport.
 const shutdownBound = 5 * time.Second
 
 // Close shuts the group down, waiting for hashicorp/raft at most

@@ -20,6 +20,15 @@ import (
 // its place if the peer closed it. A request is sent whole on one
 // connection: it starts on a frame boundary, where the transport has read
 // every answer it awaited.
+//
+// Upstream: no hashicorp/raft issue found (searched its issues for pooled
+// or stale connections, and for EOF or reset on the first request after a
+// peer restarted); rqlite/rqlite#2335, "Raft TCP mux re-using closed
+// connection" (open), may be the same met by another user of the
+// NetworkTransport. The code path is net_transport.go, getConn
+// (getPooledConn hands out the last pooled connection unchecked) and
+// genericRPC; unchanged in v1.8.0.
+// Canary: TestCanaryPooledConnectionThePeerClosedFailsARequest.
 
 // staleAfter is how long a connection sits idle before its next request
 // checks it. A peer's heartbeats keep its busy connection younger than that.

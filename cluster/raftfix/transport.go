@@ -20,6 +20,16 @@ import (
 // (grafana/pyroscope#5518 describes the same). Each append then waits for
 // its answer; entries are batched anyway (up to MaxAppendEntries), which is
 // where the throughput comes from.
+//
+// Upstream: hashicorp/raft#612, "Leader stopped sending appendEntries to the
+// follower, but heartbeat was working" (open; a comment there traces it to
+// pipeline replication, with grafana/pyroscope#5518, "fix(metastore):
+// disable raft pipeline replication", which turns it off as this does). The
+// open PR hashicorp/raft#683 says it fixes #612 but changes heartbeats, not
+// the pipeline. The code path is net_transport.go, netPipeline
+// (decodeResponses, AppendEntries) and replication.go, pipelineReplicate and
+// pipelineDecode; unchanged in v1.8.0.
+// Canary: TestCanaryPipelineSendWaitsForGoodOnceItsConsumerStops.
 func newNetworkTransport(stream raft.StreamLayer, log hclog.Logger) *raft.NetworkTransport {
 	return raft.NewNetworkTransportWithConfig(transportConfig(staleCheckedStream{stream}, log))
 }

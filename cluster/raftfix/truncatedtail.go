@@ -24,8 +24,13 @@ import (
 // leader's, deletes them again and stores again, which succeeds once the
 // disk has room. Nothing is applied from them: they conflict with the
 // leader's log, so no append verifies them, and a follower's commit index
-// never passes what an append verified (cluster/verifiedcommit.go). A
-// restart forgets them, as the store has.
+// never passes what an append verified (verifiedcommit.go). A restart
+// forgets them, as the store has.
+//
+// Upstream: hashicorp/raft#163, "Panic on storage failures" (closed), asked
+// to resolve this TODO; it is still in raft.go, appendEntries, in v1.7.3 and
+// v1.8.0.
+// Canary: TestCanaryFollowerRefusesAppendsAfterAFailedStore.
 type truncatedTail struct {
 	raft.LogStore
 	mu   sync.Mutex

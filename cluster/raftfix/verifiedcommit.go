@@ -41,6 +41,18 @@ import (
 // commit timeout); a heartbeat carries no commit index and is left alone.
 // Every request Raft gets passes through it, heartbeats included: it refuses
 // hashicorp/raft's fast path for them (SetHeartbeatHandler).
+//
+// Upstream: no hashicorp/raft issue found (searched its issues for a
+// follower's commit index, LeaderCommitIndex and min with the last index).
+// The rule is the Raft paper's (Ongaro & Ousterhout, "In Search of an
+// Understandable Consensus Algorithm", figure 2, AppendEntries RPC, receiver
+// implementation 5: commitIndex = min(leaderCommit, index of last new
+// entry)); the code path is raft.go, appendEntries, "idx :=
+// min(a.LeaderCommitIndex, r.getLastIndex())", the same in v1.8.0 (whose
+// hashicorp/raft#613 stages the paper's bound for its commit-tracking log
+// stores only). Other implementations fixed the same: atomix/copycat#265,
+// scylladb/scylladb#9965, microsoft/CCF#8172.
+// Canary: TestCanaryFollowerCommitsWhatNoAppendVerified.
 type verifiedCommits struct {
 	netTransport
 	in   <-chan raft.RPC
@@ -121,6 +133,15 @@ func boundCommit(req *raft.AppendEntriesRequest) {
 // test run), taking the node down in the middle of a clean stop. Without the
 // fast path every save happens on the main goroutine, which Shutdown waits
 // for.
+//
+// Upstream: hashicorp/raft#695, "Data divergence (Safety violation) due to
+// Async Heartbeat" (open: the same divergence, found with Antithesis), and
+// the open PR hashicorp/raft#701, "Heartbeat term bump races with the leader
+// loop, diverges logs", which keeps the fast path and serializes its step
+// down with a lock: merged as proposed, it would leave the canary passing
+// and the terms saved outside the goroutines Shutdown waits for, so this
+// refusal would stay.
+// Canary: TestCanaryHeartbeatChangesTheTermBesideTheMainLoop.
 func (v *verifiedCommits) SetHeartbeatHandler(func(raft.RPC)) {}
 
 // Consumer returns the requests for Raft.
