@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -56,6 +57,12 @@ func TestRaftRefusesADamagedLog(t *testing.T) {
 				t.Fatalf("start with a damaged log: %v, want an error wrapping ErrDamagedLog", err)
 			}
 			t.Log(err)
+			// rlserver recover reads the group offline, and says the same.
+			cfg := DefaultRaftConfig(tc.members[0], 1)
+			cfg.Layout, cfg.Shards, cfg.Log = persistence.Layout{Dir: tc.dirs[0]}, tc.shards, slog.New(slog.DiscardHandler)
+			if _, err := ReadGroup(cfg, GroupName{Shard: 0}, nil); !errors.Is(err, persistence.ErrDamagedLog) {
+				t.Fatalf("reading the damaged group offline: %v, want an error wrapping ErrDamagedLog", err)
+			}
 		})
 	}
 }

@@ -66,15 +66,6 @@ func withHeldConfigurations(t netTransport) *heldConfigurations {
 	return &heldConfigurations{netTransport: t}
 }
 
-// acknowledgedBy is what the servers have acknowledged through trans, when
-// it is a heldConfigurations; nil otherwise (a single node's transport).
-func acknowledgedBy(trans raft.Transport) *acknowledged {
-	if h, ok := trans.(*heldConfigurations); ok {
-		return &h.acks
-	}
-	return nil
-}
-
 // serve gives the wrapper the Raft it serves (New calls it): until then
 // it holds nothing back, as nothing is replicated before the group has a
 // Raft.

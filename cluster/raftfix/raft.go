@@ -111,15 +111,17 @@ func newRaft(c *raft.Config, fsm raft.FSM, logs raft.LogStore, stable raft.Stabl
 }
 
 // ReadConfiguration is raft.GetConfiguration, returning as an error the
-// panic it raises on a log entry it cannot read, as New does. (Unlike New
-// it does not read the last entry first: a damaged last entry is
-// hashicorp/raft's error, without its cause; see readLast.)
+// panic it raises on a log entry it cannot read, and reading the last entry
+// first, as New does: a damaged log is an error with its cause.
 //
 // Upstream: as newRaft's; GetConfiguration is NewRaft without its
 // goroutines (api.go).
 // Canary: TestCanaryGetConfigurationPanicsOnAnUnreadableEntry.
 func ReadConfiguration(c *raft.Config, fsm raft.FSM, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport) (conf raft.Configuration, err error) {
 	defer recoverReadPanic(&err)
+	if err := readLast(logs); err != nil {
+		return conf, err
+	}
 	return raft.GetConfiguration(c, fsm, logs, stable, snaps, trans)
 }
 
