@@ -36,6 +36,11 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
+// commit is the revision the binary was built from: set at build time
+// with -ldflags "-X main.commit=..." (a build outside the repository), or
+// read from what go build records of the checkout.
+var commit = ""
+
 // backend is the shard layer main wires into the server and the metrics.
 type backend interface {
 	server.Shards
@@ -59,6 +64,9 @@ func run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string
 			return runRestore(args[1:], stdout, stderr, lookupEnv)
 		case "recover":
 			return runRecover(args[1:], stdout, stderr, lookupEnv)
+		case "version":
+			fmt.Fprintln(stdout, versionLine())
+			return 0
 		}
 	}
 	o, err := parseFlags(args, stderr, lookupEnv)
@@ -70,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string
 		return 2
 	}
 	if o.version {
-		fmt.Fprintln(stdout, "rlserver", version)
+		fmt.Fprintln(stdout, versionLine())
 		return 0
 	}
 	log := newLogger(o, stderr)
