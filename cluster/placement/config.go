@@ -19,7 +19,10 @@ type Config struct {
 	Members []cluster.Member
 	// Join is the bus address of a member to join the cluster through
 	// ("host:port"), for a node started with --join. Shards may then be 0:
-	// the cluster says.
+	// the cluster says. With Members too, the node is one of the cluster's
+	// initial members unless, its data directory being new, the cluster
+	// already exists without it: it then joins through Join (a StatefulSet
+	// scaled up gives every pod the same flags).
 	Join string
 	// Incarnation is the random id of the data directory
 	// (persistence.Identity): the cluster remembers each node's, and
@@ -32,6 +35,11 @@ type Config struct {
 	// than three nodes may be down before its replicas are re-created on
 	// the others.
 	ReplaceDeadAfter time.Duration
+	// AutoRebalance has the placement driver, while this node leads the
+	// catalogue, rebalance by itself whenever every node answers, nothing
+	// moves and CLUSTER REBALANCE DRYRUN would plan a step: a node that
+	// joins is given replicas, and leaderships spread, without an operator.
+	AutoRebalance bool
 }
 
 // DefaultConfig returns the defaults for the node self among members (self
@@ -69,10 +77,7 @@ func (c Config) validateMembers() error {
 	if c.Self.ID == "" {
 		return invalidSetting("Config.Self.ID", "must not be empty")
 	}
-	if c.Join != "" {
-		if len(c.Members) > 0 {
-			return invalidSetting("Config.Members", "a node that joins has no initial members")
-		}
+	if c.Join != "" && len(c.Members) == 0 {
 		return nil
 	}
 	found := false

@@ -45,7 +45,7 @@ func TestConfigValidate(t *testing.T) {
 		{"two members on one client address", func(c *Config) {
 			c.Members = append(c.Members[:3:3], cluster.Member{ID: "n4", Client: c.Members[2].Client, Bus: "127.0.0.1:16384"})
 		}, "Config.Members"},
-		{"a joining node with members", func(c *Config) { c.Join = "127.0.0.1:16390" }, "Config.Members"},
+		{"a joining node with members, not one of them", func(c *Config) { c.Join, c.Members = "127.0.0.1:16390", c.Members[1:] }, "Config.Self"},
 		{"a cluster without a bus", func(c *Config) { c.Bus = nil }, "Config.Bus"},
 		{"a cluster without an incarnation", func(c *Config) { c.Incarnation = "" }, "Config.Incarnation"},
 		{"a negative replace-dead-after", func(c *Config) { c.ReplaceDeadAfter = -time.Second }, "Config.ReplaceDeadAfter"},

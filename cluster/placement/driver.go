@@ -92,8 +92,13 @@ func (n *Node) driveOnce() {
 	}
 	steps := plan(cat, down, dead, cat.Rebalance)
 	if len(steps) == 0 {
-		if cat.Rebalance {
+		switch {
+		case cat.Rebalance:
 			n.decide("the rebalance is done", catalogueOp{Op: opRebalance, On: false})
+		case n.cfg.AutoRebalance && len(down) == 0 && len(plan(cat, down, dead, true)) > 0:
+			// Not while a node is down: a rolling restart would move
+			// leaderships, and replicas, back and forth.
+			n.decide("rebalancing by itself (--auto-rebalance)", catalogueOp{Op: opRebalance, On: true})
 		}
 		return
 	}

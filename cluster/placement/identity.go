@@ -101,6 +101,47 @@ func (n *Node) join() (*cluster.Catalogue, error) {
 	}
 }
 
+// existsWithout reports whether the cluster that this node's initial
+// members form already exists without it, so that it joins instead of
+// bootstrapping: it asks the others once, briefly, and the first that
+// holds a committed catalogue says. One that says the cluster refuses this
+// node (it was forgotten, or is known with another data directory) ends
+// the start with that refusal. When none answers, the cluster is being
+// created (every node starts at once), and the node is one of its initial
+// members.
+func (n *Node) existsWithout() (bool, error) {
+	type answer struct {
+		r   cluster.HelloReply
+		err error
+	}
+	answers := make(chan answer, len(n.cfg.Members))
+	asked := 0
+	for _, m := range n.cfg.Members {
+		if m.ID == n.cfg.Self.ID {
+			continue
+		}
+		asked++
+		go func() {
+			r, err := n.joiner.Hello(m.Bus, n.cfg.Self.ID, n.cfg.Incarnation, time.Second)
+			answers <- answer{r, err}
+		}()
+	}
+	for range asked {
+		a := <-answers
+		switch {
+		case a.err != nil || a.r.Index == 0:
+		case errors.Is(a.r.Verdict, &cluster.MembershipError{Code: cluster.MemberUnknown}):
+			n.cfg.Log.Info("the cluster exists already without this node: joining it", "through", n.cfg.Join)
+			return true, nil
+		case a.r.Verdict != nil:
+			return false, a.r.Verdict
+		default:
+			return false, nil // an initial member the cluster still waits for
+		}
+	}
+	return false, nil
+}
+
 // checkNewMember is asked by a node whose data directory is new, started
 // with --cluster, before it bootstraps: it asks the other initial members
 // until one that holds the cluster's catalogue admits it as an initial

@@ -80,7 +80,7 @@ func (n *Node) startCluster() error {
 	if err := n.startData(); err != nil {
 		return err
 	}
-	if fresh && cfg.Join == "" {
+	if fresh && len(cfg.Members) > 0 {
 		// A new cluster's node waits, serving by forwarding meanwhile,
 		// until the other initial members say it is new; it stops if they
 		// say the cluster knows it with another data directory.
@@ -121,12 +121,21 @@ func (n *Node) startCluster() error {
 func (n *Node) identify(id persistence.Identity, fresh bool) error {
 	cfg := &n.cfg
 	var err error
+	joins := cfg.Join != "" && fresh && len(cfg.Members) == 0
+	if cfg.Join != "" && fresh && len(cfg.Members) > 0 {
+		if joins, err = n.existsWithout(); err != nil {
+			return err
+		}
+	}
 	switch {
-	case cfg.Join != "" && fresh:
+	case joins:
 		cat, err := n.join()
 		if err != nil {
 			return err
 		}
+		// A member of the list it was started with, joined rather than
+		// bootstrapped: it restarts as a node that joined.
+		cfg.Members = nil
 		if cfg.Shards != 0 && cfg.Shards != cat.Shards {
 			return refused(cluster.MemberConflict, "the cluster has %d shards, not --shards %d (the shard count cannot change)", cat.Shards, cfg.Shards)
 		}
@@ -139,7 +148,7 @@ func (n *Node) identify(id persistence.Identity, fresh bool) error {
 			return err
 		}
 		cfg.Shards = id.Shards
-		if len(cfg.Members) > 0 && cfg.Join == "" {
+		if len(cfg.Members) > 0 { // one of the initial members: it has their catalogue
 			n.initial.Store(cluster.InitialCatalogue(cfg.Members, cfg.Shards))
 		}
 	default:
@@ -165,6 +174,9 @@ func (n *Node) openAndRun(id persistence.Identity, bootstrap bool, metaMembers [
 	}
 	if id.Cluster == "" || cfg.Upgraded {
 		id.Cluster, id.Shards = n.id.String(), cfg.Shards
+		if len(cfg.Members) == 0 { // it joined: no initial members of its own
+			id.Members, id.Initial = nil, nil
+		}
 		if err := cfg.Layout.WriteIdentity(id); err != nil {
 			return err
 		}

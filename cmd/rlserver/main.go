@@ -123,6 +123,9 @@ func serve(o options, log *slog.Logger) error {
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
+		if r.node != nil {
+			leaveIfBeyond(o.fleet, o.nodeID, r.node, log)
+		}
 	case err = <-r.served:
 		log.Error("listener failed", "err", err)
 	case err = <-halted:
@@ -278,7 +281,8 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 	if err != nil {
 		return placement.Config{}, err
 	}
-	self, members, err := o.members(clientAddr, have.Initial)
+	joined := have.Cluster != "" && len(have.Initial) == 0 // it joined its cluster
+	self, members, err := o.members(clientAddr, have.Initial, joined)
 	if err != nil {
 		return placement.Config{}, err
 	}
@@ -289,7 +293,7 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 		}
 	}
 	want := persistence.Identity{NodeID: self.ID, Shards: o.shards}
-	if o.join == "" {
+	if len(members) > 0 { // one of the initial members, or a single node
 		want.Members, want.Initial = cluster.MemberList(members), initialList(members)
 	}
 	opened, err := persistence.Open(o.dataDir, want)
@@ -299,6 +303,7 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 	cfg := placement.DefaultConfig(self, members)
 	cfg.Shards, cfg.Layout, cfg.Clock, cfg.BusTLS = o.shards, opened.Layout, clock, o.access.busTLS
 	cfg.Incarnation, cfg.Upgraded, cfg.ReplaceDeadAfter = opened.Identity.Incarnation, opened.Upgraded, o.replaceDead
+	cfg.AutoRebalance = o.fleet.autoRebalance
 	cfg.Log = log
 	cfg.LogStore = o.raftLogStore()
 	cfg.RequestTimeout = o.reqTimeout
@@ -328,34 +333,49 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 		}
 		return m, nil, "in-memory", nil
 	}
-	cfg, err := raftSettings(o, clientAddr, clock, log)
+	node, mode, err = startDurable(o, clientAddr, clock, scripts, log)
+	if err != nil && forgottenDataDir(err) && o.fleet.rejoinIfForgotten {
+		log.Warn("the cluster has forgotten this data directory: wiping it to join again as a new node (--rejoin-if-forgotten)", "data_dir", o.dataDir, "err", err)
+		if err = wipeDataDir(o.dataDir); err == nil {
+			node, mode, err = startDurable(o, clientAddr, clock, scripts, log)
+		}
+	}
 	if err != nil {
 		return nil, nil, "", err
 	}
+	return durable{node.DataPlane(), node}, node, mode, nil
+}
+
+// startDurable starts a durable node: a single node, or one of a cluster
+// on its bus listener.
+func startDurable(o options, clientAddr string, clock cluster.Clock, scripts *script.Runner, log *slog.Logger) (node *placement.Node, mode string, err error) {
+	cfg, err := raftSettings(o, clientAddr, clock, log)
+	if err != nil {
+		return nil, "", err
+	}
 	cfg.Scripts = scripts
-	self, members := cfg.Self, cfg.Members
+	self := cfg.Self
 	mode = "durable single node (" + o.dataDir + ")"
-	if len(members) > 1 || o.join != "" {
+	if len(cfg.Members) > 1 || o.join != "" {
 		listen := self.Bus
 		if o.busListen != "" {
 			listen = o.busListen
 		}
 		if cfg.Bus, err = net.Listen("tcp", listen); err != nil {
-			return nil, nil, "", fmt.Errorf("bus port: %w", err)
+			return nil, "", fmt.Errorf("bus port: %w", err)
 		}
 		mode = fmt.Sprintf("cluster node %s (%s), bus %s", self.ID, o.dataDir, self.Bus)
 		if listen != self.Bus {
 			mode += " listening on " + listen
 		}
 	}
-	node, err = placement.Start(cfg)
-	if err != nil {
+	if node, err = placement.Start(cfg); err != nil {
 		if cfg.Bus != nil {
 			cfg.Bus.Close()
 		}
-		return nil, nil, "", err
+		return nil, "", err
 	}
-	return durable{node.DataPlane(), node}, node, mode, nil
+	return node, mode, nil
 }
 
 // durable is a durable node's shards as the server and the metrics see

@@ -47,6 +47,7 @@ type options struct {
 	logFormat   string
 	configPath  string // the config file, "" for none
 	version     bool
+	fleet       fleet       // how the node takes part in a fleet (fleet.go)
 	sec         security    // access: users, protected mode, TLS, timeout
 	access      access      // what sec loads, once validated
 	rls         rlsSettings // Envoy's rate limit service (rls.go)
@@ -144,6 +145,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line)")
 	fs.StringVar(&o.configPath, "config", "", "read settings from this file, one \"name value\" a line (also RLSERVER_CONFIG; flags and RLSERVER_<NAME> variables take precedence)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	o.fleet.addFlags(fs)
 	o.sec.addFlags(fs)
 	o.rls.addFlags(fs)
 }
@@ -250,12 +252,10 @@ func (o options) validate() error {
 		return invalid("cluster", "--cluster needs durable state: drop --in-memory")
 	case o.inMemory && o.join != "":
 		return invalid("join", "--join needs durable state: drop --in-memory")
-	case o.join != "" && o.cluster != "":
-		return invalid("join", "--join and --cluster exclude each other: --cluster creates a cluster, --join adds this node to one")
 	case o.busListen != "" && o.cluster == "" && o.join == "":
 		return invalid("bus-listen", "--bus-listen needs --cluster or --join: a single node has no bus")
 	case o.announce != "" && o.join == "":
-		return invalid("announce", "--announce needs --join: with --cluster, the list says where each node is")
+		return invalid("announce", "--announce needs --join: with --cluster alone, the list says where each node is")
 	case o.replaceDead < 0 || (o.replaceDead > 0 && o.cluster == "" && o.join == ""):
 		return invalid("replace-dead-after", "--replace-dead-after %v: must be 0, or positive in a cluster", o.replaceDead)
 	case o.dataDir == "" && !o.inMemory:
@@ -268,6 +268,9 @@ func (o options) validate() error {
 		return invalid("metrics-port", "--metrics-port %d: is the client --port", o.metricsPort)
 	}
 	if _, err := o.memoryLimit(); err != nil {
+		return err
+	}
+	if err := o.validateFleet(); err != nil {
 		return err
 	}
 	if err := o.validateSecurity(); err != nil {
@@ -314,11 +317,12 @@ func (o options) clientPort() int {
 // members returns the cluster's initial members and this node's entry: the
 // parsed --cluster (or, once the data directory exists, the list it was
 // created with: initial), whose entry for --node-id must be where this node
-// listens; for a node that joins, itself as --announce says and no
-// initial members; or this node alone.
-func (o options) members(clientAddr string, initial []string) (self cluster.Member, all []cluster.Member, err error) {
+// listens; for a node that joins (--join alone, or a node --cluster does
+// not list, or that joined before: joined), itself as --announce says and
+// no initial members; or this node alone.
+func (o options) members(clientAddr string, initial []string, joined bool) (self cluster.Member, all []cluster.Member, err error) {
 	switch {
-	case o.join != "":
+	case o.join != "" && (o.cluster == "" || joined):
 		self, err = o.announced(clientAddr)
 		return self, nil, err
 	case o.cluster == "":
@@ -337,6 +341,11 @@ func (o options) members(clientAddr string, initial []string) (self cluster.Memb
 		if m.ID != o.nodeID {
 			continue
 		}
+		if o.announce != "" {
+			if a, err := o.announced(clientAddr); err != nil || a != m {
+				return self, nil, fmt.Errorf("--announce %s differs from %s's entry in --cluster, %s@%s (%v)", o.announce, m.ID, m.Client, m.Bus, err)
+			}
+		}
 		if _, port, _ := net.SplitHostPort(m.Client); port != strconv.Itoa(o.clientPort()) {
 			flag := "--port"
 			if !o.plainPort() {
@@ -345,6 +354,10 @@ func (o options) members(clientAddr string, initial []string) (self cluster.Memb
 			return self, nil, fmt.Errorf("%s %d differs from %s's address %s in --cluster", flag, o.clientPort(), m.ID, m.Client)
 		}
 		return m, all, nil
+	}
+	if o.join != "" { // not one of the cluster's first members: it joins
+		self, err = o.announced(clientAddr)
+		return self, nil, err
 	}
 	return self, nil, fmt.Errorf("--node-id %q is not one of the --cluster members", o.nodeID)
 }

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/cluster/placement"
+)
+
+// A fleet of nodes that a scheduler runs (a Kubernetes StatefulSet, say)
+// gives every node the same flags and starts and stops nodes by itself: a
+// node added must place itself, a node removed must leave, and a node
+// started again on a volume the cluster has forgotten must join again.
+// These settings let rlserver do each without an operator
+// (docs/kubernetes.md).
+
+// fleet is how a node takes part in a fleet.
+type fleet struct {
+	// autoRebalance has the placement driver rebalance by itself.
+	autoRebalance bool
+	// rejoinIfForgotten wipes a data directory the cluster has forgotten
+	// and joins again through --join, as a new node.
+	rejoinIfForgotten bool
+	// desiredNodesFile holds the number of nodes the fleet should have: at
+	// SIGTERM, a node whose ordinal is not below it leaves the cluster.
+	desiredNodesFile string
+	// leaveTimeout bounds how long leaving may take.
+	leaveTimeout time.Duration
+}
+
+// addFlags declares the fleet's settings on fs.
+func (f *fleet) addFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&f.autoRebalance, "auto-rebalance", false, "in a cluster, rebalance by itself whenever every node answers and CLUSTER REBALANCE DRYRUN would move something (a node that joins is given replicas without an operator)")
+	fs.BoolVar(&f.rejoinIfForgotten, "rejoin-if-forgotten", false, "with --join: a node whose data directory the cluster has forgotten (CLUSTER FORGET, or leaving) wipes it and joins again as a new node, instead of refusing to start")
+	fs.StringVar(&f.desiredNodesFile, "desired-nodes-file", "", "a file that holds the number of nodes the cluster should have: at SIGTERM, a node whose ordinal (the number its --node-id ends with) is not below it leaves the cluster before it exits")
+	fs.DurationVar(&f.leaveTimeout, "leave-timeout", 5*time.Minute, "with --desired-nodes-file: how long a node that leaves may wait for its replicas to move before it exits anyway (it is then forgotten once they have)")
+}
+
+// validateFleet checks the fleet's settings.
+func (o options) validateFleet() error {
+	f := o.fleet
+	clustered := o.cluster != "" || o.join != ""
+	switch {
+	case f.autoRebalance && !clustered:
+		return invalid("auto-rebalance", "--auto-rebalance needs --cluster or --join: a single node has nothing to rebalance")
+	case f.rejoinIfForgotten && o.join == "":
+		return invalid("rejoin-if-forgotten", "--rejoin-if-forgotten needs --join: the member to join again through")
+	case f.desiredNodesFile != "" && !clustered:
+		return invalid("desired-nodes-file", "--desired-nodes-file needs --cluster or --join: a single node has no cluster to leave")
+	case f.desiredNodesFile != "" && ordinalErr(o.nodeID) != nil:
+		return invalid("desired-nodes-file", "--desired-nodes-file: %v", ordinalErr(o.nodeID))
+	case f.leaveTimeout < time.Second || f.leaveTimeout > time.Hour:
+		return invalid("leave-timeout", "--leave-timeout %v: must be from 1s to 1h", f.leaveTimeout)
+	}
+	return nil
+}
+
+// ordinal is the number a node id ends with, as a StatefulSet names its
+// pods (rl-3: 3).
+func ordinal(id string) (int, error) {
+	digits := id[len(strings.TrimRight(id, "0123456789")):]
+	if digits == "" {
+		return 0, fmt.Errorf("--node-id %q does not end with a number (a StatefulSet's pod ordinal)", id)
+	}
+	return strconv.Atoi(digits)
+}
+
+// ordinalErr is ordinal's error.
+func ordinalErr(id string) error {
+	_, err := ordinal(id)
+	return err
+}
+
+// leaveIfBeyond has node leave its cluster when the desired number of
+// nodes (--desired-nodes-file) says this node is beyond it: a fleet scaled
+// down. Any other stop (a rolling restart, a node drained) only hands the
+// node's leaderships over, as Close does. A file that cannot be read
+// leaves the node in the cluster, and says why.
+func leaveIfBeyond(f fleet, nodeID string, node *placement.Node, log *slog.Logger) {
+	if f.desiredNodesFile == "" {
+		return
+	}
+	b, err := os.ReadFile(f.desiredNodesFile)
+	var want int
+	if err == nil {
+		want, err = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	if err != nil {
+		log.Error("--desired-nodes-file does not say how many nodes to keep: staying in the cluster", "file", f.desiredNodesFile, "err", err)
+		return
+	}
+	me, _ := ordinal(nodeID) // validated
+	if me < want {
+		return
+	}
+	log.Info("leaving the cluster: this node is beyond the desired number of nodes", "ordinal", me, "desired", want)
+	ctx, cancel := context.WithTimeout(context.Background(), f.leaveTimeout)
+	defer cancel()
+	if err := node.Leave(ctx); err != nil {
+		log.Error("leaving the cluster failed; stopping all the same", "err", err)
+	}
+}
+
+// forgottenDataDir reports whether err says the cluster has forgotten this
+// node's data directory, which can then never serve again.
+func forgottenDataDir(err error) bool { return errors.Is(err, cluster.ErrRemoved) }
+
+// wipeDataDir empties the data directory dir of a node the cluster has
+// forgotten, so that it starts as a new node.
+func wipeDataDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("wiping the forgotten data directory: %w", err)
+		}
+	}
+	return nil
+}
