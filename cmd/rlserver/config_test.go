@@ -142,6 +142,8 @@ func TestSettingErrorsNameTheSetting(t *testing.T) {
 			"--desired-nodes-file needs --cluster or --join: a single node has no cluster to leave"},
 		{"desired-nodes-file without an ordinal", []string{"--desired-nodes-file", "/etc/rl/nodes", "--node-id", "rl", "--join", "127.0.0.1:6381"}, nil, "",
 			`--desired-nodes-file: --node-id "rl" does not end with a number (a StatefulSet's pod ordinal)`},
+		{"two sources of the desired number", []string{"--desired-nodes-file", "/etc/rl/nodes", "--desired-nodes-statefulset", "rl", "--node-id", "rl-0", "--join", "127.0.0.1:6381"}, nil, "",
+			"--desired-nodes-statefulset and --desired-nodes-file exclude each other: the number comes from one place"},
 		{"leave-timeout too short", []string{"--leave-timeout", "10ms", "--join", "127.0.0.1:6381"}, nil, "",
 			"--leave-timeout 10ms: must be from 1s to 1h"},
 		{"replace-dead-after on a single node", []string{"--replace-dead-after", "10m"}, nil, "",

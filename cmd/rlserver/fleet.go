@@ -33,6 +33,9 @@ type fleet struct {
 	// desiredNodesFile holds the number of nodes the fleet should have: at
 	// SIGTERM, a node whose ordinal is not below it leaves the cluster.
 	desiredNodesFile string
+	// desiredNodesStatefulSet names the StatefulSet whose .spec.replicas
+	// is that number, read from the Kubernetes API (statefulset.go).
+	desiredNodesStatefulSet string
 	// leaveTimeout bounds how long leaving may take.
 	leaveTimeout time.Duration
 }
@@ -42,6 +45,7 @@ func (f *fleet) addFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&f.autoRebalance, "auto-rebalance", false, "in a cluster, rebalance by itself whenever every node answers and CLUSTER REBALANCE DRYRUN would move something (a node that joins is given replicas without an operator)")
 	fs.BoolVar(&f.rejoinIfForgotten, "rejoin-if-forgotten", false, "with --join: a node whose data directory the cluster has forgotten (CLUSTER FORGET, or leaving) wipes it and joins again as a new node, instead of refusing to start")
 	fs.StringVar(&f.desiredNodesFile, "desired-nodes-file", "", "a file that holds the number of nodes the cluster should have: at SIGTERM, a node whose ordinal (the number its --node-id ends with) is not below it leaves the cluster before it exits")
+	fs.StringVar(&f.desiredNodesStatefulSet, "desired-nodes-statefulset", "", "in Kubernetes: the StatefulSet whose .spec.replicas is the number of nodes the cluster should have, read as --desired-nodes-file's at SIGTERM through the API server with the pod's service account (which may get that StatefulSet)")
 	fs.DurationVar(&f.leaveTimeout, "leave-timeout", 5*time.Minute, "with --desired-nodes-file: how long a node that leaves may wait for its replicas to move before it exits anyway (it is then forgotten once they have)")
 }
 
@@ -54,14 +58,40 @@ func (o options) validateFleet() error {
 		return invalid("auto-rebalance", "--auto-rebalance needs --cluster or --join: a single node has nothing to rebalance")
 	case f.rejoinIfForgotten && o.join == "":
 		return invalid("rejoin-if-forgotten", "--rejoin-if-forgotten needs --join: the member to join again through")
-	case f.desiredNodesFile != "" && !clustered:
-		return invalid("desired-nodes-file", "--desired-nodes-file needs --cluster or --join: a single node has no cluster to leave")
-	case f.desiredNodesFile != "" && ordinalErr(o.nodeID) != nil:
-		return invalid("desired-nodes-file", "--desired-nodes-file: %v", ordinalErr(o.nodeID))
+	case f.desiredNodesFile != "" && f.desiredNodesStatefulSet != "":
+		return invalid("desired-nodes-statefulset", "--desired-nodes-statefulset and --desired-nodes-file exclude each other: the number comes from one place")
+	case f.desires() && !clustered:
+		return invalid(f.desiresFlag(), "--%s needs --cluster or --join: a single node has no cluster to leave", f.desiresFlag())
+	case f.desires() && ordinalErr(o.nodeID) != nil:
+		return invalid(f.desiresFlag(), "--%s: %v", f.desiresFlag(), ordinalErr(o.nodeID))
 	case f.leaveTimeout < time.Second || f.leaveTimeout > time.Hour:
 		return invalid("leave-timeout", "--leave-timeout %v: must be from 1s to 1h", f.leaveTimeout)
 	}
 	return nil
+}
+
+// desires reports whether the node is told how many nodes to keep.
+func (f fleet) desires() bool { return f.desiredNodesFile != "" || f.desiredNodesStatefulSet != "" }
+
+// desiresFlag names the flag that tells it.
+func (f fleet) desiresFlag() string {
+	if f.desiredNodesStatefulSet != "" {
+		return "desired-nodes-statefulset"
+	}
+	return "desired-nodes-file"
+}
+
+// desiredNodes reads how many nodes the cluster should have, from the file
+// or the StatefulSet.
+func (f fleet) desiredNodes(ctx context.Context) (int, error) {
+	if f.desiredNodesStatefulSet != "" {
+		return statefulSetReplicas(ctx, f.desiredNodesStatefulSet, "", os.LookupEnv)
+	}
+	b, err := os.ReadFile(f.desiredNodesFile)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
 // ordinal is the number a node id ends with, as a StatefulSet names its
@@ -81,21 +111,20 @@ func ordinalErr(id string) error {
 }
 
 // leaveIfBeyond has node leave its cluster when the desired number of
-// nodes (--desired-nodes-file) says this node is beyond it: a fleet scaled
-// down. Any other stop (a rolling restart, a node drained) only hands the
-// node's leaderships over, as Close does. A file that cannot be read
-// leaves the node in the cluster, and says why.
+// nodes (--desired-nodes-file or --desired-nodes-statefulset) says this
+// node is beyond it: a fleet scaled down. Any other stop (a rolling
+// restart, a node drained) only hands the node's leaderships over, as
+// Close does. A number that cannot be read leaves the node in the cluster,
+// and says why.
 func leaveIfBeyond(f fleet, nodeID string, node *placement.Node, log *slog.Logger) {
-	if f.desiredNodesFile == "" {
+	if !f.desires() {
 		return
 	}
-	b, err := os.ReadFile(f.desiredNodesFile)
-	var want int
-	if err == nil {
-		want, err = strconv.Atoi(strings.TrimSpace(string(b)))
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.leaveTimeout)
+	defer cancel()
+	want, err := f.desiredNodes(ctx)
 	if err != nil {
-		log.Error("--desired-nodes-file does not say how many nodes to keep: staying in the cluster", "file", f.desiredNodesFile, "err", err)
+		log.Error("the desired number of nodes could not be read: staying in the cluster", "from", "--"+f.desiresFlag(), "err", err)
 		return
 	}
 	me, _ := ordinal(nodeID) // validated
@@ -103,8 +132,6 @@ func leaveIfBeyond(f fleet, nodeID string, node *placement.Node, log *slog.Logge
 		return
 	}
 	log.Info("leaving the cluster: this node is beyond the desired number of nodes", "ordinal", me, "desired", want)
-	ctx, cancel := context.WithTimeout(context.Background(), f.leaveTimeout)
-	defer cancel()
 	if err := node.Leave(ctx); err != nil {
 		log.Error("leaving the cluster failed; stopping all the same", "err", err)
 	}
