@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/rlserver/rlserver/internal/resp"
+
 // Shard is the state of one shard: its keyspace and its clock. A Shard is not
 // safe for concurrent use; it belongs to one goroutine (the shard's runner or
 // its Raft FSM), which is what makes every command on it atomic.
@@ -26,9 +28,8 @@ type Shard struct {
 	// parts and pairs are scratch for unpacking a script's strings and
 	// HSET's pairs; a script's commands may use pairs while it runs.
 	parts, pairs [][]byte
-	call         ScriptCall // the script running
-	scriptReply  []byte     // scratch for a script's reply, copied into its Result
-	respScratch  []byte     // and for a reply of several values (see respText)
+	call         ScriptCall   // the script running
+	scriptReply  []resp.Value // scratch for a script's reply, copied into its Result
 }
 
 // Stats are a shard's counters, for INFO and metrics.

@@ -31,7 +31,7 @@ func BenchmarkSeedScript(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		s.Apply(1_700_000_000_000+int64(i), cmds[i%1000:i%1000+1], out)
-		if out[0].Type != engine.ResRESP {
+		if out[0].Type != engine.ResValues {
 			b.Fatalf("%+v", out[0])
 		}
 	}
@@ -60,7 +60,7 @@ func BenchmarkRedisRate(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		s.Apply(1_700_000_000_000+int64(i), cmds[i%1000:i%1000+1], out)
-		if out[0].Type != engine.ResRESP {
+		if out[0].Type != engine.ResValues {
 			b.Fatalf("%+v", out[0])
 		}
 	}

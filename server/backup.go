@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // backupSource is what RL.BACKUP needs of the shards (cluster.RaftShards and
@@ -48,15 +48,13 @@ func (c *client) backup(args [][]byte, out []byte) []byte {
 	}
 	defer b.Frame.Close()
 	head := len(out)
-	out = appendArray(out, 7)
+	out = resp.AppendArray(out, 7)
 	for _, v := range []int64{int64(b.Shard), int64(b.Index), int64(b.Term), b.Time, time.Now().UnixMilli(), b.Size} {
-		out = appendInt(out, v)
+		out = resp.AppendInt(out, v)
 	}
-	out = appendHeader(out, '$', int(b.Size))
-	start := len(out)
-	out = slices.Grow(out, int(b.Size)+2)[:start+int(b.Size)]
-	if _, err := io.ReadFull(b.Frame, out[start:]); err != nil {
+	out, frame := resp.AppendBulkSpace(out, int(b.Size))
+	if _, err := io.ReadFull(b.Frame, frame); err != nil {
 		return appendError(out[:head], fmt.Errorf("ERR backup of shard %d: reading the snapshot: %w", shard, err))
 	}
-	return append(out, '\r', '\n')
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // batch collects the commands of a pipeline segment: the engine commands go
@@ -235,7 +236,7 @@ func (b *batch) encodeEngine(out []byte, p pending, resp3 bool) []byte {
 		}
 		sum += res.Int
 	}
-	return appendInt(out, sum)
+	return resp.AppendInt(out, sum)
 }
 
 // encodeAll encodes RL.ALL: an array of the overall decision and the
@@ -249,7 +250,7 @@ func (b *batch) encodeAll(out []byte, p pending, resp3 bool) []byte {
 	if head.Type != engine.ResDecision {
 		return appendResult(out, head, resp3)
 	}
-	out = appendArray(out, int(p.n))
+	out = resp.AppendArray(out, int(p.n))
 	for i := p.first; i < p.first+p.n; i++ {
 		out = appendResult(out, &r.Results[b.posOf[i]], resp3)
 	}
@@ -264,9 +265,9 @@ func (b *batch) encodeSetNX(out []byte, p pending) []byte {
 	}
 	switch res := &r.Results[b.posOf[p.first]]; res.Type {
 	case engine.ResOK:
-		return appendInt(out, 1)
+		return resp.AppendInt(out, 1)
 	case engine.ResNil:
-		return appendInt(out, 0)
+		return resp.AppendInt(out, 0)
 	default:
 		return appendResult(out, res, false)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // validName reports whether a client name is acceptable: printable ASCII
@@ -31,43 +32,43 @@ func (c *client) clientCommand(spec *commands.Spec, args [][]byte, out []byte) [
 			return appendError(out, errBadName)
 		}
 		c.setName(string(args[2]))
-		return appendOK(out)
+		return resp.AppendOK(out)
 	case "client|getname":
 		if name, _, _ := c.names(); name != "" {
-			return appendBulkString(out, name)
+			return resp.AppendBulkString(out, name)
 		}
-		return appendNull(out, c.resp3.Load())
+		return resp.AppendNull(out, c.resp3.Load())
 	case "client|setinfo":
 		return c.setInfo(args, out)
 	case "client|id":
-		return appendInt(out, c.id)
+		return resp.AppendInt(out, c.id)
 	case "client|info":
-		return appendBulkString(out, c.describe(time.Now()))
+		return resp.AppendBulkString(out, c.describe(time.Now()))
 	case "client|list":
 		return c.list(args, out)
 	case "client|tracking":
 		if err := c.trackingCommand(args); err != nil {
 			return appendError(out, err)
 		}
-		return appendOK(out)
+		return resp.AppendOK(out)
 	case "client|caching":
 		if err := c.cachingCommand(args[2]); err != nil {
 			return appendError(out, err)
 		}
-		return appendOK(out)
+		return resp.AppendOK(out)
 	case "client|getredir":
 		// Tracking never redirects here: 0 while it is on, -1 while off.
 		if c.tracker != nil {
-			return appendInt(out, 0)
+			return resp.AppendInt(out, 0)
 		}
-		return appendInt(out, -1)
+		return resp.AppendInt(out, -1)
 	case "client|trackinginfo":
 		return c.trackingInfo(out)
 	case "client|no-evict", "client|no-touch":
 		if !commands.EqualFold(args[2], "on") && !commands.EqualFold(args[2], "off") {
 			return appendError(out, commands.ErrSyntax)
 		}
-		return appendOK(out)
+		return resp.AppendOK(out)
 	case "client|help":
 		return appendHelp(out, spec)
 	}
@@ -92,7 +93,7 @@ func (c *client) setInfo(args [][]byte, out []byte) []byte {
 	c.mu.Lock()
 	*field = string(args[3])
 	c.mu.Unlock()
-	return appendOK(out)
+	return resp.AppendOK(out)
 }
 
 // list is CLIENT LIST [TYPE normal|master|replica|pubsub].
@@ -114,7 +115,7 @@ func (c *client) list(args [][]byte, out []byte) []byte {
 		now := time.Now()
 		c.srv.eachClient(func(other *client) { b.WriteString(other.describe(now)) })
 	}
-	return appendBulk(out, b.Bytes())
+	return resp.AppendBulk(out, b.Bytes())
 }
 
 // describe is the connection's CLIENT LIST line.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // As a cluster node the server shows shard leaders as masters and their
@@ -28,7 +29,7 @@ func (c *client) clusterCommand(spec *commands.Spec, args [][]byte, out []byte) 
 		return appendError(out, err)
 	}
 	if sub.Name == "cluster|keyslot" {
-		return appendInt(out, int64(cluster.Slot(args[2])))
+		return resp.AppendInt(out, int64(cluster.Slot(args[2])))
 	}
 	if sub.Name == "cluster|help" {
 		return appendHelp(out, spec)
@@ -47,11 +48,11 @@ func (c *client) clusterCommand(spec *commands.Spec, args [][]byte, out []byte) 
 		return appendClusterShards(out, cl.Topology(), resp3)
 	case "cluster|nodes":
 		c.clusterAware = true
-		return appendBulkString(out, clusterNodes(cl))
+		return resp.AppendBulkString(out, clusterNodes(cl))
 	case "cluster|info":
-		return appendBulkString(out, c.srv.clusterInfo())
+		return resp.AppendBulkString(out, c.srv.clusterInfo())
 	case "cluster|myid":
-		return appendBulkString(out, cl.Self().RedisID())
+		return resp.AppendBulkString(out, cl.Self().RedisID())
 	}
 	if changesTheCluster(sub.Name) {
 		return c.clusterChange(cl, sub.Name, args, out)
@@ -92,7 +93,7 @@ func (c *client) clusterChange(cl Cluster, name string, args [][]byte, out []byt
 		if err := ch.MoveShard(ctx, shard, string(args[3]), string(args[4])); err != nil {
 			return appendError(out, err)
 		}
-		return appendOK(out)
+		return resp.AppendOK(out)
 	case "cluster|rebalance":
 		dry := false
 		switch {
@@ -105,7 +106,7 @@ func (c *client) clusterChange(cl Cluster, name string, args [][]byte, out []byt
 		if err != nil {
 			return appendError(out, err)
 		}
-		return appendBulkStrings(out, steps)
+		return resp.AppendBulkStrings(out, steps)
 	}
 	force := false
 	switch {
@@ -117,7 +118,7 @@ func (c *client) clusterChange(cl Cluster, name string, args [][]byte, out []byt
 	if err := ch.Forget(ctx, string(args[2]), force); err != nil {
 		return appendError(out, err)
 	}
-	return appendOK(out)
+	return resp.AppendOK(out)
 }
 
 // checkRoute applies the cluster's rules to a keyed command: its keys must
@@ -160,18 +161,18 @@ func hostPort(addr string) (string, int64) {
 // appendClusterSlots is CLUSTER SLOTS: for each shard, its slot range, its
 // leader and its followers, each [ip, port, id, metadata].
 func appendClusterSlots(out []byte, views []cluster.ShardView, resp3 bool) []byte {
-	out = appendArray(out, len(views))
+	out = resp.AppendArray(out, len(views))
 	for _, v := range views {
-		out = appendArray(out, 2+len(v.Replicas))
-		out = appendInt(out, int64(v.First))
-		out = appendInt(out, int64(v.Last))
+		out = resp.AppendArray(out, 2+len(v.Replicas))
+		out = resp.AppendInt(out, int64(v.First))
+		out = resp.AppendInt(out, int64(v.Last))
 		for _, m := range v.Replicas {
 			host, port := hostPort(m.Client)
-			out = appendArray(out, 4)
-			out = appendBulkString(out, host)
-			out = appendInt(out, port)
-			out = appendBulkString(out, m.RedisID())
-			out = appendMap(out, 0, resp3)
+			out = resp.AppendArray(out, 4)
+			out = resp.AppendBulkString(out, host)
+			out = resp.AppendInt(out, port)
+			out = resp.AppendBulkString(out, m.RedisID())
+			out = resp.AppendMap(out, 0, resp3)
 		}
 	}
 	return out
@@ -180,15 +181,15 @@ func appendClusterSlots(out []byte, views []cluster.ShardView, resp3 bool) []byt
 // appendClusterShards is CLUSTER SHARDS: for each shard, its slots and its
 // nodes with their roles.
 func appendClusterShards(out []byte, views []cluster.ShardView, resp3 bool) []byte {
-	out = appendArray(out, len(views))
+	out = resp.AppendArray(out, len(views))
 	for _, v := range views {
-		out = appendMap(out, 2, resp3)
-		out = appendBulkString(out, "slots")
-		out = appendArray(out, 2)
-		out = appendInt(out, int64(v.First))
-		out = appendInt(out, int64(v.Last))
-		out = appendBulkString(out, "nodes")
-		out = appendArray(out, len(v.Replicas))
+		out = resp.AppendMap(out, 2, resp3)
+		out = resp.AppendBulkString(out, "slots")
+		out = resp.AppendArray(out, 2)
+		out = resp.AppendInt(out, int64(v.First))
+		out = resp.AppendInt(out, int64(v.Last))
+		out = resp.AppendBulkString(out, "nodes")
+		out = resp.AppendArray(out, len(v.Replicas))
 		for i, m := range v.Replicas {
 			host, port := hostPort(m.Client)
 			role, health, offset := "replica", "online", int64(0)
@@ -201,15 +202,15 @@ func appendClusterShards(out []byte, views []cluster.ShardView, resp3 bool) []by
 			if i < len(v.Health) { // the replica as the health poll last saw it
 				health, offset = v.Health[i].Health, int64(v.Health[i].Applied)
 			}
-			out = appendMap(out, 7, resp3)
+			out = resp.AppendMap(out, 7, resp3)
 			for _, kv := range [][2]string{{"id", m.RedisID()}, {"ip", host}, {"endpoint", host}, {"role", role}, {"health", health}} {
-				out = appendBulkString(out, kv[0])
-				out = appendBulkString(out, kv[1])
+				out = resp.AppendBulkString(out, kv[0])
+				out = resp.AppendBulkString(out, kv[1])
 			}
-			out = appendBulkString(out, "port")
-			out = appendInt(out, port)
-			out = appendBulkString(out, "replication-offset")
-			out = appendInt(out, offset)
+			out = resp.AppendBulkString(out, "port")
+			out = resp.AppendInt(out, port)
+			out = resp.AppendBulkString(out, "replication-offset")
+			out = resp.AppendInt(out, offset)
 		}
 	}
 	return out

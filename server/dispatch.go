@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // exec runs or queues one command, appending to out any replies that are due
@@ -125,17 +126,17 @@ func (c *client) serverCommand(spec *commands.Spec, args [][]byte, out []byte) [
 			return appendError(out, commands.WrongArity("ping"))
 		}
 		if len(args) == 2 {
-			return appendBulk(out, args[1])
+			return resp.AppendBulk(out, args[1])
 		}
-		return appendSimple(out, "PONG")
+		return resp.AppendSimple(out, "PONG")
 	case commands.IDEcho:
-		return appendBulk(out, args[1])
+		return resp.AppendBulk(out, args[1])
 	case commands.IDQuit:
 		c.quit = true
-		return appendOK(out)
+		return resp.AppendOK(out)
 	case commands.IDResetConn:
 		c.resetState()
-		return appendSimple(out, "RESET")
+		return resp.AppendSimple(out, "RESET")
 	case commands.IDHello:
 		return c.hello(args, out)
 	case commands.IDAuth:
@@ -155,7 +156,7 @@ func (c *client) serverCommand(spec *commands.Spec, args [][]byte, out []byte) [
 	case commands.IDReadOnly, commands.IDReadWrite:
 		// Only cluster clients send these: they follow MOVED.
 		c.clusterAware = c.srv.cfg.Cluster != nil
-		return appendOK(out)
+		return resp.AppendOK(out)
 	case commands.IDCluster:
 		return c.clusterCommand(spec, args, out)
 	case commands.IDMulti:
@@ -209,9 +210,9 @@ func appendHelp(out []byte, spec *commands.Spec) []byte {
 	for _, sub := range spec.Sub {
 		lines = append(lines, strings.ToUpper(sub.Name[len(spec.Name)+1:]), "    "+sub.Summary)
 	}
-	out = appendArray(out, len(lines))
+	out = resp.AppendArray(out, len(lines))
 	for _, l := range lines {
-		out = appendSimple(out, l)
+		out = resp.AppendSimple(out, l)
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // infoSections are INFO's sections in Redis's order; "default" and "all"
@@ -37,7 +38,7 @@ func (c *client) info(args [][]byte, out []byte) []byte {
 		fmt.Fprintf(&b, "# %s\r\n", strings.ToUpper(section[:1])+section[1:])
 		c.srv.writeInfo(&b, section, &totals)
 	}
-	return appendBulkString(out, b.String())
+	return resp.AppendBulkString(out, b.String())
 }
 
 // writeInfo writes one INFO section's "name:value" lines; t is the shards'
@@ -162,9 +163,9 @@ func (s *Server) writeInfo(b *strings.Builder, section string, t *engine.Stats) 
 // time is TIME: the clock decisions use, as [seconds, microseconds].
 func (c *client) time(out []byte) []byte {
 	ms := c.srv.cfg.Clock.Now()
-	out = appendArray(out, 2)
-	out = appendBulkInt(out, ms/1000)
-	return appendBulkInt(out, ms%1000*1000)
+	out = resp.AppendArray(out, 2)
+	out = resp.AppendBulkInt(out, ms/1000)
+	return resp.AppendBulkInt(out, ms%1000*1000)
 }
 
 // configParams are the parameters CONFIG GET knows, with their values.
@@ -206,10 +207,10 @@ func (c *client) config(spec *commands.Spec, args [][]byte, out []byte) []byte {
 			}
 		}
 		resp3 := c.resp3.Load()
-		out = appendMap(out, len(pairs), resp3)
+		out = resp.AppendMap(out, len(pairs), resp3)
 		for _, p := range pairs {
-			out = appendBulkString(out, p[0])
-			out = appendBulkString(out, p[1])
+			out = resp.AppendBulkString(out, p[0])
+			out = resp.AppendBulkString(out, p[1])
 		}
 		return out
 	case "config|set":
@@ -221,14 +222,14 @@ func (c *client) config(spec *commands.Spec, args [][]byte, out []byte) []byte {
 			if err := c.setMemoryLimit(param, string(args[3])); err != nil {
 				return appendError(out, err)
 			}
-			return appendOK(out)
+			return resp.AppendOK(out)
 		}
 		return appendError(out, fmt.Errorf("ERR Unsupported CONFIG parameter: %s (rlserver is configured at start-up, except maxmemory and maxmemory-policy)", args[2]))
 	case "config|resetstat":
 		c.srv.stats.commands.Store(0)
 		c.srv.stats.connections.Store(0)
 		c.srv.stats.rejected.Store(0)
-		return appendOK(out)
+		return resp.AppendOK(out)
 	}
 	return appendHelp(out, spec)
 }

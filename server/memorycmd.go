@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // memoryCommand is MEMORY USAGE, STATS, PURGE and HELP.
@@ -36,15 +37,15 @@ func (c *client) memoryCommand(spec *commands.Spec, args [][]byte, out []byte) [
 			{"go.heap-objects", int64(m.HeapObjects)},
 			{"go.gc-cycles", int64(m.NumGC)},
 		}
-		out = appendMap(out, len(stats), c.resp3.Load())
+		out = resp.AppendMap(out, len(stats), c.resp3.Load())
 		for _, s := range stats {
-			out = appendBulkString(out, s.name)
-			out = appendInt(out, s.v)
+			out = resp.AppendBulkString(out, s.name)
+			out = resp.AppendInt(out, s.v)
 		}
 		return out
 	case "memory|purge":
 		debug.FreeOSMemory() // a full collection, then free pages go back to the system
-		return appendOK(out)
+		return resp.AppendOK(out)
 	}
 	return appendHelp(out, spec)
 }

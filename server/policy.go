@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // Policies live in every shard, since RL.CHECK runs on the shard of its key.
@@ -31,7 +32,7 @@ func (c *client) policyCommand(spec *commands.Spec, args [][]byte, out []byte) [
 		if _, err := c.everyShard(set); err != nil {
 			return appendError(out, err)
 		}
-		return appendOK(out)
+		return resp.AppendOK(out)
 	case "rl.policy|del":
 		if err := commands.ParsePolicyName(args[2]); err != nil {
 			return appendError(out, err)
@@ -44,7 +45,7 @@ func (c *client) policyCommand(spec *commands.Spec, args [][]byte, out []byte) [
 		for _, r := range results {
 			existed = max(existed, r.Int)
 		}
-		return appendInt(out, existed)
+		return resp.AppendInt(out, existed)
 	case "rl.policy|get":
 		if err := commands.ParsePolicyName(args[2]); err != nil {
 			return appendError(out, err)

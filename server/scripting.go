@@ -2,11 +2,10 @@ package server
 
 import (
 	"errors"
-	"strconv"
-	"strings"
 
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // SCRIPT. The script cache is kept in every shard (engine/scriptcache.go),
@@ -36,7 +35,7 @@ func (c *client) scriptCommand(spec *commands.Spec, args [][]byte, out []byte) [
 				return appendError(out, results[i].Err)
 			}
 		}
-		return appendBulkString(out, results[0].Text)
+		return resp.AppendBulkString(out, results[0].Text)
 	case "script|exists":
 		names := make([][]byte, len(args)-2)
 		for i, a := range args[2:] {
@@ -55,21 +54,21 @@ func (c *client) scriptCommand(spec *commands.Spec, args [][]byte, out []byte) [
 			held[i] = true
 		}
 		for _, r := range results {
-			if r.Type != engine.ResRESP {
+			if r.Type != engine.ResValues {
 				return appendResult(out, &r, false)
 			}
-			for i, n := range respInts(r.Text) {
+			for i, v := range r.Values[1:] { // an array of 1 and 0
 				if i < len(held) {
-					held[i] = held[i] && n == 1
+					held[i] = held[i] && v.Int == 1
 				}
 			}
 		}
-		out = appendArray(out, len(held))
+		out = resp.AppendArray(out, len(held))
 		for _, h := range held {
 			if h {
-				out = appendInt(out, 1)
+				out = resp.AppendInt(out, 1)
 			} else {
-				out = appendInt(out, 0)
+				out = resp.AppendInt(out, 0)
 			}
 		}
 		return out
@@ -80,23 +79,11 @@ func (c *client) scriptCommand(spec *commands.Spec, args [][]byte, out []byte) [
 		if _, err := c.everyShard(engine.Command{Op: engine.OpScriptFlush}); err != nil {
 			return appendError(out, err)
 		}
-		return appendOK(out)
+		return resp.AppendOK(out)
 	case "script|kill":
 		// A script is bounded by the instructions it may run, so none runs
 		// long enough to need killing (docs/scripting.md).
 		return appendError(out, errNotBusy)
 	}
 	return appendHelp(out, spec)
-}
-
-// respInts reads a RESP3 array of integers, as SCRIPT EXISTS's shards
-// answer.
-func respInts(s string) []int64 {
-	var out []int64
-	for _, line := range strings.Split(s, "\r\n")[1:] {
-		if n, err := strconv.ParseInt(strings.TrimPrefix(line, ":"), 10, 64); err == nil && strings.HasPrefix(line, ":") {
-			out = append(out, n)
-		}
-	}
-	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // Shards is what the server needs from the layer that owns shard state.
@@ -192,6 +193,9 @@ func (s *Server) Close() error {
 	return err
 }
 
+// maxClientsReply refuses a connection past MaxClients, in Redis's words.
+var maxClientsReply = string(resp.AppendError(nil, "ERR", "max number of clients reached"))
+
 // admit registers a connection accepted on sock (over TLS with config, when
 // set), or refuses it when the server is full or closing. A plain
 // connection goes to an event loop when the server has them, which starts
@@ -205,7 +209,7 @@ func (s *Server) admit(sock net.Conn, config *tls.Config) (c *client, onLoop boo
 	}
 	if len(s.clients) >= s.cfg.MaxClients {
 		s.stats.rejected.Add(1)
-		refuse(wrap(sock, config, s.cfg.Limits), "-ERR max number of clients reached\r\n")
+		refuse(wrap(sock, config, s.cfg.Limits), maxClientsReply)
 		return nil, false
 	}
 	under := sock

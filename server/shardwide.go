@@ -9,6 +9,7 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // covers reports whether DBSIZE, SCAN and FLUSHALL on this connection cover
@@ -38,7 +39,7 @@ func (c *client) dbsize(out []byte) []byte {
 		}
 		n += r.Int
 	}
-	return appendInt(out, n)
+	return resp.AppendInt(out, n)
 }
 
 // flushAll is FLUSHALL and FLUSHDB: every limiter back to its full budget.
@@ -49,7 +50,7 @@ func (c *client) flushAll(args [][]byte, out []byte) []byte {
 	if _, err := c.everyShard(engine.Command{Op: engine.OpFlush}, c.covers); err != nil {
 		return appendError(out, err)
 	}
-	return appendOK(out)
+	return resp.AppendOK(out)
 }
 
 // scanShardBits is how many low bits of a SCAN cursor name the shard; the
@@ -99,9 +100,9 @@ func (c *client) scan(args [][]byte, out []byte) []byte {
 			keys = append(keys, k)
 		}
 	}
-	out = appendArray(out, 2)
-	out = appendBulkString(out, fmt.Sprint(next))
-	return appendBulkStrings(out, keys)
+	out = resp.AppendArray(out, 2)
+	out = resp.AppendBulkString(out, fmt.Sprint(next))
+	return resp.AppendBulkStrings(out, keys)
 }
 
 var errDebugDisabled = errors.New("ERR DEBUG command not allowed. Start rlserver with --enable-debug-command to enable it.")
@@ -125,7 +126,7 @@ func (c *client) debugCommand(spec *commands.Spec, args [][]byte, out []byte) []
 		if err != nil {
 			return appendError(out, err)
 		}
-		return appendBulkStrings(out, digests)
+		return resp.AppendBulkStrings(out, digests)
 	}
 	return appendHelp(out, spec)
 }
@@ -144,7 +145,7 @@ func (c *client) digest(out []byte) []byte {
 	for shard, d := range digests {
 		fmt.Fprintf(h, "%d:%s;", shard, d)
 	}
-	return appendBulkString(out, hex.EncodeToString(h.Sum(nil)))
+	return resp.AppendBulkString(out, hex.EncodeToString(h.Sum(nil)))
 }
 
 // shardDigests is each shard's digest, as DEBUG DIGEST reads them (DEBUG
@@ -171,7 +172,7 @@ func (c *client) debugClock(args [][]byte, out []byte) []byte {
 	action := args[2]
 	switch {
 	case commands.EqualFold(action, "get") && len(args) == 3:
-		return appendInt(out, clock.Now())
+		return resp.AppendInt(out, clock.Now())
 	case commands.EqualFold(action, "real") && len(args) == 3:
 		clock.Real()
 	case (commands.EqualFold(action, "set") || commands.EqualFold(action, "advance")) && len(args) == 4:
@@ -199,5 +200,5 @@ func (c *client) debugClock(args [][]byte, out []byte) []byte {
 	if _, err := c.everyShard(engine.Command{Op: engine.OpSetClock, Args: [4]int64{now}}); err != nil {
 		return appendError(out, err)
 	}
-	return appendInt(out, now)
+	return resp.AppendInt(out, now)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // TopKeys returns the n heaviest keys of the last minute over every shard,
@@ -45,12 +46,12 @@ func (c *client) top(args [][]byte, out []byte) []byte {
 	if err != nil {
 		return appendError(out, err)
 	}
-	out = appendArray(out, len(keys))
+	out = resp.AppendArray(out, len(keys))
 	for _, k := range keys {
-		out = appendArray(out, 3)
-		out = appendBulkString(out, k.Key)
-		out = appendInt(out, k.Count)
-		out = appendInt(out, k.Error)
+		out = resp.AppendArray(out, 3)
+		out = resp.AppendBulkString(out, k.Key)
+		out = resp.AppendInt(out, k.Count)
+		out = resp.AppendInt(out, k.Error)
 	}
 	return out
 }

@@ -3,12 +3,12 @@ package server
 import (
 	"errors"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // Client-side caching, as Redis 6+ offers it (CLIENT TRACKING): a RESP3
@@ -68,9 +68,15 @@ var (
 // Redis's invalidate push (tracking.c, sendTrackingMessage): one key, or a
 // null for every key.
 var (
-	nullInvalidation   = []byte(">2\r\n$10\r\ninvalidate\r\n_\r\n")
-	invalidationHeader = ">2\r\n$10\r\ninvalidate\r\n*1\r\n$"
+	nullInvalidation   = resp.AppendNull(appendInvalidate(nil), true)
+	invalidationHeader = resp.AppendArray(appendInvalidate(nil), 1)
 )
+
+// appendInvalidate appends the head of an invalidate push, which its keys
+// follow.
+func appendInvalidate(b []byte) []byte {
+	return resp.AppendBulkString(resp.AppendPush(b, 2), "invalidate")
+}
 
 const (
 	// maxPendingPushes bounds the invalidations waiting for one connection;
@@ -84,11 +90,7 @@ const (
 
 // appendInvalidation appends the push that invalidates key.
 func appendInvalidation(b, key []byte) []byte {
-	b = append(b, invalidationHeader...)
-	b = strconv.AppendInt(b, int64(len(key)), 10)
-	b = append(b, '\r', '\n')
-	b = append(b, key...)
-	return append(b, '\r', '\n')
+	return resp.AppendBulk(append(b, invalidationHeader...), key)
 }
 
 // tracker is one connection's tracking state.
@@ -367,14 +369,14 @@ func (c *client) trackingInfo(out []byte) []byte {
 			flags = append(flags, "noloop")
 		}
 	}
-	out = appendMap(out, 3, resp3)
-	out = appendBulkString(out, "flags")
-	out = appendSet(out, len(flags), resp3)
+	out = resp.AppendMap(out, 3, resp3)
+	out = resp.AppendBulkString(out, "flags")
+	out = resp.AppendSet(out, len(flags), resp3)
 	for _, f := range flags {
-		out = appendBulkString(out, f)
+		out = resp.AppendBulkString(out, f)
 	}
-	out = appendBulkString(out, "redirect")
-	out = appendInt(out, redirect)
-	out = appendBulkString(out, "prefixes")
-	return appendArray(out, 0)
+	out = resp.AppendBulkString(out, "redirect")
+	out = resp.AppendInt(out, redirect)
+	out = resp.AppendBulkString(out, "prefixes")
+	return resp.AppendArray(out, 0)
 }
