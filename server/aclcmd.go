@@ -26,7 +26,7 @@ func errACLReadOnly(sub string) error {
 var errGenpassBits = errors.New("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096")
 
 // aclCommand is ACL and its subcommands.
-func (c *client) aclCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+func (c *conn) aclCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
 	sub, err := c.subcommand(spec, args)
 	if err != nil {
 		return appendError(out, err)
@@ -84,7 +84,7 @@ func appendUser(out []byte, d acl.Description, resp3 bool) []byte {
 
 // aclCat is ACL CAT [category]: the categories, or the commands and
 // subcommands ("config|get") in one.
-func (c *client) aclCat(args [][]byte, out []byte) []byte {
+func (c *conn) aclCat(args [][]byte, out []byte) []byte {
 	if len(args) == 2 {
 		cats := commands.ACLCategories()
 		return resp.AppendBulkStrings(out, cats)

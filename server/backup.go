@@ -22,7 +22,7 @@ type backupSource interface {
 // frame], the frame a bulk string of the shard's state as a snapshot frame.
 // Another node's shard is answered with MOVED to its leader (the first slot
 // of the shard's range), or TRYAGAIN while it has none.
-func (c *client) backup(args [][]byte, out []byte) []byte {
+func (c *conn) backup(args [][]byte, out []byte) []byte {
 	shard, err := commands.ParseBackup(args)
 	if err != nil {
 		return appendError(out, err)

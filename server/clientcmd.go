@@ -21,7 +21,7 @@ func validName(name []byte) bool {
 }
 
 // clientCommand is CLIENT and its subcommands.
-func (c *client) clientCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+func (c *conn) clientCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
 	sub, err := c.subcommand(spec, args)
 	if err != nil {
 		return appendError(out, err)
@@ -77,7 +77,7 @@ func (c *client) clientCommand(spec *commands.Spec, args [][]byte, out []byte) [
 
 // setInfo is CLIENT SETINFO LIB-NAME|LIB-VER value. As in Redis, the
 // option is checked first, and the value obeys the rules of client names.
-func (c *client) setInfo(args [][]byte, out []byte) []byte {
+func (c *conn) setInfo(args [][]byte, out []byte) []byte {
 	var field *string
 	switch {
 	case commands.EqualFold(args[2], "lib-name"):
@@ -97,7 +97,7 @@ func (c *client) setInfo(args [][]byte, out []byte) []byte {
 }
 
 // list is CLIENT LIST [TYPE normal|master|replica|pubsub].
-func (c *client) list(args [][]byte, out []byte) []byte {
+func (c *conn) list(args [][]byte, out []byte) []byte {
 	normal := true
 	if len(args) == 4 && commands.EqualFold(args[2], "type") {
 		switch {
@@ -113,13 +113,13 @@ func (c *client) list(args [][]byte, out []byte) []byte {
 	var b bytes.Buffer
 	if normal {
 		now := time.Now()
-		c.srv.eachClient(func(other *client) { b.WriteString(other.describe(now)) })
+		c.srv.eachClient(func(other *conn) { b.WriteString(other.describe(now)) })
 	}
 	return resp.AppendBulk(out, b.Bytes())
 }
 
 // describe is the connection's CLIENT LIST line.
-func (c *client) describe(now time.Time) string {
+func (c *conn) describe(now time.Time) string {
 	name, libName, libVer := c.names()
 	c.mu.Lock()
 	userName := c.userName

@@ -23,7 +23,7 @@ import (
 var errClusterDisabled = errors.New("ERR This instance has cluster support disabled")
 
 // clusterCommand is CLUSTER and its subcommands.
-func (c *client) clusterCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+func (c *conn) clusterCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
 	sub, err := c.subcommand(spec, args)
 	if err != nil {
 		return appendError(out, err)
@@ -78,7 +78,7 @@ type ClusterChanger interface {
 
 // clusterChange is CLUSTER MOVESHARD, REBALANCE [DRYRUN] and FORGET
 // <node-id> [FORCE].
-func (c *client) clusterChange(cl Cluster, name string, args [][]byte, out []byte) []byte {
+func (c *conn) clusterChange(cl Cluster, name string, args [][]byte, out []byte) []byte {
 	ch, ok := cl.(ClusterChanger)
 	if !ok {
 		return appendError(out, errClusterDisabled)
@@ -124,7 +124,7 @@ func (c *client) clusterChange(cl Cluster, name string, args [][]byte, out []byt
 // checkRoute applies the cluster's rules to a keyed command: its keys must
 // share a slot, and a cluster client is sent to the slot's leader with MOVED.
 // A standalone server has no rules.
-func (c *client) checkRoute(spec *commands.Spec, args [][]byte) error {
+func (c *conn) checkRoute(spec *commands.Spec, args [][]byte) error {
 	cl := c.srv.cfg.Cluster
 	if cl == nil && !spec.SameSlot {
 		return nil

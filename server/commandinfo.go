@@ -17,7 +17,7 @@ var (
 // commandCommand is COMMAND and its subcommands, describing the command table
 // the way Redis 7 does: redis-py needs the key positions in cluster mode,
 // redis-cli builds its hints from COMMAND DOCS.
-func (c *client) commandCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+func (c *conn) commandCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
 	resp3 := c.resp3.Load()
 	if len(args) == 1 {
 		all := commands.All()
@@ -88,7 +88,7 @@ func named(names [][]byte) []*commands.Spec {
 }
 
 // getKeys is COMMAND GETKEYS: the keys a full command names.
-func (c *client) getKeys(cmd [][]byte, out []byte) []byte {
+func (c *conn) getKeys(cmd [][]byte, out []byte) []byte {
 	spec := commands.Lookup(cmd[0])
 	switch {
 	case spec == nil:

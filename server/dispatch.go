@@ -10,7 +10,7 @@ import (
 
 // exec runs or queues one command, appending to out any replies that are due
 // before it.
-func (c *client) exec(args [][]byte, out []byte) []byte {
+func (c *conn) exec(args [][]byte, out []byte) []byte {
 	if c.tracker == nil || !c.tracker.caching {
 		return c.execOne(args, out)
 	}
@@ -22,7 +22,7 @@ func (c *client) exec(args [][]byte, out []byte) []byte {
 }
 
 // execOne is exec without CLIENT CACHING's bookkeeping.
-func (c *client) execOne(args [][]byte, out []byte) []byte {
+func (c *conn) execOne(args [][]byte, out []byte) []byte {
 	if len(c.batch.replies) >= maxSegment {
 		if out = c.flush(out); c.nowait.suspended {
 			c.nowait.unanswered = true
@@ -78,7 +78,7 @@ type namedSpec struct {
 // pipeline repeats one command, and comparing its name's bytes with the
 // last one's costs 4 ns where lowering and hashing them costs 25
 // (BenchmarkLookup), about 2% of what a decision costs the server at P=16.
-func (c *client) lookup(name []byte) *commands.Spec {
+func (c *conn) lookup(name []byte) *commands.Spec {
 	if c.named.spec != nil && bytes.Equal(name, c.named.name) {
 		return c.named.spec
 	}
@@ -93,7 +93,7 @@ func (c *client) lookup(name []byte) *commands.Spec {
 // checks in Redis's order: a command the table knows (spec is nil when not),
 // its arity, authentication, then permissions, right after authentication and
 // before the key's slot, never for the commands that authenticate.
-func (c *client) refusal(spec *commands.Spec, args [][]byte) error {
+func (c *conn) refusal(spec *commands.Spec, args [][]byte) error {
 	if spec == nil {
 		return commands.UnknownCommand(args)
 	}
@@ -119,7 +119,7 @@ func noAuth(id commands.ID) bool {
 
 // serverCommand answers a command the server handles itself (RouteServer) or
 // that spans every shard (RouteAll). Its arity has been checked.
-func (c *client) serverCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+func (c *conn) serverCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
 	switch spec.ID {
 	case commands.IDPing:
 		if len(args) > 2 {
@@ -191,7 +191,7 @@ func (c *client) serverCommand(spec *commands.Spec, args [][]byte, out []byte) [
 
 // subcommand finds the subcommand args[1] of spec and checks its arity; on
 // failure it returns the error to answer. CLIENT LIST then names it (cmd=).
-func (c *client) subcommand(spec *commands.Spec, args [][]byte) (*commands.Spec, error) {
+func (c *conn) subcommand(spec *commands.Spec, args [][]byte) (*commands.Spec, error) {
 	sub := spec.Subcommand(args)
 	if sub == nil {
 		return nil, commands.UnknownSubcommand(spec.Name, args[1])

@@ -141,7 +141,7 @@ func (ls *eventLoops) adopt(sock net.Conn) net.Conn {
 
 // serve starts serving c on its loop, when nc (the bottom of its layers) is
 // a loop socket; it reports false when c needs a goroutine.
-func (ls *eventLoops) serve(nc net.Conn, c *client) bool {
+func (ls *eventLoops) serve(nc net.Conn, c *conn) bool {
 	s, ok := nc.(*loopSock)
 	if !ok {
 		return false

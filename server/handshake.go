@@ -25,7 +25,7 @@ var (
 // authenticate checks a user and password (the default user when user is
 // nil) against the users, and on success makes the connection act as that
 // user. A failure leaves it as it was, as in Redis.
-func (c *client) authenticate(user, pass []byte) error {
+func (c *conn) authenticate(user, pass []byte) error {
 	if user == nil {
 		user = []byte("default")
 	}
@@ -39,7 +39,7 @@ func (c *client) authenticate(user, pass []byte) error {
 }
 
 // auth is AUTH [username] password.
-func (c *client) auth(args [][]byte, out []byte) []byte {
+func (c *conn) auth(args [][]byte, out []byte) []byte {
 	var err error
 	switch len(args) {
 	case 2:
@@ -60,7 +60,7 @@ func (c *client) auth(args [][]byte, out []byte) []byte {
 }
 
 // hello is HELLO [protover [AUTH username password] [SETNAME clientname]].
-func (c *client) hello(args [][]byte, out []byte) []byte {
+func (c *conn) hello(args [][]byte, out []byte) []byte {
 	resp3 := c.resp3.Load()
 	if len(args) > 1 {
 		v, ok := commands.ParseInt(args[1])
@@ -121,7 +121,7 @@ func (c *client) hello(args [][]byte, out []byte) []byte {
 }
 
 // selectDB is SELECT: rlserver has one database, 0.
-func (c *client) selectDB(args [][]byte, out []byte) []byte {
+func (c *conn) selectDB(args [][]byte, out []byte) []byte {
 	v, ok := commands.ParseInt(args[1])
 	if !ok {
 		return appendError(out, commands.ErrNotInteger)

@@ -20,7 +20,7 @@ import (
 var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "ratelimit", "policies", "topkeys", "scripting", "raft", "cluster", "keyspace"}
 
 // info is INFO [section ...].
-func (c *client) info(args [][]byte, out []byte) []byte {
+func (c *conn) info(args [][]byte, out []byte) []byte {
 	want := map[string]bool{}
 	for _, a := range args[1:] {
 		want[strings.ToLower(string(a))] = true
@@ -161,7 +161,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string, t *engine.Stats) 
 }
 
 // time is TIME: the clock decisions use, as [seconds, microseconds].
-func (c *client) time(out []byte) []byte {
+func (c *conn) time(out []byte) []byte {
 	ms := c.srv.cfg.Clock.Now()
 	out = resp.AppendArray(out, 2)
 	out = resp.AppendBulkInt(out, ms/1000)
@@ -190,7 +190,7 @@ func (s *Server) configParams() [][2]string {
 }
 
 // config is CONFIG GET, SET, RESETSTAT and HELP.
-func (c *client) config(spec *commands.Spec, args [][]byte, out []byte) []byte {
+func (c *conn) config(spec *commands.Spec, args [][]byte, out []byte) []byte {
 	sub, err := c.subcommand(spec, args)
 	if err != nil {
 		return appendError(out, err)

@@ -83,7 +83,7 @@ const (
 // wake the loop once it has. Until then the loop leaves the connection
 // alone: the goroutine has it, all but suspended and aside, which only the
 // loop reads and writes meanwhile (each field its own memory location).
-func (c *client) startAside(args [][]byte) {
+func (c *conn) startAside(args [][]byte) {
 	on, wake := c.nowait.on, c.nowait.wake
 	c.aside.state.Store(asideRunning)
 	go func() {
@@ -105,13 +105,13 @@ func (c *client) startAside(args [][]byte) {
 // the connection (the server is closing), and reports whether there was
 // one: its goroutine then releases the connection once done, as it still
 // uses it until then.
-func (c *client) abandonAside() bool {
+func (c *conn) abandonAside() bool {
 	return c.aside.state.CompareAndSwap(asideRunning, asideAbandoned)
 }
 
 // takeAside appends the reply of the command answered aside to out, once
 // it is ready, and reports whether it was.
-func (c *client) takeAside(out []byte) ([]byte, bool) {
+func (c *conn) takeAside(out []byte) ([]byte, bool) {
 	if c.aside.state.Load() != asideDone {
 		return out, false
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // memoryCommand is MEMORY USAGE, STATS, PURGE and HELP.
-func (c *client) memoryCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+func (c *conn) memoryCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
 	sub, err := c.subcommand(spec, args)
 	if err != nil {
 		return appendError(out, err)

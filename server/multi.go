@@ -69,7 +69,7 @@ func allowedInTransaction(id commands.ID) bool {
 
 // queue validates a command inside MULTI and queues it, answering QUEUED, or
 // refuses it and dooms the transaction.
-func (c *client) queue(spec *commands.Spec, args [][]byte) {
+func (c *conn) queue(spec *commands.Spec, args [][]byte) {
 	err := c.checkQueueable(spec, args)
 	if err == nil && !c.tx.dirty {
 		err = c.checkTransactionSize(args)
@@ -89,7 +89,7 @@ func (c *client) queue(spec *commands.Spec, args [][]byte) {
 
 // checkTransactionSize counts args in the transaction's length and refuses
 // them if it would pass MaxRequestLen.
-func (c *client) checkTransactionSize(args [][]byte) error {
+func (c *conn) checkTransactionSize(args [][]byte) error {
 	limit := c.srv.cfg.Limits.MaxRequestLen
 	if c.tx.bytes += resp.CommandLen(args); c.tx.bytes > limit {
 		return fmt.Errorf("ERR the transaction's commands are longer than the %d bytes allowed (--max-request-len)", limit)
@@ -97,7 +97,7 @@ func (c *client) checkTransactionSize(args [][]byte) error {
 	return nil
 }
 
-func (c *client) checkQueueable(spec *commands.Spec, args [][]byte) error {
+func (c *conn) checkQueueable(spec *commands.Spec, args [][]byte) error {
 	if spec.Route != commands.RouteKey {
 		if !allowedInTransaction(spec.ID) {
 			return errNotInMulti
@@ -143,7 +143,7 @@ func copyArgs(args [][]byte) [][]byte {
 }
 
 // multi is MULTI.
-func (c *client) multi(out []byte) []byte {
+func (c *conn) multi(out []byte) []byte {
 	if c.tx.active {
 		return appendError(out, errNestedMulti)
 	}
@@ -153,7 +153,7 @@ func (c *client) multi(out []byte) []byte {
 }
 
 // discard is DISCARD.
-func (c *client) discard(out []byte) []byte {
+func (c *conn) discard(out []byte) []byte {
 	if !c.tx.active {
 		return appendError(out, errDiscardNoMult)
 	}
@@ -163,7 +163,7 @@ func (c *client) discard(out []byte) []byte {
 
 // exec is EXEC: the queued keyed commands go to their one shard in one
 // request; PING, ECHO and TIME are answered in their places.
-func (c *client) execTransaction(out []byte) []byte {
+func (c *conn) execTransaction(out []byte) []byte {
 	if !c.tx.active {
 		return appendError(out, errExecNoMulti)
 	}

@@ -18,7 +18,7 @@ import (
 // completes them.
 
 // policyCommand is RL.POLICY SET, GET, LIST, DEL and HELP.
-func (c *client) policyCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+func (c *conn) policyCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
 	sub, err := c.subcommand(spec, args)
 	if err != nil {
 		return appendError(out, err)

@@ -104,7 +104,7 @@ func BenchmarkPipeline(b *testing.B) {
 	a, p := net.Pipe()
 	defer a.Close()
 	defer p.Close()
-	c := newClient(s.Server, clientConn{Conn: a})
+	c := newConn(s.Server, wrappedConn{Conn: a})
 	for _, resp3 := range []bool{false, true} {
 		b.Run(fmt.Sprintf("resp%d", map[bool]int{false: 2, true: 3}[resp3]), func(b *testing.B) {
 			c.resp3.Store(resp3)

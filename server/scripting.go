@@ -19,7 +19,7 @@ import (
 var errNotBusy = errors.New("NOTBUSY No scripts in execution right now.")
 
 // scriptCommand is SCRIPT LOAD, EXISTS, FLUSH, KILL and HELP.
-func (c *client) scriptCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+func (c *conn) scriptCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
 	sub, err := c.subcommand(spec, args)
 	if err != nil {
 		return appendError(out, err)

@@ -17,7 +17,7 @@ import (
 // answers, as Redis Cluster's tools do, so for it a node covers the shards it
 // leads; any other connection sees every shard (this node's replicas: up to
 // three nodes, every node holds every shard).
-func (c *client) covers(shard int) bool {
+func (c *conn) covers(shard int) bool {
 	if cl := c.srv.cfg.Cluster; cl != nil && c.clusterAware {
 		_, local, _ := cl.Leader(shard)
 		return local
@@ -27,7 +27,7 @@ func (c *client) covers(shard int) bool {
 
 // dbsize is DBSIZE: the keys of the shards this connection covers, counted
 // on this node's replicas.
-func (c *client) dbsize(out []byte) []byte {
+func (c *conn) dbsize(out []byte) []byte {
 	var n int64
 	for shard := range c.srv.shards.Shards() {
 		if !c.covers(shard) {
@@ -43,7 +43,7 @@ func (c *client) dbsize(out []byte) []byte {
 }
 
 // flushAll is FLUSHALL and FLUSHDB: every limiter back to its full budget.
-func (c *client) flushAll(args [][]byte, out []byte) []byte {
+func (c *conn) flushAll(args [][]byte, out []byte) []byte {
 	if err := commands.ParseFlush(args); err != nil {
 		return appendError(out, err)
 	}
@@ -59,7 +59,7 @@ const scanShardBits = cluster.ShardBits
 
 // scan is SCAN: one shard at a time, the cursor carrying the shard and the
 // position within it.
-func (c *client) scan(args [][]byte, out []byte) []byte {
+func (c *conn) scan(args [][]byte, out []byte) []byte {
 	a, err := commands.ParseScan(args)
 	if err != nil {
 		return appendError(out, err)
@@ -108,7 +108,7 @@ func (c *client) scan(args [][]byte, out []byte) []byte {
 var errDebugDisabled = errors.New("ERR DEBUG command not allowed. Start rlserver with --enable-debug-command to enable it.")
 
 // debugCommand is DEBUG CLOCK and DEBUG DIGEST, for tests and operators.
-func (c *client) debugCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+func (c *conn) debugCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
 	if c.srv.cfg.Debug == nil {
 		return appendError(out, errDebugDisabled)
 	}
@@ -136,7 +136,7 @@ func (c *client) debugCommand(spec *commands.Spec, args [][]byte, out []byte) []
 // replica of counts as its leader holds it). Replicas that applied the same
 // log agree; compare nodes once writes have stopped and every replica has
 // caught up.
-func (c *client) digest(out []byte) []byte {
+func (c *conn) digest(out []byte) []byte {
 	digests, err := c.shardDigests()
 	if err != nil {
 		return appendError(out, err)
@@ -151,7 +151,7 @@ func (c *client) digest(out []byte) []byte {
 // shardDigests is each shard's digest, as DEBUG DIGEST reads them (DEBUG
 // DIGEST-SHARDS answers them: when two nodes' digests differ, which shard
 // they disagree on).
-func (c *client) shardDigests() ([]string, error) {
+func (c *conn) shardDigests() ([]string, error) {
 	digests := make([]string, c.srv.shards.Shards())
 	for shard := range digests {
 		r, err := c.srv.shards.Read(shard, engine.Command{Op: engine.OpDigest})
@@ -167,7 +167,7 @@ var errClockUsage = errors.New("ERR DEBUG CLOCK SET <unix_ms> | ADVANCE <ms> | G
 
 // debugClock is DEBUG CLOCK SET|ADVANCE|GET|REAL. Every shard adopts the new
 // time at once, even an earlier one, so a test can replay a scenario.
-func (c *client) debugClock(args [][]byte, out []byte) []byte {
+func (c *conn) debugClock(args [][]byte, out []byte) []byte {
 	clock := c.srv.cfg.Debug
 	action := args[2]
 	switch {

@@ -37,7 +37,7 @@ func (s *Server) TopKeys(denied bool, n int) ([]engine.TopKey, error) {
 
 // top is RL.TOP [DENIED|ALLOWED] [COUNT n]: an array of [key, decisions,
 // error], the heaviest first.
-func (c *client) top(args [][]byte, out []byte) []byte {
+func (c *conn) top(args [][]byte, out []byte) []byte {
 	a, err := commands.ParseTop(args)
 	if err != nil {
 		return appendError(out, err)

@@ -95,7 +95,7 @@ func appendInvalidation(b, key []byte) []byte {
 
 // tracker is one connection's tracking state.
 type tracker struct {
-	c *client
+	c *conn
 
 	// The connection's goroutine alone reads and writes these.
 	optin, optout, noloop bool
@@ -204,7 +204,7 @@ func (tr *tracker) flush() {
 // mode says so. A write in NOLOOP mode forgets its keys for this connection
 // first, so that its own write does not invalidate them; as in Redis, the
 // connection must read a key again to hear of later changes.
-func (c *client) noteKeys(spec *commands.Spec, args [][]byte) {
+func (c *conn) noteKeys(spec *commands.Spec, args [][]byte) {
 	tr, t := c.tracker, c.srv.trackingTable
 	if !slices.Contains(spec.Flags, "readonly") {
 		if tr.noloop {
@@ -226,7 +226,7 @@ func (c *client) noteKeys(spec *commands.Spec, args [][]byte) {
 
 // appendLate appends the invalidations of keys that could not be tracked,
 // after the replies that read them.
-func (c *client) appendLate(out []byte) []byte {
+func (c *conn) appendLate(out []byte) []byte {
 	if c.resp3.Load() {
 		out = append(out, c.tracker.late...)
 	}
@@ -238,7 +238,7 @@ func (c *client) appendLate(out []byte) []byte {
 // command, but Redis keeps it through CLIENT commands and until a
 // transaction ends, so that CLIENT CACHING YES, MULTI, reads, EXEC tracks the
 // reads.
-func (c *client) afterCommand(name []byte) {
+func (c *conn) afterCommand(name []byte) {
 	if c.tracker == nil || c.tx.active {
 		return
 	}
@@ -249,7 +249,7 @@ func (c *client) afterCommand(name []byte) {
 }
 
 // startTracking turns tracking on with the given options, or changes them.
-func (c *client) startTracking(optin, optout, noloop bool) {
+func (c *conn) startTracking(optin, optout, noloop bool) {
 	if tr := c.tracker; tr != nil {
 		tr.optin, tr.optout, tr.noloop = optin, optout, noloop
 		return
@@ -263,7 +263,7 @@ func (c *client) startTracking(optin, optout, noloop bool) {
 
 // stopTracking turns tracking off: nothing more is sent, and the keys the
 // connection read are forgotten.
-func (c *client) stopTracking() {
+func (c *conn) stopTracking() {
 	tr := c.tracker
 	if tr == nil {
 		return
@@ -279,7 +279,7 @@ func (c *client) stopTracking() {
 
 // trackingCommand is CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX p]
 // [OPTIN] [OPTOUT] [NOLOOP], checked in Redis's order.
-func (c *client) trackingCommand(args [][]byte) error {
+func (c *conn) trackingCommand(args [][]byte) error {
 	var bcast, optin, optout, noloop, prefix bool
 	for j := 3; j < len(args); j++ {
 		more := j+1 < len(args)
@@ -323,7 +323,7 @@ func (c *client) trackingCommand(args [][]byte) error {
 }
 
 // cachingCommand is CLIENT CACHING YES|NO.
-func (c *client) cachingCommand(arg []byte) error {
+func (c *conn) cachingCommand(arg []byte) error {
 	tr := c.tracker
 	if tr == nil {
 		return errCachingNotOpt
@@ -347,7 +347,7 @@ func (c *client) cachingCommand(arg []byte) error {
 // trackingInfo is CLIENT TRACKINGINFO: a map of the flags (a set), the
 // redirect (0 when tracking, which never redirects here; -1 when not) and
 // the prefixes (none), as Redis answers it.
-func (c *client) trackingInfo(out []byte) []byte {
+func (c *conn) trackingInfo(out []byte) []byte {
 	resp3 := c.resp3.Load()
 	flags := []string{"off"}
 	redirect := int64(-1)
