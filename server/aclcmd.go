@@ -25,40 +25,39 @@ func errACLReadOnly(sub string) error {
 // errGenpassBits is Redis's text for a bad ACL GENPASS argument.
 var errGenpassBits = errors.New("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096")
 
-// aclCommand is ACL and its subcommands.
-func (c *conn) aclCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	sub, err := c.subcommand(spec, args)
-	if err != nil {
-		return appendError(out, err)
-	}
+// aclWhoami is ACL WHOAMI: the user the connection acts as.
+func (c *conn) aclWhoami(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	return resp.AppendBulkString(out, c.user.Name())
+}
+
+// aclUsers is ACL USERS: every user's name.
+func (c *conn) aclUsers(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	return resp.AppendBulkStrings(out, c.srv.cfg.Users.Names())
+}
+
+// aclList is ACL LIST: every user's rules, as the aclfile would say them.
+func (c *conn) aclList(_ *commands.Spec, _ [][]byte, out []byte) []byte {
 	users := c.srv.cfg.Users
-	switch sub.Name {
-	case "acl|whoami":
-		return resp.AppendBulkString(out, c.user.Name())
-	case "acl|users":
-		names := users.Names()
-		return resp.AppendBulkStrings(out, names)
-	case "acl|list":
-		names := users.Names()
-		out = resp.AppendArray(out, len(names))
-		for _, n := range names {
-			out = resp.AppendBulkString(out, users.Lookup(n).String())
-		}
-		return out
-	case "acl|getuser":
-		u := users.Lookup(string(args[2]))
-		if u == nil {
-			return resp.AppendNull(out, c.resp3.Load())
-		}
-		return appendUser(out, u.Describe(), c.resp3.Load())
-	case "acl|cat":
-		return c.aclCat(args, out)
-	case "acl|genpass":
-		return genpass(args, out)
-	case "acl|setuser", "acl|deluser", "acl|load", "acl|save":
-		return appendError(out, errACLReadOnly(sub.Name[len("acl|"):]))
+	names := users.Names()
+	out = resp.AppendArray(out, len(names))
+	for _, n := range names {
+		out = resp.AppendBulkString(out, users.Lookup(n).String())
 	}
-	return appendHelp(out, spec)
+	return out
+}
+
+// aclGetUser is ACL GETUSER name.
+func (c *conn) aclGetUser(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	u := c.srv.cfg.Users.Lookup(string(args[2]))
+	if u == nil {
+		return resp.AppendNull(out, c.resp3.Load())
+	}
+	return appendUser(out, u.Describe(), c.resp3.Load())
+}
+
+// aclReadOnly answers the subcommands that would change the users.
+func (c *conn) aclReadOnly(sub *commands.Spec, _ [][]byte, out []byte) []byte {
+	return appendError(out, errACLReadOnly(sub.Name[len("acl|"):]))
 }
 
 // appendUser is ACL GETUSER's map: flags, passwords (their SHA-256),
@@ -84,7 +83,7 @@ func appendUser(out []byte, d acl.Description, resp3 bool) []byte {
 
 // aclCat is ACL CAT [category]: the categories, or the commands and
 // subcommands ("config|get") in one.
-func (c *conn) aclCat(args [][]byte, out []byte) []byte {
+func (c *conn) aclCat(_ *commands.Spec, args [][]byte, out []byte) []byte {
 	if len(args) == 2 {
 		cats := commands.ACLCategories()
 		return resp.AppendBulkStrings(out, cats)
@@ -105,9 +104,9 @@ func (c *conn) aclCat(args [][]byte, out []byte) []byte {
 	return resp.AppendBulkStrings(out, names)
 }
 
-// genpass is ACL GENPASS [bits]: random hex digits from crypto/rand, 256
-// bits unless told otherwise.
-func genpass(args [][]byte, out []byte) []byte {
+// aclGenpass is ACL GENPASS [bits]: random hex digits from crypto/rand,
+// 256 bits unless told otherwise.
+func (c *conn) aclGenpass(_ *commands.Spec, args [][]byte, out []byte) []byte {
 	bits := int64(256)
 	if len(args) > 3 {
 		return appendError(out, commands.WrongArity("acl|genpass"))

@@ -22,48 +22,56 @@ import (
 
 var errClusterDisabled = errors.New("ERR This instance has cluster support disabled")
 
-// clusterCommand is CLUSTER and its subcommands.
-func (c *conn) clusterCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	sub, err := c.subcommand(spec, args)
-	if err != nil {
-		return appendError(out, err)
-	}
-	if sub.Name == "cluster|keyslot" {
-		return resp.AppendInt(out, int64(cluster.Slot(args[2])))
-	}
-	if sub.Name == "cluster|help" {
-		return appendHelp(out, spec)
-	}
+// clusterKeySlot is CLUSTER KEYSLOT key, which needs no cluster.
+func (c *conn) clusterKeySlot(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	return resp.AppendInt(out, int64(cluster.Slot(args[2])))
+}
+
+// clusterSlots is CLUSTER SLOTS: the connection is a cluster client.
+func (c *conn) clusterSlots(_ *commands.Spec, _ [][]byte, out []byte) []byte {
 	cl := c.srv.cfg.Cluster
 	if cl == nil {
 		return appendError(out, errClusterDisabled)
 	}
-	resp3 := c.resp3.Load()
-	switch sub.Name {
-	case "cluster|slots":
-		c.clusterAware = true
-		return appendClusterSlots(out, cl.Topology(), resp3)
-	case "cluster|shards":
-		c.clusterAware = true
-		return appendClusterShards(out, cl.Topology(), resp3)
-	case "cluster|nodes":
-		c.clusterAware = true
-		return resp.AppendBulkString(out, clusterNodes(cl))
-	case "cluster|info":
-		return resp.AppendBulkString(out, c.srv.clusterInfo())
-	case "cluster|myid":
-		return resp.AppendBulkString(out, cl.Self().RedisID())
-	}
-	if changesTheCluster(sub.Name) {
-		return c.clusterChange(cl, sub.Name, args, out)
-	}
-	return appendError(out, commands.UnknownSubcommand(spec.Name, args[1]))
+	c.clusterAware = true
+	return appendClusterSlots(out, cl.Topology(), c.resp3.Load())
 }
 
-// changesTheCluster reports whether a CLUSTER subcommand changes the
-// membership or the placement (and so waits for the cluster's catalogue).
-func changesTheCluster(sub string) bool {
-	return sub == "cluster|moveshard" || sub == "cluster|rebalance" || sub == "cluster|forget"
+// clusterShards is CLUSTER SHARDS: the connection is a cluster client.
+func (c *conn) clusterShards(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	cl := c.srv.cfg.Cluster
+	if cl == nil {
+		return appendError(out, errClusterDisabled)
+	}
+	c.clusterAware = true
+	return appendClusterShards(out, cl.Topology(), c.resp3.Load())
+}
+
+// clusterNodes is CLUSTER NODES: the connection is a cluster client.
+func (c *conn) clusterNodes(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	cl := c.srv.cfg.Cluster
+	if cl == nil {
+		return appendError(out, errClusterDisabled)
+	}
+	c.clusterAware = true
+	return resp.AppendBulkString(out, clusterNodes(cl))
+}
+
+// clusterInfo is CLUSTER INFO.
+func (c *conn) clusterInfo(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	if c.srv.cfg.Cluster == nil {
+		return appendError(out, errClusterDisabled)
+	}
+	return resp.AppendBulkString(out, c.srv.clusterInfo())
+}
+
+// clusterMyID is CLUSTER MYID.
+func (c *conn) clusterMyID(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	cl := c.srv.cfg.Cluster
+	if cl == nil {
+		return appendError(out, errClusterDisabled)
+	}
+	return resp.AppendBulkString(out, cl.Self().RedisID())
 }
 
 // ClusterChanger is what a cluster that changes its membership and
@@ -76,37 +84,58 @@ type ClusterChanger interface {
 	Forget(ctx context.Context, id string, force bool) error
 }
 
-// clusterChange is CLUSTER MOVESHARD, REBALANCE [DRYRUN] and FORGET
-// <node-id> [FORCE].
-func (c *conn) clusterChange(cl Cluster, name string, args [][]byte, out []byte) []byte {
-	ch, ok := cl.(ClusterChanger)
+// clusterChanger is the cluster's changer, nil (and the error to answer)
+// when this node is no cluster's or its cluster cannot change.
+func (c *conn) clusterChanger() (ClusterChanger, error) {
+	ch, ok := c.srv.cfg.Cluster.(ClusterChanger)
 	if !ok {
-		return appendError(out, errClusterDisabled)
+		return nil, errClusterDisabled
 	}
-	ctx := context.Background()
-	switch name {
-	case "cluster|moveshard":
-		shard, err := strconv.Atoi(string(args[2]))
-		if err != nil {
-			return appendError(out, commands.ErrNotInteger)
-		}
-		if err := ch.MoveShard(ctx, shard, string(args[3]), string(args[4])); err != nil {
-			return appendError(out, err)
-		}
-		return resp.AppendOK(out)
-	case "cluster|rebalance":
-		dry := false
-		switch {
-		case len(args) == 3 && strings.EqualFold(string(args[2]), "dryrun"):
-			dry = true
-		case len(args) > 2:
-			return appendError(out, commands.ErrSyntax)
-		}
-		steps, err := ch.Rebalance(ctx, dry)
-		if err != nil {
-			return appendError(out, err)
-		}
-		return resp.AppendBulkStrings(out, steps)
+	return ch, nil
+}
+
+// clusterMoveShard is CLUSTER MOVESHARD shard from to.
+func (c *conn) clusterMoveShard(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	ch, err := c.clusterChanger()
+	if err != nil {
+		return appendError(out, err)
+	}
+	shard, err := strconv.Atoi(string(args[2]))
+	if err != nil {
+		return appendError(out, commands.ErrNotInteger)
+	}
+	if err := ch.MoveShard(context.Background(), shard, string(args[3]), string(args[4])); err != nil {
+		return appendError(out, err)
+	}
+	return resp.AppendOK(out)
+}
+
+// clusterRebalance is CLUSTER REBALANCE [DRYRUN]: the steps taken, or
+// planned.
+func (c *conn) clusterRebalance(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	ch, err := c.clusterChanger()
+	if err != nil {
+		return appendError(out, err)
+	}
+	dry := false
+	switch {
+	case len(args) == 3 && strings.EqualFold(string(args[2]), "dryrun"):
+		dry = true
+	case len(args) > 2:
+		return appendError(out, commands.ErrSyntax)
+	}
+	steps, err := ch.Rebalance(context.Background(), dry)
+	if err != nil {
+		return appendError(out, err)
+	}
+	return resp.AppendBulkStrings(out, steps)
+}
+
+// clusterForget is CLUSTER FORGET node-id [FORCE].
+func (c *conn) clusterForget(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	ch, err := c.clusterChanger()
+	if err != nil {
+		return appendError(out, err)
 	}
 	force := false
 	switch {
@@ -115,7 +144,7 @@ func (c *conn) clusterChange(cl Cluster, name string, args [][]byte, out []byte)
 	case len(args) > 3:
 		return appendError(out, commands.ErrSyntax)
 	}
-	if err := ch.Forget(ctx, string(args[2]), force); err != nil {
+	if err := ch.Forget(context.Background(), string(args[2]), force); err != nil {
 		return appendError(out, err)
 	}
 	return resp.AppendOK(out)

@@ -14,64 +14,71 @@ var (
 	errNoKeys          = errors.New("ERR The command has no key arguments")
 )
 
-// commandCommand is COMMAND and its subcommands, describing the command table
-// the way Redis 7 does: redis-py needs the key positions in cluster mode,
-// redis-cli builds its hints from COMMAND DOCS.
-func (c *conn) commandCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+// The COMMAND command describes the command table the way Redis 7 does:
+// redis-py needs the key positions in cluster mode, redis-cli builds its
+// hints from COMMAND DOCS.
+
+// commandAll is COMMAND alone: every command's entry.
+func (c *conn) commandAll(out []byte) []byte {
 	resp3 := c.resp3.Load()
-	if len(args) == 1 {
-		all := commands.All()
-		out = resp.AppendArray(out, len(all))
-		for _, s := range all {
-			out = appendCommandInfo(out, s, resp3)
+	all := commands.All()
+	out = resp.AppendArray(out, len(all))
+	for _, s := range all {
+		out = appendCommandInfo(out, s, resp3)
+	}
+	return out
+}
+
+// commandCount is COMMAND COUNT.
+func (c *conn) commandCount(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	return resp.AppendInt(out, int64(len(commands.All())))
+}
+
+// commandList is COMMAND LIST: every command's name.
+func (c *conn) commandList(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	all := commands.All()
+	out = resp.AppendArray(out, len(all))
+	for _, s := range all {
+		out = resp.AppendBulkString(out, s.Name)
+	}
+	return out
+}
+
+// commandInfo is COMMAND INFO [name ...]: each named command's entry, a
+// null for a name no command has.
+func (c *conn) commandInfo(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	resp3 := c.resp3.Load()
+	specs := named(args[2:])
+	out = resp.AppendArray(out, len(specs))
+	for _, s := range specs {
+		if s == nil {
+			out = resp.AppendNull(out, resp3) // Redis's addReplyNull: $-1 in RESP2
+			continue
 		}
-		return out
+		out = appendCommandInfo(out, s, resp3)
 	}
-	sub, err := c.subcommand(spec, args)
-	if err != nil {
-		return appendError(out, err)
+	return out
+}
+
+// commandDocs is COMMAND DOCS [name ...]: a map of the named commands'
+// documentation, the unknown names left out.
+func (c *conn) commandDocs(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	resp3 := c.resp3.Load()
+	specs := named(args[2:])
+	n := 0
+	for _, s := range specs {
+		if s != nil {
+			n++
+		}
 	}
-	switch sub.Name {
-	case "command|count":
-		return resp.AppendInt(out, int64(len(commands.All())))
-	case "command|list":
-		all := commands.All()
-		out = resp.AppendArray(out, len(all))
-		for _, s := range all {
+	out = resp.AppendMap(out, n, resp3)
+	for _, s := range specs {
+		if s != nil {
 			out = resp.AppendBulkString(out, s.Name)
+			out = appendCommandDocs(out, s, resp3)
 		}
-		return out
-	case "command|info":
-		specs := named(args[2:])
-		out = resp.AppendArray(out, len(specs))
-		for _, s := range specs {
-			if s == nil {
-				out = resp.AppendNull(out, resp3) // Redis's addReplyNull: $-1 in RESP2
-				continue
-			}
-			out = appendCommandInfo(out, s, resp3)
-		}
-		return out
-	case "command|docs":
-		specs := named(args[2:])
-		n := 0
-		for _, s := range specs {
-			if s != nil {
-				n++
-			}
-		}
-		out = resp.AppendMap(out, n, resp3)
-		for _, s := range specs {
-			if s != nil {
-				out = resp.AppendBulkString(out, s.Name)
-				out = appendCommandDocs(out, s, resp3)
-			}
-		}
-		return out
-	case "command|getkeys":
-		return c.getKeys(args[2:], out)
 	}
-	return appendHelp(out, spec)
+	return out
 }
 
 // named returns the specs named in names (nil for unknown ones), or every
@@ -87,8 +94,10 @@ func named(names [][]byte) []*commands.Spec {
 	return specs
 }
 
-// getKeys is COMMAND GETKEYS: the keys a full command names.
-func (c *conn) getKeys(cmd [][]byte, out []byte) []byte {
+// commandGetKeys is COMMAND GETKEYS command...: the keys a full command
+// names.
+func (c *conn) commandGetKeys(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	cmd := args[2:]
 	spec := commands.Lookup(cmd[0])
 	switch {
 	case spec == nil:

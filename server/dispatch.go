@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"strings"
 
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/internal/resp"
@@ -143,22 +142,22 @@ func (c *conn) serverCommand(spec *commands.Spec, args [][]byte, out []byte) []b
 		return c.auth(args, out)
 	case commands.IDSelect:
 		return c.selectDB(args, out)
-	case commands.IDClient:
-		return c.clientCommand(spec, args, out)
+	case commands.IDClient, commands.IDConfig, commands.IDCluster, commands.IDMemory,
+		commands.IDPolicy, commands.IDACL, commands.IDScript:
+		return c.answerSubcommand(spec, args, out)
 	case commands.IDInfo:
 		return c.info(args, out)
 	case commands.IDCommand:
-		return c.commandCommand(spec, args, out)
-	case commands.IDConfig:
-		return c.config(spec, args, out)
+		if len(args) == 1 {
+			return c.commandAll(out)
+		}
+		return c.answerSubcommand(spec, args, out)
 	case commands.IDTime:
 		return c.time(out)
 	case commands.IDReadOnly, commands.IDReadWrite:
 		// Only cluster clients send these: they follow MOVED.
 		c.clusterAware = c.srv.cfg.Cluster != nil
 		return resp.AppendOK(out)
-	case commands.IDCluster:
-		return c.clusterCommand(spec, args, out)
 	case commands.IDMulti:
 		return c.multi(out)
 	case commands.IDExec:
@@ -166,9 +165,10 @@ func (c *conn) serverCommand(spec *commands.Spec, args [][]byte, out []byte) []b
 	case commands.IDDiscard:
 		return c.discard(out)
 	case commands.IDDebug:
-		return c.debugCommand(spec, args, out)
-	case commands.IDMemory:
-		return c.memoryCommand(spec, args, out)
+		if c.srv.cfg.Debug == nil {
+			return appendError(out, errDebugDisabled)
+		}
+		return c.answerSubcommand(spec, args, out)
 	case commands.IDDBSize:
 		return c.dbsize(out)
 	case commands.IDTop:
@@ -179,40 +179,6 @@ func (c *conn) serverCommand(spec *commands.Spec, args [][]byte, out []byte) []b
 		return c.flushAll(args, out)
 	case commands.IDScan:
 		return c.scan(args, out)
-	case commands.IDPolicy:
-		return c.policyCommand(spec, args, out)
-	case commands.IDACL:
-		return c.aclCommand(spec, args, out)
-	case commands.IDScript:
-		return c.scriptCommand(spec, args, out)
 	}
 	return appendError(out, commands.UnknownCommand(args))
-}
-
-// subcommand finds the subcommand args[1] of spec and checks its arity; on
-// failure it returns the error to answer. CLIENT LIST then names it (cmd=).
-func (c *conn) subcommand(spec *commands.Spec, args [][]byte) (*commands.Spec, error) {
-	sub := spec.Subcommand(args)
-	if sub == nil {
-		return nil, commands.UnknownSubcommand(spec.Name, args[1])
-	}
-	if err := sub.CheckArity(args); err != nil {
-		return nil, err
-	}
-	c.lastSpec.Store(sub)
-	return sub, nil
-}
-
-// appendHelp answers a HELP subcommand with its lines, as Redis does: the
-// command and its subcommands in upper case, each followed by its summary.
-func appendHelp(out []byte, spec *commands.Spec) []byte {
-	lines := []string{strings.ToUpper(spec.Name) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"}
-	for _, sub := range spec.Sub {
-		lines = append(lines, strings.ToUpper(sub.Name[len(spec.Name)+1:]), "    "+sub.Summary)
-	}
-	out = resp.AppendArray(out, len(lines))
-	for _, l := range lines {
-		out = resp.AppendSimple(out, l)
-	}
-	return out
 }

@@ -189,49 +189,48 @@ func (s *Server) configParams() [][2]string {
 	}
 }
 
-// config is CONFIG GET, SET, RESETSTAT and HELP.
-func (c *conn) config(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	sub, err := c.subcommand(spec, args)
-	if err != nil {
-		return appendError(out, err)
+// configGet is CONFIG GET pattern...: the parameters that match.
+func (c *conn) configGet(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	var pairs [][2]string
+	for _, p := range c.srv.configParams() {
+		for _, pattern := range args[2:] {
+			if commands.Match(pattern, []byte(p[0]), true) {
+				pairs = append(pairs, p)
+				break
+			}
+		}
 	}
-	switch sub.Name {
-	case "config|get":
-		var pairs [][2]string
-		for _, p := range c.srv.configParams() {
-			for _, pattern := range args[2:] {
-				if commands.Match(pattern, []byte(p[0]), true) {
-					pairs = append(pairs, p)
-					break
-				}
-			}
+	out = resp.AppendMap(out, len(pairs), c.resp3.Load())
+	for _, p := range pairs {
+		out = resp.AppendBulkString(out, p[0])
+		out = resp.AppendBulkString(out, p[1])
+	}
+	return out
+}
+
+// configSet is CONFIG SET parameter value, for maxmemory and
+// maxmemory-policy: everything else is set at start-up.
+func (c *conn) configSet(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	if len(args) != 4 {
+		return appendError(out, errors.New("ERR CONFIG SET takes one parameter and its value in rlserver"))
+	}
+	switch param := strings.ToLower(string(args[2])); param {
+	case "maxmemory", "maxmemory-policy":
+		if err := c.setMemoryLimit(param, string(args[3])); err != nil {
+			return appendError(out, err)
 		}
-		resp3 := c.resp3.Load()
-		out = resp.AppendMap(out, len(pairs), resp3)
-		for _, p := range pairs {
-			out = resp.AppendBulkString(out, p[0])
-			out = resp.AppendBulkString(out, p[1])
-		}
-		return out
-	case "config|set":
-		if len(args) != 4 {
-			return appendError(out, errors.New("ERR CONFIG SET takes one parameter and its value in rlserver"))
-		}
-		switch param := strings.ToLower(string(args[2])); param {
-		case "maxmemory", "maxmemory-policy":
-			if err := c.setMemoryLimit(param, string(args[3])); err != nil {
-				return appendError(out, err)
-			}
-			return resp.AppendOK(out)
-		}
-		return appendError(out, fmt.Errorf("ERR Unsupported CONFIG parameter: %s (rlserver is configured at start-up, except maxmemory and maxmemory-policy)", args[2]))
-	case "config|resetstat":
-		c.srv.stats.commands.Store(0)
-		c.srv.stats.connections.Store(0)
-		c.srv.stats.rejected.Store(0)
 		return resp.AppendOK(out)
 	}
-	return appendHelp(out, spec)
+	return appendError(out, fmt.Errorf("ERR Unsupported CONFIG parameter: %s (rlserver is configured at start-up, except maxmemory and maxmemory-policy)", args[2]))
+}
+
+// configResetStat is CONFIG RESETSTAT: the counters INFO's stats report
+// start again from zero.
+func (c *conn) configResetStat(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	c.srv.stats.commands.Store(0)
+	c.srv.stats.connections.Store(0)
+	c.srv.stats.rejected.Store(0)
+	return resp.AppendOK(out)
 }
 
 // mode is "cluster" for a cluster node, "standalone" otherwise.

@@ -17,55 +17,58 @@ import (
 // after an error (TRYAGAIN when a shard has no leader), sending them again
 // completes them.
 
-// policyCommand is RL.POLICY SET, GET, LIST, DEL and HELP.
-func (c *conn) policyCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	sub, err := c.subcommand(spec, args)
+// policySet is RL.POLICY SET name algorithm parameters...: the policy
+// defined on every shard.
+func (c *conn) policySet(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	set, err := commands.ParsePolicySet(args)
 	if err != nil {
 		return appendError(out, err)
 	}
-	switch sub.Name {
-	case "rl.policy|set":
-		set, err := commands.ParsePolicySet(args)
-		if err != nil {
-			return appendError(out, err)
-		}
-		if _, err := c.everyShard(set); err != nil {
-			return appendError(out, err)
-		}
-		return resp.AppendOK(out)
-	case "rl.policy|del":
-		if err := commands.ParsePolicyName(args[2]); err != nil {
-			return appendError(out, err)
-		}
-		results, err := c.everyShard(engine.Command{Op: engine.OpPolicyDel, Value: args[2]})
-		if err != nil {
-			return appendError(out, err)
-		}
-		existed := int64(0)
-		for _, r := range results {
-			existed = max(existed, r.Int)
-		}
-		return resp.AppendInt(out, existed)
-	case "rl.policy|get":
-		if err := commands.ParsePolicyName(args[2]); err != nil {
-			return appendError(out, err)
-		}
-		results, err := c.everyShard(engine.Command{Op: engine.OpPolicyList, Value: args[2]})
-		if err != nil {
-			return appendError(out, err)
-		}
-		r := sumPolicy(results)
-		return appendResult(out, &r, c.resp3.Load())
-	case "rl.policy|list":
-		// Every shard holds every policy: one shard's log answers, read
-		// through its leader whether this node holds a replica of it or not.
-		results, err := c.everyShard(engine.Command{Op: engine.OpPolicyList}, func(shard int) bool { return shard == 0 })
-		if err != nil {
-			return appendError(out, err)
-		}
-		return appendResult(out, &results[0], c.resp3.Load())
+	if _, err := c.everyShard(set); err != nil {
+		return appendError(out, err)
 	}
-	return appendHelp(out, spec)
+	return resp.AppendOK(out)
+}
+
+// policyDel is RL.POLICY DEL name: 1 if it existed.
+func (c *conn) policyDel(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	if err := commands.ParsePolicyName(args[2]); err != nil {
+		return appendError(out, err)
+	}
+	results, err := c.everyShard(engine.Command{Op: engine.OpPolicyDel, Value: args[2]})
+	if err != nil {
+		return appendError(out, err)
+	}
+	existed := int64(0)
+	for _, r := range results {
+		existed = max(existed, r.Int)
+	}
+	return resp.AppendInt(out, existed)
+}
+
+// policyGet is RL.POLICY GET name: its definition, and its counters over
+// every shard.
+func (c *conn) policyGet(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	if err := commands.ParsePolicyName(args[2]); err != nil {
+		return appendError(out, err)
+	}
+	results, err := c.everyShard(engine.Command{Op: engine.OpPolicyList, Value: args[2]})
+	if err != nil {
+		return appendError(out, err)
+	}
+	r := sumPolicy(results)
+	return appendResult(out, &r, c.resp3.Load())
+}
+
+// policyList is RL.POLICY LIST. Every shard holds every policy: one
+// shard's log answers, read through its leader whether this node holds a
+// replica of it or not.
+func (c *conn) policyList(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	results, err := c.everyShard(engine.Command{Op: engine.OpPolicyList}, func(shard int) bool { return shard == 0 })
+	if err != nil {
+		return appendError(out, err)
+	}
+	return appendResult(out, &results[0], c.resp3.Load())
 }
 
 // policy is a policy's definition and counters as this node's replicas

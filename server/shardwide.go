@@ -107,36 +107,13 @@ func (c *conn) scan(args [][]byte, out []byte) []byte {
 
 var errDebugDisabled = errors.New("ERR DEBUG command not allowed. Start rlserver with --enable-debug-command to enable it.")
 
-// debugCommand is DEBUG CLOCK and DEBUG DIGEST, for tests and operators.
-func (c *conn) debugCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	if c.srv.cfg.Debug == nil {
-		return appendError(out, errDebugDisabled)
-	}
-	sub, err := c.subcommand(spec, args)
-	if err != nil {
-		return appendError(out, err)
-	}
-	switch sub.Name {
-	case "debug|clock":
-		return c.debugClock(args, out)
-	case "debug|digest":
-		return c.digest(out)
-	case "debug|digest-shards":
-		digests, err := c.shardDigests()
-		if err != nil {
-			return appendError(out, err)
-		}
-		return resp.AppendBulkStrings(out, digests)
-	}
-	return appendHelp(out, spec)
-}
-
-// digest is DEBUG DIGEST: a SHA-256 over the digests of this node's
+// debugDigest is DEBUG DIGEST: a SHA-256 over the digests of this node's
 // replicas, each taken between two batches (a shard the node holds no
 // replica of counts as its leader holds it). Replicas that applied the same
 // log agree; compare nodes once writes have stopped and every replica has
-// caught up.
-func (c *conn) digest(out []byte) []byte {
+// caught up. DEBUG is refused before its subcommand is looked at, unless
+// enabled (dispatch.go).
+func (c *conn) debugDigest(_ *commands.Spec, _ [][]byte, out []byte) []byte {
 	digests, err := c.shardDigests()
 	if err != nil {
 		return appendError(out, err)
@@ -148,9 +125,18 @@ func (c *conn) digest(out []byte) []byte {
 	return resp.AppendBulkString(out, hex.EncodeToString(h.Sum(nil)))
 }
 
-// shardDigests is each shard's digest, as DEBUG DIGEST reads them (DEBUG
-// DIGEST-SHARDS answers them: when two nodes' digests differ, which shard
-// they disagree on).
+// debugDigestShards is DEBUG DIGEST-SHARDS: each shard's digest, as DEBUG
+// DIGEST reads them: when two nodes' digests differ, which shard they
+// disagree on.
+func (c *conn) debugDigestShards(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	digests, err := c.shardDigests()
+	if err != nil {
+		return appendError(out, err)
+	}
+	return resp.AppendBulkStrings(out, digests)
+}
+
+// shardDigests is each shard's digest, in shard order.
 func (c *conn) shardDigests() ([]string, error) {
 	digests := make([]string, c.srv.shards.Shards())
 	for shard := range digests {
@@ -167,7 +153,7 @@ var errClockUsage = errors.New("ERR DEBUG CLOCK SET <unix_ms> | ADVANCE <ms> | G
 
 // debugClock is DEBUG CLOCK SET|ADVANCE|GET|REAL. Every shard adopts the new
 // time at once, even an earlier one, so a test can replay a scenario.
-func (c *conn) debugClock(args [][]byte, out []byte) []byte {
+func (c *conn) debugClock(_ *commands.Spec, args [][]byte, out []byte) []byte {
 	clock := c.srv.cfg.Debug
 	action := args[2]
 	switch {
