@@ -12,9 +12,9 @@ import (
 	"github.com/rlserver/rlserver/internal/resp"
 )
 
-// backupSource is what RL.BACKUP needs of the shards (cluster.RaftShards and
-// cluster.MemoryShards): one shard's state at one committed index.
-type backupSource interface {
+// BackupSource is what RL.BACKUP needs of the shards (cluster.RaftShards
+// and cluster.MemoryShards): one shard's state at one committed index.
+type BackupSource interface {
 	Backup(ctx context.Context, shard int) (cluster.ShardBackup, error)
 }
 
@@ -27,8 +27,8 @@ func (c *conn) backup(args [][]byte, out []byte) []byte {
 	if err != nil {
 		return appendError(out, err)
 	}
-	src, ok := c.srv.shards.(backupSource)
-	if !ok {
+	src := c.srv.cfg.Backups
+	if src == nil {
 		return appendError(out, errors.New("ERR this node cannot take backups"))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.srv.cfg.RequestTimeout)

@@ -87,11 +87,10 @@ type ClusterChanger interface {
 // clusterChanger is the cluster's changer, nil (and the error to answer)
 // when this node is no cluster's or its cluster cannot change.
 func (c *conn) clusterChanger() (ClusterChanger, error) {
-	ch, ok := c.srv.cfg.Cluster.(ClusterChanger)
-	if !ok {
+	if c.srv.cfg.Cluster == nil || c.srv.cfg.ClusterChanges == nil {
 		return nil, errClusterDisabled
 	}
-	return ch, nil
+	return c.srv.cfg.ClusterChanges, nil
 }
 
 // clusterMoveShard is CLUSTER MOVESHARD shard from to.

@@ -56,7 +56,8 @@ type serverOptions struct {
 	held    []int // with withReplicas: the shards this node holds replicas of
 	partial bool  // withReplicas was given
 	tls     *tls.Config
-	// backend, when set, wraps the memory shards the server is given.
+	// backend, when set, wraps the memory shards the server is given; the
+	// server does not count on it to answer within Submit.
 	backend func(*cluster.MemoryShards) Shards
 	// backendOnLoops keeps the event loop for a backend (withLoops).
 	backendOnLoops bool
@@ -137,6 +138,9 @@ func startServerOn(t testing.TB, addr string, opts ...option) *testServer {
 	if !o.noDebug {
 		o.cfg.Debug = clock
 	}
+	// What cmd/rlserver gives a server over memory shards: they answer
+	// within Submit, and take backups.
+	o.cfg.AnswersInSubmit, o.cfg.Backups = o.backend == nil, shards
 	var backend Shards = shards
 	if o.partial {
 		p := partialShards{MemoryShards: shards, held: map[int]bool{}}

@@ -23,16 +23,6 @@ type laterShards struct{ *cluster.MemoryShards }
 
 func (l laterShards) Submit(shard int, r *cluster.Request) { go l.MemoryShards.Submit(shard, r) }
 
-// AnswersInSubmit reports that they do not (the memory shards' own method,
-// which they would inherit, says they do).
-func (laterShards) AnswersInSubmit() bool { return false }
-
-// stuckLaterShards are stuckShards (one shard never answers) that also
-// answer later.
-type stuckLaterShards struct{ *stuckShards }
-
-func (stuckLaterShards) AnswersInSubmit() bool { return false }
-
 // startLaterServer is a test server on an event loop over laterShards.
 func startLaterServer(t *testing.T, opts ...option) *testServer {
 	t.Helper()
@@ -49,7 +39,7 @@ func startStuckServer(t *testing.T, timeout time.Duration, opts ...option) (*tes
 	s := startServer(t, append([]option{withShards(2), withLoops(), withConfig(func(c *Config) { c.RequestTimeout = timeout }),
 		withBackend(func(m *cluster.MemoryShards) Shards {
 			backend = &stuckShards{MemoryShards: m, stuck: 1}
-			return stuckLaterShards{backend}
+			return backend
 		})}, opts...)...)
 	return s, backend
 }

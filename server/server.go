@@ -130,10 +130,8 @@ func New(cfg Config, shards Shards) (*Server, error) {
 		stop: make(chan struct{}),
 	}
 	if cfg.EventLoops > 0 {
-		a, ok := shards.(interface{ AnswersInSubmit() bool })
-		answerLater := !ok || !a.AnswersInSubmit()
 		var err error
-		if s.loops, err = startEventLoops(cfg.EventLoops, answerLater); err != nil {
+		if s.loops, err = startEventLoops(cfg.EventLoops, !cfg.AnswersInSubmit); err != nil {
 			return nil, err
 		}
 	}

@@ -38,6 +38,7 @@ var version = "0.1.0-dev"
 // backend is the shard layer main wires into the server and the metrics.
 type backend interface {
 	server.Shards
+	server.BackupSource
 	metrics.Shards
 	metrics.Readiness
 	Close() error
@@ -134,11 +135,14 @@ func serve(o options, log *slog.Logger) error {
 		obs.close()
 		return err
 	}
+	cfg.Backups = shards
 	if raft != nil {
 		cfg.Raft, cfg.DataDir = raft, o.dataDir
 		if o.cluster != "" || o.join != "" {
-			cfg.Cluster = raft
+			cfg.Cluster, cfg.ClusterChanges = raft, raft
 		}
+	} else {
+		cfg.AnswersInSubmit = true // memory shards answer within Submit
 	}
 	srv, err := server.New(cfg, shards)
 	if err != nil {
