@@ -126,7 +126,7 @@ func sumPolicy(results []engine.Result) engine.Result {
 
 // writePolicyInfo writes INFO's policies section: each policy's counters, in
 // the form of Redis's keyspace lines.
-func (s *Server) writePolicyInfo(b *strings.Builder) {
+func (s *Server) writePolicyInfo(b *strings.Builder, _ *engine.Stats) {
 	list, err := s.shards.Read(s.policyListShard(), engine.Command{Op: engine.OpPolicyList})
 	if err != nil {
 		return

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
@@ -63,7 +64,7 @@ const infoTopKeys = 5
 // minute, denied then allowed, as top_denied_<rank>:key="...",
 // decisions=<n>,error=<n>. Keys are quoted as Go strings, so no byte of a key
 // can break the line.
-func (s *Server) writeTopKeys(line func(name string, v any)) {
+func (s *Server) writeTopKeys(b *strings.Builder, _ *engine.Stats) {
 	for _, denied := range []bool{true, false} {
 		name := "top_allowed_"
 		if denied {
@@ -71,11 +72,11 @@ func (s *Server) writeTopKeys(line func(name string, v any)) {
 		}
 		keys, err := s.TopKeys(denied, infoTopKeys)
 		if err != nil {
-			line(name+"error", strconv.Quote(err.Error()))
+			infoLine(b, name+"error", strconv.Quote(err.Error()))
 			continue
 		}
 		for i, k := range keys {
-			line(name+strconv.Itoa(i), fmt.Sprintf("key=%s,decisions=%d,error=%d", strconv.Quote(k.Key), k.Count, k.Error))
+			infoLine(b, name+strconv.Itoa(i), fmt.Sprintf("key=%s,decisions=%d,error=%d", strconv.Quote(k.Key), k.Count, k.Error))
 		}
 	}
 }
