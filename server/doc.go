@@ -23,8 +23,9 @@
 // one command, batch.go the keyed commands on their way to the shards,
 // reply.go the replies to the engine's results. The built-in commands are in
 // files named after them (handshake.go: HELLO, AUTH, SELECT; clientcmd.go:
-// CLIENT; aclcmd.go, memorycmd.go, commandinfo.go, introspect.go: INFO,
+// CLIENT; aclcmd.go, memorycmd.go, commandinfo.go, info.go, introspect.go:
 // CONFIG, TIME; shardwide.go: DBSIZE, FLUSHALL, SCAN, DEBUG; cluster.go,
-// multi.go, policy.go, tracking.go). The users and their permissions are
+// multi.go, policy.go, tracking.go); subcommands.go is the table through
+// which every subcommand is answered. The users and their permissions are
 // package acl.
 package server

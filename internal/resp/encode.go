@@ -9,14 +9,14 @@ import "math"
 // whole.
 func AppendValues(b []byte, vs []Value, resp3 bool) []byte {
 	for len(vs) > 0 {
-		b, vs = AppendValue(b, vs, resp3)
+		b, vs = appendValue(b, vs, resp3)
 	}
 	return b
 }
 
-// AppendValue appends the first value of vs with its elements, as
+// appendValue appends the first value of vs with its elements, as
 // AppendValues does, and returns the values after it.
-func AppendValue(b []byte, vs []Value, resp3 bool) ([]byte, []Value) {
+func appendValue(b []byte, vs []Value, resp3 bool) ([]byte, []Value) {
 	if len(vs) == 0 {
 		return AppendNull(b, resp3), vs
 	}
@@ -57,7 +57,7 @@ func AppendValue(b []byte, vs []Value, resp3 bool) ([]byte, []Value) {
 		return AppendNull(b, resp3), rest
 	}
 	for range v.elements() {
-		b, rest = AppendValue(b, rest, resp3)
+		b, rest = appendValue(b, rest, resp3)
 	}
 	return b, rest
 }
@@ -96,7 +96,7 @@ func EncodedLen(vs []Value, resp3 bool) int {
 	return n
 }
 
-// encodedLen is the length of what AppendValue writes for v, without its
+// encodedLen is the length of what appendValue writes for v, without its
 // elements.
 func encodedLen(v Value, resp3 bool) int {
 	const crlf = 2
