@@ -75,8 +75,8 @@ type namedSpec struct {
 
 // lookup is commands.Lookup, remembering the name it found last: a
 // pipeline repeats one command, and comparing its name's bytes with the
-// last one's costs 4 ns where lowering and hashing them costs 25
-// (BenchmarkLookup), about 2% of what a decision costs the server at P=16.
+// last one's costs a sixth of lowering and hashing them (BenchmarkLookup;
+// docs/performance.md, "Eighth round").
 func (c *conn) lookup(name []byte) *commands.Spec {
 	if c.named.spec != nil && bytes.Equal(name, c.named.name) {
 		return c.named.spec
