@@ -7,59 +7,52 @@ import "math"
 // client (see the package's documentation). An aggregate whose elements
 // vs lacks is completed with nulls, so that what is written is always
 // whole.
+//
+// The values are in pre-order, so each is written in turn, an aggregate
+// as its head: nothing is walked twice, and nothing recurses.
 func AppendValues(b []byte, vs []Value, resp3 bool) []byte {
-	for len(vs) > 0 {
-		b, vs = appendValue(b, vs, resp3)
+	owed := int64(0) // the elements the aggregates begun still expect
+	for i := range vs {
+		v := &vs[i]
+		if owed > 0 {
+			owed--
+		}
+		switch v.Kind {
+		case KindSimple:
+			b = appendLine(b, '+', v.Str)
+		case KindError:
+			b = appendLine(b, '-', v.Str)
+		case KindInt:
+			b = AppendInt(b, v.Int)
+		case KindBulk:
+			b = AppendBulkString(b, v.Str)
+		case KindBool:
+			b = appendBool(b, v.Int != 0, resp3)
+		case KindDouble:
+			b = appendNumberText(b, ',', v.Str, resp3)
+		case KindBigNumber:
+			b = appendNumberText(b, '(', v.Str, resp3)
+		case KindArray:
+			b = appendHeader(b, '*', max(v.Int, 0))
+		case KindMap:
+			b = AppendMap(b, int(max(v.Int, 0)), resp3)
+		case KindSet:
+			b = AppendSet(b, int(max(v.Int, 0)), resp3)
+		case KindPush:
+			if resp3 {
+				b = AppendPush(b, int(max(v.Int, 0)))
+			} else {
+				b = appendHeader(b, '*', max(v.Int, 0))
+			}
+		default: // a null, or no kind of this package's: a null keeps the reply whole
+			b = AppendNull(b, resp3)
+		}
+		owed += v.elements()
+	}
+	for ; owed > 0; owed-- {
+		b = AppendNull(b, resp3)
 	}
 	return b
-}
-
-// appendValue appends the first value of vs with its elements, as
-// AppendValues does, and returns the values after it.
-func appendValue(b []byte, vs []Value, resp3 bool) ([]byte, []Value) {
-	if len(vs) == 0 {
-		return AppendNull(b, resp3), vs
-	}
-	v, rest := vs[0], vs[1:]
-	switch v.Kind {
-	case KindNull:
-		return AppendNull(b, resp3), rest
-	case KindSimple:
-		return appendLine(b, '+', v.Str), rest
-	case KindError:
-		return appendLine(b, '-', v.Str), rest
-	case KindInt:
-		return AppendInt(b, v.Int), rest
-	case KindBulk:
-		return AppendBulkString(b, v.Str), rest
-	case KindBool:
-		return appendBool(b, v.Int != 0, resp3), rest
-	case KindDouble:
-		return appendNumberText(b, ',', v.Str, resp3), rest
-	case KindBigNumber:
-		return appendNumberText(b, '(', v.Str, resp3), rest
-	}
-	n := max(v.Int, 0)
-	switch v.Kind {
-	case KindArray:
-		b = appendHeader(b, '*', n)
-	case KindMap:
-		b = AppendMap(b, int(n), resp3)
-	case KindSet:
-		b = AppendSet(b, int(n), resp3)
-	case KindPush:
-		if resp3 {
-			b = AppendPush(b, int(n))
-		} else {
-			b = appendHeader(b, '*', n)
-		}
-	default: // no kind of this package's: a null, so that the reply stays whole
-		return AppendNull(b, resp3), rest
-	}
-	for range v.elements() {
-		b, rest = appendValue(b, rest, resp3)
-	}
-	return b, rest
 }
 
 // appendBool appends a boolean: RESP3's, or in RESP2 the integer 1 or 0.
@@ -87,7 +80,8 @@ func appendNumberText(b []byte, kind byte, text string, resp3 bool) []byte {
 	return appendText(b, text)
 }
 
-// EncodedLen is the length of what AppendValues writes for vs.
+// EncodedLen is the length of what AppendValues writes for vs, whose
+// aggregates are whole.
 func EncodedLen(vs []Value, resp3 bool) int {
 	n := 0
 	for _, v := range vs {
@@ -96,7 +90,7 @@ func EncodedLen(vs []Value, resp3 bool) int {
 	return n
 }
 
-// encodedLen is the length of what appendValue writes for v, without its
+// encodedLen is the length of what AppendValues writes for v, without its
 // elements.
 func encodedLen(v Value, resp3 bool) int {
 	const crlf = 2
