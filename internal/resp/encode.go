@@ -24,8 +24,14 @@ func AppendValues(b []byte, vs []Value, resp3 bool) []byte {
 			b = appendLine(b, '-', v.Str)
 		case KindInt:
 			b = AppendInt(b, v.Int)
-		case KindBulk:
-			b = AppendBulkString(b, v.Str)
+		case KindBulk: // AppendBulkString, its header written here when short
+			if n := len(v.Str); n < 10 {
+				b = append(b, '$', byte('0'+n), '\r', '\n')
+			} else {
+				b = appendHeader(b, '$', int64(n))
+			}
+			b = append(b, v.Str...)
+			b = append(b, '\r', '\n')
 		case KindBool:
 			b = appendBool(b, v.Int != 0, resp3)
 		case KindDouble:
