@@ -120,3 +120,49 @@ func BenchmarkPipeline(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCollectionPath is HMGET of four fields and LRANGE of ten
+// elements from the shard's apply to the encoded reply, in RESP2 and
+// RESP3: what the engine does to make a reply of several values and what
+// the server does to write it, together.
+func BenchmarkCollectionPath(b *testing.B) {
+	s := engine.NewShard()
+	words := func(args ...string) [][]byte {
+		w := make([][]byte, len(args))
+		for i, a := range args {
+			w[i] = []byte(a)
+		}
+		return w
+	}
+	parse := func(args ...string) []engine.Command {
+		w := words(args...)
+		cmds, err := commands.Lookup(w[0]).Parse(w, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return cmds
+	}
+	out := make([]engine.Result, 1)
+	s.Apply(1_700_000_000_000, parse("HSET", "h", "f1", "value-1", "f2", "value-2", "f3", "value-3", "f4", "value-4"), out)
+	for i := range 10 {
+		s.Apply(1_700_000_000_000, parse("RPUSH", "l", fmt.Sprint("element-", i)), out)
+	}
+	for _, c := range []struct {
+		name string
+		cmds []engine.Command
+	}{
+		{"hmget", parse("HMGET", "h", "f1", "f2", "f3", "f4")},
+		{"lrange", parse("LRANGE", "l", "0", "-1")},
+	} {
+		for _, resp3 := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/resp%d", c.name, map[bool]int{false: 2, true: 3}[resp3]), func(b *testing.B) {
+				var buf []byte
+				b.ReportAllocs()
+				for b.Loop() {
+					s.Apply(1_700_000_000_000, c.cmds, out)
+					buf = appendResult(buf[:0], &out[0], resp3)
+				}
+			})
+		}
+	}
+}
