@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // Source fetches shards from a running rlserver over the Redis protocol,
@@ -49,8 +51,7 @@ func (s *Source) Shards(addr string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	text, _ := info.(string)
-	for _, line := range strings.Split(text, "\r\n") {
+	for _, line := range strings.Split(info[0].Str, "\r\n") {
 		if v, ok := strings.CutPrefix(line, "rl_shards:"); ok {
 			return strconv.Atoi(v)
 		}
@@ -130,7 +131,8 @@ func (s *Source) conn(addr string) (*respConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &respConn{nc: nc, r: bufio.NewReaderSize(nc, 256<<10), timeout: s.timeout()}
+	r := bufio.NewReaderSize(nc, 256<<10)
+	c := &respConn{nc: nc, r: r, replies: resp.NewReader(r), timeout: s.timeout()}
 	if s.Password != "" {
 		args := []string{"AUTH", s.Password}
 		if s.User != "" {
@@ -159,7 +161,9 @@ func (s *Source) drop(addr string) {
 // respConn is one connection speaking RESP2.
 type respConn struct {
 	nc      net.Conn
-	r       *bufio.Reader
+	r       *bufio.Reader // a frame's bytes are read from it directly
+	replies *resp.Reader  // over r
+	out     []byte        // the command being sent
 	timeout time.Duration
 }
 
@@ -168,8 +172,8 @@ type replyError string
 
 func (e replyError) Error() string { return string(e) }
 
-// do sends a command and reads a reply of simple values (no frame).
-func (c *respConn) do(args ...string) (any, error) {
+// do sends a command and reads its reply, an error reply as a replyError.
+func (c *respConn) do(args ...string) ([]resp.Value, error) {
 	if err := c.send(args...); err != nil {
 		return nil, err
 	}
@@ -177,72 +181,22 @@ func (c *respConn) do(args ...string) (any, error) {
 }
 
 func (c *respConn) send(args ...string) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
+	c.out = resp.AppendCommand(c.out[:0], args...)
 	c.nc.SetDeadline(time.Now().Add(c.timeout))
-	_, err := io.WriteString(c.nc, b.String())
+	_, err := c.nc.Write(c.out)
 	return err
 }
 
 // line reads one CRLF-terminated line, without it.
-func (c *respConn) line() (string, error) {
-	s, err := c.r.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	if !strings.HasSuffix(s, "\r\n") {
-		return "", errors.New("protocol error: a line without CRLF")
-	}
-	return s[:len(s)-2], nil
-}
+func (c *respConn) line() (string, error) { return c.replies.ReadLine() }
 
-// value reads one reply: an integer, a string, an array of them, or an
-// error reply as a replyError.
-func (c *respConn) value() (any, error) {
-	l, err := c.line()
-	if err != nil {
-		return nil, err
+// value reads one reply, an error reply as a replyError.
+func (c *respConn) value() ([]resp.Value, error) {
+	v, err := c.replies.Read(nil)
+	if err == nil && v[0].Kind == resp.KindError {
+		return nil, replyError(v[0].Str)
 	}
-	if l == "" {
-		return nil, errors.New("protocol error: an empty line")
-	}
-	switch l[0] {
-	case '-':
-		return nil, replyError(l[1:])
-	case '+':
-		return l[1:], nil
-	case ':':
-		return strconv.ParseInt(l[1:], 10, 64)
-	case '$':
-		n, err := strconv.Atoi(l[1:])
-		if err != nil || n < -1 || n > 1<<30 {
-			return nil, fmt.Errorf("protocol error: bulk length %q", l[1:])
-		}
-		if n < 0 {
-			return nil, nil
-		}
-		b := make([]byte, n+2)
-		if _, err := io.ReadFull(c.r, b); err != nil {
-			return nil, err
-		}
-		return string(b[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(l[1:])
-		if err != nil || n < 0 || n > 1<<20 {
-			return nil, fmt.Errorf("protocol error: array length %q", l[1:])
-		}
-		out := make([]any, n)
-		for i := range out {
-			if out[i], err = c.value(); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("protocol error: %q", l)
+	return v, err
 }
 
 // backupHead sends RL.BACKUP shard and reads its reply up to the frame's
@@ -263,11 +217,10 @@ func (c *respConn) backupHead(shard int) (Shard, error) {
 	var v [6]int64
 	for i := range v {
 		x, err := c.value()
-		n, ok := x.(int64)
-		if err != nil || !ok {
+		if err != nil || x[0].Kind != resp.KindInt {
 			return Shard{}, fmt.Errorf("RL.BACKUP: unexpected reply (%v)", err)
 		}
-		v[i] = n
+		v[i] = x[0].Int
 	}
 	size, err := c.line()
 	if err != nil || size != "$"+strconv.FormatInt(v[5], 10) {

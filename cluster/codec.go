@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // A Raft entry carries one batch: every command of every request the
@@ -154,8 +155,19 @@ func appendResult(b []byte, r *engine.Result) []byte {
 		b = appendVarints(b, t.Limit, t.Remaining, t.RetryAfter, t.ResetAfter)
 	case engine.ResInt, engine.ResIntBulk:
 		b = binary.AppendVarint(b, r.Int)
-	case engine.ResText, engine.ResBulk, engine.ResRESP:
+	case engine.ResText, engine.ResBulk:
 		b = appendString(b, r.Text)
+	case engine.ResValues:
+		// As RESP3 text, the form of the releases before values: every
+		// release reads it. Written in place, then moved up by its
+		// length's uvarint, which goes in front.
+		start := len(b)
+		b = resp.AppendValues(b, r.Values, true)
+		var head [binary.MaxVarintLen64]byte
+		h := binary.PutUvarint(head[:], uint64(len(b)-start))
+		b = append(b, head[:h]...)
+		copy(b[start+h:], b[start:len(b)-h])
+		copy(b[start:], head[:h])
 	case engine.ResFields:
 		b = binary.AppendUvarint(b, uint64(len(r.Fields)))
 		for _, f := range r.Fields {
@@ -190,8 +202,17 @@ func (d *wire) result() engine.Result {
 		r.Throttle.Limit, r.Throttle.Remaining, r.Throttle.RetryAfter, r.Throttle.ResetAfter = d.varint(), d.varint(), d.varint(), d.varint()
 	case engine.ResInt, engine.ResIntBulk:
 		r.Int = d.varint()
-	case engine.ResText, engine.ResBulk, engine.ResRESP:
+	case engine.ResText, engine.ResBulk:
 		r.Text = string(d.bytes(engine.MaxValue))
+	case engine.ResValues: // RESP3 text; the values' strings share one copy of it
+		text := string(d.bytes(engine.MaxValue))
+		if d.err != nil {
+			return r
+		}
+		var err error
+		if r.Values, _, err = resp.Parse(nil, text); err != nil {
+			d.fail("bad reply")
+		}
 	case engine.ResFields:
 		n := d.uvarint()
 		if n > 64 {

@@ -2,14 +2,17 @@ package cluster
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 func TestBatchRoundTripKeepsFlagsAndValues(t *testing.T) {
@@ -153,12 +156,37 @@ func FuzzDecodeBatch(f *testing.F) {
 	})
 }
 
+// A reply of several values crosses the bus as RESP3 text, a length ahead
+// of it: the form of the releases before values (their ResRESP, the same
+// type byte), so a node of either release reads what the other sends.
+func TestResultValuesCrossAsRESP3Text(t *testing.T) {
+	long := strings.Repeat("v", 200) // a length of two bytes, which the text moves up for
+	vs := []resp.Value{resp.Map(2), resp.Bulk("a"), resp.Bulk(long), resp.Bulk("b"), resp.Array(2), resp.Int(-1), resp.Null()}
+	r := engine.Result{Type: engine.ResValues, Values: vs}
+	text := "%2\r\n$1\r\na\r\n$200\r\n" + long + "\r\n$1\r\nb\r\n*2\r\n:-1\r\n_\r\n"
+	before := append([]byte{byte(engine.ResValues)}, binary.AppendUvarint(nil, uint64(len(text)))...)
+	before = append(before, text...)
+	if got := appendResult([]byte("prefix"), &r); !bytes.Equal(got[len("prefix"):], before) {
+		t.Fatalf("encoded %q, want %q", got, before)
+	}
+	d := wire{b: before}
+	got := d.result()
+	if d.err != nil || len(d.b) != 0 || got.Type != engine.ResValues || !slices.Equal(got.Values, vs) {
+		t.Fatalf("decoded %+v (%v), want %v", got, d.err, vs)
+	}
+	bad := append([]byte{byte(engine.ResValues), 3}, "*2\n"...)
+	if d := (wire{b: bad}); d.result().Type == engine.ResValues && d.err == nil {
+		t.Fatal("a reply that is not RESP decoded")
+	}
+}
+
 // FuzzDecodeResult: a forwarded result never panics the node decoding it.
 func FuzzDecodeResult(f *testing.F) {
 	r := engine.Result{Type: engine.ResDecision, Decision: engine.Decision{Allowed: true, Limit: 5}, NExtras: 1, Members: 2}
 	r.Extras[0] = engine.Extra{Name: "granted", Value: 3}
 	f.Add(appendResult(nil, &r))
 	f.Add(appendResult(nil, &engine.Result{Type: engine.ResFields, Fields: []engine.Field{{Name: "a", Int: 1}}}))
+	f.Add(appendResult(nil, &engine.Result{Type: engine.ResValues, Values: []resp.Value{resp.Array(2), resp.Bulk("x"), resp.Null()}}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := wire{b: data}
 		res := d.result()

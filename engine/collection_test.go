@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // vcmd is a command whose Value packs vals.
@@ -15,7 +18,7 @@ func vcmd(op Op, flags Flags, key string, vals ...string) Command {
 }
 
 // show renders a result for comparison: an integer, a bulk string, OK,
-// nil, RESP3 as is, or the error's text.
+// nil, values as RESP3, or the error's text.
 func show(r Result) string {
 	switch r.Type {
 	case ResInt:
@@ -26,8 +29,8 @@ func show(r Result) string {
 		return "OK"
 	case ResNil:
 		return "nil"
-	case ResRESP:
-		return strings.ReplaceAll(r.Text, "\r\n", " ")
+	case ResValues:
+		return strings.ReplaceAll(string(resp.AppendValues(nil, r.Values, true)), "\r\n", " ")
 	case ResError:
 		return "-" + r.Err.Error()
 	}
@@ -35,7 +38,7 @@ func show(r Result) string {
 }
 
 func itoa(v int64) string {
-	return strings.TrimSpace(strings.ReplaceAll(string(AppendRESPInt(nil, v)[1:]), "\r\n", ""))
+	return strconv.FormatInt(v, 10)
 }
 
 func TestHashesAndLists(t *testing.T) {
@@ -156,14 +159,14 @@ func (f *fakeRunner) Compile(body []byte) error {
 	return nil
 }
 
-func (f *fakeRunner) Run(call *ScriptCall, dst []byte) ([]byte, error) {
+func (f *fakeRunner) Run(call *ScriptCall, dst []resp.Value) ([]resp.Value, error) {
 	f.runs++
 	c := []Command{{Op: OpPush, Key: []byte("l"), Value: Pack(call.Args)}}
 	out := make([]Result, 1)
 	if err := call.Apply(c, out); err != nil {
 		return nil, err
 	}
-	return AppendRESPInt(dst, out[0].Int), nil
+	return append(dst, resp.Int(out[0].Int)), nil
 }
 
 // eval is EVAL of body, or with sha EVALSHA of body's SHA1.
@@ -252,7 +255,7 @@ func TestEvalScriptsAreEvictedLeastRecentlyUsedFirst(t *testing.T) {
 	if r := run(s, 0, eval("push1", true, []string{"l"}, "x"))[0]; r.Err != ErrNoScript {
 		t.Fatalf("the least recently used survived: %s", show(r))
 	}
-	if r := run(s, 0, eval("push0", true, []string{"l"}, "x"))[0]; r.Type != ResRESP {
+	if r := run(s, 0, eval("push0", true, []string{"l"}, "x"))[0]; r.Type != ResValues {
 		t.Fatalf("a loaded script was evicted: %s", show(r))
 	}
 }

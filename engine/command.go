@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/rlserver/rlserver/internal/resp"
+
 // Command is one request to a shard. What Args hold is its op's: for a
 // decision, its command's parameters in Args[0..2] (OpSpec.Params) and the
 // cost in Args[3]. Key and Value alias the caller's memory for the duration
@@ -55,9 +57,9 @@ const (
 	ResScan                // Cursor and Keys
 	ResError               // Err
 	ResIntBulk             // Int, as a bulk string (GET of an integer)
-	// ResRESP is a reply that is not one value (an array, a map, a
-	// script's reply), written in RESP3 in Text (see resp.go).
-	ResRESP
+	// ResValues is a reply that is not one value (an array, a map, a
+	// script's reply), in Values.
+	ResValues
 )
 
 // Field is one line of RL.INFO: an integer, or Text when it is not empty.
@@ -92,7 +94,15 @@ type Result struct {
 	Fields   []Field
 	Cursor   uint64
 	Keys     []string
-	Err      error
+	// Values is a reply of several values (ResValues): HMGET's, LRANGE's,
+	// HGETALL's, SCRIPT EXISTS's, a script's. A script's reply can be any
+	// RESP3 value, so the engine holds such replies as resp.Values, one
+	// slice a reply, which the server writes for a RESP2 or a RESP3
+	// connection as Redis does, and which a script reads back as Lua
+	// values. Its strings may be the keyspace's own: immutable, never
+	// copied.
+	Values []resp.Value
+	Err    error
 }
 
 // EachKey calls fn with each key c names: Key, and for RENAME the new

@@ -3,6 +3,8 @@ package engine
 import (
 	"math"
 	"strconv"
+
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // A hash is its fields, in the order they were first set (Redis's order for
@@ -33,18 +35,19 @@ func (s *Shard) hashCommand(now int64, c *Command, r *Result) {
 			r.Type, r.Text = ResBulk, ks.hashes[i][j].value
 		}
 	case OpHMGet:
-		b := AppendRESPHeader(s.respScratch[:0], '*', packedCount(c.Value))
+		n := packedCount(c.Value)
+		vs := append(make([]resp.Value, 0, 1+n), resp.Array(n))
 		h := ks.hashes[i]
 		for v := c.Value; len(v) > 0; {
 			var f []byte
 			f, v, _ = nextPacked(v) // checked by the op's row
 			if j := fieldIndex(h, f); j >= 0 {
-				b = appendRESPBulkString(b, h[j].value)
+				vs = append(vs, resp.Bulk(h[j].value))
 			} else {
-				b = AppendRESPNull(b)
+				vs = append(vs, resp.Null())
 			}
 		}
-		r.Type, r.Text = ResRESP, s.respText(b)
+		r.Type, r.Values = ResValues, vs
 	case OpHExists:
 		r.Type = ResInt
 		if ks.hashField(i, c.Value) >= 0 {
@@ -54,11 +57,11 @@ func (s *Shard) hashCommand(now int64, c *Command, r *Result) {
 		r.Type, r.Int = ResInt, int64(len(ks.hashes[i]))
 	case OpHGetAll:
 		h := ks.hashes[i]
-		b := AppendRESPHeader(s.respScratch[:0], '%', len(h))
+		vs := append(make([]resp.Value, 0, 1+2*len(h)), resp.Map(len(h)))
 		for _, f := range h {
-			b = appendRESPBulkString(appendRESPBulkString(b, f.name), f.value)
+			vs = append(vs, resp.Bulk(f.name), resp.Bulk(f.value))
 		}
-		r.Type, r.Text = ResRESP, s.respText(b)
+		r.Type, r.Values = ResValues, vs
 	case OpHSet:
 		s.hset(now, c, i, r)
 	case OpHDel:

@@ -301,10 +301,9 @@ func (ks *keyspace) rekey(i int32, key []byte) {
 // It reads in two passes, every slot and then every record the slots name,
 // because a record's address is known only once its slot has arrived: in one
 // pass each command's record waited for its slot while the next commands'
-// reads queued behind it (BenchmarkSlidingBatch, three alternated runs:
-// 9–13% less a decision, at 100,000 and 1,000,000 keys, batches of 16 and
-// 800). What it reads is kept only in touched, so that the compiler keeps the
-// reads; nothing depends on it.
+// reads queued behind it (BenchmarkSlidingBatch; docs/performance.md,
+// "Tenth round"). What it reads is kept only in touched, so that the
+// compiler keeps the reads; nothing depends on it.
 func (ks *keyspace) prefetch(cmds []Command) {
 	var named [prefetchWindow]int32
 	cmds = cmds[:min(len(cmds), prefetchWindow)]
@@ -322,8 +321,7 @@ func (ks *keyspace) prefetch(cmds []Command) {
 		if r >= 0 {
 			// Both ends of the record: at 56 bytes, six records in eight
 			// span two cache lines, its state in one and its key in the
-			// other (BenchmarkSlidingBatch, batches of 16: 3% less a
-			// decision at 100,000 keys, 9% at 1,000,000).
+			// other (docs/performance.md, "Eighth round").
 			rec := ks.records.at(r)
 			sum += int32(rec.state[0]) + int32(rec.key[inlineKey-1])
 		}

@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/rlserver/rlserver/internal/resp"
+
 // A list is stored tail first, so that LPUSH, the push limiters use
 // (Python limits' moving window pushes each request's time at the head),
 // appends: Redis's index k (0 the head, -1 the tail) is element n-1-k.
@@ -23,11 +25,11 @@ func (s *Shard) listCommand(now int64, c *Command, r *Result) {
 		}
 	case OpLRange:
 		from, to := listRange(c.Args[0], c.Args[1], len(l))
-		b := AppendRESPHeader(s.respScratch[:0], '*', max(to-from, 0))
+		vs := append(make([]resp.Value, 0, 1+max(to-from, 0)), resp.Array(max(to-from, 0)))
 		for k := from; k < to; k++ {
-			b = appendRESPBulkString(b, l[len(l)-1-k])
+			vs = append(vs, resp.Bulk(l[len(l)-1-k]))
 		}
-		r.Type, r.Text = ResRESP, s.respText(b)
+		r.Type, r.Values = ResValues, vs
 	case OpLTrim:
 		r.Type = ResOK
 		if i < 0 {
@@ -159,9 +161,9 @@ func (s *Shard) pop(c *Command, i int32, r *Result) {
 		r.Type, r.Text = ResBulk, popped[0]
 		return
 	}
-	b := AppendRESPHeader(s.respScratch[:0], '*', len(popped))
+	vs := append(make([]resp.Value, 0, 1+len(popped)), resp.Array(len(popped)))
 	for _, e := range popped {
-		b = appendRESPBulkString(b, e)
+		vs = append(vs, resp.Bulk(e))
 	}
-	r.Type, r.Text = ResRESP, s.respText(b)
+	r.Type, r.Values = ResValues, vs
 }

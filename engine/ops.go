@@ -54,19 +54,19 @@ const (
 	// Hashes (hash.go): the field in Value, or fields and values packed.
 	OpHGet         // Value: field; Text (bulk) or nil
 	OpHSet         // Value packs field, value ...; Int: fields added (FlagStatus: OK)
-	OpHMGet        // Value packs fields; RESP: an array
+	OpHMGet        // Value packs fields; Values: an array
 	OpHIncrBy      // Value: field, Args[0]: increment; Int
 	OpHIncrByFloat // Value packs field and increment; Text (bulk)
 	OpHDel         // Value packs fields; Int: fields removed
 	OpHExists      // Value: field; Int
-	OpHGetAll      // RESP: a map
+	OpHGetAll      // Values: a map
 	OpHLen         // Int
 
 	// Lists (list.go); FlagRight for the tail's end.
 	OpPush   // Value packs elements; Int: the new length
 	OpPop    // Args[0]: count, Args[1]: 1 when a count was given
 	OpLIndex // Args[0]: index
-	OpLRange // Args[0], Args[1]: start and stop; RESP: an array
+	OpLRange // Args[0], Args[1]: start and stop; Values: an array
 	OpLTrim  // Args[0], Args[1]: start and stop
 	OpLLen   // Int
 
@@ -75,7 +75,7 @@ const (
 	// Scripts (script.go, scriptcache.go).
 	OpEval         // Value packs script, keys, args; Args[0]: runtime, Args[1]: keys; FlagSHA, FlagReadOnly
 	OpScriptLoad   // Value: body; Text: its SHA1
-	OpScriptExists // Value packs SHA1s; RESP: an array of 1 and 0
+	OpScriptExists // Value packs SHA1s; Values: an array of 1 and 0
 	OpScriptFlush  // forget every script
 
 	OpTop // Args[0]: 1 denied, 0 allowed; Args[1]: count; Fields: the heaviest keys (topkeys.go)

@@ -3,6 +3,9 @@ package engine
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"slices"
+
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // Scripts (EVAL, EVALSHA and their _RO forms) are replayed, not their
@@ -43,11 +46,11 @@ type ScriptRunner interface {
 	// nothing is cached.
 	Compile(body []byte) error
 	// Run runs call's script, applying the commands it calls with
-	// call.Apply, and returns its reply in RESP3 (see resp.go) appended to
+	// call.Apply, and returns its reply (see Result.Values) appended to
 	// dst (the shard's scratch, which it copies at once), or the error it
 	// ended with (an *Error of CodeScript, whose message is the whole
 	// reply).
-	Run(call *ScriptCall, dst []byte) (reply []byte, err error)
+	Run(call *ScriptCall, dst []resp.Value) (reply []resp.Value, err error)
 }
 
 // ScriptCall is one run of a script on a shard.
@@ -153,19 +156,25 @@ func (s *Shard) eval(now int64, c *Command, r *Result) {
 	}
 	s.stat.ScriptRuns++
 	reply, err := s.runner.Run(call, s.scriptReply[:0])
-	if cap(reply) <= maxKeptScratch {
+	if err == nil {
+		r.Type, r.Values = ResValues, slices.Clone(reply)
+	}
+	clear(reply) // the scratch holds none of the script's strings
+	if cap(reply) <= maxKeptReply {
 		s.scriptReply = reply[:0]
 	}
 	if err != nil {
 		s.stat.ScriptErrors++
 		r.Type, r.Err = ResError, err
-		return
 	}
-	r.Type, r.Text = ResRESP, string(reply)
 }
 
+// maxKeptReply is the most values the shard keeps room for between
+// scripts: a rare large reply is not held for the life of the shard.
+const maxKeptReply = 4 << 10
+
 // scriptCommand applies SCRIPT LOAD (Value: the body; Text: its SHA1),
-// SCRIPT EXISTS (Value packs SHA1s; Text: RESP3 array of 1 and 0) and
+// SCRIPT EXISTS (Value packs SHA1s; Values: an array of 1 and 0) and
 // SCRIPT FLUSH.
 func (s *Shard) scriptCommand(now int64, c *Command, r *Result) {
 	switch c.Op {
@@ -187,15 +196,16 @@ func (s *Shard) scriptCommand(now int64, c *Command, r *Result) {
 		}
 		r.Type, r.Text = ResBulk, sha
 	case OpScriptExists:
-		b := AppendRESPHeader(nil, '*', packedCount(c.Value))
+		n := packedCount(c.Value)
+		vs := append(make([]resp.Value, 0, 1+n), resp.Array(n))
 		Unpacked(c.Value, func(sha []byte) {
 			held := int64(0)
 			if _, ok := s.scripts.byName[string(sha)]; ok {
 				held = 1
 			}
-			b = AppendRESPInt(b, held)
+			vs = append(vs, resp.Int(held))
 		})
-		r.Type, r.Text = ResRESP, string(b)
+		r.Type, r.Values = ResValues, vs
 	case OpScriptFlush:
 		s.scripts = newScriptCache()
 		r.Type = ResOK

@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/rlserver/rlserver/internal/resp"
+
 // Shard is the state of one shard: its keyspace and its clock. A Shard is not
 // safe for concurrent use; it belongs to one goroutine (the shard's runner or
 // its Raft FSM), which is what makes every command on it atomic.
@@ -26,9 +28,8 @@ type Shard struct {
 	// parts and pairs are scratch for unpacking a script's strings and
 	// HSET's pairs; a script's commands may use pairs while it runs.
 	parts, pairs [][]byte
-	call         ScriptCall // the script running
-	scriptReply  []byte     // scratch for a script's reply, copied into its Result
-	respScratch  []byte     // and for a reply of several values (see respText)
+	call         ScriptCall   // the script running
+	scriptReply  []resp.Value // scratch for a script's reply, copied into its Result
 }
 
 // Stats are a shard's counters, for INFO and metrics.
@@ -79,10 +80,10 @@ const prefetchBatch = 8
 
 // prefetchWindow is how many commands' keys are read ahead at once. A
 // Raft entry's batch of hundreds read ahead whole loses its first records
-// (and their pages' TLB entries, at a million keys) before it applies them:
-// BenchmarkSlidingBatch at 1,000,000 keys in batches of 800 took 316–345 ns
-// a decision read ahead whole, 246–289 in windows of 32 (three alternated
-// runs); at 100,000 keys, and in batches of 16, no difference.
+// (and their pages' TLB entries, at a million keys) before it applies them;
+// read ahead in windows, a large batch over a large keyspace is applied
+// faster, a small one no slower (BenchmarkSlidingBatch; docs/performance.md,
+// "Ninth round").
 const prefetchWindow = 32
 
 // NewShard returns an empty shard.

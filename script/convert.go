@@ -3,11 +3,11 @@ package script
 import (
 	"math"
 	"strconv"
-	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // Conversions between Lua values and replies, Redis's rules: a command's
@@ -22,69 +22,80 @@ import (
 // maxReplyDepth bounds the nesting of a script's reply, as Redis bounds it.
 const maxReplyDepth = 1000
 
-// appendReply appends v, the script's result, as a RESP3 reply. resp3 is
-// the protocol the script chose with redis.setresp.
-func (in *interp) appendReply(b []byte, v lua.LValue, resp3 bool, depth int) []byte {
+// appendReply appends v, the script's result, as a reply. resp3 is the
+// protocol the script chose with redis.setresp.
+func (in *interp) appendReply(vs []resp.Value, v lua.LValue, resp3 bool, depth int) []resp.Value {
 	switch v := v.(type) {
 	case lua.LString:
-		return engine.AppendRESPBulk(b, []byte(v))
+		return append(vs, resp.Bulk(string(v)))
 	case lua.LNumber:
-		return engine.AppendRESPInt(b, toInteger(float64(v)))
+		return append(vs, resp.Int(toInteger(float64(v))))
 	case lua.LBool:
 		switch {
 		case resp3:
-			return engine.AppendRESPBool(b, bool(v))
+			return append(vs, resp.Bool(bool(v)))
 		case bool(v):
-			return engine.AppendRESPInt(b, 1)
+			return append(vs, resp.Int(1))
 		}
-		return engine.AppendRESPNull(b)
+		return append(vs, resp.Null())
 	case *lua.LTable:
-		if depth >= maxReplyDepth {
-			return engine.AppendRESPLine(b, '-', "ERR reached lua stack limit")
-		}
-		if e, ok := v.RawGetString("err").(lua.LString); ok {
-			return engine.AppendRESPLine(b, '-', string(e))
-		}
-		if s, ok := v.RawGetString("ok").(lua.LString); ok {
-			return engine.AppendRESPLine(b, '+', string(s))
-		}
-		if resp3 {
-			if d, ok := v.RawGetString("double").(lua.LNumber); ok {
-				return engine.AppendRESPLine(b, ',', formatDouble(float64(d)))
-			}
-			if m, ok := v.RawGetString("map").(*lua.LTable); ok {
-				return in.appendPairs(b, '%', m, depth, true)
-			}
-			if s, ok := v.RawGetString("set").(*lua.LTable); ok {
-				return in.appendPairs(b, '~', s, depth, false)
-			}
-		}
-		n := 0
-		for v.RawGetInt(n+1) != lua.LNil {
-			n++
-		}
-		b = engine.AppendRESPHeader(b, '*', n)
-		for i := 1; i <= n; i++ {
-			b = in.appendReply(b, v.RawGetInt(i), resp3, depth+1)
-		}
-		return b
+		return in.appendTable(vs, v, resp3, depth)
 	}
-	return engine.AppendRESPNull(b)
+	return append(vs, resp.Null())
+}
+
+// appendTable appends a table the script replied: an error or a status,
+// a double, a map or a set (after redis.setresp(3)), or an array up to its
+// first nil.
+func (in *interp) appendTable(vs []resp.Value, v *lua.LTable, resp3 bool, depth int) []resp.Value {
+	if depth >= maxReplyDepth {
+		return append(vs, resp.ErrorReply("ERR reached lua stack limit"))
+	}
+	if e, ok := v.RawGetString("err").(lua.LString); ok {
+		return append(vs, resp.ErrorReply(string(e)))
+	}
+	if s, ok := v.RawGetString("ok").(lua.LString); ok {
+		return append(vs, resp.Simple(string(s)))
+	}
+	if resp3 {
+		if d, ok := v.RawGetString("double").(lua.LNumber); ok {
+			return append(vs, resp.Double(formatDouble(float64(d))))
+		}
+		if m, ok := v.RawGetString("map").(*lua.LTable); ok {
+			return in.appendPairs(vs, m, depth, true)
+		}
+		if s, ok := v.RawGetString("set").(*lua.LTable); ok {
+			return in.appendPairs(vs, s, depth, false)
+		}
+	}
+	n := 0
+	for v.RawGetInt(n+1) != lua.LNil {
+		n++
+	}
+	vs = append(vs, resp.Array(n))
+	for i := 1; i <= n; i++ {
+		vs = in.appendReply(vs, v.RawGetInt(i), resp3, depth+1)
+	}
+	return vs
 }
 
 // appendPairs appends a RESP3 map (values) or set (keys only) from t, in
 // the order next visits it.
-func (in *interp) appendPairs(b []byte, kind byte, t *lua.LTable, depth int, values bool) []byte {
+func (in *interp) appendPairs(vs []resp.Value, t *lua.LTable, depth int, values bool) []resp.Value {
 	n := 0
 	eachPair(t, func(lua.LValue, lua.LValue) { n++ })
-	b = engine.AppendRESPHeader(b, kind, n)
+	if values {
+		vs = append(vs, resp.Map(n))
+	} else {
+		vs = append(vs, resp.Set(n))
+	}
 	eachPair(t, func(k, v lua.LValue) {
-		b = in.appendReply(b, k, true, depth+1)
+		vs = in.appendReply(vs, k, true, depth+1)
 		if values {
-			b = in.appendReply(b, v, true, depth+1)
+			vs = in.appendReply(vs, v, true, depth+1)
 		}
 	})
-	return b
+	return vs
 }
 
 // eachPair calls fn with each key and value of t in the order Lua's next
@@ -194,8 +205,8 @@ func (in *interp) resultValue(r *engine.Result) lua.LValue {
 			return mapTable(L, m)
 		}
 		return t
-	case engine.ResRESP:
-		v, _ := in.parseRESP(r.Text)
+	case engine.ResValues:
+		v, _ := in.luaValue(r.Values)
 		return v
 	case engine.ResError:
 		return errorTable(L, in.errorText(r.Err))
@@ -211,69 +222,50 @@ func (in *interp) null() lua.LValue {
 	return lua.LFalse
 }
 
-// parseRESP reads one RESP3 value at the start of s (the engine's own
-// replies, so well formed) and returns it as a Lua value, with the rest.
-// The strings it returns share s's bytes: s is immutable, and a script
-// reads its reply only while s is alive.
-func (in *interp) parseRESP(s string) (lua.LValue, string) {
-	if len(s) < 3 {
-		return in.null(), ""
+// luaValue is the first of vs (a reply of the engine's: an array or a map
+// of bulk strings, integers and nulls) as a Lua value, and the values after
+// it.
+func (in *interp) luaValue(vs []resp.Value) (lua.LValue, []resp.Value) {
+	if len(vs) == 0 {
+		return in.null(), nil
 	}
-	kind := s[0]
-	end := strings.IndexByte(s, '\r')
-	if end < 0 {
-		end = len(s)
-	}
-	line := s[1:end]
-	rest := s[min(end+2, len(s)):]
+	v, rest := vs[0], vs[1:]
 	L := in.L
-	switch kind {
-	case '$':
-		n := min(max(respInt(line), 0), len(rest))
-		return lua.LString(rest[:n]), rest[min(n+2, len(rest)):]
-	case ':':
-		return in.boxes.boxInt(int64(respInt(line))), rest
-	case '_':
-		return in.null(), rest
-	case '+':
-		return statusTable(L, line), rest
-	case '-':
-		return errorTable(L, line), rest
-	case '*', '%':
-		n := respInt(line)
-		count := max(n, 0)
-		if kind == '%' {
-			count = 2 * count
-		}
-		if kind == '%' && in.resp3 { // {map={k=v ...}}
+	switch v.Kind {
+	case resp.KindBulk:
+		return lua.LString(v.Str), rest
+	case resp.KindInt:
+		return in.boxes.boxInt(v.Int), rest
+	case resp.KindSimple:
+		return statusTable(L, v.Str), rest
+	case resp.KindError:
+		return errorTable(L, v.Str), rest
+	case resp.KindArray, resp.KindMap:
+		n := int(max(v.Int, 0))
+		if v.Kind == resp.KindMap && in.resp3 { // {map={k=v ...}}
 			m := L.CreateTable(0, n)
 			for range n {
-				var k, v lua.LValue
-				k, rest = in.parseRESP(rest)
-				v, rest = in.parseRESP(rest)
-				m.RawSet(k, v)
+				var k, e lua.LValue
+				k, rest = in.luaValue(rest)
+				e, rest = in.luaValue(rest)
+				m.RawSet(k, e)
 			}
 			return mapTable(L, m), rest
 		}
-		t := L.CreateTable(count, 0)
-		for range count {
-			var v lua.LValue
-			v, rest = in.parseRESP(rest)
-			t.Append(v)
+		if v.Kind == resp.KindMap {
+			n *= 2 // RESP2: keys and values in turn
+		}
+		t := L.CreateTable(n, 0)
+		for range n {
+			var e lua.LValue
+			e, rest = in.luaValue(rest)
+			t.Append(e)
 		}
 		return t, rest
 	}
+	// A null, and the types the engine's replies do not have.
+	_, rest = resp.Next(vs)
 	return in.null(), rest
-}
-
-// respInt is the integer of a RESP header or integer line, 0 when it is
-// not one (the engine writes only integers there).
-func respInt(line string) int {
-	n, err := strconv.Atoi(line)
-	if err != nil {
-		return 0
-	}
-	return n
 }
 
 // mapTable is a RESP3 map as Lua sees it: {map=m}.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // testShard is a shard with a runner, at a fixed time.
@@ -30,8 +31,8 @@ func (ts *testShard) apply(c engine.Command) engine.Result {
 	return out[0]
 }
 
-// eval runs body with keys and args, and returns its reply (RESP3) or error
-// text.
+// eval runs body with keys and args, and returns its reply (in RESP3) or
+// error text.
 func (ts *testShard) eval(body string, keys []string, args ...string) string {
 	parts := [][]byte{[]byte(body)}
 	for _, k := range keys {
@@ -48,7 +49,8 @@ func (ts *testShard) eval(body string, keys []string, args ...string) string {
 	if r.Type == engine.ResError {
 		return "-" + r.Err.Error()
 	}
-	return r.Text
+	return string(resp.AppendValues(nil, r.Values, true))
 }
 
-func resp(parts ...string) string { return strings.Join(parts, "\r\n") + "\r\n" }
+// lines is the RESP text of lines, each ended by CRLF.
+func lines(parts ...string) string { return strings.Join(parts, "\r\n") + "\r\n" }

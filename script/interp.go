@@ -6,6 +6,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // interp is one Lua state with the sandbox scripts run in: Redis's
@@ -161,7 +162,7 @@ func (in *interp) readOnly(t *lua.LTable) *lua.LTable {
 
 // run runs proto with call's keys and arguments, and returns the reply
 // appended to dst.
-func (in *interp) run(proto *lua.FunctionProto, call *engine.ScriptCall, dst []byte) ([]byte, error) {
+func (in *interp) run(proto *lua.FunctionProto, call *engine.ScriptCall, dst []resp.Value) ([]resp.Value, error) {
 	L := in.L
 	in.meter.reset()
 	in.rand.seed(0)
@@ -195,7 +196,7 @@ func (in *interp) run(proto *lua.FunctionProto, call *engine.ScriptCall, dst []b
 	}
 	reply := in.appendReply(dst, L.Get(-1), in.resp3, 0)
 	L.SetTop(0)
-	if len(reply) > engine.MaxValue {
+	if resp.EncodedLen(reply[len(dst):], true) > engine.MaxValue {
 		return nil, in.scriptError("ERR the script's reply is longer than the most a reply may be", call)
 	}
 	return reply, nil

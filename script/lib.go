@@ -168,7 +168,7 @@ func (in *interp) patternCost(L *lua.LState, fn lua.LGFunction) lua.LGFunction {
 		subject, pattern := L.CheckString(1), L.CheckString(2)
 		n := int64(len(subject)) + 1
 		cost := n * int64(len(pattern)+1)
-		for k := strings.Count(pattern, "*") + strings.Count(pattern, "+") + strings.Count(pattern, "-"); k > 1 && cost < MaxInstructions; k-- {
+		for k := strings.Count(pattern, "*") + strings.Count(pattern, "+") + strings.Count(pattern, "-"); k > 1 && cost < maxInstructions; k-- {
 			cost *= n
 		}
 		if !in.meter.chargeSteps(cost/64) || !in.meter.charge(int64(len(subject))) {

@@ -23,16 +23,16 @@ import (
 
 // The budget of one run.
 const (
-	// MaxInstructions bounds the instructions one script executes.
-	MaxInstructions = 10_000_000
-	// MaxMemory bounds the bytes one script allocates over its run.
-	MaxMemory = 32 << 20
+	// maxInstructions bounds the instructions one script executes.
+	maxInstructions = 10_000_000
+	// maxMemory bounds the bytes one script allocates over its run.
+	maxMemory = 32 << 20
 )
 
 // The errors a script ends with when it is over its budget.
 var (
-	errInstructions = fmt.Errorf("ERR Script ran more than %d instructions, the most a script may", MaxInstructions)
-	errMemory       = fmt.Errorf("ERR Script allocated more than %d bytes, the most a script may", MaxMemory)
+	errInstructions = fmt.Errorf("ERR Script ran more than %d instructions, the most a script may", maxInstructions)
+	errMemory       = fmt.Errorf("ERR Script allocated more than %d bytes, the most a script may", maxMemory)
 )
 
 // Charges per instruction that allocates, in bytes.
@@ -63,7 +63,7 @@ func (m *meter) Done() <-chan struct{} {
 	if m.over != nil {
 		return closed
 	}
-	if m.instructions++; m.instructions > MaxInstructions {
+	if m.instructions++; m.instructions > maxInstructions {
 		m.over = errInstructions
 		return closed
 	}
@@ -91,7 +91,7 @@ func (m *meter) charge(n int64) bool {
 	if m.over != nil {
 		return false
 	}
-	if m.bytes += n; m.bytes > MaxMemory {
+	if m.bytes += n; m.bytes > maxMemory {
 		m.over = errMemory
 		return false
 	}
@@ -104,7 +104,7 @@ func (m *meter) chargeSteps(n int64) bool {
 	if m.over != nil {
 		return false
 	}
-	if m.instructions += n; m.instructions > MaxInstructions {
+	if m.instructions += n; m.instructions > maxInstructions {
 		m.over = errInstructions
 		return false
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/yuin/gopher-lua/parse"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // Config configures a Runner.
@@ -93,7 +94,7 @@ func (r *Runner) proto(sha string, body []byte) (*lua.FunctionProto, error) {
 
 // Run runs call's script on an idle interpreter, and appends its reply
 // to dst.
-func (r *Runner) Run(call *engine.ScriptCall, dst []byte) ([]byte, error) {
+func (r *Runner) Run(call *engine.ScriptCall, dst []resp.Value) ([]resp.Value, error) {
 	p, err := r.proto(call.SHA, call.Body)
 	if err != nil {
 		return nil, err

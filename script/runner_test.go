@@ -10,28 +10,28 @@ func TestReplies(t *testing.T) {
 	tests := []struct {
 		name, body, want string
 	}{
-		{"integer", "return 42", resp(":42")},
-		{"truncated", "return 3.99", resp(":3")},
-		{"negative truncated", "return -3.99", resp(":-3")},
-		{"string", "return 'x'", resp("$1", "x")},
-		{"true", "return true", resp(":1")},
-		{"false", "return false", resp("_")},
-		{"nil", "return nil", resp("_")},
-		{"array to first nil", "return {1,2,3.7,'x',nil,4}", resp("*4", ":1", ":2", ":3", "$1", "x")},
-		{"status", "return {ok='FINE'}", resp("+FINE")},
-		{"status_reply", "return redis.status_reply('FINE')", resp("+FINE")},
-		{"error table", "return {err='My Error'}", resp("-My Error")},
-		{"error_reply", "return redis.error_reply('My Error')", resp("-My Error")},
-		{"sha1hex", "return redis.sha1hex('')", resp("$40", "da39a3ee5e6b4b0d3255bfef95601890afd80709")},
+		{"integer", "return 42", lines(":42")},
+		{"truncated", "return 3.99", lines(":3")},
+		{"negative truncated", "return -3.99", lines(":-3")},
+		{"string", "return 'x'", lines("$1", "x")},
+		{"true", "return true", lines(":1")},
+		{"false", "return false", lines("_")},
+		{"nil", "return nil", lines("_")},
+		{"array to first nil", "return {1,2,3.7,'x',nil,4}", lines("*4", ":1", ":2", ":3", "$1", "x")},
+		{"status", "return {ok='FINE'}", lines("+FINE")},
+		{"status_reply", "return redis.status_reply('FINE')", lines("+FINE")},
+		{"error table", "return {err='My Error'}", lines("-My Error")},
+		{"error_reply", "return redis.error_reply('My Error')", lines("-My Error")},
+		{"sha1hex", "return redis.sha1hex('')", lines("$40", "da39a3ee5e6b4b0d3255bfef95601890afd80709")},
 		{"tostring", "return {tostring(0.1), tostring(1/3), tostring(1e15), tostring(2^53)}",
-			resp("*4", "$3", "0.1", "$16", "0.33333333333333", "$5", "1e+15", "$18", "9.007199254741e+15")},
+			lines("*4", "$3", "0.1", "$16", "0.33333333333333", "$5", "1e+15", "$18", "9.007199254741e+15")},
 		// Redis's generator seeded with 0, which every run starts from: the
 		// numbers Redis 7 draws after math.randomseed(0).
 		{"random as Redis", "return {tostring(math.random()), tostring(math.random()), math.random(5,10)}",
-			resp("*3", "$16", "0.17082803611217", "$16", "0.74990198051087", ":5")},
-		{"time is the entry's", "return redis.call('TIME')", resp("*2", "$10", "1700000000", "$1", "0")},
-		{"resp3 double", "redis.setresp(3) return {double=1.5}", resp(",1.5")},
-		{"resp3 boolean", "redis.setresp(3) return true", resp("#t")},
+			lines("*3", "$16", "0.17082803611217", "$16", "0.74990198051087", ":5")},
+		{"time is the entry's", "return redis.call('TIME')", lines("*2", "$10", "1700000000", "$1", "0")},
+		{"resp3 double", "redis.setresp(3) return {double=1.5}", lines(",1.5")},
+		{"resp3 boolean", "redis.setresp(3) return true", lines("#t")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,7 +46,7 @@ func TestErrors(t *testing.T) {
 	ts := newTestShard(t)
 	tests := []struct{ body, want string }{
 		{"return redis.call('nosuch')", "-ERR Unknown Redis command called from script script: "},
-		{"return redis.pcall('nosuch')", resp("-ERR Unknown Redis command called from script")},
+		{"return redis.pcall('nosuch')", lines("-ERR Unknown Redis command called from script")},
 		{"x = 5", "-ERR user_script:1: Attempt to modify a readonly table script: "},
 		{"return y", "-ERR user_script:1: Script attempted to access nonexistent global variable 'y' script: "},
 		{"error('boom')", "-ERR user_script:1: boom script: "},
@@ -81,7 +81,7 @@ func TestKeysAndArgvAreFreshEveryRun(t *testing.T) {
 	for _, body := range []string{"KEYS.x = 1 ARGV[3] = 'z' return 1", "table.insert(KEYS, 'more') return 1", "setmetatable(ARGV, {__index = function() return 'meta' end}) return 1", "return 1"} {
 		ts.eval(body, []string{"k"}, "a", "b")
 		if got, want := ts.eval("return {#KEYS, #ARGV, KEYS[1], ARGV[1], ARGV[2], tostring(ARGV[3]), tostring(KEYS.x)}", []string{"k2"}, "c", "d"),
-			resp("*7", ":1", ":2", "$2", "k2", "$1", "c", "$1", "d", "$3", "nil", "$3", "nil"); got != want {
+			lines("*7", ":1", ":2", "$2", "k2", "$1", "c", "$1", "d", "$3", "nil", "$3", "nil"); got != want {
 			t.Errorf("after %q: %q, want %q", body, got, want)
 		}
 	}

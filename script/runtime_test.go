@@ -25,8 +25,8 @@ func TestRuntimePinned(t *testing.T) {
 		instructions, mem int64
 		reply             string
 	}{
-		{"seed", string(seed), 77, 1398, resp("*3", ":1", ":99", ":0")},
-		{"loop", "local n = 0 for i = 1, 1000 do n = n + i end return n", 2007, 214, resp(":500500")},
+		{"seed", string(seed), 77, 1398, lines("*3", ":1", ":99", ":0")},
+		{"loop", "local n = 0 for i = 1, 1000 do n = n + i end return n", 2007, 214, lines(":500500")},
 		{"strings", "local t = {} for i = 1, 20 do t[#t+1] = tostring(i) .. ',' end return table.concat(t)", 171, 1340, ""},
 	}
 	if engine.ScriptRuntime != 1 {

@@ -21,8 +21,8 @@ type servedListener struct {
 	tls *tls.Config       // ServeTLS's; nil for plain connections
 }
 
-// clientConn is an accepted connection with the server's layers over it.
-type clientConn struct {
+// wrappedConn is an accepted connection with the server's layers over it.
+type wrappedConn struct {
 	net.Conn            // what the connection reads and writes: the outermost layer
 	drain    *drainConn // nil for a connection that did not come from Serve
 	tls      *tls.Conn  // nil for a plain connection
@@ -30,8 +30,8 @@ type clientConn struct {
 
 // wrap puts the server's layers over a socket accepted on a listener that
 // speaks TLS with config (nil: plain).
-func wrap(sock net.Conn, config *tls.Config, limits Limits) clientConn {
-	var cc clientConn
+func wrap(sock net.Conn, config *tls.Config, limits Limits) wrappedConn {
+	var cc wrappedConn
 	under := sock
 	if config != nil {
 		cc.tls = tls.Server(sock, config)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 	"github.com/rlserver/rlserver/server/acl"
 )
 
@@ -24,69 +25,68 @@ func errACLReadOnly(sub string) error {
 // errGenpassBits is Redis's text for a bad ACL GENPASS argument.
 var errGenpassBits = errors.New("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096")
 
-// aclCommand is ACL and its subcommands.
-func (c *client) aclCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	sub, err := c.subcommand(spec, args)
-	if err != nil {
-		return appendError(out, err)
-	}
+// aclWhoami is ACL WHOAMI: the user the connection acts as.
+func (c *conn) aclWhoami(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	return resp.AppendBulkString(out, c.user.Name())
+}
+
+// aclUsers is ACL USERS: every user's name.
+func (c *conn) aclUsers(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	return resp.AppendBulkStrings(out, c.srv.cfg.Users.Names())
+}
+
+// aclList is ACL LIST: every user's rules, as the aclfile would say them.
+func (c *conn) aclList(_ *commands.Spec, _ [][]byte, out []byte) []byte {
 	users := c.srv.cfg.Users
-	switch sub.Name {
-	case "acl|whoami":
-		return appendBulkString(out, c.user.Name())
-	case "acl|users":
-		names := users.Names()
-		return appendBulkStrings(out, names)
-	case "acl|list":
-		names := users.Names()
-		out = appendArray(out, len(names))
-		for _, n := range names {
-			out = appendBulkString(out, users.Lookup(n).String())
-		}
-		return out
-	case "acl|getuser":
-		u := users.Lookup(string(args[2]))
-		if u == nil {
-			return appendNull(out, c.resp3.Load())
-		}
-		return appendUser(out, u.Describe(), c.resp3.Load())
-	case "acl|cat":
-		return c.aclCat(args, out)
-	case "acl|genpass":
-		return genpass(args, out)
-	case "acl|setuser", "acl|deluser", "acl|load", "acl|save":
-		return appendError(out, errACLReadOnly(sub.Name[len("acl|"):]))
+	names := users.Names()
+	out = resp.AppendArray(out, len(names))
+	for _, n := range names {
+		out = resp.AppendBulkString(out, users.Lookup(n).String())
 	}
-	return appendHelp(out, spec)
+	return out
+}
+
+// aclGetUser is ACL GETUSER name.
+func (c *conn) aclGetUser(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	u := c.srv.cfg.Users.Lookup(string(args[2]))
+	if u == nil {
+		return resp.AppendNull(out, c.resp3.Load())
+	}
+	return appendUser(out, u.Describe(), c.resp3.Load())
+}
+
+// aclReadOnly answers the subcommands that would change the users.
+func (c *conn) aclReadOnly(sub *commands.Spec, _ [][]byte, out []byte) []byte {
+	return appendError(out, errACLReadOnly(sub.Name[len("acl|"):]))
 }
 
 // appendUser is ACL GETUSER's map: flags, passwords (their SHA-256),
 // commands, keys, channels, and no selectors.
 func appendUser(out []byte, d acl.Description, resp3 bool) []byte {
-	out = appendMap(out, 6, resp3)
-	out = appendBulkString(out, "flags")
-	out = appendSet(out, len(d.Flags), resp3)
+	out = resp.AppendMap(out, 6, resp3)
+	out = resp.AppendBulkString(out, "flags")
+	out = resp.AppendSet(out, len(d.Flags), resp3)
 	for _, f := range d.Flags {
-		out = appendBulkString(out, f)
+		out = resp.AppendBulkString(out, f)
 	}
-	out = appendBulkString(out, "passwords")
-	out = appendBulkStrings(out, d.Passwords)
-	out = appendBulkString(out, "commands")
-	out = appendBulkString(out, d.Commands)
-	out = appendBulkString(out, "keys")
-	out = appendBulkString(out, d.Keys)
-	out = appendBulkString(out, "channels")
-	out = appendBulkString(out, d.Channels)
-	out = appendBulkString(out, "selectors")
-	return appendArray(out, 0)
+	out = resp.AppendBulkString(out, "passwords")
+	out = resp.AppendBulkStrings(out, d.Passwords)
+	out = resp.AppendBulkString(out, "commands")
+	out = resp.AppendBulkString(out, d.Commands)
+	out = resp.AppendBulkString(out, "keys")
+	out = resp.AppendBulkString(out, d.Keys)
+	out = resp.AppendBulkString(out, "channels")
+	out = resp.AppendBulkString(out, d.Channels)
+	out = resp.AppendBulkString(out, "selectors")
+	return resp.AppendArray(out, 0)
 }
 
 // aclCat is ACL CAT [category]: the categories, or the commands and
 // subcommands ("config|get") in one.
-func (c *client) aclCat(args [][]byte, out []byte) []byte {
+func (c *conn) aclCat(_ *commands.Spec, args [][]byte, out []byte) []byte {
 	if len(args) == 2 {
 		cats := commands.ACLCategories()
-		return appendBulkStrings(out, cats)
+		return resp.AppendBulkStrings(out, cats)
 	}
 	if len(args) > 3 {
 		return appendError(out, commands.WrongArity("acl|cat"))
@@ -101,12 +101,12 @@ func (c *client) aclCat(args [][]byte, out []byte) []byte {
 			names = append(names, s.Name)
 		}
 	}
-	return appendBulkStrings(out, names)
+	return resp.AppendBulkStrings(out, names)
 }
 
-// genpass is ACL GENPASS [bits]: random hex digits from crypto/rand, 256
-// bits unless told otherwise.
-func genpass(args [][]byte, out []byte) []byte {
+// aclGenpass is ACL GENPASS [bits]: random hex digits from crypto/rand,
+// 256 bits unless told otherwise.
+func (c *conn) aclGenpass(_ *commands.Spec, args [][]byte, out []byte) []byte {
 	bits := int64(256)
 	if len(args) > 3 {
 		return appendError(out, commands.WrongArity("acl|genpass"))
@@ -123,5 +123,5 @@ func genpass(args [][]byte, out []byte) []byte {
 	}
 	b := make([]byte, (bits+7)/8)
 	rand.Read(b)
-	return appendBulkString(out, hex.EncodeToString(b)[:(bits+3)/4])
+	return resp.AppendBulkString(out, hex.EncodeToString(b)[:(bits+3)/4])
 }

@@ -49,7 +49,7 @@ func checkPipelineAllocations(t *testing.T, s *testServer) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	c := newClient(s.Server, clientConn{Conn: a})
+	c := newConn(s.Server, wrappedConn{Conn: a})
 	var out []byte
 	run := func() {
 		rest, reply, ok := c.answer(in, out[:0])

@@ -5,16 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
-// backupSource is what RL.BACKUP needs of the shards (cluster.RaftShards and
-// cluster.MemoryShards): one shard's state at one committed index.
-type backupSource interface {
+// BackupSource is what RL.BACKUP needs of the shards (cluster.RaftShards
+// and cluster.MemoryShards): one shard's state at one committed index.
+type BackupSource interface {
 	Backup(ctx context.Context, shard int) (cluster.ShardBackup, error)
 }
 
@@ -22,13 +22,13 @@ type backupSource interface {
 // frame], the frame a bulk string of the shard's state as a snapshot frame.
 // Another node's shard is answered with MOVED to its leader (the first slot
 // of the shard's range), or TRYAGAIN while it has none.
-func (c *client) backup(args [][]byte, out []byte) []byte {
+func (c *conn) backup(args [][]byte, out []byte) []byte {
 	shard, err := commands.ParseBackup(args)
 	if err != nil {
 		return appendError(out, err)
 	}
-	src, ok := c.srv.shards.(backupSource)
-	if !ok {
+	src := c.srv.cfg.Backups
+	if src == nil {
 		return appendError(out, errors.New("ERR this node cannot take backups"))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.srv.cfg.RequestTimeout)
@@ -48,15 +48,13 @@ func (c *client) backup(args [][]byte, out []byte) []byte {
 	}
 	defer b.Frame.Close()
 	head := len(out)
-	out = appendArray(out, 7)
+	out = resp.AppendArray(out, 7)
 	for _, v := range []int64{int64(b.Shard), int64(b.Index), int64(b.Term), b.Time, time.Now().UnixMilli(), b.Size} {
-		out = appendInt(out, v)
+		out = resp.AppendInt(out, v)
 	}
-	out = appendHeader(out, '$', int(b.Size))
-	start := len(out)
-	out = slices.Grow(out, int(b.Size)+2)[:start+int(b.Size)]
-	if _, err := io.ReadFull(b.Frame, out[start:]); err != nil {
+	out, frame := resp.AppendBulkSpace(out, int(b.Size))
+	if _, err := io.ReadFull(b.Frame, frame); err != nil {
 		return appendError(out[:head], fmt.Errorf("ERR backup of shard %d: reading the snapshot: %w", shard, err))
 	}
-	return append(out, '\r', '\n')
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // batch collects the commands of a pipeline segment: the engine commands go
@@ -125,7 +126,7 @@ func (b *batch) addKeyed(s *Server, spec *commands.Spec, args [][]byte) {
 // batchKeyed adds a keyed command (RouteKey) to the pipeline's batch, after
 // noting for client-side caching the keys it reads (or, in NOLOOP mode,
 // writes). Its reply comes when the batch is flushed.
-func (c *client) batchKeyed(spec *commands.Spec, args [][]byte) {
+func (c *conn) batchKeyed(spec *commands.Spec, args [][]byte) {
 	if c.tracker != nil {
 		c.noteKeys(spec, args)
 	}
@@ -235,7 +236,7 @@ func (b *batch) encodeEngine(out []byte, p pending, resp3 bool) []byte {
 		}
 		sum += res.Int
 	}
-	return appendInt(out, sum)
+	return resp.AppendInt(out, sum)
 }
 
 // encodeAll encodes RL.ALL: an array of the overall decision and the
@@ -249,7 +250,7 @@ func (b *batch) encodeAll(out []byte, p pending, resp3 bool) []byte {
 	if head.Type != engine.ResDecision {
 		return appendResult(out, head, resp3)
 	}
-	out = appendArray(out, int(p.n))
+	out = resp.AppendArray(out, int(p.n))
 	for i := p.first; i < p.first+p.n; i++ {
 		out = appendResult(out, &r.Results[b.posOf[i]], resp3)
 	}
@@ -264,9 +265,9 @@ func (b *batch) encodeSetNX(out []byte, p pending) []byte {
 	}
 	switch res := &r.Results[b.posOf[p.first]]; res.Type {
 	case engine.ResOK:
-		return appendInt(out, 1)
+		return resp.AppendInt(out, 1)
 	case engine.ResNil:
-		return appendInt(out, 0)
+		return resp.AppendInt(out, 0)
 	default:
 		return appendResult(out, res, false)
 	}
@@ -291,7 +292,7 @@ func (b *batch) reset() {
 }
 
 // flush submits what the batch holds and appends its replies to out.
-func (c *client) flush(out []byte) []byte {
+func (c *conn) flush(out []byte) []byte {
 	b := &c.batch
 	if len(b.replies) == 0 {
 		return out
@@ -309,7 +310,7 @@ func (c *client) flush(out []byte) []byte {
 
 // encodeSegment appends the replies of the segment sent, all answered, and
 // empties the batch for the next.
-func (c *client) encodeSegment(out []byte) []byte {
+func (c *conn) encodeSegment(out []byte) []byte {
 	b := &c.batch
 	out = b.encode(out, c.resp3.Load())
 	b.reset()
@@ -319,7 +320,7 @@ func (c *client) encodeSegment(out []byte) []byte {
 // everyShard runs one engine command on every shard (each one for which
 // include says so, when given) through its leader, and returns the results in
 // shard order (zero for those left out), or the first request error.
-func (c *client) everyShard(cmd engine.Command, include ...func(shard int) bool) ([]engine.Result, error) {
+func (c *conn) everyShard(cmd engine.Command, include ...func(shard int) bool) ([]engine.Result, error) {
 	b := &c.batch
 	for shard := range b.reqs {
 		if len(include) > 0 && !include[0](shard) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // validName reports whether a client name is acceptable: printable ASCII
@@ -19,64 +20,77 @@ func validName(name []byte) bool {
 	return true
 }
 
-// clientCommand is CLIENT and its subcommands.
-func (c *client) clientCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	sub, err := c.subcommand(spec, args)
-	if err != nil {
-		return appendError(out, err)
+// clientSetName is CLIENT SETNAME name.
+func (c *conn) clientSetName(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	if !validName(args[2]) {
+		return appendError(out, errBadName)
 	}
-	switch sub.Name {
-	case "client|setname":
-		if !validName(args[2]) {
-			return appendError(out, errBadName)
-		}
-		c.setName(string(args[2]))
-		return appendOK(out)
-	case "client|getname":
-		if name, _, _ := c.names(); name != "" {
-			return appendBulkString(out, name)
-		}
-		return appendNull(out, c.resp3.Load())
-	case "client|setinfo":
-		return c.setInfo(args, out)
-	case "client|id":
-		return appendInt(out, c.id)
-	case "client|info":
-		return appendBulkString(out, c.describe(time.Now()))
-	case "client|list":
-		return c.list(args, out)
-	case "client|tracking":
-		if err := c.trackingCommand(args); err != nil {
-			return appendError(out, err)
-		}
-		return appendOK(out)
-	case "client|caching":
-		if err := c.cachingCommand(args[2]); err != nil {
-			return appendError(out, err)
-		}
-		return appendOK(out)
-	case "client|getredir":
-		// Tracking never redirects here: 0 while it is on, -1 while off.
-		if c.tracker != nil {
-			return appendInt(out, 0)
-		}
-		return appendInt(out, -1)
-	case "client|trackinginfo":
-		return c.trackingInfo(out)
-	case "client|no-evict", "client|no-touch":
-		if !commands.EqualFold(args[2], "on") && !commands.EqualFold(args[2], "off") {
-			return appendError(out, commands.ErrSyntax)
-		}
-		return appendOK(out)
-	case "client|help":
-		return appendHelp(out, spec)
-	}
-	return appendError(out, commands.UnknownSubcommand(spec.Name, args[1]))
+	c.setName(string(args[2]))
+	return resp.AppendOK(out)
 }
 
-// setInfo is CLIENT SETINFO LIB-NAME|LIB-VER value. As in Redis, the
-// option is checked first, and the value obeys the rules of client names.
-func (c *client) setInfo(args [][]byte, out []byte) []byte {
+// clientGetName is CLIENT GETNAME.
+func (c *conn) clientGetName(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	if name, _, _ := c.names(); name != "" {
+		return resp.AppendBulkString(out, name)
+	}
+	return resp.AppendNull(out, c.resp3.Load())
+}
+
+// clientID is CLIENT ID.
+func (c *conn) clientID(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	return resp.AppendInt(out, c.id)
+}
+
+// clientInfo is CLIENT INFO: the connection's CLIENT LIST line.
+func (c *conn) clientInfo(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	return resp.AppendBulkString(out, c.describe(time.Now()))
+}
+
+// clientTracking is CLIENT TRACKING ON|OFF [options] (tracking.go).
+func (c *conn) clientTracking(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	if err := c.trackingCommand(args); err != nil {
+		return appendError(out, err)
+	}
+	return resp.AppendOK(out)
+}
+
+// clientCaching is CLIENT CACHING YES|NO (tracking.go).
+func (c *conn) clientCaching(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	if err := c.cachingCommand(args[2]); err != nil {
+		return appendError(out, err)
+	}
+	return resp.AppendOK(out)
+}
+
+// clientGetRedir is CLIENT GETREDIR. Tracking never redirects here: 0
+// while it is on, -1 while off.
+func (c *conn) clientGetRedir(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	if c.tracker != nil {
+		return resp.AppendInt(out, 0)
+	}
+	return resp.AppendInt(out, -1)
+}
+
+// clientTrackingInfo is CLIENT TRACKINGINFO (tracking.go).
+func (c *conn) clientTrackingInfo(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	return c.trackingInfo(out)
+}
+
+// clientAccepted is CLIENT NO-EVICT and NO-TOUCH ON|OFF: accepted, and
+// nothing to do (rlserver evicts no clients, and its keys have no access
+// time).
+func (c *conn) clientAccepted(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	if !commands.EqualFold(args[2], "on") && !commands.EqualFold(args[2], "off") {
+		return appendError(out, commands.ErrSyntax)
+	}
+	return resp.AppendOK(out)
+}
+
+// clientSetInfo is CLIENT SETINFO LIB-NAME|LIB-VER value. As in Redis,
+// the option is checked first, and the value obeys the rules of client
+// names.
+func (c *conn) clientSetInfo(_ *commands.Spec, args [][]byte, out []byte) []byte {
 	var field *string
 	switch {
 	case commands.EqualFold(args[2], "lib-name"):
@@ -92,11 +106,11 @@ func (c *client) setInfo(args [][]byte, out []byte) []byte {
 	c.mu.Lock()
 	*field = string(args[3])
 	c.mu.Unlock()
-	return appendOK(out)
+	return resp.AppendOK(out)
 }
 
-// list is CLIENT LIST [TYPE normal|master|replica|pubsub].
-func (c *client) list(args [][]byte, out []byte) []byte {
+// clientList is CLIENT LIST [TYPE normal|master|replica|pubsub].
+func (c *conn) clientList(_ *commands.Spec, args [][]byte, out []byte) []byte {
 	normal := true
 	if len(args) == 4 && commands.EqualFold(args[2], "type") {
 		switch {
@@ -112,13 +126,13 @@ func (c *client) list(args [][]byte, out []byte) []byte {
 	var b bytes.Buffer
 	if normal {
 		now := time.Now()
-		c.srv.eachClient(func(other *client) { b.WriteString(other.describe(now)) })
+		c.srv.eachClient(func(other *conn) { b.WriteString(other.describe(now)) })
 	}
-	return appendBulk(out, b.Bytes())
+	return resp.AppendBulk(out, b.Bytes())
 }
 
 // describe is the connection's CLIENT LIST line.
-func (c *client) describe(now time.Time) string {
+func (c *conn) describe(now time.Time) string {
 	name, libName, libVer := c.names()
 	c.mu.Lock()
 	userName := c.userName

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // As a cluster node the server shows shard leaders as masters and their
@@ -21,48 +22,56 @@ import (
 
 var errClusterDisabled = errors.New("ERR This instance has cluster support disabled")
 
-// clusterCommand is CLUSTER and its subcommands.
-func (c *client) clusterCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	sub, err := c.subcommand(spec, args)
-	if err != nil {
-		return appendError(out, err)
-	}
-	if sub.Name == "cluster|keyslot" {
-		return appendInt(out, int64(cluster.Slot(args[2])))
-	}
-	if sub.Name == "cluster|help" {
-		return appendHelp(out, spec)
-	}
+// clusterKeySlot is CLUSTER KEYSLOT key, which needs no cluster.
+func (c *conn) clusterKeySlot(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	return resp.AppendInt(out, int64(cluster.Slot(args[2])))
+}
+
+// clusterSlots is CLUSTER SLOTS: the connection is a cluster client.
+func (c *conn) clusterSlots(_ *commands.Spec, _ [][]byte, out []byte) []byte {
 	cl := c.srv.cfg.Cluster
 	if cl == nil {
 		return appendError(out, errClusterDisabled)
 	}
-	resp3 := c.resp3.Load()
-	switch sub.Name {
-	case "cluster|slots":
-		c.clusterAware = true
-		return appendClusterSlots(out, cl.Topology(), resp3)
-	case "cluster|shards":
-		c.clusterAware = true
-		return appendClusterShards(out, cl.Topology(), resp3)
-	case "cluster|nodes":
-		c.clusterAware = true
-		return appendBulkString(out, clusterNodes(cl))
-	case "cluster|info":
-		return appendBulkString(out, c.srv.clusterInfo())
-	case "cluster|myid":
-		return appendBulkString(out, cl.Self().RedisID())
-	}
-	if changesTheCluster(sub.Name) {
-		return c.clusterChange(cl, sub.Name, args, out)
-	}
-	return appendError(out, commands.UnknownSubcommand(spec.Name, args[1]))
+	c.clusterAware = true
+	return appendClusterSlots(out, cl.Topology(), c.resp3.Load())
 }
 
-// changesTheCluster reports whether a CLUSTER subcommand changes the
-// membership or the placement (and so waits for the cluster's catalogue).
-func changesTheCluster(sub string) bool {
-	return sub == "cluster|moveshard" || sub == "cluster|rebalance" || sub == "cluster|forget"
+// clusterShards is CLUSTER SHARDS: the connection is a cluster client.
+func (c *conn) clusterShards(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	cl := c.srv.cfg.Cluster
+	if cl == nil {
+		return appendError(out, errClusterDisabled)
+	}
+	c.clusterAware = true
+	return appendClusterShards(out, cl.Topology(), c.resp3.Load())
+}
+
+// clusterNodes is CLUSTER NODES: the connection is a cluster client.
+func (c *conn) clusterNodes(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	cl := c.srv.cfg.Cluster
+	if cl == nil {
+		return appendError(out, errClusterDisabled)
+	}
+	c.clusterAware = true
+	return resp.AppendBulkString(out, clusterNodes(cl))
+}
+
+// clusterInfo is CLUSTER INFO.
+func (c *conn) clusterInfo(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	if c.srv.cfg.Cluster == nil {
+		return appendError(out, errClusterDisabled)
+	}
+	return resp.AppendBulkString(out, c.srv.clusterInfo())
+}
+
+// clusterMyID is CLUSTER MYID.
+func (c *conn) clusterMyID(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	cl := c.srv.cfg.Cluster
+	if cl == nil {
+		return appendError(out, errClusterDisabled)
+	}
+	return resp.AppendBulkString(out, cl.Self().RedisID())
 }
 
 // ClusterChanger is what a cluster that changes its membership and
@@ -75,37 +84,57 @@ type ClusterChanger interface {
 	Forget(ctx context.Context, id string, force bool) error
 }
 
-// clusterChange is CLUSTER MOVESHARD, REBALANCE [DRYRUN] and FORGET
-// <node-id> [FORCE].
-func (c *client) clusterChange(cl Cluster, name string, args [][]byte, out []byte) []byte {
-	ch, ok := cl.(ClusterChanger)
-	if !ok {
-		return appendError(out, errClusterDisabled)
+// clusterChanger is the cluster's changer, nil (and the error to answer)
+// when this node is no cluster's or its cluster cannot change.
+func (c *conn) clusterChanger() (ClusterChanger, error) {
+	if c.srv.cfg.Cluster == nil || c.srv.cfg.ClusterChanges == nil {
+		return nil, errClusterDisabled
 	}
-	ctx := context.Background()
-	switch name {
-	case "cluster|moveshard":
-		shard, err := strconv.Atoi(string(args[2]))
-		if err != nil {
-			return appendError(out, commands.ErrNotInteger)
-		}
-		if err := ch.MoveShard(ctx, shard, string(args[3]), string(args[4])); err != nil {
-			return appendError(out, err)
-		}
-		return appendOK(out)
-	case "cluster|rebalance":
-		dry := false
-		switch {
-		case len(args) == 3 && strings.EqualFold(string(args[2]), "dryrun"):
-			dry = true
-		case len(args) > 2:
-			return appendError(out, commands.ErrSyntax)
-		}
-		steps, err := ch.Rebalance(ctx, dry)
-		if err != nil {
-			return appendError(out, err)
-		}
-		return appendBulkStrings(out, steps)
+	return c.srv.cfg.ClusterChanges, nil
+}
+
+// clusterMoveShard is CLUSTER MOVESHARD shard from to.
+func (c *conn) clusterMoveShard(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	ch, err := c.clusterChanger()
+	if err != nil {
+		return appendError(out, err)
+	}
+	shard, err := strconv.Atoi(string(args[2]))
+	if err != nil {
+		return appendError(out, commands.ErrNotInteger)
+	}
+	if err := ch.MoveShard(context.Background(), shard, string(args[3]), string(args[4])); err != nil {
+		return appendError(out, err)
+	}
+	return resp.AppendOK(out)
+}
+
+// clusterRebalance is CLUSTER REBALANCE [DRYRUN]: the steps taken, or
+// planned.
+func (c *conn) clusterRebalance(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	ch, err := c.clusterChanger()
+	if err != nil {
+		return appendError(out, err)
+	}
+	dry := false
+	switch {
+	case len(args) == 3 && strings.EqualFold(string(args[2]), "dryrun"):
+		dry = true
+	case len(args) > 2:
+		return appendError(out, commands.ErrSyntax)
+	}
+	steps, err := ch.Rebalance(context.Background(), dry)
+	if err != nil {
+		return appendError(out, err)
+	}
+	return resp.AppendBulkStrings(out, steps)
+}
+
+// clusterForget is CLUSTER FORGET node-id [FORCE].
+func (c *conn) clusterForget(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	ch, err := c.clusterChanger()
+	if err != nil {
+		return appendError(out, err)
 	}
 	force := false
 	switch {
@@ -114,16 +143,16 @@ func (c *client) clusterChange(cl Cluster, name string, args [][]byte, out []byt
 	case len(args) > 3:
 		return appendError(out, commands.ErrSyntax)
 	}
-	if err := ch.Forget(ctx, string(args[2]), force); err != nil {
+	if err := ch.Forget(context.Background(), string(args[2]), force); err != nil {
 		return appendError(out, err)
 	}
-	return appendOK(out)
+	return resp.AppendOK(out)
 }
 
 // checkRoute applies the cluster's rules to a keyed command: its keys must
 // share a slot, and a cluster client is sent to the slot's leader with MOVED.
 // A standalone server has no rules.
-func (c *client) checkRoute(spec *commands.Spec, args [][]byte) error {
+func (c *conn) checkRoute(spec *commands.Spec, args [][]byte) error {
 	cl := c.srv.cfg.Cluster
 	if cl == nil && !spec.SameSlot {
 		return nil
@@ -160,18 +189,18 @@ func hostPort(addr string) (string, int64) {
 // appendClusterSlots is CLUSTER SLOTS: for each shard, its slot range, its
 // leader and its followers, each [ip, port, id, metadata].
 func appendClusterSlots(out []byte, views []cluster.ShardView, resp3 bool) []byte {
-	out = appendArray(out, len(views))
+	out = resp.AppendArray(out, len(views))
 	for _, v := range views {
-		out = appendArray(out, 2+len(v.Replicas))
-		out = appendInt(out, int64(v.First))
-		out = appendInt(out, int64(v.Last))
+		out = resp.AppendArray(out, 2+len(v.Replicas))
+		out = resp.AppendInt(out, int64(v.First))
+		out = resp.AppendInt(out, int64(v.Last))
 		for _, m := range v.Replicas {
 			host, port := hostPort(m.Client)
-			out = appendArray(out, 4)
-			out = appendBulkString(out, host)
-			out = appendInt(out, port)
-			out = appendBulkString(out, m.RedisID())
-			out = appendMap(out, 0, resp3)
+			out = resp.AppendArray(out, 4)
+			out = resp.AppendBulkString(out, host)
+			out = resp.AppendInt(out, port)
+			out = resp.AppendBulkString(out, m.RedisID())
+			out = resp.AppendMap(out, 0, resp3)
 		}
 	}
 	return out
@@ -180,15 +209,15 @@ func appendClusterSlots(out []byte, views []cluster.ShardView, resp3 bool) []byt
 // appendClusterShards is CLUSTER SHARDS: for each shard, its slots and its
 // nodes with their roles.
 func appendClusterShards(out []byte, views []cluster.ShardView, resp3 bool) []byte {
-	out = appendArray(out, len(views))
+	out = resp.AppendArray(out, len(views))
 	for _, v := range views {
-		out = appendMap(out, 2, resp3)
-		out = appendBulkString(out, "slots")
-		out = appendArray(out, 2)
-		out = appendInt(out, int64(v.First))
-		out = appendInt(out, int64(v.Last))
-		out = appendBulkString(out, "nodes")
-		out = appendArray(out, len(v.Replicas))
+		out = resp.AppendMap(out, 2, resp3)
+		out = resp.AppendBulkString(out, "slots")
+		out = resp.AppendArray(out, 2)
+		out = resp.AppendInt(out, int64(v.First))
+		out = resp.AppendInt(out, int64(v.Last))
+		out = resp.AppendBulkString(out, "nodes")
+		out = resp.AppendArray(out, len(v.Replicas))
 		for i, m := range v.Replicas {
 			host, port := hostPort(m.Client)
 			role, health, offset := "replica", "online", int64(0)
@@ -201,15 +230,15 @@ func appendClusterShards(out []byte, views []cluster.ShardView, resp3 bool) []by
 			if i < len(v.Health) { // the replica as the health poll last saw it
 				health, offset = v.Health[i].Health, int64(v.Health[i].Applied)
 			}
-			out = appendMap(out, 7, resp3)
+			out = resp.AppendMap(out, 7, resp3)
 			for _, kv := range [][2]string{{"id", m.RedisID()}, {"ip", host}, {"endpoint", host}, {"role", role}, {"health", health}} {
-				out = appendBulkString(out, kv[0])
-				out = appendBulkString(out, kv[1])
+				out = resp.AppendBulkString(out, kv[0])
+				out = resp.AppendBulkString(out, kv[1])
 			}
-			out = appendBulkString(out, "port")
-			out = appendInt(out, port)
-			out = appendBulkString(out, "replication-offset")
-			out = appendInt(out, offset)
+			out = resp.AppendBulkString(out, "port")
+			out = resp.AppendInt(out, port)
+			out = resp.AppendBulkString(out, "replication-offset")
+			out = resp.AppendInt(out, offset)
 		}
 	}
 	return out

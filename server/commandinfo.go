@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // Redis's texts for COMMAND GETKEYS errors.
@@ -13,64 +14,71 @@ var (
 	errNoKeys          = errors.New("ERR The command has no key arguments")
 )
 
-// commandCommand is COMMAND and its subcommands, describing the command table
-// the way Redis 7 does: redis-py needs the key positions in cluster mode,
-// redis-cli builds its hints from COMMAND DOCS.
-func (c *client) commandCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+// The COMMAND command describes the command table the way Redis 7 does:
+// redis-py needs the key positions in cluster mode, redis-cli builds its
+// hints from COMMAND DOCS.
+
+// commandAll is COMMAND alone: every command's entry.
+func (c *conn) commandAll(out []byte) []byte {
 	resp3 := c.resp3.Load()
-	if len(args) == 1 {
-		all := commands.All()
-		out = appendArray(out, len(all))
-		for _, s := range all {
-			out = appendCommandInfo(out, s, resp3)
-		}
-		return out
+	all := commands.All()
+	out = resp.AppendArray(out, len(all))
+	for _, s := range all {
+		out = appendCommandInfo(out, s, resp3)
 	}
-	sub, err := c.subcommand(spec, args)
-	if err != nil {
-		return appendError(out, err)
+	return out
+}
+
+// commandCount is COMMAND COUNT.
+func (c *conn) commandCount(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	return resp.AppendInt(out, int64(len(commands.All())))
+}
+
+// commandList is COMMAND LIST: every command's name.
+func (c *conn) commandList(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	all := commands.All()
+	out = resp.AppendArray(out, len(all))
+	for _, s := range all {
+		out = resp.AppendBulkString(out, s.Name)
 	}
-	switch sub.Name {
-	case "command|count":
-		return appendInt(out, int64(len(commands.All())))
-	case "command|list":
-		all := commands.All()
-		out = appendArray(out, len(all))
-		for _, s := range all {
-			out = appendBulkString(out, s.Name)
+	return out
+}
+
+// commandInfo is COMMAND INFO [name ...]: each named command's entry, a
+// null for a name no command has.
+func (c *conn) commandInfo(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	resp3 := c.resp3.Load()
+	specs := named(args[2:])
+	out = resp.AppendArray(out, len(specs))
+	for _, s := range specs {
+		if s == nil {
+			out = resp.AppendNull(out, resp3) // Redis's addReplyNull: $-1 in RESP2
+			continue
 		}
-		return out
-	case "command|info":
-		specs := named(args[2:])
-		out = appendArray(out, len(specs))
-		for _, s := range specs {
-			if s == nil {
-				out = appendNull(out, resp3) // Redis's addReplyNull: $-1 in RESP2
-				continue
-			}
-			out = appendCommandInfo(out, s, resp3)
-		}
-		return out
-	case "command|docs":
-		specs := named(args[2:])
-		n := 0
-		for _, s := range specs {
-			if s != nil {
-				n++
-			}
-		}
-		out = appendMap(out, n, resp3)
-		for _, s := range specs {
-			if s != nil {
-				out = appendBulkString(out, s.Name)
-				out = appendCommandDocs(out, s, resp3)
-			}
-		}
-		return out
-	case "command|getkeys":
-		return c.getKeys(args[2:], out)
+		out = appendCommandInfo(out, s, resp3)
 	}
-	return appendHelp(out, spec)
+	return out
+}
+
+// commandDocs is COMMAND DOCS [name ...]: a map of the named commands'
+// documentation, the unknown names left out.
+func (c *conn) commandDocs(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	resp3 := c.resp3.Load()
+	specs := named(args[2:])
+	n := 0
+	for _, s := range specs {
+		if s != nil {
+			n++
+		}
+	}
+	out = resp.AppendMap(out, n, resp3)
+	for _, s := range specs {
+		if s != nil {
+			out = resp.AppendBulkString(out, s.Name)
+			out = appendCommandDocs(out, s, resp3)
+		}
+	}
+	return out
 }
 
 // named returns the specs named in names (nil for unknown ones), or every
@@ -86,8 +94,10 @@ func named(names [][]byte) []*commands.Spec {
 	return specs
 }
 
-// getKeys is COMMAND GETKEYS: the keys a full command names.
-func (c *client) getKeys(cmd [][]byte, out []byte) []byte {
+// commandGetKeys is COMMAND GETKEYS command...: the keys a full command
+// names.
+func (c *conn) commandGetKeys(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	cmd := args[2:]
 	spec := commands.Lookup(cmd[0])
 	switch {
 	case spec == nil:
@@ -99,9 +109,9 @@ func (c *client) getKeys(cmd [][]byte, out []byte) []byte {
 	}
 	var keys [][]byte
 	spec.Keys(cmd, func(k []byte) { keys = append(keys, k) })
-	out = appendArray(out, len(keys))
+	out = resp.AppendArray(out, len(keys))
 	for _, k := range keys {
-		out = appendBulk(out, k)
+		out = resp.AppendBulk(out, k)
 	}
 	return out
 }
@@ -110,28 +120,28 @@ func (c *client) getKeys(cmd [][]byte, out []byte) []byte {
 // arity, flags, first key, last key, step, ACL categories, tips, key
 // specifications and subcommands.
 func appendCommandInfo(out []byte, s *commands.Spec, resp3 bool) []byte {
-	out = appendArray(out, 10)
-	out = appendBulkString(out, s.Name)
-	out = appendInt(out, int64(s.Arity))
-	out = appendSet(out, len(s.Flags), resp3)
+	out = resp.AppendArray(out, 10)
+	out = resp.AppendBulkString(out, s.Name)
+	out = resp.AppendInt(out, int64(s.Arity))
+	out = resp.AppendSet(out, len(s.Flags), resp3)
 	for _, f := range s.Flags {
-		out = appendSimple(out, f)
+		out = resp.AppendSimple(out, f)
 	}
-	out = appendInt(out, int64(s.FirstKey))
-	out = appendInt(out, int64(s.LastKey))
-	out = appendInt(out, int64(s.KeyStep))
-	out = appendSet(out, len(s.Categories), resp3)
+	out = resp.AppendInt(out, int64(s.FirstKey))
+	out = resp.AppendInt(out, int64(s.LastKey))
+	out = resp.AppendInt(out, int64(s.KeyStep))
+	out = resp.AppendSet(out, len(s.Categories), resp3)
 	for _, cat := range s.Categories {
-		out = appendSimple(out, cat)
+		out = resp.AppendSimple(out, cat)
 	}
-	out = appendArray(out, 0) // tips
+	out = resp.AppendArray(out, 0) // tips
 	if s.HasKeys() {
-		out = appendArray(out, 1)
+		out = resp.AppendArray(out, 1)
 		out = appendKeySpec(out, s, resp3)
 	} else {
-		out = appendArray(out, 0)
+		out = resp.AppendArray(out, 0)
 	}
-	out = appendArray(out, len(s.Sub))
+	out = resp.AppendArray(out, len(s.Sub))
 	for _, sub := range s.Sub {
 		out = appendCommandInfo(out, sub, resp3)
 	}
@@ -152,32 +162,32 @@ func appendKeySpec(out []byte, s *commands.Spec, resp3 bool) []byte {
 	if s.LastKey < 0 {
 		lastKey = -1
 	}
-	out = appendMap(out, 3, resp3)
-	out = appendBulkString(out, "flags")
-	out = appendSet(out, len(flags), resp3)
+	out = resp.AppendMap(out, 3, resp3)
+	out = resp.AppendBulkString(out, "flags")
+	out = resp.AppendSet(out, len(flags), resp3)
 	for _, f := range flags {
-		out = appendSimple(out, f)
+		out = resp.AppendSimple(out, f)
 	}
-	out = appendBulkString(out, "begin_search")
-	out = appendMap(out, 2, resp3)
-	out = appendBulkString(out, "type")
-	out = appendBulkString(out, "index")
-	out = appendBulkString(out, "spec")
-	out = appendMap(out, 1, resp3)
-	out = appendBulkString(out, "index")
-	out = appendInt(out, int64(s.FirstKey))
-	out = appendBulkString(out, "find_keys")
-	out = appendMap(out, 2, resp3)
-	out = appendBulkString(out, "type")
-	out = appendBulkString(out, "range")
-	out = appendBulkString(out, "spec")
-	out = appendMap(out, 3, resp3)
-	out = appendBulkString(out, "lastkey")
-	out = appendInt(out, lastKey)
-	out = appendBulkString(out, "keystep")
-	out = appendInt(out, int64(s.KeyStep))
-	out = appendBulkString(out, "limit")
-	return appendInt(out, 0)
+	out = resp.AppendBulkString(out, "begin_search")
+	out = resp.AppendMap(out, 2, resp3)
+	out = resp.AppendBulkString(out, "type")
+	out = resp.AppendBulkString(out, "index")
+	out = resp.AppendBulkString(out, "spec")
+	out = resp.AppendMap(out, 1, resp3)
+	out = resp.AppendBulkString(out, "index")
+	out = resp.AppendInt(out, int64(s.FirstKey))
+	out = resp.AppendBulkString(out, "find_keys")
+	out = resp.AppendMap(out, 2, resp3)
+	out = resp.AppendBulkString(out, "type")
+	out = resp.AppendBulkString(out, "range")
+	out = resp.AppendBulkString(out, "spec")
+	out = resp.AppendMap(out, 3, resp3)
+	out = resp.AppendBulkString(out, "lastkey")
+	out = resp.AppendInt(out, lastKey)
+	out = resp.AppendBulkString(out, "keystep")
+	out = resp.AppendInt(out, int64(s.KeyStep))
+	out = resp.AppendBulkString(out, "limit")
+	return resp.AppendInt(out, 0)
 }
 
 // appendCommandDocs encodes COMMAND DOCS's map for one command.
@@ -186,22 +196,22 @@ func appendCommandDocs(out []byte, s *commands.Spec, resp3 bool) []byte {
 	if len(s.Sub) > 0 {
 		n++
 	}
-	out = appendMap(out, n, resp3)
-	out = appendBulkString(out, "summary")
-	out = appendBulkString(out, s.Summary)
-	out = appendBulkString(out, "since")
-	out = appendBulkString(out, s.Since)
-	out = appendBulkString(out, "group")
-	out = appendBulkString(out, s.Group)
-	out = appendBulkString(out, "complexity")
-	out = appendBulkString(out, s.Complexity)
-	out = appendBulkString(out, "arguments")
+	out = resp.AppendMap(out, n, resp3)
+	out = resp.AppendBulkString(out, "summary")
+	out = resp.AppendBulkString(out, s.Summary)
+	out = resp.AppendBulkString(out, "since")
+	out = resp.AppendBulkString(out, s.Since)
+	out = resp.AppendBulkString(out, "group")
+	out = resp.AppendBulkString(out, s.Group)
+	out = resp.AppendBulkString(out, "complexity")
+	out = resp.AppendBulkString(out, s.Complexity)
+	out = resp.AppendBulkString(out, "arguments")
 	out = appendArgs(out, s.Args, resp3)
 	if len(s.Sub) > 0 {
-		out = appendBulkString(out, "subcommands")
-		out = appendMap(out, len(s.Sub), resp3)
+		out = resp.AppendBulkString(out, "subcommands")
+		out = resp.AppendMap(out, len(s.Sub), resp3)
 		for _, sub := range s.Sub {
-			out = appendBulkString(out, sub.Name)
+			out = resp.AppendBulkString(out, sub.Name)
 			out = appendCommandDocs(out, sub, resp3)
 		}
 	}
@@ -210,7 +220,7 @@ func appendCommandDocs(out []byte, s *commands.Spec, resp3 bool) []byte {
 
 // appendArgs encodes argument docs as Redis 7's COMMAND DOCS does.
 func appendArgs(out []byte, args []commands.Arg, resp3 bool) []byte {
-	out = appendArray(out, len(args))
+	out = resp.AppendArray(out, len(args))
 	for _, a := range args {
 		var flags []string
 		if a.Optional {
@@ -229,26 +239,26 @@ func appendArgs(out []byte, args []commands.Arg, resp3 bool) []byte {
 		if len(a.Args) > 0 {
 			n++
 		}
-		out = appendMap(out, n, resp3)
-		out = appendBulkString(out, "name")
-		out = appendBulkString(out, a.Name)
-		out = appendBulkString(out, "type")
-		out = appendBulkString(out, a.Type)
-		out = appendBulkString(out, "display_text")
-		out = appendBulkString(out, a.Name)
+		out = resp.AppendMap(out, n, resp3)
+		out = resp.AppendBulkString(out, "name")
+		out = resp.AppendBulkString(out, a.Name)
+		out = resp.AppendBulkString(out, "type")
+		out = resp.AppendBulkString(out, a.Type)
+		out = resp.AppendBulkString(out, "display_text")
+		out = resp.AppendBulkString(out, a.Name)
 		if a.Token != "" {
-			out = appendBulkString(out, "token")
-			out = appendBulkString(out, a.Token)
+			out = resp.AppendBulkString(out, "token")
+			out = resp.AppendBulkString(out, a.Token)
 		}
 		if len(flags) > 0 {
-			out = appendBulkString(out, "flags")
-			out = appendArray(out, len(flags))
+			out = resp.AppendBulkString(out, "flags")
+			out = resp.AppendArray(out, len(flags))
 			for _, f := range flags {
-				out = appendSimple(out, f)
+				out = resp.AppendSimple(out, f)
 			}
 		}
 		if len(a.Args) > 0 {
-			out = appendBulkString(out, "arguments")
+			out = resp.AppendBulkString(out, "arguments")
 			out = appendArgs(out, a.Args, resp3)
 		}
 	}

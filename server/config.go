@@ -46,8 +46,22 @@ type Config struct {
 	// forwarding), and multi-key commands must stay within one slot. Nil: a
 	// standalone server.
 	Cluster Cluster
+	// ClusterChanges, when set with Cluster, changes the cluster's
+	// membership and placement online (CLUSTER MOVESHARD, REBALANCE,
+	// FORGET). Nil: those are refused.
+	ClusterChanges ClusterChanger
 	// Raft, when set, adds the shards' Raft state to INFO. Nil in memory.
 	Raft RaftInfo
+	// AnswersInSubmit says that the shards answer every request before
+	// their Submit returns (cluster.MemoryShards): an event loop then
+	// answers a pipeline straight through. Otherwise (durable shards, a
+	// cluster's) it suspends a pipeline whose requests are not answered
+	// yet, and goes on with other connections (loopwait.go).
+	AnswersInSubmit bool
+	// Backups, when set, takes shards' state for RL.BACKUP
+	// (cluster.RaftShards, cluster.MemoryShards). Nil: RL.BACKUP is
+	// refused.
+	Backups BackupSource
 	// DataDir is the data directory, for INFO (empty in memory).
 	DataDir string
 	// MaxMemory bounds the memory the keys hold (see MemoryLimit).

@@ -2,14 +2,14 @@ package server
 
 import (
 	"bytes"
-	"strings"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // exec runs or queues one command, appending to out any replies that are due
 // before it.
-func (c *client) exec(args [][]byte, out []byte) []byte {
+func (c *conn) exec(args [][]byte, out []byte) []byte {
 	if c.tracker == nil || !c.tracker.caching {
 		return c.execOne(args, out)
 	}
@@ -21,7 +21,7 @@ func (c *client) exec(args [][]byte, out []byte) []byte {
 }
 
 // execOne is exec without CLIENT CACHING's bookkeeping.
-func (c *client) execOne(args [][]byte, out []byte) []byte {
+func (c *conn) execOne(args [][]byte, out []byte) []byte {
 	if len(c.batch.replies) >= maxSegment {
 		if out = c.flush(out); c.nowait.suspended {
 			c.nowait.unanswered = true
@@ -75,9 +75,9 @@ type namedSpec struct {
 
 // lookup is commands.Lookup, remembering the name it found last: a
 // pipeline repeats one command, and comparing its name's bytes with the
-// last one's costs 4 ns where lowering and hashing them costs 25
-// (BenchmarkLookup), about 2% of what a decision costs the server at P=16.
-func (c *client) lookup(name []byte) *commands.Spec {
+// last one's costs a sixth of lowering and hashing them (BenchmarkLookup;
+// docs/performance.md, "Eighth round").
+func (c *conn) lookup(name []byte) *commands.Spec {
 	if c.named.spec != nil && bytes.Equal(name, c.named.name) {
 		return c.named.spec
 	}
@@ -92,7 +92,7 @@ func (c *client) lookup(name []byte) *commands.Spec {
 // checks in Redis's order: a command the table knows (spec is nil when not),
 // its arity, authentication, then permissions, right after authentication and
 // before the key's slot, never for the commands that authenticate.
-func (c *client) refusal(spec *commands.Spec, args [][]byte) error {
+func (c *conn) refusal(spec *commands.Spec, args [][]byte) error {
 	if spec == nil {
 		return commands.UnknownCommand(args)
 	}
@@ -118,46 +118,46 @@ func noAuth(id commands.ID) bool {
 
 // serverCommand answers a command the server handles itself (RouteServer) or
 // that spans every shard (RouteAll). Its arity has been checked.
-func (c *client) serverCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
+func (c *conn) serverCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
 	switch spec.ID {
 	case commands.IDPing:
 		if len(args) > 2 {
 			return appendError(out, commands.WrongArity("ping"))
 		}
 		if len(args) == 2 {
-			return appendBulk(out, args[1])
+			return resp.AppendBulk(out, args[1])
 		}
-		return appendSimple(out, "PONG")
+		return resp.AppendSimple(out, "PONG")
 	case commands.IDEcho:
-		return appendBulk(out, args[1])
+		return resp.AppendBulk(out, args[1])
 	case commands.IDQuit:
 		c.quit = true
-		return appendOK(out)
+		return resp.AppendOK(out)
 	case commands.IDResetConn:
 		c.resetState()
-		return appendSimple(out, "RESET")
+		return resp.AppendSimple(out, "RESET")
 	case commands.IDHello:
 		return c.hello(args, out)
 	case commands.IDAuth:
 		return c.auth(args, out)
 	case commands.IDSelect:
 		return c.selectDB(args, out)
-	case commands.IDClient:
-		return c.clientCommand(spec, args, out)
+	case commands.IDClient, commands.IDConfig, commands.IDCluster, commands.IDMemory,
+		commands.IDPolicy, commands.IDACL, commands.IDScript:
+		return c.answerSubcommand(spec, args, out)
 	case commands.IDInfo:
 		return c.info(args, out)
 	case commands.IDCommand:
-		return c.commandCommand(spec, args, out)
-	case commands.IDConfig:
-		return c.config(spec, args, out)
+		if len(args) == 1 {
+			return c.commandAll(out)
+		}
+		return c.answerSubcommand(spec, args, out)
 	case commands.IDTime:
 		return c.time(out)
 	case commands.IDReadOnly, commands.IDReadWrite:
 		// Only cluster clients send these: they follow MOVED.
 		c.clusterAware = c.srv.cfg.Cluster != nil
-		return appendOK(out)
-	case commands.IDCluster:
-		return c.clusterCommand(spec, args, out)
+		return resp.AppendOK(out)
 	case commands.IDMulti:
 		return c.multi(out)
 	case commands.IDExec:
@@ -165,9 +165,10 @@ func (c *client) serverCommand(spec *commands.Spec, args [][]byte, out []byte) [
 	case commands.IDDiscard:
 		return c.discard(out)
 	case commands.IDDebug:
-		return c.debugCommand(spec, args, out)
-	case commands.IDMemory:
-		return c.memoryCommand(spec, args, out)
+		if c.srv.cfg.Debug == nil {
+			return appendError(out, errDebugDisabled)
+		}
+		return c.answerSubcommand(spec, args, out)
 	case commands.IDDBSize:
 		return c.dbsize(out)
 	case commands.IDTop:
@@ -178,40 +179,6 @@ func (c *client) serverCommand(spec *commands.Spec, args [][]byte, out []byte) [
 		return c.flushAll(args, out)
 	case commands.IDScan:
 		return c.scan(args, out)
-	case commands.IDPolicy:
-		return c.policyCommand(spec, args, out)
-	case commands.IDACL:
-		return c.aclCommand(spec, args, out)
-	case commands.IDScript:
-		return c.scriptCommand(spec, args, out)
 	}
 	return appendError(out, commands.UnknownCommand(args))
-}
-
-// subcommand finds the subcommand args[1] of spec and checks its arity; on
-// failure it returns the error to answer. CLIENT LIST then names it (cmd=).
-func (c *client) subcommand(spec *commands.Spec, args [][]byte) (*commands.Spec, error) {
-	sub := spec.Subcommand(args)
-	if sub == nil {
-		return nil, commands.UnknownSubcommand(spec.Name, args[1])
-	}
-	if err := sub.CheckArity(args); err != nil {
-		return nil, err
-	}
-	c.lastSpec.Store(sub)
-	return sub, nil
-}
-
-// appendHelp answers a HELP subcommand with its lines, as Redis does: the
-// command and its subcommands in upper case, each followed by its summary.
-func appendHelp(out []byte, spec *commands.Spec) []byte {
-	lines := []string{strings.ToUpper(spec.Name) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"}
-	for _, sub := range spec.Sub {
-		lines = append(lines, strings.ToUpper(sub.Name[len(spec.Name)+1:]), "    "+sub.Summary)
-	}
-	out = appendArray(out, len(lines))
-	for _, l := range lines {
-		out = appendSimple(out, l)
-	}
-	return out
 }

@@ -10,7 +10,7 @@ import (
 // case, another command, an unknown one, and a name whose bytes the client's
 // buffer reuses once it is looked up (the remembered name is a copy).
 func TestLookupRemembersOnlyWhatItMay(t *testing.T) {
-	var c client
+	var c conn
 	buf := []byte("RL.SLIDING")
 	for _, step := range []struct {
 		name []byte
@@ -56,7 +56,7 @@ func BenchmarkLookup(b *testing.B) {
 		}
 	})
 	b.Run("client", func(b *testing.B) {
-		var c client
+		var c conn
 		for b.Loop() {
 			if c.lookup(name) == nil {
 				b.Fatal("not found")

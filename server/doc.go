@@ -2,7 +2,8 @@
 // connection's read loop (RESP parsed in place with redcon's ReadNextCommand),
 // protocol limits, per-connection state (RESP2 or RESP3, name,
 // authentication, transaction), pipeline draining, the built-in commands
-// (PING, HELLO, CLIENT, COMMAND, INFO, CLUSTER ...) and reply encoding.
+// (PING, HELLO, CLIENT, COMMAND, INFO, CLUSTER ...) and the replies to the
+// engine's results (written with internal/resp).
 //
 // A connection's pipeline is drained at once: its commands are parsed, grouped
 // by shard into one request per shard, submitted together, and answered in
@@ -13,17 +14,18 @@
 // Where things are: server.go has the Server and what it needs from the
 // layers below, config.go its configuration; accept.go takes connections and
 // puts TLS (tls.go), the drain (drain.go) and the protocol guard (guard.go)
-// over each; client.go is a connection's state, loop.go its read, answer and
-// write loop on a goroutine of its own, eventloop_linux.go and
+// over each; conn.go is a connection's state, connloop.go its read, answer
+// and write loop on a goroutine of its own, eventloop_linux.go and
 // loopsock_linux.go the event loops that serve plain connections instead,
 // loopwait.go and loopwait_linux.go how a loop suspends a pipeline for
 // shards that answer after Submit returns (durable, a cluster's), or for a
-// command a goroutine answers aside, and resumes it, dispatch.go the path of one
-// command, batch.go the keyed commands on their way to the shards, reply.go
-// the RESP encoders. The
-// built-in commands are in files named after them (handshake.go: HELLO, AUTH,
-// SELECT; clientcmd.go: CLIENT; aclcmd.go, memorycmd.go, commandinfo.go,
-// introspect.go: INFO, CONFIG, TIME; shardwide.go: DBSIZE, FLUSHALL, SCAN,
-// DEBUG; cluster.go, multi.go, policy.go, tracking.go). The users and their
-// permissions are package acl.
+// command a goroutine answers aside, and resumes it, dispatch.go the path of
+// one command, batch.go the keyed commands on their way to the shards,
+// reply.go the replies to the engine's results. The built-in commands are in
+// files named after them (handshake.go: HELLO, AUTH, SELECT; clientcmd.go:
+// CLIENT; aclcmd.go, memorycmd.go, commandinfo.go, info.go, introspect.go:
+// CONFIG, TIME; shardwide.go: DBSIZE, FLUSHALL, SCAN, DEBUG; cluster.go,
+// multi.go, policy.go, tracking.go); subcommands.go is the table through
+// which every subcommand is answered. The users and their permissions are
+// package acl.
 package server

@@ -5,6 +5,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // Error replies. The errors of commands, and the server's own, are Redis's
@@ -17,17 +18,7 @@ import (
 // WRONGTYPE, TRYAGAIN ...), then its text. Line breaks in the text are
 // replaced so the reply stays one line.
 func appendError(b []byte, err error) []byte {
-	b = append(b, '-')
-	if word := errorWord(err); word != "" {
-		b = append(append(b, word...), ' ')
-	}
-	for _, c := range []byte(err.Error()) {
-		if c == '\r' || c == '\n' {
-			c = ' '
-		}
-		b = append(b, c)
-	}
-	return append(b, '\r', '\n')
+	return resp.AppendError(b, errorWord(err), err.Error())
 }
 
 // errorWord is the first word of the reply to a typed error, "" for an

@@ -20,9 +20,8 @@ import (
 // that answer later it yields its thread before it waits: run). With a
 // goroutine per connection each pipeline costs a read that finds nothing
 // (the next pipeline has not arrived when the replies are written), a park
-// and a wake through Go's poller and scheduler. docs/performance.md (sixth
-// round) measured the loop at 27–33% less CPU a decision at pipeline 1, and
-// at pipeline 16 at 1.29–1.32 µs a decision against 1.89–1.98.
+// and a wake through Go's poller and scheduler, which the loop saves
+// (docs/performance.md, "Sixth round", has what it saved).
 //
 // A loop never waits. Shards that apply a request on the caller's goroutine
 // (in memory) answer at once; over shards that answer later (durable, or a
@@ -141,7 +140,7 @@ func (ls *eventLoops) adopt(sock net.Conn) net.Conn {
 
 // serve starts serving c on its loop, when nc (the bottom of its layers) is
 // a loop socket; it reports false when c needs a goroutine.
-func (ls *eventLoops) serve(nc net.Conn, c *client) bool {
+func (ls *eventLoops) serve(nc net.Conn, c *conn) bool {
 	s, ok := nc.(*loopSock)
 	if !ok {
 		return false
@@ -231,12 +230,11 @@ func (l *eventLoop) run() {
 // goroutines runnable (a shard's proposer, given their requests; answers to
 // hand on), queued on the loop's processor. Blocked there, the loop would
 // leave them for another thread to be woken, or for Go's monitor thread to
-// take the processor back; yielding runs them on this thread first. In a
-// 3-node cluster at pipeline 1 that took a quarter to a half of the context
-// switches away (docs/performance.md, "Eleventh round"); waiting holding the
-// processor (heldwait_linux.go) halved what was left ("Twelfth round"). A
-// loop whose shards answer in place makes nothing runnable, and the extra
-// look would only cost it a system call.
+// take the processor back; yielding runs them on this thread first, which
+// in a 3-node cluster saves context switches (docs/performance.md,
+// "Eleventh round"), and waiting holding the processor (heldwait_linux.go)
+// saves more ("Twelfth round"). A loop whose shards answer in place makes
+// nothing runnable, and the extra look would only cost it a system call.
 func (l *eventLoop) wait(events []unix.EpollEvent, yield bool) (int, error) {
 	if yield {
 		if n, err := epollWaitHolding(l.ep, events, 0); n != 0 || err != nil {

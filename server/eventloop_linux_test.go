@@ -21,7 +21,7 @@ import (
 // whether the loop still serves it (it was not handed to a goroutine).
 func loopSockOf(t *testing.T, s *testServer) (ls *loopSock, onLoop bool) {
 	t.Helper()
-	s.eachClient(func(c *client) {
+	s.eachClient(func(c *conn) {
 		if l, ok := c.drain.Conn.(*loopSock); ok {
 			ls, onLoop = l, l.goConn() == nil
 		}

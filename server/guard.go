@@ -135,7 +135,8 @@ func (g *guardConn) scan(b []byte) (ok bool, cut int) {
 // inline or empty command, one cut by the end of the read, or one that
 // breaks a rule, which scan then walks header by header to the same end or
 // error as before. Most reads hold whole commands, and taking each in one
-// step halved the guard's cost a decision (BenchmarkGuardScan: 49 to 23 ns).
+// step is the cheaper walk (BenchmarkGuardScan; docs/performance.md,
+// "Thirteenth round").
 // A command cut by the read is tried once, at its start: the walk carries
 // it over the reads that follow.
 func (g *guardConn) wholeCommand(b []byte) int {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // The commands a client sends to set its connection up: HELLO (protocol
@@ -24,7 +25,7 @@ var (
 // authenticate checks a user and password (the default user when user is
 // nil) against the users, and on success makes the connection act as that
 // user. A failure leaves it as it was, as in Redis.
-func (c *client) authenticate(user, pass []byte) error {
+func (c *conn) authenticate(user, pass []byte) error {
 	if user == nil {
 		user = []byte("default")
 	}
@@ -38,7 +39,7 @@ func (c *client) authenticate(user, pass []byte) error {
 }
 
 // auth is AUTH [username] password.
-func (c *client) auth(args [][]byte, out []byte) []byte {
+func (c *conn) auth(args [][]byte, out []byte) []byte {
 	var err error
 	switch len(args) {
 	case 2:
@@ -55,11 +56,11 @@ func (c *client) auth(args [][]byte, out []byte) []byte {
 	if err != nil {
 		return appendError(out, err)
 	}
-	return appendOK(out)
+	return resp.AppendOK(out)
 }
 
 // hello is HELLO [protover [AUTH username password] [SETNAME clientname]].
-func (c *client) hello(args [][]byte, out []byte) []byte {
+func (c *conn) hello(args [][]byte, out []byte) []byte {
 	resp3 := c.resp3.Load()
 	if len(args) > 1 {
 		v, ok := commands.ParseInt(args[1])
@@ -102,25 +103,25 @@ func (c *client) hello(args [][]byte, out []byte) []byte {
 	if resp3 {
 		proto = 3
 	}
-	out = appendMap(out, 7, resp3)
-	out = appendBulkString(out, "server")
-	out = appendBulkString(out, "rlserver")
-	out = appendBulkString(out, "version")
-	out = appendBulkString(out, RedisVersion)
-	out = appendBulkString(out, "proto")
-	out = appendInt(out, proto)
-	out = appendBulkString(out, "id")
-	out = appendInt(out, c.id)
-	out = appendBulkString(out, "mode")
-	out = appendBulkString(out, c.srv.mode())
-	out = appendBulkString(out, "role")
-	out = appendBulkString(out, "master")
-	out = appendBulkString(out, "modules")
-	return appendArray(out, 0)
+	out = resp.AppendMap(out, 7, resp3)
+	out = resp.AppendBulkString(out, "server")
+	out = resp.AppendBulkString(out, "rlserver")
+	out = resp.AppendBulkString(out, "version")
+	out = resp.AppendBulkString(out, RedisVersion)
+	out = resp.AppendBulkString(out, "proto")
+	out = resp.AppendInt(out, proto)
+	out = resp.AppendBulkString(out, "id")
+	out = resp.AppendInt(out, c.id)
+	out = resp.AppendBulkString(out, "mode")
+	out = resp.AppendBulkString(out, c.srv.mode())
+	out = resp.AppendBulkString(out, "role")
+	out = resp.AppendBulkString(out, "master")
+	out = resp.AppendBulkString(out, "modules")
+	return resp.AppendArray(out, 0)
 }
 
 // selectDB is SELECT: rlserver has one database, 0.
-func (c *client) selectDB(args [][]byte, out []byte) []byte {
+func (c *conn) selectDB(args [][]byte, out []byte) []byte {
 	v, ok := commands.ParseInt(args[1])
 	if !ok {
 		return appendError(out, commands.ErrNotInteger)
@@ -128,5 +129,5 @@ func (c *client) selectDB(args [][]byte, out []byte) []byte {
 	if v != 0 {
 		return appendError(out, errDBRange)
 	}
-	return appendOK(out)
+	return resp.AppendOK(out)
 }

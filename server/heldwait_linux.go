@@ -18,10 +18,9 @@ import (
 // hands it to another thread (woken for it, to find nothing and sleep again)
 // whenever the other processors are busy, and the loop's thread, woken by
 // the answer, must then get a processor back, often by sleeping until one
-// is handed to it. On this machine each of those wake-ups is a context
-// switch through the hypervisor: holding the processor instead halved a
-// 3-node cluster's context switches a request at pipeline 1
-// (docs/performance.md, "Twelfth round").
+// is handed to it. On the machine measured each of those wake-ups is a context
+// switch through the hypervisor, which holding the processor instead saves
+// (docs/performance.md, "Twelfth round", has how many).
 //
 // So the loop first waits up to heldWait in a system call the scheduler is
 // not told of, keeping its processor as a goroutine that runs would. That is

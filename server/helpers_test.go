@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // testNow is the instant the test clock starts at (2023-11-14T22:13:20Z).
@@ -55,7 +56,8 @@ type serverOptions struct {
 	held    []int // with withReplicas: the shards this node holds replicas of
 	partial bool  // withReplicas was given
 	tls     *tls.Config
-	// backend, when set, wraps the memory shards the server is given.
+	// backend, when set, wraps the memory shards the server is given; the
+	// server does not count on it to answer within Submit.
 	backend func(*cluster.MemoryShards) Shards
 	// backendOnLoops keeps the event loop for a backend (withLoops).
 	backendOnLoops bool
@@ -136,6 +138,9 @@ func startServerOn(t testing.TB, addr string, opts ...option) *testServer {
 	if !o.noDebug {
 		o.cfg.Debug = clock
 	}
+	// What cmd/rlserver gives a server over memory shards: they answer
+	// within Submit, and take backups.
+	o.cfg.AnswersInSubmit, o.cfg.Backups = o.backend == nil, shards
 	var backend Shards = shards
 	if o.partial {
 		p := partialShards{MemoryShards: shards, held: map[int]bool{}}
@@ -328,69 +333,51 @@ type respSet []any
 
 // parse decodes the wire text of one reply: simple and bulk strings become
 // string, integers int64, nulls nil, arrays []any, errors respError, RESP3
-// maps respMap and sets respSet.
+// maps respMap and sets respSet (and the other RESP3 types resp.Value).
 func parse(t testing.TB, wire string) any {
 	t.Helper()
-	r := bufio.NewReader(strings.NewReader(wire))
-	v, err := decodeValue(r)
+	vs, rest, err := resp.Parse(nil, wire)
 	if err != nil {
 		t.Fatalf("parse %q: %v", wire, err)
 	}
-	if r.Buffered() > 0 {
+	if rest != "" {
 		t.Fatalf("parse %q: trailing bytes", wire)
 	}
+	v, _ := decoded(vs)
 	return v
 }
 
-func decodeValue(r *bufio.Reader) (any, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return nil, err
+// decoded is the first of vs as parse returns it, and the values after it.
+func decoded(vs []resp.Value) (any, []resp.Value) {
+	v, rest := vs[0], vs[1:]
+	switch v.Kind {
+	case resp.KindSimple, resp.KindBulk:
+		return v.Str, rest
+	case resp.KindError:
+		return respError(v.Str), rest
+	case resp.KindInt:
+		return v.Int, rest
+	case resp.KindNull:
+		return nil, rest
 	}
-	line = strings.TrimSuffix(line, "\r\n")
-	kind, text := line[0], line[1:]
-	switch kind {
-	case '+':
-		return text, nil
-	case '-':
-		return respError(text), nil
-	case ':':
-		return strconv.ParseInt(text, 10, 64)
-	case '_':
-		return nil, nil
-	case '$', '=':
-		n, _ := strconv.Atoi(text)
-		if n < 0 {
-			return nil, nil
-		}
-		body := make([]byte, n+2)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return nil, err
-		}
-		return string(body[:n]), nil
-	case '*', '~', '%':
-		n, _ := strconv.Atoi(text)
-		if n < 0 {
-			return nil, nil
-		}
-		if kind == '%' {
-			n *= 2
-		}
-		items := make([]any, n)
-		for i := range items {
-			if items[i], err = decodeValue(r); err != nil {
-				return nil, err
-			}
-		}
-		switch kind {
-		case '%':
-			return respMap(items), nil
-		case '~':
-			return respSet(items), nil
-		}
-		return items, nil
+	if !v.IsAggregate() {
+		return v, rest // a boolean, a double: as it is
 	}
-	return nil, fmt.Errorf("unknown reply type %q", kind)
+	n := int(v.Int)
+	if v.Kind == resp.KindMap {
+		n *= 2
+	}
+	items := make([]any, n)
+	for i := range items {
+		items[i], rest = decoded(rest)
+	}
+	switch v.Kind {
+	case resp.KindMap:
+		return respMap(items), rest
+	case resp.KindSet:
+		return respSet(items), rest
+	}
+	return items, rest
 }
 
 // errReply is the wire text of an error reply.

@@ -31,7 +31,7 @@ import (
 // of its own from then on, and every method passes to it.
 type loopSock struct {
 	loop         *eventLoop
-	c            *client // set when the server admits the connection
+	c            *conn // set when the server admits the connection
 	fd           int
 	local        net.Addr
 	remote       net.Addr

@@ -83,7 +83,7 @@ const (
 // wake the loop once it has. Until then the loop leaves the connection
 // alone: the goroutine has it, all but suspended and aside, which only the
 // loop reads and writes meanwhile (each field its own memory location).
-func (c *client) startAside(args [][]byte) {
+func (c *conn) startAside(args [][]byte) {
 	on, wake := c.nowait.on, c.nowait.wake
 	c.aside.state.Store(asideRunning)
 	go func() {
@@ -105,13 +105,13 @@ func (c *client) startAside(args [][]byte) {
 // the connection (the server is closing), and reports whether there was
 // one: its goroutine then releases the connection once done, as it still
 // uses it until then.
-func (c *client) abandonAside() bool {
+func (c *conn) abandonAside() bool {
 	return c.aside.state.CompareAndSwap(asideRunning, asideAbandoned)
 }
 
 // takeAside appends the reply of the command answered aside to out, once
 // it is ready, and reports whether it was.
-func (c *client) takeAside(out []byte) ([]byte, bool) {
+func (c *conn) takeAside(out []byte) ([]byte, bool) {
 	if c.aside.state.Load() != asideDone {
 		return out, false
 	}
@@ -128,23 +128,25 @@ func (c *client) takeAside(out []byte) ([]byte, bool) {
 // keyed one) is answered on the loop: it reads or sets only the
 // connection's own state, or reads this node's figures (INFO's come from
 // counters and the shards' replicas, each read under a lock held for an
-// apply's microseconds) or its view of the cluster (CLUSTER SLOTS, SHARDS,
-// NODES, INFO, MYID, which cluster clients ask on the connections they then
-// send decisions on; not the subcommands that change the cluster, which
-// wait for its catalogue), or it waits only for a segment (EXEC, which
+// apply's microseconds), or it waits only for a segment (EXEC, which
 // sends its transaction as one; MULTI and DISCARD, which set the
 // connection's state: rate-limiter-flexible sends all three with many of
-// its calls).
+// its calls). A subcommand's entry says whether it is (subcommands.go):
+// CLIENT's and COMMAND's are, and CLUSTER's reads (SLOTS, SHARDS, NODES,
+// INFO, MYID, which cluster clients ask on the connections they then send
+// decisions on), not the subcommands that change the cluster, which wait
+// for its catalogue. An unknown subcommand is an error, answered at once.
 func onTheLoop(spec *commands.Spec, args [][]byte) bool {
+	if len(spec.Sub) > 0 {
+		sub := spec.Subcommand(args)
+		return sub == nil || subcommandOf(sub).onLoop
+	}
 	switch spec.ID {
 	case commands.IDPing, commands.IDEcho, commands.IDQuit, commands.IDResetConn,
-		commands.IDHello, commands.IDAuth, commands.IDSelect, commands.IDClient,
-		commands.IDCommand, commands.IDTime, commands.IDReadOnly, commands.IDReadWrite,
-		commands.IDInfo, commands.IDMulti, commands.IDExec, commands.IDDiscard:
+		commands.IDHello, commands.IDAuth, commands.IDSelect, commands.IDTime,
+		commands.IDReadOnly, commands.IDReadWrite, commands.IDInfo, commands.IDMulti,
+		commands.IDExec, commands.IDDiscard:
 		return true
-	case commands.IDCluster:
-		sub := spec.Subcommand(args)
-		return sub == nil || !changesTheCluster(sub.Name) // an unknown one is an error, at once
 	}
 	return false
 }

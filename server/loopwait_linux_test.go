@@ -23,16 +23,6 @@ type laterShards struct{ *cluster.MemoryShards }
 
 func (l laterShards) Submit(shard int, r *cluster.Request) { go l.MemoryShards.Submit(shard, r) }
 
-// AnswersInSubmit reports that they do not (the memory shards' own method,
-// which they would inherit, says they do).
-func (laterShards) AnswersInSubmit() bool { return false }
-
-// stuckLaterShards are stuckShards (one shard never answers) that also
-// answer later.
-type stuckLaterShards struct{ *stuckShards }
-
-func (stuckLaterShards) AnswersInSubmit() bool { return false }
-
 // startLaterServer is a test server on an event loop over laterShards.
 func startLaterServer(t *testing.T, opts ...option) *testServer {
 	t.Helper()
@@ -49,7 +39,7 @@ func startStuckServer(t *testing.T, timeout time.Duration, opts ...option) (*tes
 	s := startServer(t, append([]option{withShards(2), withLoops(), withConfig(func(c *Config) { c.RequestTimeout = timeout }),
 		withBackend(func(m *cluster.MemoryShards) Shards {
 			backend = &stuckShards{MemoryShards: m, stuck: 1}
-			return stuckLaterShards{backend}
+			return backend
 		})}, opts...)...)
 	return s, backend
 }
@@ -328,7 +318,7 @@ func TestLoopClosesASuspendedConnectionOnceAnswered(t *testing.T) {
 	})
 	closeAnsweringTryAgain(t, s, stuck)
 	n := 0
-	s.eachClient(func(*client) { n++ })
+	s.eachClient(func(*conn) { n++ })
 	if n != 0 {
 		t.Fatalf("%d connections left after Close", n)
 	}
@@ -360,12 +350,12 @@ func TestLoopProtocolErrorAfterASuspendedSegment(t *testing.T) {
 // (in the order they connected), and whether the loop still serves it.
 func loopSockOfClient(t *testing.T, s *testServer, i int) (ls *loopSock, onLoop bool) {
 	t.Helper()
-	var all []*client
-	s.eachClient(func(c *client) { all = append(all, c) })
+	var all []*conn
+	s.eachClient(func(c *conn) { all = append(all, c) })
 	if i >= len(all) {
 		t.Fatalf("no connection %d of %d", i, len(all))
 	}
-	slices.SortFunc(all, func(a, b *client) int { return cmp.Compare(a.id, b.id) })
+	slices.SortFunc(all, func(a, b *conn) int { return cmp.Compare(a.id, b.id) })
 	l, ok := all[i].drain.Conn.(*loopSock)
 	if !ok {
 		t.Fatalf("connection %d is not on an event loop", i)
@@ -431,8 +421,8 @@ func TestLoopAnswersClusterReadsAtOnce(t *testing.T) {
 func TestLoopClosesWhileACommandAsideWaits(t *testing.T) {
 	const timeout = 500 * time.Millisecond
 	s, backend := startStuckServer(t, timeout, withConfig(func(c *Config) { c.Shutdown = 50 * time.Millisecond }))
-	conn := s.dial(t)
-	conn.send("SCRIPT", "LOAD", "return 1")
+	rc := s.dial(t)
+	rc.send("SCRIPT", "LOAD", "return 1")
 	poll.Until(t, ioTimeout, "SCRIPT LOAD to reach the stuck shard", func() (bool, error) {
 		return len(backend.heldRequests()) == 1, nil
 	})
@@ -443,10 +433,10 @@ func TestLoopClosesWhileACommandAsideWaits(t *testing.T) {
 	if took := time.Since(start); took >= timeout {
 		t.Fatalf("Close took %v: it waited for the command aside", took)
 	}
-	conn.expectClosed()
+	rc.expectClosed()
 	poll.Until(t, ioTimeout, "the connection to be forgotten", func() (bool, error) {
 		n := 0
-		s.eachClient(func(*client) { n++ })
+		s.eachClient(func(*conn) { n++ })
 		return n == 0, fmt.Errorf("%d connections left", n)
 	})
 }

@@ -110,7 +110,7 @@ func (s *Server) syncMemoryLimit() {
 
 // setMemoryLimit is CONFIG SET maxmemory or maxmemory-policy: every shard
 // gets the new share through its log.
-func (c *client) setMemoryLimit(param, value string) error {
+func (c *conn) setMemoryLimit(param, value string) error {
 	limit := c.srv.memoryLimit()
 	var err error
 	if param == "maxmemory" {

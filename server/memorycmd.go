@@ -5,48 +5,49 @@ import (
 	"runtime/debug"
 
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
-// memoryCommand is MEMORY USAGE, STATS, PURGE and HELP.
-func (c *client) memoryCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	sub, err := c.subcommand(spec, args)
-	if err != nil {
+// memoryUsage is MEMORY USAGE key: answered by the key's shard, as a keyed
+// command is.
+func (c *conn) memoryUsage(sub *commands.Spec, args [][]byte, out []byte) []byte {
+	if err := c.checkRoute(sub, args); err != nil {
 		return appendError(out, err)
 	}
-	switch sub.Name {
-	case "memory|usage":
-		if err := c.checkRoute(sub, args); err != nil {
-			return appendError(out, err)
-		}
-		c.batchKeyed(sub, args)
-		return c.flush(out)
-	case "memory|stats":
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		t := c.srv.total()
-		stats := []struct {
-			name string
-			v    int64
-		}{
-			{"peak.allocated", int64(m.HeapSys)},
-			{"total.allocated", int64(m.HeapAlloc)},
-			{"keys.count", int64(t.Keys)},
-			{"keys.bytes-per-key", perKey(t.Bytes, t.Keys)},
-			{"dataset.bytes", t.Bytes},
-			{"go.heap-objects", int64(m.HeapObjects)},
-			{"go.gc-cycles", int64(m.NumGC)},
-		}
-		out = appendMap(out, len(stats), c.resp3.Load())
-		for _, s := range stats {
-			out = appendBulkString(out, s.name)
-			out = appendInt(out, s.v)
-		}
-		return out
-	case "memory|purge":
-		debug.FreeOSMemory() // a full collection, then free pages go back to the system
-		return appendOK(out)
+	c.batchKeyed(sub, args)
+	return c.flush(out)
+}
+
+// memoryStats is MEMORY STATS: the Go heap's figures and the keys'.
+func (c *conn) memoryStats(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	t := c.srv.total()
+	stats := []struct {
+		name string
+		v    int64
+	}{
+		{"peak.allocated", int64(m.HeapSys)},
+		{"total.allocated", int64(m.HeapAlloc)},
+		{"keys.count", int64(t.Keys)},
+		{"keys.bytes-per-key", perKey(t.Bytes, t.Keys)},
+		{"dataset.bytes", t.Bytes},
+		{"go.heap-objects", int64(m.HeapObjects)},
+		{"go.gc-cycles", int64(m.NumGC)},
 	}
-	return appendHelp(out, spec)
+	out = resp.AppendMap(out, len(stats), c.resp3.Load())
+	for _, s := range stats {
+		out = resp.AppendBulkString(out, s.name)
+		out = resp.AppendInt(out, s.v)
+	}
+	return out
+}
+
+// memoryPurge is MEMORY PURGE: a full collection, then the free pages go
+// back to the system.
+func (c *conn) memoryPurge(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	debug.FreeOSMemory()
+	return resp.AppendOK(out)
 }
 
 func perKey(bytes int64, keys int) int64 {

@@ -3,10 +3,10 @@ package server
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // A transaction's keyed commands must share one hash slot, so that EXEC is
@@ -69,7 +69,7 @@ func allowedInTransaction(id commands.ID) bool {
 
 // queue validates a command inside MULTI and queues it, answering QUEUED, or
 // refuses it and dooms the transaction.
-func (c *client) queue(spec *commands.Spec, args [][]byte) {
+func (c *conn) queue(spec *commands.Spec, args [][]byte) {
 	err := c.checkQueueable(spec, args)
 	if err == nil && !c.tx.dirty {
 		err = c.checkTransactionSize(args)
@@ -84,29 +84,20 @@ func (c *client) queue(spec *commands.Spec, args [][]byte) {
 		// read: the queue keeps a copy.
 		c.tx.queued = append(c.tx.queued, queuedCommand{spec: spec, args: copyArgs(args)})
 	}
-	c.batch.addLocal(func(b []byte) []byte { return appendSimple(b, "QUEUED") })
+	c.batch.addLocal(func(b []byte) []byte { return resp.AppendSimple(b, "QUEUED") })
 }
 
 // checkTransactionSize counts args in the transaction's length and refuses
 // them if it would pass MaxRequestLen.
-func (c *client) checkTransactionSize(args [][]byte) error {
+func (c *conn) checkTransactionSize(args [][]byte) error {
 	limit := c.srv.cfg.Limits.MaxRequestLen
-	if c.tx.bytes += requestLen(args); c.tx.bytes > limit {
+	if c.tx.bytes += resp.CommandLen(args); c.tx.bytes > limit {
 		return fmt.Errorf("ERR the transaction's commands are longer than the %d bytes allowed (--max-request-len)", limit)
 	}
 	return nil
 }
 
-// requestLen is the length of args encoded as a RESP command.
-func requestLen(args [][]byte) int64 {
-	n := int64(len("*\r\n") + len(strconv.Itoa(len(args))))
-	for _, a := range args {
-		n += int64(len("$\r\n\r\n") + len(strconv.Itoa(len(a))) + len(a))
-	}
-	return n
-}
-
-func (c *client) checkQueueable(spec *commands.Spec, args [][]byte) error {
+func (c *conn) checkQueueable(spec *commands.Spec, args [][]byte) error {
 	if spec.Route != commands.RouteKey {
 		if !allowedInTransaction(spec.ID) {
 			return errNotInMulti
@@ -152,27 +143,27 @@ func copyArgs(args [][]byte) [][]byte {
 }
 
 // multi is MULTI.
-func (c *client) multi(out []byte) []byte {
+func (c *conn) multi(out []byte) []byte {
 	if c.tx.active {
 		return appendError(out, errNestedMulti)
 	}
 	c.tx.reset()
 	c.tx.active = true
-	return appendOK(out)
+	return resp.AppendOK(out)
 }
 
 // discard is DISCARD.
-func (c *client) discard(out []byte) []byte {
+func (c *conn) discard(out []byte) []byte {
 	if !c.tx.active {
 		return appendError(out, errDiscardNoMult)
 	}
 	c.tx.reset()
-	return appendOK(out)
+	return resp.AppendOK(out)
 }
 
 // exec is EXEC: the queued keyed commands go to their one shard in one
 // request; PING, ECHO and TIME are answered in their places.
-func (c *client) execTransaction(out []byte) []byte {
+func (c *conn) execTransaction(out []byte) []byte {
 	if !c.tx.active {
 		return appendError(out, errExecNoMulti)
 	}
@@ -182,7 +173,7 @@ func (c *client) execTransaction(out []byte) []byte {
 		clear(tx.queued)
 		return appendError(out, errExecAbort)
 	}
-	out = appendArray(out, len(tx.queued))
+	out = resp.AppendArray(out, len(tx.queued))
 	for _, q := range tx.queued {
 		if q.spec.Route == commands.RouteKey {
 			c.batchKeyed(q.spec, q.args)

@@ -34,7 +34,7 @@ func TestObserverCountsAPipelineByClass(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	c := newClient(s.Server, clientConn{Conn: a})
+	c := newConn(s.Server, wrappedConn{Conn: a})
 	if _, _, ok := c.answer(in, nil); !ok {
 		t.Fatal("answer closed the connection")
 	}
@@ -67,7 +67,7 @@ func TestPipelineAllocationsWithObserver(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	c := newClient(s.Server, clientConn{Conn: a})
+	c := newConn(s.Server, wrappedConn{Conn: a})
 	var out []byte
 	run := func() {
 		rest, reply, ok := c.answer(in, out[:0])

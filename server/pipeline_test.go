@@ -135,21 +135,21 @@ func TestPipelineMemoryIsBounded(t *testing.T) {
 	s := startServer(t, withConfig(func(c *Config) {
 		c.Limits = Limits{MaxBulkLen: 1 << 20, MaxArgs: 64, MaxRequestLen: 4 << 20, MaxKeyLen: 128}
 	}))
-	conn := s.dial(t)
+	rc := s.dial(t)
 	var req strings.Builder
 	req.WriteString(encode("ECHO", strings.Repeat("x", 1<<20)))
 	const n = 100_000
 	for range n {
 		req.WriteString("EXISTS k\r\n")
 	}
-	conn.write(req.String())
-	conn.read()
+	rc.write(req.String())
+	rc.read()
 	for i := range n {
-		if got := conn.read(); got != ":0\r\n" {
+		if got := rc.read(); got != ":0\r\n" {
 			t.Fatalf("reply %d: %q", i, got)
 		}
 	}
-	s.eachClient(func(c *client) {
+	s.eachClient(func(c *conn) {
 		c.wmu.Lock() // a pipeline's batch is used under it
 		defer c.wmu.Unlock()
 		b := &c.batch

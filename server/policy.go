@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // Policies live in every shard, since RL.CHECK runs on the shard of its key.
@@ -16,55 +17,58 @@ import (
 // after an error (TRYAGAIN when a shard has no leader), sending them again
 // completes them.
 
-// policyCommand is RL.POLICY SET, GET, LIST, DEL and HELP.
-func (c *client) policyCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	sub, err := c.subcommand(spec, args)
+// policySet is RL.POLICY SET name algorithm parameters...: the policy
+// defined on every shard.
+func (c *conn) policySet(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	set, err := commands.ParsePolicySet(args)
 	if err != nil {
 		return appendError(out, err)
 	}
-	switch sub.Name {
-	case "rl.policy|set":
-		set, err := commands.ParsePolicySet(args)
-		if err != nil {
-			return appendError(out, err)
-		}
-		if _, err := c.everyShard(set); err != nil {
-			return appendError(out, err)
-		}
-		return appendOK(out)
-	case "rl.policy|del":
-		if err := commands.ParsePolicyName(args[2]); err != nil {
-			return appendError(out, err)
-		}
-		results, err := c.everyShard(engine.Command{Op: engine.OpPolicyDel, Value: args[2]})
-		if err != nil {
-			return appendError(out, err)
-		}
-		existed := int64(0)
-		for _, r := range results {
-			existed = max(existed, r.Int)
-		}
-		return appendInt(out, existed)
-	case "rl.policy|get":
-		if err := commands.ParsePolicyName(args[2]); err != nil {
-			return appendError(out, err)
-		}
-		results, err := c.everyShard(engine.Command{Op: engine.OpPolicyList, Value: args[2]})
-		if err != nil {
-			return appendError(out, err)
-		}
-		r := sumPolicy(results)
-		return appendResult(out, &r, c.resp3.Load())
-	case "rl.policy|list":
-		// Every shard holds every policy: one shard's log answers, read
-		// through its leader whether this node holds a replica of it or not.
-		results, err := c.everyShard(engine.Command{Op: engine.OpPolicyList}, func(shard int) bool { return shard == 0 })
-		if err != nil {
-			return appendError(out, err)
-		}
-		return appendResult(out, &results[0], c.resp3.Load())
+	if _, err := c.everyShard(set); err != nil {
+		return appendError(out, err)
 	}
-	return appendHelp(out, spec)
+	return resp.AppendOK(out)
+}
+
+// policyDel is RL.POLICY DEL name: 1 if it existed.
+func (c *conn) policyDel(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	if err := commands.ParsePolicyName(args[2]); err != nil {
+		return appendError(out, err)
+	}
+	results, err := c.everyShard(engine.Command{Op: engine.OpPolicyDel, Value: args[2]})
+	if err != nil {
+		return appendError(out, err)
+	}
+	existed := int64(0)
+	for _, r := range results {
+		existed = max(existed, r.Int)
+	}
+	return resp.AppendInt(out, existed)
+}
+
+// policyGet is RL.POLICY GET name: its definition, and its counters over
+// every shard.
+func (c *conn) policyGet(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	if err := commands.ParsePolicyName(args[2]); err != nil {
+		return appendError(out, err)
+	}
+	results, err := c.everyShard(engine.Command{Op: engine.OpPolicyList, Value: args[2]})
+	if err != nil {
+		return appendError(out, err)
+	}
+	r := sumPolicy(results)
+	return appendResult(out, &r, c.resp3.Load())
+}
+
+// policyList is RL.POLICY LIST. Every shard holds every policy: one
+// shard's log answers, read through its leader whether this node holds a
+// replica of it or not.
+func (c *conn) policyList(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	results, err := c.everyShard(engine.Command{Op: engine.OpPolicyList}, func(shard int) bool { return shard == 0 })
+	if err != nil {
+		return appendError(out, err)
+	}
+	return appendResult(out, &results[0], c.resp3.Load())
 }
 
 // policy is a policy's definition and counters as this node's replicas
@@ -122,7 +126,7 @@ func sumPolicy(results []engine.Result) engine.Result {
 
 // writePolicyInfo writes INFO's policies section: each policy's counters, in
 // the form of Redis's keyspace lines.
-func (s *Server) writePolicyInfo(b *strings.Builder) {
+func (s *Server) writePolicyInfo(b *strings.Builder, _ *engine.Stats) {
 	list, err := s.shards.Read(s.policyListShard(), engine.Command{Op: engine.OpPolicyList})
 	if err != nil {
 		return

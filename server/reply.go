@@ -1,86 +1,26 @@
 package server
 
 import (
-	"strconv"
-
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
-// The append functions below encode RESP replies into a byte slice; a
-// connection's replies for a whole pipeline go out in one write.
+// The replies to the engine's results. Every RL.* decision answers the same
+// way, so that one client helper serves every algorithm: in RESP2 an array
+// of five integers, in RESP3 a map with their names (docs/commands.md).
 
-func appendInt(b []byte, v int64) []byte {
-	b = append(b, ':')
-	b = strconv.AppendInt(b, v, 10)
-	return append(b, '\r', '\n')
-}
-
-func appendHeader(b []byte, kind byte, n int) []byte {
-	b = append(b, kind)
-	b = strconv.AppendInt(b, int64(n), 10)
-	return append(b, '\r', '\n')
-}
-
-func appendArray(b []byte, n int) []byte { return appendHeader(b, '*', n) }
-
-// appendMap starts a map of n pairs: RESP3's map, or a flat array of 2n
-// elements in RESP2, as Redis sends maps to RESP2 clients.
-func appendMap(b []byte, n int, resp3 bool) []byte {
-	if resp3 {
-		return appendHeader(b, '%', n)
-	}
-	return appendHeader(b, '*', 2*n)
-}
-
-// appendSet starts a set of n elements (an array in RESP2).
-func appendSet(b []byte, n int, resp3 bool) []byte {
-	if resp3 {
-		return appendHeader(b, '~', n)
-	}
-	return appendHeader(b, '*', n)
-}
-
-func appendBulk(b []byte, s []byte) []byte {
-	b = appendHeader(b, '$', len(s))
-	b = append(b, s...)
-	return append(b, '\r', '\n')
-}
-
-func appendBulkString(b []byte, s string) []byte {
-	b = appendHeader(b, '$', len(s))
-	b = append(b, s...)
-	return append(b, '\r', '\n')
-}
-
-// appendBulkStrings appends ss as an array of bulk strings.
-func appendBulkStrings(b []byte, ss []string) []byte {
-	b = appendArray(b, len(ss))
-	for _, s := range ss {
-		b = appendBulkString(b, s)
-	}
-	return b
-}
-
-func appendBulkInt(b []byte, v int64) []byte {
-	var tmp [20]byte
-	return appendBulk(b, strconv.AppendInt(tmp[:0], v, 10))
-}
-
-// appendSimple appends a status reply; s must not contain CR or LF.
-func appendSimple(b []byte, s string) []byte {
-	b = append(b, '+')
-	b = append(b, s...)
-	return append(b, '\r', '\n')
-}
-
-func appendOK(b []byte) []byte { return append(b, "+OK\r\n"...) }
-
-func appendNull(b []byte, resp3 bool) []byte {
-	if resp3 {
-		return append(b, "_\r\n"...)
-	}
-	return append(b, "$-1\r\n"...)
-}
+// The names of a decision's fields in RESP3, which every decision repeats,
+// encoded once as constants: the compiler then copies each in place, where
+// a variable's bytes cost a call (11% of the RESP3 decision reply,
+// docs/performance.md, "One RESP package"). TestDecisionKeysAreBulkStrings
+// checks them against resp.EncodeBulk.
+const (
+	keyAllowed    resp.Encoded = "$7\r\nallowed\r\n"
+	keyLimit      resp.Encoded = "$5\r\nlimit\r\n"
+	keyRemaining  resp.Encoded = "$9\r\nremaining\r\n"
+	keyRetryAfter resp.Encoded = "$14\r\nretry_after_ms\r\n"
+	keyResetAfter resp.Encoded = "$14\r\nreset_after_ms\r\n"
+)
 
 // appendDecision encodes the common RL.* reply: an array of five integers in
 // RESP2, a map with their names in RESP3, followed by the extra fields of
@@ -93,39 +33,26 @@ func appendDecision(b []byte, r *engine.Result, resp3 bool) []byte {
 	}
 	extras := r.Extras[:r.NExtras]
 	if !resp3 {
-		if len(extras) == 0 {
-			b = append(b, "*5\r\n"...)
-		} else {
-			b = appendArray(b, 5+len(extras))
-		}
-		b = appendInt(b, allowed)
-		b = appendInt(b, d.Limit)
-		b = appendInt(b, d.Remaining)
-		b = appendInt(b, d.RetryAfter)
-		b = appendInt(b, d.ResetAfter)
+		b = resp.AppendArray(b, 5+len(extras))
+		b = resp.AppendInt(b, allowed)
+		b = resp.AppendInt(b, d.Limit)
+		b = resp.AppendInt(b, d.Remaining)
+		b = resp.AppendInt(b, d.RetryAfter)
+		b = resp.AppendInt(b, d.ResetAfter)
 		for _, e := range extras {
-			b = appendInt(b, e.Value)
+			b = resp.AppendInt(b, e.Value)
 		}
 		return b
 	}
-	if len(extras) == 0 {
-		b = append(b, "%5\r\n"...)
-	} else {
-		b = appendHeader(b, '%', 5+len(extras))
-	}
-	b = append(b, "$7\r\nallowed\r\n"...)
-	b = appendInt(b, allowed)
-	b = append(b, "$5\r\nlimit\r\n"...)
-	b = appendInt(b, d.Limit)
-	b = append(b, "$9\r\nremaining\r\n"...)
-	b = appendInt(b, d.Remaining)
-	b = append(b, "$14\r\nretry_after_ms\r\n"...)
-	b = appendInt(b, d.RetryAfter)
-	b = append(b, "$14\r\nreset_after_ms\r\n"...)
-	b = appendInt(b, d.ResetAfter)
+	b = resp.AppendMap(b, 5+len(extras), true)
+	b = resp.AppendInt(resp.AppendEncoded(b, keyAllowed), allowed)
+	b = resp.AppendInt(resp.AppendEncoded(b, keyLimit), d.Limit)
+	b = resp.AppendInt(resp.AppendEncoded(b, keyRemaining), d.Remaining)
+	b = resp.AppendInt(resp.AppendEncoded(b, keyRetryAfter), d.RetryAfter)
+	b = resp.AppendInt(resp.AppendEncoded(b, keyResetAfter), d.ResetAfter)
 	for _, e := range extras {
-		b = appendBulkString(b, e.Name)
-		b = appendInt(b, e.Value)
+		b = resp.AppendBulkString(b, e.Name)
+		b = resp.AppendInt(b, e.Value)
 	}
 	return b
 }
@@ -137,12 +64,27 @@ func appendThrottle(b []byte, t engine.ThrottleReply) []byte {
 	if t.Limited {
 		limited = 1
 	}
-	b = append(b, "*5\r\n"...)
-	b = appendInt(b, limited)
-	b = appendInt(b, t.Limit)
-	b = appendInt(b, t.Remaining)
-	b = appendInt(b, t.RetryAfter)
-	return appendInt(b, t.ResetAfter)
+	b = resp.AppendArray(b, 5)
+	b = resp.AppendInt(b, limited)
+	b = resp.AppendInt(b, t.Limit)
+	b = resp.AppendInt(b, t.Remaining)
+	b = resp.AppendInt(b, t.RetryAfter)
+	return resp.AppendInt(b, t.ResetAfter)
+}
+
+// appendFields encodes RL.INFO's and RL.POLICY GET's fields: a map of
+// names to integers or, where they have text, bulk strings.
+func appendFields(b []byte, fields []engine.Field, resp3 bool) []byte {
+	b = resp.AppendMap(b, len(fields), resp3)
+	for _, f := range fields {
+		b = resp.AppendBulkString(b, f.Name)
+		if f.Text != "" {
+			b = resp.AppendBulkString(b, f.Text)
+		} else {
+			b = resp.AppendInt(b, f.Int)
+		}
+	}
+	return b
 }
 
 // appendResult encodes one engine result.
@@ -153,36 +95,23 @@ func appendResult(b []byte, r *engine.Result, resp3 bool) []byte {
 	case engine.ResThrottle:
 		return appendThrottle(b, r.Throttle)
 	case engine.ResInt:
-		return appendInt(b, r.Int)
+		return resp.AppendInt(b, r.Int)
 	case engine.ResText:
-		return appendSimple(b, r.Text)
+		return resp.AppendSimple(b, r.Text)
 	case engine.ResBulk:
-		return appendBulkString(b, r.Text)
+		return resp.AppendBulkString(b, r.Text)
 	case engine.ResIntBulk:
-		return appendBulkInt(b, r.Int)
+		return resp.AppendBulkInt(b, r.Int)
 	case engine.ResOK:
-		return appendOK(b)
+		return resp.AppendOK(b)
 	case engine.ResNil:
-		return appendNull(b, resp3)
+		return resp.AppendNull(b, resp3)
 	case engine.ResFields:
-		b = appendMap(b, len(r.Fields), resp3)
-		for _, f := range r.Fields {
-			b = appendBulkString(b, f.Name)
-			if f.Text != "" {
-				b = appendBulkString(b, f.Text)
-			} else {
-				b = appendInt(b, f.Int)
-			}
-		}
-		return b
+		return appendFields(b, r.Fields, resp3)
 	case engine.ResError:
 		return appendError(b, r.Err)
-	case engine.ResRESP:
-		if resp3 {
-			return append(b, r.Text...)
-		}
-		b, _ = appendRESP2(b, []byte(r.Text))
-		return b
+	case engine.ResValues:
+		return resp.AppendValues(b, r.Values, resp3)
 	}
 	return appendError(b, engine.ErrUnknownOp)
 }

@@ -2,11 +2,10 @@ package server
 
 import (
 	"errors"
-	"strconv"
-	"strings"
 
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // SCRIPT. The script cache is kept in every shard (engine/scriptcache.go),
@@ -19,84 +18,71 @@ import (
 
 var errNotBusy = errors.New("NOTBUSY No scripts in execution right now.")
 
-// scriptCommand is SCRIPT LOAD, EXISTS, FLUSH, KILL and HELP.
-func (c *client) scriptCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	sub, err := c.subcommand(spec, args)
+// scriptLoad is SCRIPT LOAD script: its SHA1, once every shard holds it.
+func (c *conn) scriptLoad(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	results, err := c.everyShard(engine.Command{Op: engine.OpScriptLoad, Value: args[2]})
 	if err != nil {
 		return appendError(out, err)
 	}
-	switch sub.Name {
-	case "script|load":
-		results, err := c.everyShard(engine.Command{Op: engine.OpScriptLoad, Value: args[2]})
-		if err != nil {
-			return appendError(out, err)
+	for i := range results {
+		if results[i].Type == engine.ResError {
+			return appendError(out, results[i].Err)
 		}
-		for i := range results {
-			if results[i].Type == engine.ResError {
-				return appendError(out, results[i].Err)
-			}
-		}
-		return appendBulkString(out, results[0].Text)
-	case "script|exists":
-		names := make([][]byte, len(args)-2)
-		for i, a := range args[2:] {
-			if names[i], _ = commands.SHA1(a); names[i] == nil {
-				names[i] = []byte("-") // no script has it: 0
-			}
-		}
-		results, err := c.everyShard(engine.Command{Op: engine.OpScriptExists, Value: engine.Pack(names)})
-		if err != nil {
-			return appendError(out, err)
-		}
-		// 1 where every shard holds the script: EVALSHA runs it whatever
-		// its keys.
-		held := make([]bool, len(names))
-		for i := range held {
-			held[i] = true
-		}
-		for _, r := range results {
-			if r.Type != engine.ResRESP {
-				return appendResult(out, &r, false)
-			}
-			for i, n := range respInts(r.Text) {
-				if i < len(held) {
-					held[i] = held[i] && n == 1
-				}
-			}
-		}
-		out = appendArray(out, len(held))
-		for _, h := range held {
-			if h {
-				out = appendInt(out, 1)
-			} else {
-				out = appendInt(out, 0)
-			}
-		}
-		return out
-	case "script|flush":
-		if err := commands.ParseFlush(args[1:]); err != nil {
-			return appendError(out, err)
-		}
-		if _, err := c.everyShard(engine.Command{Op: engine.OpScriptFlush}); err != nil {
-			return appendError(out, err)
-		}
-		return appendOK(out)
-	case "script|kill":
-		// A script is bounded by the instructions it may run, so none runs
-		// long enough to need killing (docs/scripting.md).
-		return appendError(out, errNotBusy)
 	}
-	return appendHelp(out, spec)
+	return resp.AppendBulkString(out, results[0].Text)
 }
 
-// respInts reads a RESP3 array of integers, as SCRIPT EXISTS's shards
-// answer.
-func respInts(s string) []int64 {
-	var out []int64
-	for _, line := range strings.Split(s, "\r\n")[1:] {
-		if n, err := strconv.ParseInt(strings.TrimPrefix(line, ":"), 10, 64); err == nil && strings.HasPrefix(line, ":") {
-			out = append(out, n)
+// scriptExists is SCRIPT EXISTS sha1...: 1 where every shard holds the
+// script, so that EVALSHA runs it whatever its keys, 0 elsewhere.
+func (c *conn) scriptExists(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	names := make([][]byte, len(args)-2)
+	for i, a := range args[2:] {
+		if names[i], _ = commands.SHA1(a); names[i] == nil {
+			names[i] = []byte("-") // no script has it: 0
+		}
+	}
+	results, err := c.everyShard(engine.Command{Op: engine.OpScriptExists, Value: engine.Pack(names)})
+	if err != nil {
+		return appendError(out, err)
+	}
+	held := make([]bool, len(names))
+	for i := range held {
+		held[i] = true
+	}
+	for _, r := range results {
+		if r.Type != engine.ResValues {
+			return appendResult(out, &r, false)
+		}
+		for i, v := range r.Values[1:] { // an array of 1 and 0
+			if i < len(held) {
+				held[i] = held[i] && v.Int == 1
+			}
+		}
+	}
+	out = resp.AppendArray(out, len(held))
+	for _, h := range held {
+		if h {
+			out = resp.AppendInt(out, 1)
+		} else {
+			out = resp.AppendInt(out, 0)
 		}
 	}
 	return out
+}
+
+// scriptFlush is SCRIPT FLUSH [ASYNC|SYNC]: every shard's cache emptied.
+func (c *conn) scriptFlush(_ *commands.Spec, args [][]byte, out []byte) []byte {
+	if err := commands.ParseFlush(args[1:]); err != nil {
+		return appendError(out, err)
+	}
+	if _, err := c.everyShard(engine.Command{Op: engine.OpScriptFlush}); err != nil {
+		return appendError(out, err)
+	}
+	return resp.AppendOK(out)
+}
+
+// scriptKill is SCRIPT KILL. A script is bounded by the instructions it
+// may run, so none runs long enough to need killing (docs/scripting.md).
+func (c *conn) scriptKill(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	return appendError(out, errNotBusy)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // Shards is what the server needs from the layer that owns shard state.
@@ -97,7 +98,7 @@ type Server struct {
 	loops *eventLoops
 
 	mu      sync.Mutex
-	clients map[int64]*client
+	clients map[int64]*conn
 	drained chan struct{} // closed when the last client leaves after Close
 	closing bool
 
@@ -125,14 +126,12 @@ func New(cfg Config, shards Shards) (*Server, error) {
 	s := &Server{
 		cfg: cfg, shards: shards,
 		started: time.Now(), runID: hex.EncodeToString(id),
-		clients: make(map[int64]*client), trackingTable: newTrackingTable(cfg.TrackingMaxKeys),
+		clients: make(map[int64]*conn), trackingTable: newTrackingTable(cfg.TrackingMaxKeys),
 		stop: make(chan struct{}),
 	}
 	if cfg.EventLoops > 0 {
-		a, ok := shards.(interface{ AnswersInSubmit() bool })
-		answerLater := !ok || !a.AnswersInSubmit()
 		var err error
-		if s.loops, err = startEventLoops(cfg.EventLoops, answerLater); err != nil {
+		if s.loops, err = startEventLoops(cfg.EventLoops, !cfg.AnswersInSubmit); err != nil {
 			return nil, err
 		}
 	}
@@ -192,11 +191,14 @@ func (s *Server) Close() error {
 	return err
 }
 
+// maxClientsReply refuses a connection past MaxClients, in Redis's words.
+var maxClientsReply = string(resp.AppendError(nil, "ERR", "max number of clients reached"))
+
 // admit registers a connection accepted on sock (over TLS with config, when
 // set), or refuses it when the server is full or closing. A plain
 // connection goes to an event loop when the server has them, which starts
 // serving it (onLoop); otherwise the caller gives it a goroutine.
-func (s *Server) admit(sock net.Conn, config *tls.Config) (c *client, onLoop bool) {
+func (s *Server) admit(sock net.Conn, config *tls.Config) (c *conn, onLoop bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
@@ -205,21 +207,21 @@ func (s *Server) admit(sock net.Conn, config *tls.Config) (c *client, onLoop boo
 	}
 	if len(s.clients) >= s.cfg.MaxClients {
 		s.stats.rejected.Add(1)
-		refuse(wrap(sock, config, s.cfg.Limits), "-ERR max number of clients reached\r\n")
+		refuse(wrap(sock, config, s.cfg.Limits), maxClientsReply)
 		return nil, false
 	}
 	under := sock
 	if config == nil && !s.protectedRefuses(sock.RemoteAddr()) {
 		under = s.loops.adopt(sock) // the goroutine answers a refusal
 	}
-	c = newClient(s, wrap(under, config, s.cfg.Limits))
+	c = newConn(s, wrap(under, config, s.cfg.Limits))
 	s.clients[c.id] = c
 	s.stats.connections.Add(1)
 	return c, s.loops.serve(under, c)
 }
 
 // forget drops a connection from the registry once it has closed.
-func (s *Server) forget(c *client) {
+func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.clients, c.id)
@@ -230,7 +232,7 @@ func (s *Server) forget(c *client) {
 
 // eachClient calls fn for every connection, in id order, under the registry
 // lock.
-func (s *Server) eachClient(fn func(c *client)) {
+func (s *Server) eachClient(fn func(c *conn)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ids := make([]int64, 0, len(s.clients))

@@ -9,6 +9,7 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // covers reports whether DBSIZE, SCAN and FLUSHALL on this connection cover
@@ -16,7 +17,7 @@ import (
 // answers, as Redis Cluster's tools do, so for it a node covers the shards it
 // leads; any other connection sees every shard (this node's replicas: up to
 // three nodes, every node holds every shard).
-func (c *client) covers(shard int) bool {
+func (c *conn) covers(shard int) bool {
 	if cl := c.srv.cfg.Cluster; cl != nil && c.clusterAware {
 		_, local, _ := cl.Leader(shard)
 		return local
@@ -26,7 +27,7 @@ func (c *client) covers(shard int) bool {
 
 // dbsize is DBSIZE: the keys of the shards this connection covers, counted
 // on this node's replicas.
-func (c *client) dbsize(out []byte) []byte {
+func (c *conn) dbsize(out []byte) []byte {
 	var n int64
 	for shard := range c.srv.shards.Shards() {
 		if !c.covers(shard) {
@@ -38,18 +39,18 @@ func (c *client) dbsize(out []byte) []byte {
 		}
 		n += r.Int
 	}
-	return appendInt(out, n)
+	return resp.AppendInt(out, n)
 }
 
 // flushAll is FLUSHALL and FLUSHDB: every limiter back to its full budget.
-func (c *client) flushAll(args [][]byte, out []byte) []byte {
+func (c *conn) flushAll(args [][]byte, out []byte) []byte {
 	if err := commands.ParseFlush(args); err != nil {
 		return appendError(out, err)
 	}
 	if _, err := c.everyShard(engine.Command{Op: engine.OpFlush}, c.covers); err != nil {
 		return appendError(out, err)
 	}
-	return appendOK(out)
+	return resp.AppendOK(out)
 }
 
 // scanShardBits is how many low bits of a SCAN cursor name the shard; the
@@ -58,7 +59,7 @@ const scanShardBits = cluster.ShardBits
 
 // scan is SCAN: one shard at a time, the cursor carrying the shard and the
 // position within it.
-func (c *client) scan(args [][]byte, out []byte) []byte {
+func (c *conn) scan(args [][]byte, out []byte) []byte {
 	a, err := commands.ParseScan(args)
 	if err != nil {
 		return appendError(out, err)
@@ -99,43 +100,20 @@ func (c *client) scan(args [][]byte, out []byte) []byte {
 			keys = append(keys, k)
 		}
 	}
-	out = appendArray(out, 2)
-	out = appendBulkString(out, fmt.Sprint(next))
-	return appendBulkStrings(out, keys)
+	out = resp.AppendArray(out, 2)
+	out = resp.AppendBulkString(out, fmt.Sprint(next))
+	return resp.AppendBulkStrings(out, keys)
 }
 
 var errDebugDisabled = errors.New("ERR DEBUG command not allowed. Start rlserver with --enable-debug-command to enable it.")
 
-// debugCommand is DEBUG CLOCK and DEBUG DIGEST, for tests and operators.
-func (c *client) debugCommand(spec *commands.Spec, args [][]byte, out []byte) []byte {
-	if c.srv.cfg.Debug == nil {
-		return appendError(out, errDebugDisabled)
-	}
-	sub, err := c.subcommand(spec, args)
-	if err != nil {
-		return appendError(out, err)
-	}
-	switch sub.Name {
-	case "debug|clock":
-		return c.debugClock(args, out)
-	case "debug|digest":
-		return c.digest(out)
-	case "debug|digest-shards":
-		digests, err := c.shardDigests()
-		if err != nil {
-			return appendError(out, err)
-		}
-		return appendBulkStrings(out, digests)
-	}
-	return appendHelp(out, spec)
-}
-
-// digest is DEBUG DIGEST: a SHA-256 over the digests of this node's
+// debugDigest is DEBUG DIGEST: a SHA-256 over the digests of this node's
 // replicas, each taken between two batches (a shard the node holds no
 // replica of counts as its leader holds it). Replicas that applied the same
 // log agree; compare nodes once writes have stopped and every replica has
-// caught up.
-func (c *client) digest(out []byte) []byte {
+// caught up. DEBUG is refused before its subcommand is looked at, unless
+// enabled (dispatch.go).
+func (c *conn) debugDigest(_ *commands.Spec, _ [][]byte, out []byte) []byte {
 	digests, err := c.shardDigests()
 	if err != nil {
 		return appendError(out, err)
@@ -144,13 +122,22 @@ func (c *client) digest(out []byte) []byte {
 	for shard, d := range digests {
 		fmt.Fprintf(h, "%d:%s;", shard, d)
 	}
-	return appendBulkString(out, hex.EncodeToString(h.Sum(nil)))
+	return resp.AppendBulkString(out, hex.EncodeToString(h.Sum(nil)))
 }
 
-// shardDigests is each shard's digest, as DEBUG DIGEST reads them (DEBUG
-// DIGEST-SHARDS answers them: when two nodes' digests differ, which shard
-// they disagree on).
-func (c *client) shardDigests() ([]string, error) {
+// debugDigestShards is DEBUG DIGEST-SHARDS: each shard's digest, as DEBUG
+// DIGEST reads them: when two nodes' digests differ, which shard they
+// disagree on.
+func (c *conn) debugDigestShards(_ *commands.Spec, _ [][]byte, out []byte) []byte {
+	digests, err := c.shardDigests()
+	if err != nil {
+		return appendError(out, err)
+	}
+	return resp.AppendBulkStrings(out, digests)
+}
+
+// shardDigests is each shard's digest, in shard order.
+func (c *conn) shardDigests() ([]string, error) {
 	digests := make([]string, c.srv.shards.Shards())
 	for shard := range digests {
 		r, err := c.srv.shards.Read(shard, engine.Command{Op: engine.OpDigest})
@@ -166,12 +153,12 @@ var errClockUsage = errors.New("ERR DEBUG CLOCK SET <unix_ms> | ADVANCE <ms> | G
 
 // debugClock is DEBUG CLOCK SET|ADVANCE|GET|REAL. Every shard adopts the new
 // time at once, even an earlier one, so a test can replay a scenario.
-func (c *client) debugClock(args [][]byte, out []byte) []byte {
+func (c *conn) debugClock(_ *commands.Spec, args [][]byte, out []byte) []byte {
 	clock := c.srv.cfg.Debug
 	action := args[2]
 	switch {
 	case commands.EqualFold(action, "get") && len(args) == 3:
-		return appendInt(out, clock.Now())
+		return resp.AppendInt(out, clock.Now())
 	case commands.EqualFold(action, "real") && len(args) == 3:
 		clock.Real()
 	case (commands.EqualFold(action, "set") || commands.EqualFold(action, "advance")) && len(args) == 4:
@@ -199,5 +186,5 @@ func (c *client) debugClock(args [][]byte, out []byte) []byte {
 	if _, err := c.everyShard(engine.Command{Op: engine.OpSetClock, Args: [4]int64{now}}); err != nil {
 		return appendError(out, err)
 	}
-	return appendInt(out, now)
+	return resp.AppendInt(out, now)
 }

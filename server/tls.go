@@ -23,7 +23,7 @@ const refuseTimeout = tlsHandshakeTimeout
 // tlsHandshake completes a TLS connection's handshake, within
 // tlsHandshakeTimeout; false if it failed (the connection is then closed by
 // the caller). A plain connection has none to do.
-func (c *client) tlsHandshake() bool {
+func (c *conn) tlsHandshake() bool {
 	if c.tlsConn == nil {
 		return true
 	}

@@ -3,9 +3,11 @@ package server
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // TopKeys returns the n heaviest keys of the last minute over every shard,
@@ -36,7 +38,7 @@ func (s *Server) TopKeys(denied bool, n int) ([]engine.TopKey, error) {
 
 // top is RL.TOP [DENIED|ALLOWED] [COUNT n]: an array of [key, decisions,
 // error], the heaviest first.
-func (c *client) top(args [][]byte, out []byte) []byte {
+func (c *conn) top(args [][]byte, out []byte) []byte {
 	a, err := commands.ParseTop(args)
 	if err != nil {
 		return appendError(out, err)
@@ -45,12 +47,12 @@ func (c *client) top(args [][]byte, out []byte) []byte {
 	if err != nil {
 		return appendError(out, err)
 	}
-	out = appendArray(out, len(keys))
+	out = resp.AppendArray(out, len(keys))
 	for _, k := range keys {
-		out = appendArray(out, 3)
-		out = appendBulkString(out, k.Key)
-		out = appendInt(out, k.Count)
-		out = appendInt(out, k.Error)
+		out = resp.AppendArray(out, 3)
+		out = resp.AppendBulkString(out, k.Key)
+		out = resp.AppendInt(out, k.Count)
+		out = resp.AppendInt(out, k.Error)
 	}
 	return out
 }
@@ -62,7 +64,7 @@ const infoTopKeys = 5
 // minute, denied then allowed, as top_denied_<rank>:key="...",
 // decisions=<n>,error=<n>. Keys are quoted as Go strings, so no byte of a key
 // can break the line.
-func (s *Server) writeTopKeys(line func(name string, v any)) {
+func (s *Server) writeTopKeys(b *strings.Builder, _ *engine.Stats) {
 	for _, denied := range []bool{true, false} {
 		name := "top_allowed_"
 		if denied {
@@ -70,11 +72,11 @@ func (s *Server) writeTopKeys(line func(name string, v any)) {
 		}
 		keys, err := s.TopKeys(denied, infoTopKeys)
 		if err != nil {
-			line(name+"error", strconv.Quote(err.Error()))
+			infoLine(b, name+"error", strconv.Quote(err.Error()))
 			continue
 		}
 		for i, k := range keys {
-			line(name+strconv.Itoa(i), fmt.Sprintf("key=%s,decisions=%d,error=%d", strconv.Quote(k.Key), k.Count, k.Error))
+			infoLine(b, name+strconv.Itoa(i), fmt.Sprintf("key=%s,decisions=%d,error=%d", strconv.Quote(k.Key), k.Count, k.Error))
 		}
 	}
 }

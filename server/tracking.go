@@ -3,12 +3,12 @@ package server
 import (
 	"errors"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/commands"
+	"github.com/rlserver/rlserver/internal/resp"
 )
 
 // Client-side caching, as Redis 6+ offers it (CLIENT TRACKING): a RESP3
@@ -68,9 +68,15 @@ var (
 // Redis's invalidate push (tracking.c, sendTrackingMessage): one key, or a
 // null for every key.
 var (
-	nullInvalidation   = []byte(">2\r\n$10\r\ninvalidate\r\n_\r\n")
-	invalidationHeader = ">2\r\n$10\r\ninvalidate\r\n*1\r\n$"
+	nullInvalidation   = resp.AppendNull(appendInvalidate(nil), true)
+	invalidationHeader = resp.AppendArray(appendInvalidate(nil), 1)
 )
+
+// appendInvalidate appends the head of an invalidate push, which its keys
+// follow.
+func appendInvalidate(b []byte) []byte {
+	return resp.AppendBulkString(resp.AppendPush(b, 2), "invalidate")
+}
 
 const (
 	// maxPendingPushes bounds the invalidations waiting for one connection;
@@ -84,16 +90,12 @@ const (
 
 // appendInvalidation appends the push that invalidates key.
 func appendInvalidation(b, key []byte) []byte {
-	b = append(b, invalidationHeader...)
-	b = strconv.AppendInt(b, int64(len(key)), 10)
-	b = append(b, '\r', '\n')
-	b = append(b, key...)
-	return append(b, '\r', '\n')
+	return resp.AppendBulk(append(b, invalidationHeader...), key)
 }
 
 // tracker is one connection's tracking state.
 type tracker struct {
-	c *client
+	c *conn
 
 	// The connection's goroutine alone reads and writes these.
 	optin, optout, noloop bool
@@ -202,7 +204,7 @@ func (tr *tracker) flush() {
 // mode says so. A write in NOLOOP mode forgets its keys for this connection
 // first, so that its own write does not invalidate them; as in Redis, the
 // connection must read a key again to hear of later changes.
-func (c *client) noteKeys(spec *commands.Spec, args [][]byte) {
+func (c *conn) noteKeys(spec *commands.Spec, args [][]byte) {
 	tr, t := c.tracker, c.srv.trackingTable
 	if !slices.Contains(spec.Flags, "readonly") {
 		if tr.noloop {
@@ -224,7 +226,7 @@ func (c *client) noteKeys(spec *commands.Spec, args [][]byte) {
 
 // appendLate appends the invalidations of keys that could not be tracked,
 // after the replies that read them.
-func (c *client) appendLate(out []byte) []byte {
+func (c *conn) appendLate(out []byte) []byte {
 	if c.resp3.Load() {
 		out = append(out, c.tracker.late...)
 	}
@@ -236,7 +238,7 @@ func (c *client) appendLate(out []byte) []byte {
 // command, but Redis keeps it through CLIENT commands and until a
 // transaction ends, so that CLIENT CACHING YES, MULTI, reads, EXEC tracks the
 // reads.
-func (c *client) afterCommand(name []byte) {
+func (c *conn) afterCommand(name []byte) {
 	if c.tracker == nil || c.tx.active {
 		return
 	}
@@ -247,7 +249,7 @@ func (c *client) afterCommand(name []byte) {
 }
 
 // startTracking turns tracking on with the given options, or changes them.
-func (c *client) startTracking(optin, optout, noloop bool) {
+func (c *conn) startTracking(optin, optout, noloop bool) {
 	if tr := c.tracker; tr != nil {
 		tr.optin, tr.optout, tr.noloop = optin, optout, noloop
 		return
@@ -261,7 +263,7 @@ func (c *client) startTracking(optin, optout, noloop bool) {
 
 // stopTracking turns tracking off: nothing more is sent, and the keys the
 // connection read are forgotten.
-func (c *client) stopTracking() {
+func (c *conn) stopTracking() {
 	tr := c.tracker
 	if tr == nil {
 		return
@@ -277,7 +279,7 @@ func (c *client) stopTracking() {
 
 // trackingCommand is CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX p]
 // [OPTIN] [OPTOUT] [NOLOOP], checked in Redis's order.
-func (c *client) trackingCommand(args [][]byte) error {
+func (c *conn) trackingCommand(args [][]byte) error {
 	var bcast, optin, optout, noloop, prefix bool
 	for j := 3; j < len(args); j++ {
 		more := j+1 < len(args)
@@ -321,7 +323,7 @@ func (c *client) trackingCommand(args [][]byte) error {
 }
 
 // cachingCommand is CLIENT CACHING YES|NO.
-func (c *client) cachingCommand(arg []byte) error {
+func (c *conn) cachingCommand(arg []byte) error {
 	tr := c.tracker
 	if tr == nil {
 		return errCachingNotOpt
@@ -345,7 +347,7 @@ func (c *client) cachingCommand(arg []byte) error {
 // trackingInfo is CLIENT TRACKINGINFO: a map of the flags (a set), the
 // redirect (0 when tracking, which never redirects here; -1 when not) and
 // the prefixes (none), as Redis answers it.
-func (c *client) trackingInfo(out []byte) []byte {
+func (c *conn) trackingInfo(out []byte) []byte {
 	resp3 := c.resp3.Load()
 	flags := []string{"off"}
 	redirect := int64(-1)
@@ -367,14 +369,14 @@ func (c *client) trackingInfo(out []byte) []byte {
 			flags = append(flags, "noloop")
 		}
 	}
-	out = appendMap(out, 3, resp3)
-	out = appendBulkString(out, "flags")
-	out = appendSet(out, len(flags), resp3)
+	out = resp.AppendMap(out, 3, resp3)
+	out = resp.AppendBulkString(out, "flags")
+	out = resp.AppendSet(out, len(flags), resp3)
 	for _, f := range flags {
-		out = appendBulkString(out, f)
+		out = resp.AppendBulkString(out, f)
 	}
-	out = appendBulkString(out, "redirect")
-	out = appendInt(out, redirect)
-	out = appendBulkString(out, "prefixes")
-	return appendArray(out, 0)
+	out = resp.AppendBulkString(out, "redirect")
+	out = resp.AppendInt(out, redirect)
+	out = resp.AppendBulkString(out, "prefixes")
+	return resp.AppendArray(out, 0)
 }

@@ -44,6 +44,7 @@ var commit = ""
 // backend is the shard layer main wires into the server and the metrics.
 type backend interface {
 	server.Shards
+	server.BackupSource
 	metrics.Shards
 	metrics.Readiness
 	Close() error
@@ -189,11 +190,14 @@ func start(o options, log *slog.Logger) (*running, error) {
 		obs.close()
 		return nil, err
 	}
+	cfg.Backups = r.shards
 	if r.node != nil {
 		cfg.Raft, cfg.DataDir = r.node, o.dataDir
 		if o.cluster != "" || o.join != "" {
-			cfg.Cluster = r.node
+			cfg.Cluster, cfg.ClusterChanges = r.node, r.node
 		}
+	} else {
+		cfg.AnswersInSubmit = true // memory shards answer within Submit
 	}
 	if r.srv, err = server.New(cfg, r.shards); err != nil {
 		lns.close()

@@ -20,7 +20,7 @@ import (
 const readSize = 16 << 10
 
 // serve runs the connection until it closes.
-func (c *client) serve() {
+func (c *conn) serve() {
 	defer c.release()
 	defer c.nc.Close()
 	if !c.tlsHandshake() {
@@ -37,14 +37,14 @@ func (c *client) serve() {
 
 // release ends the connection for the server, once its socket is closed:
 // its client-side caching stops and the registry forgets it.
-func (c *client) release() {
+func (c *conn) release() {
 	c.stopTracking()
 	c.srv.forget(c)
 }
 
 // serveFrom reads, answers and writes pipelines until the connection ends.
 // kept is how many bytes of an incomplete command are at the front of c.in.
-func (c *client) serveFrom(kept int) {
+func (c *conn) serveFrom(kept int) {
 	for {
 		n, err := c.read(kept)
 		if n == 0 && err != nil {
@@ -62,7 +62,7 @@ func (c *client) serveFrom(kept int) {
 // answerAndWrite answers the commands in in and writes the replies, under
 // the write lock that keeps invalidation pushes out of them (see
 // tracking.go). It returns what answer does, and the write's error.
-func (c *client) answerAndWrite(in []byte) (rest []byte, ok bool, err error) {
+func (c *conn) answerAndWrite(in []byte) (rest []byte, ok bool, err error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	rest, out, ok := c.answerPipeline(in)
@@ -76,7 +76,7 @@ func (c *client) answerAndWrite(in []byte) (rest []byte, ok bool, err error) {
 // answerPipeline answers the commands in in, their replies after the
 // invalidations queued before they ran (those are for writes applied before
 // them). The caller holds c.wmu and writes out, then gives it to keepOut.
-func (c *client) answerPipeline(in []byte) (rest, out []byte, ok bool) {
+func (c *conn) answerPipeline(in []byte) (rest, out []byte, ok bool) {
 	out = c.out[:0]
 	if c.tracker != nil {
 		out = c.tracker.takePending(out, c.resp3.Load())
@@ -86,7 +86,7 @@ func (c *client) answerPipeline(in []byte) (rest, out []byte, ok bool) {
 
 // keepOut keeps a pipeline's reply buffer for the next one, unless it grew
 // huge: an idle connection does not pin it.
-func (c *client) keepOut(out []byte) {
+func (c *conn) keepOut(out []byte) {
 	if cap(out) > 1<<20 {
 		out = nil
 	}
@@ -95,7 +95,7 @@ func (c *client) keepOut(out []byte) {
 
 // read reads more bytes after the kept ones, growing the buffer when they
 // fill it, and returns how many it read.
-func (c *client) read(kept int) (int, error) {
+func (c *conn) read(kept int) (int, error) {
 	if kept+readSize/4 > len(c.in) {
 		grown := make([]byte, max(2*len(c.in), kept+readSize))
 		copy(grown, c.in[:kept])
@@ -115,7 +115,7 @@ func (c *client) read(kept int) (int, error) {
 // with shards that answer later), or after a command that may wait, which a
 // goroutine answers (c.nowait.aside); the loop calls it again once they
 // are.
-func (c *client) answer(in, out []byte) (rest, reply []byte, ok bool) {
+func (c *conn) answer(in, out []byte) (rest, reply []byte, ok bool) {
 	obs := c.srv.cfg.Observer
 	run := &c.run
 	if !run.resumed {

@@ -11,9 +11,9 @@ import (
 	"github.com/rlserver/rlserver/server/acl"
 )
 
-// client is one connection's state. Its handler goroutine owns it; the
+// conn is one connection's state. Its handler goroutine owns it; the
 // fields CLIENT LIST reads from other goroutines are atomic or under mu.
-type client struct {
+type conn struct {
 	srv *Server
 	nc  net.Conn
 	// drain wraps the socket so that Close and the idle timeout see the
@@ -66,10 +66,10 @@ type client struct {
 	wmu     sync.Mutex
 }
 
-// newClient is the state of a connection accepted (or made by a test) with
+// newConn is the state of a connection accepted (or made by a test) with
 // the layers cc names.
-func newClient(s *Server, cc clientConn) *client {
-	c := &client{
+func newConn(s *Server, cc wrappedConn) *conn {
+	c := &conn{
 		srv:     s,
 		nc:      cc.Conn,
 		drain:   cc.drain,
@@ -89,14 +89,14 @@ func newClient(s *Server, cc clientConn) *client {
 }
 
 // setName sets the connection's name; the caller has validated it.
-func (c *client) setName(name string) {
+func (c *conn) setName(name string) {
 	c.mu.Lock()
 	c.name = name
 	c.mu.Unlock()
 }
 
 // setUser makes the connection act as u.
-func (c *client) setUser(u *acl.User) {
+func (c *conn) setUser(u *acl.User) {
 	c.user = u
 	c.mu.Lock()
 	c.userName = u.Name()
@@ -104,14 +104,14 @@ func (c *client) setUser(u *acl.User) {
 }
 
 // names returns the connection's name and client library.
-func (c *client) names() (name, libName, libVer string) {
+func (c *conn) names() (name, libName, libVer string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.name, c.libName, c.libVer
 }
 
 // resetState is RESET: back to a fresh connection's state.
-func (c *client) resetState() {
+func (c *conn) resetState() {
 	c.resp3.Store(false)
 	c.setName("")
 	c.setUser(c.srv.cfg.Users.Default())

@@ -1,0 +1,225 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/resp"
+)
+
+// infoSection is one of INFO's sections: its name, and what writes its
+// lines; t is the shards' counters added up.
+type infoSection struct {
+	name  string
+	write func(s *Server, b *strings.Builder, t *engine.Stats)
+}
+
+// infoSections are INFO's sections in Redis's order; "default" and "all"
+// name them all.
+var infoSections = []infoSection{
+	{"server", (*Server).writeServerInfo},
+	{"clients", (*Server).writeClientsInfo},
+	{"memory", (*Server).writeMemoryInfo},
+	{"persistence", (*Server).writePersistenceInfo},
+	{"stats", (*Server).writeStatsInfo},
+	{"replication", (*Server).writeReplicationInfo},
+	{"cpu", (*Server).writeCPUInfo},
+	{"ratelimit", (*Server).writeRateLimitInfo},
+	{"policies", (*Server).writePolicyInfo},
+	{"topkeys", (*Server).writeTopKeys},
+	{"scripting", (*Server).writeScriptingInfo},
+	{"raft", (*Server).writeRaftInfo},
+	{"cluster", (*Server).writeClusterInfo},
+	{"keyspace", (*Server).writeKeyspaceInfo},
+}
+
+// info is INFO [section ...].
+func (c *conn) info(args [][]byte, out []byte) []byte {
+	want := map[string]bool{}
+	for _, a := range args[1:] {
+		want[strings.ToLower(string(a))] = true
+	}
+	all := len(want) == 0 || want["all"] || want["default"] || want["everything"]
+	totals := c.srv.total()
+	var b strings.Builder
+	for _, section := range infoSections {
+		if !all && !want[section.name] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		fmt.Fprintf(&b, "# %s\r\n", strings.ToUpper(section.name[:1])+section.name[1:])
+		section.write(c.srv, &b, &totals)
+	}
+	return resp.AppendBulkString(out, b.String())
+}
+
+// infoLine writes one of INFO's "name:value" lines.
+func infoLine(b *strings.Builder, name string, v any) { fmt.Fprintf(b, "%s:%v\r\n", name, v) }
+
+func (s *Server) writeServerInfo(b *strings.Builder, _ *engine.Stats) {
+	uptime := time.Since(s.started)
+	infoLine(b, "redis_version", RedisVersion)
+	infoLine(b, "rlserver_version", s.cfg.Version)
+	infoLine(b, "redis_mode", s.mode())
+	infoLine(b, "os", runtime.GOOS+" "+runtime.GOARCH)
+	infoLine(b, "arch_bits", strconv.IntSize)
+	infoLine(b, "go_version", runtime.Version())
+	infoLine(b, "process_id", os.Getpid())
+	infoLine(b, "run_id", s.runID)
+	infoLine(b, "tcp_port", s.port())
+	infoLine(b, "server_time_usec", s.cfg.Clock.Now()*1000)
+	infoLine(b, "uptime_in_seconds", int64(uptime.Seconds()))
+	infoLine(b, "uptime_in_days", int64(uptime.Hours()/24))
+	infoLine(b, "executable", executable())
+	infoLine(b, "config_file", s.cfg.ConfigFile)
+}
+
+func (s *Server) writeClientsInfo(b *strings.Builder, _ *engine.Stats) {
+	infoLine(b, "connected_clients", s.clientCount())
+	infoLine(b, "maxclients", s.cfg.MaxClients)
+	infoLine(b, "blocked_clients", 0)
+	infoLine(b, "tracking_clients", s.trackingTable.clients.Load())
+	infoLine(b, "event_loops", s.cfg.EventLoops)
+	infoLine(b, "event_loop_clients", s.loops.clients())
+}
+
+func (s *Server) writeMemoryInfo(b *strings.Builder, t *engine.Stats) {
+	m := readMemoryFigures()
+	infoLine(b, "used_memory", m.heapInUse)
+	infoLine(b, "used_memory_human", humanBytes(m.heapInUse))
+	infoLine(b, "used_memory_rss", m.rss)
+	infoLine(b, "used_memory_rss_human", humanBytes(m.rss))
+	infoLine(b, "used_memory_dataset", t.Bytes)
+	infoLine(b, "used_memory_dataset_human", humanBytes(uint64(t.Bytes)))
+	infoLine(b, "mem_fragmentation_ratio", fmt.Sprintf("%.2f", float64(m.rss)/float64(max(m.heapInUse, 1))))
+	infoLine(b, "rl_heap_live", m.heapLive)
+	infoLine(b, "rl_heap_goal", m.heapGoal)
+	infoLine(b, "rl_heap_free", m.heapFree)
+	infoLine(b, "rl_heap_released", m.released)
+	infoLine(b, "rl_gc_percent", m.gcPercent)
+	infoLine(b, "rl_gc_cycles", m.gcCycles)
+	limit := s.memoryLimit()
+	infoLine(b, "maxmemory", limit.Bytes)
+	infoLine(b, "maxmemory_human", humanBytes(uint64(limit.Bytes)))
+	infoLine(b, "maxmemory_policy", engine.MemoryPolicyNames[limit.Policy])
+	infoLine(b, "rl_memory_charged", t.Charged)
+	infoLine(b, "mem_allocator", "go")
+}
+
+func (s *Server) writePersistenceInfo(b *strings.Builder, _ *engine.Stats) {
+	infoLine(b, "loading", 0)
+	infoLine(b, "async_loading", 0)
+	infoLine(b, "rdb_changes_since_last_save", 0)
+	infoLine(b, "rdb_bgsave_in_progress", 0)
+	infoLine(b, "aof_enabled", 0)
+	if s.cfg.Raft != nil {
+		infoLine(b, "rl_durability", "raft")
+		infoLine(b, "rl_data_dir", s.cfg.DataDir)
+	} else {
+		infoLine(b, "rl_durability", "none (--in-memory)")
+	}
+}
+
+// writeScriptingInfo writes the scripts the shard holding the most holds
+// (SCRIPT LOAD puts a script in every shard), their bytes over every
+// shard, and the scripts this node's replicas ran.
+func (s *Server) writeScriptingInfo(b *strings.Builder, t *engine.Stats) {
+	infoLine(b, "number_of_cached_scripts", t.Scripts)
+	infoLine(b, "used_memory_scripts_eval", t.ScriptBytes)
+	infoLine(b, "used_memory_scripts_eval_human", humanBytes(uint64(t.ScriptBytes)))
+	infoLine(b, "rl_scripts_run", t.ScriptRuns)
+	infoLine(b, "rl_script_errors", t.ScriptErrors)
+	infoLine(b, "rl_script_runtime", engine.ScriptRuntime)
+}
+
+func (s *Server) writeStatsInfo(b *strings.Builder, t *engine.Stats) {
+	infoLine(b, "total_connections_received", s.stats.connections.Load())
+	infoLine(b, "total_commands_processed", s.stats.commands.Load())
+	infoLine(b, "rejected_connections", s.stats.rejected.Load())
+	infoLine(b, "expired_keys", 0)
+	infoLine(b, "evicted_keys", t.Evicted)
+	infoLine(b, "rl_rejected_oom", t.RejectedOOM)
+	keys, items := s.trackingTable.stats()
+	infoLine(b, "tracking_total_keys", keys)
+	infoLine(b, "tracking_total_items", items)
+	infoLine(b, "tracking_total_prefixes", 0)
+}
+
+// writeReplicationInfo says master: every node answers every command
+// (leading, or forwarding to the leader), so to a client each is a
+// master; the raft section says which shards it leads.
+func (s *Server) writeReplicationInfo(b *strings.Builder, _ *engine.Stats) {
+	infoLine(b, "role", "master")
+	infoLine(b, "connected_slaves", 0)
+}
+
+func (s *Server) writeCPUInfo(b *strings.Builder, _ *engine.Stats) {
+	user, sys := cpuTimes()
+	infoLine(b, "used_cpu_sys", fmt.Sprintf("%.6f", sys))
+	infoLine(b, "used_cpu_user", fmt.Sprintf("%.6f", user))
+}
+
+func (s *Server) writeRateLimitInfo(b *strings.Builder, t *engine.Stats) {
+	infoLine(b, "rl_shards", s.shards.Shards())
+	infoLine(b, "rl_decisions_allowed", t.Allowed)
+	infoLine(b, "rl_decisions_denied", t.Denied)
+	infoLine(b, "rl_shadow_denied", t.ShadowDenied)
+	infoLine(b, "rl_policies", t.Policies)
+	infoLine(b, "rl_keys", t.Keys)
+	infoLine(b, "rl_clock_ms", s.cfg.Clock.Now())
+}
+
+func (s *Server) writeClusterInfo(b *strings.Builder, _ *engine.Stats) {
+	if s.cfg.Cluster != nil {
+		infoLine(b, "cluster_enabled", 1)
+	} else {
+		infoLine(b, "cluster_enabled", 0)
+	}
+}
+
+func (s *Server) writeKeyspaceInfo(b *strings.Builder, t *engine.Stats) {
+	if t.Keys > 0 {
+		fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", t.Keys, t.Keys-t.Persistent)
+	}
+}
+
+// writeRaftInfo writes one line per shard replica: its Raft state, term,
+// commit and applied index, last contact with its leader, and the leader.
+func (s *Server) writeRaftInfo(b *strings.Builder, _ *engine.Stats) {
+	if s.cfg.Raft == nil {
+		infoLine(b, "raft_enabled", 0)
+		return
+	}
+	infoLine(b, "raft_enabled", 1)
+	leading := 0
+	states := s.cfg.Raft.RaftStates()
+	for _, st := range states {
+		if st.State == "Leader" {
+			leading++
+		}
+	}
+	infoLine(b, "raft_shards_held", len(states))
+	infoLine(b, "raft_shards_leading", leading)
+	if s.cfg.Cluster != nil {
+		registered := 0
+		if s.cfg.Raft.Registered() {
+			registered = 1
+		}
+		infoLine(b, "raft_registered", registered)
+	}
+	for _, st := range states {
+		leader := st.Leader
+		if leader == "" {
+			leader = "-"
+		}
+		infoLine(b, fmt.Sprintf("shard_%d", st.Shard), fmt.Sprintf("state=%s,term=%d,commit_index=%d,applied_index=%d,last_contact=%s,leader=%s",
+			strings.ToLower(st.State), st.Term, st.CommitIndex, st.AppliedIndex, st.LastContact, leader))
+	}
+}
