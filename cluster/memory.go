@@ -82,10 +82,6 @@ func (m *MemoryShards) Submit(shard int, r *Request) {
 	m.shards[shard].applyRequest(r)
 }
 
-// AnswersInSubmit reports that Submit answers a request before it returns:
-// a server may call it from an event loop, which must never wait.
-func (m *MemoryShards) AnswersInSubmit() bool { return true }
-
 // Stats returns shard's counters as of its latest request.
 func (m *MemoryShards) Stats(shard int) engine.Stats { return m.shards[shard].stats() }
 
