@@ -56,6 +56,11 @@ func TestFleetScalesUpDownAndUpAgain(t *testing.T) {
 	node.Config.Args = append(node.Config.Args, "--cluster", strings.Join(members, ","), "--shards", "3")
 	n4 := len(tc.Nodes) - 1
 	node.Launch(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("n4's log:\n%s", tc.node(n4).Log())
+		}
+	})
 	l.setClock(n4)
 	tc.waitNodes(0, "n1", "n2", "n3", "n4")
 	placed := tc.waitPlacement(0, 3, "n4 to be given replicas by itself", func(p [][]rlproc.Replica) error {
@@ -67,8 +72,10 @@ func TestFleetScalesUpDownAndUpAgain(t *testing.T) {
 	t.Logf("n4 joined and was given replicas without REBALANCE: %v (%v)", placed, time.Since(began).Round(100*time.Millisecond))
 
 	setDesired(4)
-	if code := tc.node(n4).Stop(t); code != 0 {
-		t.Fatalf("n4 leaving: exit %d; log:\n%s", code, tc.node(n4).Log())
+	// Leaving moves every replica the node holds, one shard at a time:
+	// longer than a plain stop.
+	if code, err := tc.node(n4).Terminate(settleTimeout); code != 0 || err != nil {
+		t.Fatalf("n4 leaving: exit %d, %v; log:\n%s", code, err, tc.node(n4).Log())
 	}
 	if !strings.Contains(tc.node(n4).Log(), "left the cluster") {
 		t.Errorf("n4 stopped without leaving the cluster; log:\n%s", tc.node(n4).Log())

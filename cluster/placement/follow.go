@@ -17,8 +17,7 @@ import (
 // deletes its files. The node also watches its own entry: it registers the
 // incarnation of its data directory when the catalogue has none yet (an
 // initial member, or a node upgraded from a release without the
-// catalogue), and stops when the catalogue has forgotten it or holds
-// another incarnation under its id.
+// catalogue), and stops when the catalogue has forgotten it.
 
 // followInterval is how often a node looks at the catalogue when nothing
 // changes (a failed open is retried then).
@@ -50,10 +49,20 @@ func (n *Node) followCatalogue() {
 // checkSelf checks this node's entry in the committed catalogue c, and
 // registers its incarnation where c has none: an error means the node must
 // stop.
+//
+// c may be a catalogue of the past: a replica catching up applies every
+// entry it is sent, so a node that joined under the id of a node forgotten
+// before it (a StatefulSet's pod, rejoining on a wiped volume) goes through
+// catalogues that still list that other node under its id, with its
+// incarnation, before the one that forgot it. So only what no later entry
+// undoes stops the node here: its own incarnation forgotten. Another
+// incarnation under its id is judged by the nodes it asks how they are
+// (health.go), with catalogues at least as new as its own, and at its start
+// (identity.go).
 func (n *Node) checkSelf(c *cluster.Catalogue) error {
 	self := n.cfg.Self.ID
-	if err := (catalogue{c}).admits(self, n.cfg.Incarnation); err != nil {
-		return err
+	if (catalogue{c}).forgotten(self, n.cfg.Incarnation) {
+		return (catalogue{c}).admits(self, n.cfg.Incarnation)
 	}
 	node := c.Node(self)
 	if node == nil || node.Incarnation != "" {
