@@ -1,10 +1,12 @@
 package placement
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/poll"
 )
@@ -50,4 +52,27 @@ func TestRaftLeadersSpreadOverTheNodes(t *testing.T) {
 		}
 		return leads[0] == 2 && leads[1] == 2 && leads[2] == 2, fmt.Errorf("leaders per node %v", leads)
 	})
+}
+
+// A node checks itself against every catalogue its replica applies, the
+// past ones too while it catches up. A pod of a StatefulSet that rejoins
+// on a wiped volume under the id of the node forgotten before it goes
+// through catalogues that still list that node under its id: those must
+// not stop it (they did, and the pod halted on every rejoin); its own
+// incarnation forgotten must.
+func TestCheckSelfStopsOnlyOnItsOwnIncarnationForgotten(t *testing.T) {
+	self := cluster.Member{ID: "n4", Client: "127.0.0.1:6384", Bus: "127.0.0.1:16384"}
+	n := &Node{cfg: Config{RaftConfig: cluster.RaftConfig{Self: self}, Incarnation: "new"}}
+	past := &cluster.Catalogue{Cluster: "c1", Shards: 1, Nodes: []cluster.NodeInfo{{Member: self, Incarnation: "old"}}}
+	if err := n.checkSelf(past); err != nil {
+		t.Errorf("a past catalogue listing the forgotten node under this id: %v; want the node to go on", err)
+	}
+	forgotOld := &cluster.Catalogue{Cluster: "c1", Shards: 1, Forgotten: []cluster.ForgottenNode{{ID: "n4", Incarnation: "old"}}}
+	if err := n.checkSelf(forgotOld); err != nil {
+		t.Errorf("a catalogue that forgot the node before this one: %v; want the node to go on", err)
+	}
+	forgotSelf := &cluster.Catalogue{Cluster: "c1", Shards: 1, Forgotten: []cluster.ForgottenNode{{ID: "n4", Incarnation: "new"}}}
+	if err := n.checkSelf(forgotSelf); !errors.Is(err, cluster.ErrRemoved) {
+		t.Errorf("a catalogue that forgot this node: %v; want cluster.ErrRemoved", err)
+	}
 }
