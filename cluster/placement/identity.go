@@ -103,14 +103,21 @@ func (n *Node) join() (*cluster.Catalogue, error) {
 
 // existsWithout reports whether the cluster that this node's initial
 // members form already exists without it, so that it joins instead of
-// bootstrapping: it asks the others once, briefly, and the first that
-// holds a committed catalogue says. One that says the cluster refuses this
-// node (it was forgotten, or is known with another data directory) ends
-// the start with that refusal. When none answers, the cluster is being
-// created (every node starts at once), and the node is one of its initial
-// members.
-func (n *Node) existsWithout() (bool, error) {
+// bootstrapping: it asks the others once, briefly, and the first whose
+// answer settles it says. A member that holds a committed catalogue
+// without this node, or that belongs to another formation (a cluster id
+// other than the one this node's list and shard count make: it was started
+// with another --cluster list, as the pods a StatefulSet had before it was
+// scaled up were), shows the cluster exists, or is being created, without
+// this node; one that says the cluster refuses this node (it was forgotten,
+// or is known with another data directory) ends the start with that
+// refusal. When none answers, or only members of the same formation with
+// nothing committed yet, the cluster is being created (every node starts at
+// once), and the node is one of its initial members; checkNewMember then
+// makes sure of it.
+func (n *Node) existsWithout(formation cluster.ClusterID) (bool, error) {
 	type answer struct {
+		m   cluster.Member
 		r   cluster.HelloReply
 		err error
 	}
@@ -123,18 +130,22 @@ func (n *Node) existsWithout() (bool, error) {
 		asked++
 		go func() {
 			r, err := n.joiner.Hello(m.Bus, n.cfg.Self.ID, n.cfg.Incarnation, time.Second)
-			answers <- answer{r, err}
+			answers <- answer{m, r, err}
 		}()
 	}
 	for range asked {
 		a := <-answers
 		switch {
-		case a.err != nil || a.r.Index == 0:
+		case a.err != nil:
 		case errors.Is(a.r.Verdict, &cluster.MembershipError{Code: cluster.MemberUnknown}):
 			n.cfg.Log.Info("the cluster exists already without this node: joining it", "through", n.cfg.Join)
 			return true, nil
 		case a.r.Verdict != nil:
 			return false, a.r.Verdict
+		case a.r.Cluster != formation:
+			n.cfg.Log.Info("a member belongs to a cluster formed without this node: joining it", "member", a.m.ID, "through", n.cfg.Join)
+			return true, nil
+		case a.r.Index == 0:
 		default:
 			return false, nil // an initial member the cluster still waits for
 		}
@@ -159,6 +170,7 @@ func (n *Node) checkNewMember() error {
 	majority := len(n.cfg.Members)/2 + 1
 	for attempt := 0; ; attempt++ {
 		type answer struct {
+			m   cluster.Member
 			r   cluster.HelloReply
 			err error
 		}
@@ -166,7 +178,7 @@ func (n *Node) checkNewMember() error {
 		for _, m := range others {
 			go func() {
 				r, err := n.joiner.Hello(m.Bus, n.cfg.Self.ID, n.cfg.Incarnation, time.Second)
-				answers <- answer{r, err}
+				answers <- answer{m, r, err}
 			}()
 		}
 		empty := 1 // this node
@@ -174,10 +186,14 @@ func (n *Node) checkNewMember() error {
 			a := <-answers
 			switch {
 			case a.err != nil:
+			case a.r.Verdict != nil:
+				return n.formedWithout(a.r.Verdict)
+			case a.r.Cluster != n.id:
+				return n.formedWithout(refused(cluster.MemberUnknown,
+					"member %s belongs to a cluster formed without this node (cluster id %s, where this node's --cluster list and shard count make %s): "+
+						"every initial member must be started with the same --cluster list and --shards", a.m.ID, a.r.Cluster, n.id))
 			case a.r.Index == 0:
 				empty++
-			case a.r.Verdict != nil:
-				return a.r.Verdict
 			default:
 				return nil // an initial member the cluster still waits for
 			}
@@ -194,6 +210,20 @@ func (n *Node) checkNewMember() error {
 			return cluster.ErrShuttingDown
 		}
 	}
+}
+
+// formedWithout is checkNewMember's answer to a cluster that exists, or is
+// being created, without this node: for a node started with --join too, a
+// refusal that says why it stops and that it joins when started again (it
+// found out after it had started as an initial member, no member having
+// answered in time at its start, and a node cannot change clusters while it
+// runs); otherwise why as it is.
+func (n *Node) formedWithout(why error) error {
+	if n.cfg.Join == "" || !errors.Is(why, &cluster.MembershipError{Code: cluster.MemberUnknown}) {
+		return why
+	}
+	return refused(cluster.MemberUnknown, "%v; no member answered in time when this node started, so it began as one of the initial members: "+
+		"it stops, and joins through --join %s when started again", why, n.cfg.Join)
 }
 
 // checkRestart is asked by a node restarted on its data directory: the

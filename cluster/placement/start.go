@@ -122,8 +122,14 @@ func (n *Node) identify(id persistence.Identity, fresh bool) error {
 	cfg := &n.cfg
 	var err error
 	joins := cfg.Join != "" && fresh && len(cfg.Members) == 0
+	shardsGiven := cfg.Shards != 0
+	if !shardsGiven && len(cfg.Members) > 0 {
+		// Started with --join too, and no --shards: a new cluster has a
+		// shard a member, as without --join; one that exists says.
+		cfg.Shards = len(cfg.Members)
+	}
 	if cfg.Join != "" && fresh && len(cfg.Members) > 0 {
-		if joins, err = n.existsWithout(); err != nil {
+		if joins, err = n.existsWithout(cluster.Fingerprint(cfg.Members, cfg.Shards)); err != nil {
 			return err
 		}
 	}
@@ -136,7 +142,7 @@ func (n *Node) identify(id persistence.Identity, fresh bool) error {
 		// A member of the list it was started with, joined rather than
 		// bootstrapped: it restarts as a node that joined.
 		cfg.Members = nil
-		if cfg.Shards != 0 && cfg.Shards != cat.Shards {
+		if shardsGiven && cfg.Shards != cat.Shards {
 			return refused(cluster.MemberConflict, "the cluster has %d shards, not --shards %d (the shard count cannot change)", cat.Shards, cfg.Shards)
 		}
 		cfg.Shards = cat.Shards

@@ -163,7 +163,9 @@ func halfTheCPUs() int { return max(1, runtime.NumCPU()/2) }
 // cluster one per member, the count that decides fastest while the cluster
 // keeps its size (one that will grow is given --shards for its largest
 // size: docs/cluster.md weighs what each shard costs); 0 for a node that
-// joins, which takes its cluster's; for a single node half the CPUs. On a
+// joins, which takes its cluster's (with --cluster too, placement gives it
+// one per member if it finds the cluster is new); for a single node half
+// the CPUs. On a
 // two-core machine one durable shard measured fastest: every shard costs
 // CPU per entry and splits pipelines into smaller batches.
 func (o options) defaultShards() (int, error) {
