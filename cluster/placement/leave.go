@@ -2,7 +2,9 @@ package placement
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rlserver/rlserver/cluster"
 )
@@ -28,18 +30,49 @@ func (n *Node) Leave(ctx context.Context) error {
 		return err
 	}
 	n.cfg.Log.Info("leaving the cluster: this node's replicas move to the others, then the cluster forgets it")
+	// This node's own copy of the catalogue may never show it forgotten: a
+	// node that held one of the catalogue group's votes is taken out of
+	// that group too, and may be before it has applied the entry that
+	// forgets it. So it also asks the others, as a node restarted on its
+	// data directory does.
+	ask := time.NewTicker(askForgottenInterval)
+	defer ask.Stop()
 	for {
 		changed := n.catalogueChanged()
-		if c := n.committedCatalogue(); c != nil && c.Node(self) == nil {
+		if c := n.committedCatalogue(); (c != nil && c.Node(self) == nil) || n.othersForgot() {
 			n.cfg.Log.Info("left the cluster")
 			return nil
 		}
 		select {
 		case <-changed:
+		case <-ask.C:
 		case <-ctx.Done():
 			return fmt.Errorf("the cluster has not forgotten this node yet: its replicas are still moving: %w", ctx.Err())
 		case <-n.stop:
 			return cluster.ErrShuttingDown
 		}
 	}
+}
+
+// askForgottenInterval is how often a leaving node asks the others whether
+// the cluster has forgotten it.
+const askForgottenInterval = 500 * time.Millisecond
+
+// othersForgot reports whether a member this node's catalogue names says
+// the cluster has forgotten this node.
+func (n *Node) othersForgot() bool {
+	c := n.Catalogue()
+	if c == nil {
+		return false
+	}
+	for _, m := range c.Members() {
+		if m.ID == n.cfg.Self.ID {
+			continue
+		}
+		r, err := n.joiner.Hello(m.Bus, n.cfg.Self.ID, n.cfg.Incarnation, time.Second)
+		if err == nil && errors.Is(r.Verdict, cluster.ErrRemoved) {
+			return true
+		}
+	}
+	return false
 }
