@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
-	"github.com/rlserver/rlserver/cluster/placement"
 )
 
 // A fleet of nodes that a scheduler runs (a Kubernetes StatefulSet, say)
@@ -91,7 +90,11 @@ func (f fleet) desiredNodes(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err == nil && n < 0 {
+		err = fmt.Errorf("%s holds %d: a number of nodes cannot be negative", f.desiredNodesFile, n)
+	}
+	return n, err
 }
 
 // ordinal is the number a node id ends with, as a StatefulSet names its
@@ -115,8 +118,10 @@ func ordinalErr(id string) error {
 // node is beyond it: a fleet scaled down. Any other stop (a rolling
 // restart, a node drained) only hands the node's leaderships over, as
 // Close does. A number that cannot be read leaves the node in the cluster,
-// and says why.
-func leaveIfBeyond(f fleet, nodeID string, node *placement.Node, log *slog.Logger) {
+// and says why. So does 0: a StatefulSet scaled to zero stops every pod,
+// and the cluster is to come back as it was, not to have been dismantled
+// one node at a time until its last one refused to leave.
+func leaveIfBeyond(f fleet, nodeID string, node leaver, log *slog.Logger) {
 	if !f.desires() {
 		return
 	}
@@ -128,6 +133,10 @@ func leaveIfBeyond(f fleet, nodeID string, node *placement.Node, log *slog.Logge
 		return
 	}
 	me, _ := ordinal(nodeID) // validated
+	if want == 0 {
+		log.Info("the desired number of nodes is 0: stopping without leaving the cluster, which keeps every node's data", "ordinal", me)
+		return
+	}
 	if me < want {
 		return
 	}
@@ -135,6 +144,11 @@ func leaveIfBeyond(f fleet, nodeID string, node *placement.Node, log *slog.Logge
 	if err := node.Leave(ctx); err != nil {
 		log.Error("leaving the cluster failed; stopping all the same", "err", err)
 	}
+}
+
+// leaver is the node as leaveIfBeyond needs it (*placement.Node).
+type leaver interface {
+	Leave(ctx context.Context) error
 }
 
 // forgottenDataDir reports whether err says the cluster has forgotten this
