@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/calendar"
 )
 
 var (
@@ -15,9 +16,9 @@ var (
 )
 
 // parsePeriod reads RL.QUOTA's period word.
-func parsePeriod(b []byte) (engine.Period, error) {
-	for p, name := range engine.PeriodNames {
-		if EqualFold(b, strings.ToLower(name)) {
+func parsePeriod(b []byte) (calendar.Period, error) {
+	for p := calendar.Daily; p <= calendar.Yearly; p++ {
+		if EqualFold(b, strings.ToLower(p.String())) {
 			return p, nil
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/calendar"
 )
 
 // A counted descriptor is one engine decision on the key its domain and
@@ -20,12 +21,10 @@ import (
 // (negative for is_negative_hits: a refund), with FlagCountRefused when the
 // rule counts refused hits.
 
-// calendarPeriods are the units the calendar algorithm counts in.
-var calendarPeriods = map[pb.RateLimitResponse_RateLimit_Unit]engine.Period{
-	pb.RateLimitResponse_RateLimit_DAY:   engine.PeriodDay,
-	pb.RateLimitResponse_RateLimit_WEEK:  engine.PeriodWeek,
-	pb.RateLimitResponse_RateLimit_MONTH: engine.PeriodMonth,
-	pb.RateLimitResponse_RateLimit_YEAR:  engine.PeriodYear,
+// calendarPeriod is the calendar period unit is, when it is one: Envoy's
+// DAY, WEEK, MONTH and YEAR are RL.QUOTA's words for the periods.
+func calendarPeriod(unit pb.RateLimitResponse_RateLimit_Unit) (calendar.Period, bool) {
+	return calendar.Parse(unit.String())
 }
 
 // ruleCommand is the engine decision of cost units under r; its key is
@@ -43,7 +42,8 @@ func ruleCommand(r *Rule, cost int64) engine.Command {
 	case AlgoGCRA:
 		c.Op, c.Args[0], c.Args[1], c.Args[2] = engine.OpGCRA, rpu-1, rpu, window
 	case AlgoCalendar:
-		c.Op, c.Args[1] = engine.OpQuota, int64(calendarPeriods[r.Unit])
+		period, _ := calendarPeriod(r.Unit)
+		c.Op, c.Args[1] = engine.OpQuota, int64(period)
 	}
 	if r.CountRefused {
 		c.Flags = engine.FlagCountRefused

@@ -354,7 +354,7 @@ func (p *fileParser) extensions(r *Rule, f map[string]field) error {
 		r.Multiplier = n
 	}
 	if r.Algorithm == AlgoCalendar {
-		if _, ok := calendarPeriods[r.Unit]; !ok || r.Multiplier != 1 {
+		if _, ok := calendarPeriod(r.Unit); !ok || r.Multiplier != 1 {
 			return p.fail(f["algorithm"].value, "the calendar algorithm counts one day, week, month or year: not %d %s", r.Multiplier, strings.ToLower(r.Unit.String()))
 		}
 	}
