@@ -138,9 +138,12 @@ type bucketAlgorithm struct{ op Op }
 
 // The buckets' parameters, as their commands take them.
 var (
-	tokenParams = []Param{pCapacity, {Name: "refill_tokens", Min: 1, Max: MaxCount}, {Name: "refill_ms", Min: 1, Max: MaxDuration}}
-	leakyParams = []Param{pCapacity, {Name: "leak_tokens", Min: 1, Max: MaxCount}, {Name: "leak_ms", Min: 1, Max: MaxDuration}}
-	gcraParams  = []Param{{Name: "burst", Max: MaxCount - 1}, {Name: "count", Min: 1, Max: MaxCount}, {Name: "period_ms", Min: 1, Max: MaxDuration}}
+	tokenParams = []Param{pCapacity, {Name: "refill_tokens", Min: 1, Max: MaxCount, Role: RoleUnits},
+		{Name: "refill_ms", Min: 1, Max: MaxDuration, Role: RoleWindow}}
+	leakyParams = []Param{pCapacity, {Name: "leak_tokens", Min: 1, Max: MaxCount, Role: RoleUnits},
+		{Name: "leak_ms", Min: 1, Max: MaxDuration, Role: RoleWindow}}
+	gcraParams = []Param{{Name: "burst", Max: MaxCount - 1, Role: RoleBurst},
+		{Name: "count", Min: 1, Max: MaxCount, Role: RoleUnits}, {Name: "period_ms", Min: 1, Max: MaxDuration, Role: RoleWindow}}
 )
 
 // drainCheck returns the check that refuses a bucket that would take longer

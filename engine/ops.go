@@ -120,40 +120,7 @@ type OpSpec struct {
 	// check verifies what the bounds of each parameter cannot: bounds
 	// across parameters, and what is not a number (a policy's name).
 	check func(c Command) error
-	// policyArgs, when set, writes the parameters as RL.POLICY SET takes
-	// them, for a policy's definition; by default, Params as numbers.
-	policyArgs func(b []byte, p [3]int64) []byte
 }
-
-// Param is one integer parameter of an op and its bounds.
-type Param struct {
-	Name     string
-	Min, Max int64
-	// Zero, when set, is the error for 0 where Min excludes it: redis-cell
-	// answers that a rate of zero is not supported, not that it is out of
-	// range.
-	Zero error
-}
-
-// Check returns nil when v is within p's bounds, and otherwise an error
-// (ErrParam) that names the parameter and its bounds.
-func (p Param) Check(v int64) error {
-	if v >= p.Min && v <= p.Max {
-		return nil
-	}
-	if v == 0 && p.Zero != nil {
-		return p.Zero
-	}
-	return paramError("%s must be an integer from %d to %d", p.Name, p.Min, p.Max)
-}
-
-// The parameters the decisions share.
-var (
-	pLimit    = Param{Name: "limit", Min: 1, Max: MaxCount}
-	pWindow   = Param{Name: "window_ms", Min: 1, Max: MaxDuration}
-	pCapacity = Param{Name: "capacity", Min: 1, Max: MaxCount}
-	pCost     = Param{Name: "cost", Min: -MaxCount, Max: MaxCount}
-)
 
 // ops describes every op, by value. An op without a row is unknown: an
 // entry that holds one was written by a newer rlserver.
@@ -177,7 +144,7 @@ var ops = [opCount]OpSpec{
 		Flags: FlagPartial, kind: KindShape, algo: bucketAlgorithm{OpShape},
 		check: drainCheck("capacity * leak_ms / leak_tokens", false)},
 	OpQuota: {Name: "rl.quota", Word: "QUOTA", Params: quotaParams, Cost: pCost,
-		Flags: FlagPartial | FlagCountRefused, kind: KindQuota, algo: quotaAlgorithm{}, policyArgs: appendQuotaArgs,
+		Flags: FlagPartial | FlagCountRefused, kind: KindQuota, algo: quotaAlgorithm{},
 		check: checkCountRefused},
 	OpThrottle: {Name: "cl.throttle", Params: throttleParams, Cost: Param{Name: "quantity", Max: MaxCount},
 		kind: KindThrottle, algo: throttleAlgorithm{}, check: checkThrottle},

@@ -192,18 +192,22 @@ func (s *Shard) policyNames() []string {
 }
 
 // String is the definition as RL.POLICY SET takes it, after the name:
-// "SLIDING 100 60000", "QUOTA 1000000 MONTH OFFSET 180", "... SHADOW".
+// "SLIDING 100 60000", "QUOTA 1000000 MONTH OFFSET 180", "... SHADOW". Each
+// parameter is written as its row says the command takes it.
 func (p definition) String() string {
 	spec := p.op.Spec()
-	b := append([]byte(spec.Word), ' ')
-	if spec.policyArgs != nil {
-		b = spec.policyArgs(b, p.params)
-	} else {
-		for i := range spec.Params {
-			if i > 0 {
-				b = append(b, ' ')
-			}
-			b = strconv.AppendInt(b, p.params[i], 10)
+	b := []byte(spec.Word)
+	for i, param := range spec.Params {
+		v := p.params[i]
+		switch {
+		case param.Keyword != "" && v == 0: // left out
+		case param.Keyword != "":
+			b = append(append(append(b, ' '), param.Keyword...), ' ')
+			b = strconv.AppendInt(b, v/max(param.Unit, 1), 10)
+		case param.Words != nil:
+			b = append(append(b, ' '), param.Word(v)...)
+		default:
+			b = strconv.AppendInt(append(b, ' '), v, 10)
 		}
 	}
 	if p.shadow {

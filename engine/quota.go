@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/rlserver/rlserver/internal/calendar"
@@ -80,22 +79,21 @@ func (q quota) refund(st windowCount, now, n int64) windowCount {
 type quotaAlgorithm struct{}
 
 // quotaParams are RL.QUOTA's parameters as a command holds them: the period
-// as a calendar.Period, the offset in ms (the command takes minutes).
+// as a calendar.Period, which the command names by its word, and the offset
+// in ms, which the command takes in minutes after OFFSET, or not at all.
 var quotaParams = []Param{
 	pLimit,
-	{Name: "period", Min: int64(calendar.Daily), Max: int64(calendar.Yearly)},
-	{Name: "offset_ms", Min: -MaxQuotaOffset, Max: MaxQuotaOffset},
+	{Name: "period", Min: int64(calendar.Daily), Max: int64(calendar.Yearly), Role: RolePeriod, Words: periodWords()},
+	{Name: "offset_ms", Min: -MaxQuotaOffset, Max: MaxQuotaOffset, Keyword: "OFFSET", Unit: 60_000},
 }
 
-// appendQuotaArgs writes a quota's parameters as RL.POLICY SET takes them:
-// "1000000 MONTH OFFSET 180".
-func appendQuotaArgs(b []byte, p [3]int64) []byte {
-	b = strconv.AppendInt(b, p[0], 10)
-	b = append(append(b, ' '), calendar.Period(p[1]).String()...)
-	if p[2] != 0 {
-		b = strconv.AppendInt(append(b, " OFFSET "...), p[2]/60_000, 10)
+// periodWords are the periods' words, from the first period to the last.
+func periodWords() []string {
+	var w []string
+	for p := calendar.Daily; p <= calendar.Yearly; p++ {
+		w = append(w, p.String())
 	}
-	return b
+	return w
 }
 
 func (ks *keyspace) quota(i int32) (quota, windowCount) {
