@@ -120,6 +120,13 @@ type OpSpec struct {
 	// check verifies what the bounds of each parameter cannot: bounds
 	// across parameters, and what is not a number (a policy's name).
 	check func(c Command) error
+	// extra names the field a decision's reply has beyond the common five
+	// for the algorithm's verdict.extra ("" for none): RL.SHAPE's delay_ms,
+	// RL.ACQUIRE's lease_id.
+	extra string
+	// cellReply: the op answers with redis-cell's reply (verdict.throttle,
+	// ResThrottle) rather than the common Decision.
+	cellReply bool
 }
 
 // ops describes every op, by value. An op without a row is unknown: an
@@ -129,27 +136,26 @@ var ops = [opCount]OpSpec{
 		Flags: FlagPartial | FlagCountRefused, kind: KindSliding, algo: slidingAlgorithm{}, check: checkCountRefused},
 	OpFixed: {Name: "rl.fixed", Word: "FIXED", Params: []Param{pLimit, pWindow}, Cost: pCost,
 		Flags: FlagPartial | FlagCountRefused, kind: KindFixed, algo: fixedAlgorithm{}, check: checkCountRefused},
-	OpLog: {Name: "rl.log", Word: "LOG", Params: []Param{{Name: "limit", Min: 1, Max: MaxLogLimit}, pWindow}, Cost: pCost,
+	OpLog: {Name: "rl.log", Word: "LOG", Params: []Param{{Name: "limit", Min: 1, Max: MaxLogLimit, Role: RoleUnits}, pWindow}, Cost: pCost,
 		Flags: FlagPartial, kind: KindLog, algo: logAlgorithm{}},
 	OpToken: {Name: "rl.token", Word: "TOKEN", Params: tokenParams, Cost: pCost,
-		Flags: FlagPartial, kind: KindToken, algo: bucketAlgorithm{OpToken},
-		check: drainCheck("capacity * refill_ms / refill_tokens", false)},
+		Flags: FlagPartial, kind: KindToken, algo: bucketAlgorithm{OpToken, tokensLeft},
+		check: drainCheck(tokenParams, "capacity * refill_ms / refill_tokens")},
 	OpLeaky: {Name: "rl.leaky", Word: "LEAKY", Params: leakyParams, Cost: pCost,
-		Flags: FlagPartial, kind: KindLeaky, algo: bucketAlgorithm{OpLeaky},
-		check: drainCheck("capacity * leak_ms / leak_tokens", false)},
+		Flags: FlagPartial, kind: KindLeaky, algo: bucketAlgorithm{OpLeaky, levelHeld},
+		check: drainCheck(leakyParams, "capacity * leak_ms / leak_tokens")},
 	OpGCRA: {Name: "rl.gcra", Word: "GCRA", Params: gcraParams, Cost: pCost,
-		Flags: FlagPartial, kind: KindGCRA, algo: bucketAlgorithm{OpGCRA},
-		check: drainCheck("(burst + 1) * period_ms / count", true)},
+		Flags: FlagPartial, kind: KindGCRA, algo: bucketAlgorithm{OpGCRA, arrivalTime},
+		check: drainCheck(gcraParams, "(burst + 1) * period_ms / count")},
 	OpShape: {Name: "rl.shape", Word: "SHAPE", Params: leakyParams, Cost: pCost,
-		Flags: FlagPartial, kind: KindShape, algo: bucketAlgorithm{OpShape},
-		check: drainCheck("capacity * leak_ms / leak_tokens", false)},
+		Flags: FlagPartial, kind: KindShape, algo: bucketAlgorithm{OpShape, queueAhead}, extra: "delay_ms",
+		check: drainCheck(leakyParams, "capacity * leak_ms / leak_tokens")},
 	OpQuota: {Name: "rl.quota", Word: "QUOTA", Params: quotaParams, Cost: pCost,
-		Flags: FlagPartial | FlagCountRefused, kind: KindQuota, algo: quotaAlgorithm{},
-		check: checkCountRefused},
+		Flags: FlagPartial | FlagCountRefused, kind: KindQuota, algo: quotaAlgorithm{}, check: checkCountRefused},
 	OpThrottle: {Name: "cl.throttle", Params: throttleParams, Cost: Param{Name: "quantity", Max: MaxCount},
-		kind: KindThrottle, algo: throttleAlgorithm{}, check: checkThrottle},
+		kind: KindThrottle, algo: throttleAlgorithm{}, check: checkThrottle, cellReply: true},
 	OpAcquire: {Name: "rl.acquire", Params: leaseParams, Cost: Param{Name: "cost", Max: 1},
-		kind: KindLease, typeName: "rl.lease", algo: leaseAlgorithm{}},
+		kind: KindLease, typeName: "rl.lease", algo: leaseAlgorithm{}, extra: "lease_id"},
 	OpCheck: {Name: "rl.check", Cost: pCost, Flags: FlagPartial, check: checkPolicyName},
 	OpAll:   {Name: "rl.all", Params: []Param{{Name: "limits", Min: 1, Max: MaxAllLimits}}, Cost: pCost},
 
