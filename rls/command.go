@@ -19,7 +19,8 @@ import (
 //
 // where window is unit_multiplier units. The cost is the hits addend
 // (negative for is_negative_hits: a refund), with FlagCountRefused when the
-// rule counts refused hits.
+// rule counts refused hits. Each op's parameters are laid out as their
+// roles in the engine's table say.
 
 // calendarPeriod is the calendar period unit is, when it is one: Envoy's
 // DAY, WEEK, MONTH and YEAR are RL.QUOTA's words for the periods.
@@ -30,20 +31,21 @@ func calendarPeriod(unit pb.RateLimitResponse_RateLimit_Unit) (calendar.Period, 
 // ruleCommand is the engine decision of cost units under r; its key is
 // left to the caller. r.RequestsPerUnit must not be 0.
 func ruleCommand(r *Rule, cost int64) engine.Command {
-	rpu, window := int64(r.RequestsPerUnit), r.Window()
-	c := engine.Command{Args: [4]int64{rpu, window, 0, cost}}
-	switch r.Algorithm {
-	case AlgoFixed:
-		c.Op = engine.OpFixed
-	case AlgoSliding:
-		c.Op = engine.OpSliding
-	case AlgoToken:
-		c.Op, c.Args[1], c.Args[2] = engine.OpToken, rpu, window
-	case AlgoGCRA:
-		c.Op, c.Args[0], c.Args[1], c.Args[2] = engine.OpGCRA, rpu-1, rpu, window
-	case AlgoCalendar:
-		period, _ := calendarPeriod(r.Unit)
-		c.Op, c.Args[1] = engine.OpQuota, int64(period)
+	rpu := int64(r.RequestsPerUnit)
+	op := algorithmOps[r.Algorithm]
+	c := engine.Command{Op: op, Args: [4]int64{3: cost}}
+	for i, p := range op.Spec().Params {
+		switch p.Role {
+		case engine.RoleUnits:
+			c.Args[i] = rpu
+		case engine.RoleBurst:
+			c.Args[i] = rpu - 1
+		case engine.RoleWindow:
+			c.Args[i] = r.Window()
+		case engine.RolePeriod:
+			period, _ := calendarPeriod(r.Unit)
+			c.Args[i] = int64(period)
+		}
 	}
 	if r.CountRefused {
 		c.Flags = engine.FlagCountRefused

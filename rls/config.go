@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/rlserver/rlserver/engine"
 )
 
 // Config is a loaded set of rate limit files: every domain, its descriptor
@@ -46,13 +48,30 @@ const (
 // algorithmNames are the algorithms as the YAML names them.
 var algorithmNames = []string{AlgoFixed: "fixed", AlgoSliding: "sliding", AlgoToken: "token", AlgoGCRA: "gcra", AlgoCalendar: "calendar"}
 
+// algorithmOps are the engine decisions the algorithms are: their rows say
+// the rest (see ruleCommand).
+var algorithmOps = [...]engine.Op{AlgoFixed: engine.OpFixed, AlgoSliding: engine.OpSliding,
+	AlgoToken: engine.OpToken, AlgoGCRA: engine.OpGCRA, AlgoCalendar: engine.OpQuota}
+
 // String is the algorithm's name in the YAML.
 func (a Algorithm) String() string { return algorithmNames[a] }
 
-// countsRefusals reports whether the algorithm can count a refused hit: the
-// window counters can, a bucket cannot go below empty.
+// countsPeriods reports whether the algorithm counts in calendar periods,
+// as its op's row says (a parameter is one): its unit is the period.
+func (a Algorithm) countsPeriods() bool {
+	for _, p := range algorithmOps[a].Spec().Params {
+		if p.Role == engine.RolePeriod {
+			return true
+		}
+	}
+	return false
+}
+
+// countsRefusals reports whether the algorithm can count a refused hit, as
+// its op's row says: the window counters can, a bucket cannot go below
+// empty.
 func (a Algorithm) countsRefusals() bool {
-	return a == AlgoFixed || a == AlgoSliding || a == AlgoCalendar
+	return algorithmOps[a].Spec().Flags&engine.FlagCountRefused != 0
 }
 
 // Rule is one rate_limit of a config: what a matching descriptor is

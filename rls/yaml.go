@@ -353,9 +353,9 @@ func (p *fileParser) extensions(r *Rule, f map[string]field) error {
 		}
 		r.Multiplier = n
 	}
-	if r.Algorithm == AlgoCalendar {
+	if r.Algorithm.countsPeriods() {
 		if _, ok := calendarPeriod(r.Unit); !ok || r.Multiplier != 1 {
-			return p.fail(f["algorithm"].value, "the calendar algorithm counts one day, week, month or year: not %d %s", r.Multiplier, strings.ToLower(r.Unit.String()))
+			return p.fail(f["algorithm"].value, "the %s algorithm counts one day, week, month or year: not %d %s", r.Algorithm, r.Multiplier, strings.ToLower(r.Unit.String()))
 		}
 	}
 	r.CountRefused = r.Algorithm.countsRefusals()
