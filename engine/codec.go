@@ -18,20 +18,16 @@ func appendEntry(b []byte, ks *keyspace, i int32, now int64) []byte {
 	key := ks.key(i)
 	b = append(b, byte(kind))
 	b = wire.AppendBytes(b, key)
-	for _, v := range ks.paramsOf(i) {
-		b = wire.AppendVarint(b, v)
-	}
-	for _, v := range ks.records.at(i).state {
-		b = wire.AppendVarint(b, v)
-	}
+	params, state := ks.paramsOf(i), ks.records.at(i).state
+	b = wire.AppendVarints(b, params[:]...)
+	b = wire.AppendVarints(b, state[:]...)
 	var log []logEntry
 	if lk := kinds[kind].log; lk != nil {
 		log = lk.liveLog(ks, i, now)
 	}
 	b = wire.AppendUvarint(b, uint64(len(log)))
 	for _, le := range log {
-		b = wire.AppendVarint(b, le.At)
-		b = wire.AppendVarint(b, le.N)
+		b = wire.AppendVarints(b, le.At, le.N)
 	}
 	if kind == KindString && ks.records.at(i).state[2] == 1 {
 		b = wire.AppendString(b, ks.value(i))
@@ -65,9 +61,9 @@ func (d *decoder) collection(ks *keyspace, i int32, kind Kind) {
 		return
 	}
 	n := d.Uvarint()
-	limit := uint64(MaxListLen)
+	limit := uint64(maxListLen)
 	if kind == KindHash {
-		limit = MaxHashFields
+		limit = maxHashFields
 	}
 	if d.Err() == nil && (n == 0 || n > limit || n > uint64(d.Len())) {
 		d.Fail("bad collection length")

@@ -29,10 +29,10 @@ func Pack(ss [][]byte) []byte {
 	return b
 }
 
-// Unpacked calls fn with each string packed in v, in order, and returns
+// eachPacked calls fn with each string packed in v, in order, and returns
 // false if v is not a packing (a command read from a log is checked with
 // it before it reaches a shard). The strings alias v.
-func Unpacked(v []byte, fn func(s []byte)) bool {
+func eachPacked(v []byte, fn func(s []byte)) bool {
 	for len(v) > 0 {
 		s, rest, ok := nextPacked(v)
 		if !ok {
@@ -78,7 +78,7 @@ func packedCount(v []byte) int {
 // unpack returns the strings packed in v (which must be a packing),
 // appended to dst.
 func unpack(dst [][]byte, v []byte) [][]byte {
-	Unpacked(v, func(s []byte) { dst = append(dst, s) })
+	eachPacked(v, func(s []byte) { dst = append(dst, s) })
 	return dst
 }
 

@@ -37,8 +37,8 @@ type policy struct {
 	checks, denied, shadowDenied int64
 }
 
-// MaxPolicyName bounds a policy's name.
-const MaxPolicyName = 200
+// maxPolicyName bounds a policy's name.
+const maxPolicyName = 200
 
 // policyOp reports whether op is a decision a policy may run: those with a
 // Word. CL.THROTTLE has its own reply, and leases need their id back.
@@ -46,7 +46,7 @@ func policyOp(op Op) bool { return op.Known() && op.Spec().Word != "" }
 
 // checkPolicyName checks the name RL.CHECK, RL.POLICY DEL and GET take.
 func checkPolicyName(c Command) error {
-	if !ValidPolicyName(c.Value) {
+	if !validPolicyName(c.Value) {
 		return errPolicyName
 	}
 	return nil
@@ -74,8 +74,8 @@ func checkPolicySet(c Command) error {
 	return run.Check()
 }
 
-// errPolicyName is the error for a name ValidPolicyName refuses.
-var errPolicyName = paramError("a policy name is 1 to %d letters, digits or _ - . /", MaxPolicyName)
+// errPolicyName is the error for a name validPolicyName refuses.
+var errPolicyName = paramError("a policy name is 1 to %d letters, digits or _ - . /", maxPolicyName)
 
 // evaluateCheck evaluates RL.CHECK: the policy named by c.Value, applied to
 // c's key with c's cost.

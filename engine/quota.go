@@ -6,9 +6,9 @@ import (
 	"github.com/rlserver/rlserver/internal/calendar"
 )
 
-// MaxQuotaOffset bounds a quota's offset from UTC: the time zones in use
+// maxQuotaOffset bounds a quota's offset from UTC: the time zones in use
 // span UTC-12 to UTC+14.
-const MaxQuotaOffset = 14 * 3600 * 1000
+const maxQuotaOffset = 14 * 3600 * 1000
 
 // quota counts units in calendar periods: days, weeks, months or years, in
 // UTC shifted by Offset (ms east of UTC, e.g. +03:00 is 10,800,000), so that
@@ -17,7 +17,7 @@ const MaxQuotaOffset = 14 * 3600 * 1000
 type quota struct {
 	Limit  int64           // units per period, 1..MaxCount
 	Period calendar.Period // calendar.Daily .. calendar.Yearly
-	Offset int64           // ms east of UTC, -MaxQuotaOffset..MaxQuotaOffset
+	Offset int64           // ms east of UTC, -maxQuotaOffset..maxQuotaOffset
 }
 
 // bounds returns the start and end (ms, end excluded) of the period that
@@ -84,7 +84,7 @@ type quotaAlgorithm struct{}
 var quotaParams = []Param{
 	pLimit,
 	{Name: "period", Min: int64(calendar.Daily), Max: int64(calendar.Yearly), Role: RolePeriod, Words: periodWords()},
-	{Name: "offset_ms", Min: -MaxQuotaOffset, Max: MaxQuotaOffset, Keyword: "OFFSET", Unit: 60_000},
+	{Name: "offset_ms", Min: -maxQuotaOffset, Max: maxQuotaOffset, Keyword: "OFFSET", Unit: 60_000},
 }
 
 // periodWords are the periods' words, from the first period to the last.
@@ -137,6 +137,6 @@ func (quotaAlgorithm) describe(ks *keyspace, i int32, now int64, f []Field) []Fi
 // valid checks the stored count: a period starts before its first instant
 // by up to a year and an offset.
 func (quotaAlgorithm) valid(params, st [3]int64, _ []logEntry) bool {
-	return validArgs(OpQuota, params) && st[0] >= -(calendar.Yearly.Longest().Milliseconds()+MaxQuotaOffset) && st[0] <= MaxTime &&
+	return validArgs(OpQuota, params) && st[0] >= -(calendar.Yearly.Longest().Milliseconds()+maxQuotaOffset) && st[0] <= MaxTime &&
 		validCount(st[1]) && st[2] == 0
 }

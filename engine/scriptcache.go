@@ -19,11 +19,11 @@ import (
 
 // Bounds on the cache of one shard.
 const (
-	// MaxScripts bounds the scripts loaded with SCRIPT LOAD.
-	MaxScripts = 10_000
-	// MaxEvalScripts bounds the scripts cached by EVAL, as Redis 7.4
+	// maxScripts bounds the scripts loaded with SCRIPT LOAD.
+	maxScripts = 10_000
+	// maxEvalScripts bounds the scripts cached by EVAL, as Redis 7.4
 	// bounds them: past it the least recently used goes.
-	MaxEvalScripts = 500
+	maxEvalScripts = 500
 	// scriptOverhead is what a cached script is charged beyond its body.
 	scriptOverhead = 128
 )
@@ -71,7 +71,7 @@ func (s *Shard) cacheScript(sha string, body []byte, loaded bool) error {
 		sc.used = c.uses
 		return nil
 	}
-	if loaded && c.loaded >= MaxScripts {
+	if loaded && c.loaded >= maxScripts {
 		return ErrScriptCacheFull
 	}
 	size := int64(len(body)) + scriptOverhead
@@ -84,7 +84,7 @@ func (s *Shard) cacheScript(sha string, body []byte, loaded bool) error {
 	c.bytes += size
 	if loaded {
 		c.loaded++
-	} else if len(c.byName)-c.loaded > MaxEvalScripts {
+	} else if len(c.byName)-c.loaded > maxEvalScripts {
 		c.evictOne()
 	}
 	return nil
@@ -134,7 +134,7 @@ func (d *decoder) scripts(s *Shard) {
 	c := newScriptCache()
 	c.uses = d.Uvarint()
 	n := d.Uvarint()
-	if d.Err() == nil && (n == 0 || n > MaxScripts+MaxEvalScripts+1 || n > uint64(d.Len())) {
+	if d.Err() == nil && (n == 0 || n > maxScripts+maxEvalScripts+1 || n > uint64(d.Len())) {
 		d.Fail("bad script count")
 		return
 	}
@@ -157,7 +157,7 @@ func (d *decoder) scripts(s *Shard) {
 			c.loaded++
 		}
 	}
-	if d.Err() == nil && (c.loaded > MaxScripts || len(c.byName)-c.loaded > MaxEvalScripts) {
+	if d.Err() == nil && (c.loaded > maxScripts || len(c.byName)-c.loaded > maxEvalScripts) {
 		d.Fail("too many scripts")
 		return
 	}

@@ -79,7 +79,7 @@ func (d *decoder) policies(s *Shard) {
 		d.Fail("bad policy count")
 	}
 	for j := uint64(0); j < n && d.Err() == nil; j++ {
-		name := d.Bytes(MaxPolicyName)
+		name := d.Bytes(maxPolicyName)
 		if d.Err() != nil || d.Len() == 0 {
 			d.Fail("truncated policy")
 			return

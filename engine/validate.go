@@ -40,11 +40,11 @@ func validArgs(op Op, p [3]int64) bool {
 	return c.Valid()
 }
 
-// ValidPolicyName reports whether name may name a policy: 1 to
-// MaxPolicyName letters, digits and "_-./", so that it reads unambiguously
+// validPolicyName reports whether name may name a policy: 1 to
+// maxPolicyName letters, digits and "_-./", so that it reads unambiguously
 // in INFO's "policy_<name>:..." lines and in RL.POLICY LIST.
-func ValidPolicyName(name []byte) bool {
-	if len(name) < 1 || len(name) > MaxPolicyName {
+func validPolicyName(name []byte) bool {
+	if len(name) < 1 || len(name) > maxPolicyName {
 		return false
 	}
 	for _, c := range name {

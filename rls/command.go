@@ -30,7 +30,7 @@ func calendarPeriod(unit pb.RateLimitResponse_RateLimit_Unit) (calendar.Period, 
 
 // ruleCommand is the engine decision of cost units under r; its key is
 // left to the caller. r.RequestsPerUnit must not be 0.
-func ruleCommand(r *Rule, cost int64) engine.Command {
+func ruleCommand(r *rule, cost int64) engine.Command {
 	rpu := int64(r.RequestsPerUnit)
 	op := algorithmOps[r.Algorithm]
 	c := engine.Command{Op: op, Args: [4]int64{3: cost}}
@@ -67,7 +67,7 @@ const keyPrefix = "rls|"
 // another starts a new count instead of meeting a key of another kind. An
 // entry whose value a share_threshold wildcard matched is counted under the
 // wildcard's pattern ("files*"), as envoyproxy/ratelimit does.
-func appendKey(b []byte, algo Algorithm, domain string, entries []*rlpb.RateLimitDescriptor_Entry, shared []sharedValue) []byte {
+func appendKey(b []byte, algo algorithm, domain string, entries []*rlpb.RateLimitDescriptor_Entry, shared []sharedValue) []byte {
 	b = append(b, keyPrefix...)
 	b = append(b, algorithmNames[algo]...)
 	b = append(b, '|')

@@ -14,18 +14,18 @@ import (
 func TestRuleCommands(t *testing.T) {
 	const minute = 60_000
 	for _, tc := range []struct {
-		algo Algorithm
+		algo algorithm
 		unit pb.RateLimitResponse_RateLimit_Unit
 		want engine.Command
 	}{
-		{AlgoFixed, pb.RateLimitResponse_RateLimit_MINUTE, engine.Command{Op: engine.OpFixed, Args: [4]int64{10, 2 * minute, 0, 3}, Flags: engine.FlagCountRefused}},
-		{AlgoSliding, pb.RateLimitResponse_RateLimit_MINUTE, engine.Command{Op: engine.OpSliding, Args: [4]int64{10, 2 * minute, 0, 3}, Flags: engine.FlagCountRefused}},
-		{AlgoToken, pb.RateLimitResponse_RateLimit_MINUTE, engine.Command{Op: engine.OpToken, Args: [4]int64{10, 10, 2 * minute, 3}}},
-		{AlgoGCRA, pb.RateLimitResponse_RateLimit_MINUTE, engine.Command{Op: engine.OpGCRA, Args: [4]int64{9, 10, 2 * minute, 3}}},
-		{AlgoCalendar, pb.RateLimitResponse_RateLimit_MONTH, engine.Command{Op: engine.OpQuota, Args: [4]int64{10, int64(calendar.Monthly), 0, 3}, Flags: engine.FlagCountRefused}},
+		{algoFixed, pb.RateLimitResponse_RateLimit_MINUTE, engine.Command{Op: engine.OpFixed, Args: [4]int64{10, 2 * minute, 0, 3}, Flags: engine.FlagCountRefused}},
+		{algoSliding, pb.RateLimitResponse_RateLimit_MINUTE, engine.Command{Op: engine.OpSliding, Args: [4]int64{10, 2 * minute, 0, 3}, Flags: engine.FlagCountRefused}},
+		{algoToken, pb.RateLimitResponse_RateLimit_MINUTE, engine.Command{Op: engine.OpToken, Args: [4]int64{10, 10, 2 * minute, 3}}},
+		{algoGCRA, pb.RateLimitResponse_RateLimit_MINUTE, engine.Command{Op: engine.OpGCRA, Args: [4]int64{9, 10, 2 * minute, 3}}},
+		{algoCalendar, pb.RateLimitResponse_RateLimit_MONTH, engine.Command{Op: engine.OpQuota, Args: [4]int64{10, int64(calendar.Monthly), 0, 3}, Flags: engine.FlagCountRefused}},
 	} {
-		r := &Rule{Algorithm: tc.algo, Unit: tc.unit, RequestsPerUnit: 10, Multiplier: 2, CountRefused: tc.algo.countsRefusals()}
-		if tc.algo == AlgoCalendar {
+		r := &rule{Algorithm: tc.algo, Unit: tc.unit, RequestsPerUnit: 10, Multiplier: 2, CountRefused: tc.algo.countsRefusals()}
+		if tc.algo == algoCalendar {
 			r.Multiplier = 1
 		}
 		got := ruleCommand(r, 3)
@@ -35,7 +35,7 @@ func TestRuleCommands(t *testing.T) {
 		if err := got.Check(); err != nil {
 			t.Errorf("%v: %v", tc.algo, err)
 		}
-		if tc.algo.countsPeriods() != (tc.algo == AlgoCalendar) {
+		if tc.algo.countsPeriods() != (tc.algo == algoCalendar) {
 			t.Errorf("%v counts periods: %v", tc.algo, tc.algo.countsPeriods())
 		}
 	}
