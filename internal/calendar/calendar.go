@@ -25,13 +25,13 @@ const (
 // words are the periods' words in RL.QUOTA, by value.
 var words = [...]string{Daily: "DAY", Weekly: "WEEK", Monthly: "MONTH", Yearly: "YEAR"}
 
-// Valid reports whether p is one of the periods.
-func (p Period) Valid() bool { return p >= Daily && p <= Yearly }
+// valid reports whether p is one of the periods.
+func (p Period) valid() bool { return p >= Daily && p <= Yearly }
 
 // String is the period's word in RL.QUOTA: DAY, WEEK, MONTH or YEAR, and
 // "Period(n)" for a value that is no period.
 func (p Period) String() string {
-	if p.Valid() {
+	if p.valid() {
 		return words[p]
 	}
 	return "Period(" + strconv.Itoa(int(p)) + ")"
@@ -66,7 +66,8 @@ func (p Period) Longest() time.Duration {
 }
 
 // Containing returns the start and the end (excluded) of the period of p
-// that contains t, both at midnight in t's location. p must be Valid.
+// that contains t, both at midnight in t's location. p must be one of the
+// periods.
 func (p Period) Containing(t time.Time) (from, to time.Time) {
 	y, m, d := t.Date()
 	loc := t.Location()

@@ -16,12 +16,12 @@ func TestWords(t *testing.T) {
 		if p, ok := Parse(tc.word); !ok || p != tc.p {
 			t.Errorf("Parse(%q) = %v, %v", tc.word, p, ok)
 		}
-		if !tc.p.Valid() {
+		if !tc.p.valid() {
 			t.Errorf("%v is not valid", tc.p)
 		}
 	}
 	for p, want := range map[Period]string{0: "Period(0)", -1: "Period(-1)", Yearly + 1: "Period(5)"} {
-		if p.Valid() || p.Longest() != 0 {
+		if p.valid() || p.Longest() != 0 {
 			t.Errorf("%d is a period", int(p))
 		}
 		if got := p.String(); got != want {

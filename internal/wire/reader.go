@@ -13,6 +13,11 @@ import (
 // checks Err once before it trusts what it read.
 //
 // A Reader never copies: the byte strings it returns alias its input.
+//
+// Its methods are what the cluster's Raft entries and bus messages need
+// too (cluster/codec.go's reader, which it is to replace): FailWith records
+// an error of the caller's own, such as an entry only a newer release can
+// read, and AppendVarints writes several integers at once.
 type Reader struct {
 	b   []byte
 	err error
