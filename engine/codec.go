@@ -95,8 +95,8 @@ func (d *decoder) collection(ks *keyspace, i int32, kind Kind) {
 //
 // b is first grown to the exact size of the snapshot, so that encoding a
 // large shard allocates its bytes once: grown as it fills, the buffer was
-// copied again and again (five times its size allocated, most of the time
-// spent copying), while the shard's applies wait for the snapshot.
+// copied again and again while the shard's applies waited for the snapshot
+// (docs/performance.md#memory, "Snapshots sized exactly").
 func (s *Shard) AppendSnapshot(b []byte) []byte {
 	ks := &s.keys
 	sections := s.appendSettings(s.appendLayout(nil))

@@ -79,10 +79,9 @@ const prefetchBatch = 8
 
 // prefetchWindow is how many commands' keys are read ahead at once. A
 // Raft entry's batch of hundreds read ahead whole loses its first records
-// (and their pages' TLB entries, at a million keys) before it applies them:
-// BenchmarkSlidingBatch at 1,000,000 keys in batches of 800 took 316–345 ns
-// a decision read ahead whole, 246–289 in windows of 32 (three alternated
-// runs); at 100,000 keys, and in batches of 16, no difference.
+// (and their pages' TLB entries, at a million keys) before it applies them;
+// windows of 32 did best of 16, 32 and 64 (BenchmarkSlidingBatch: see
+// docs/performance.md#ninth-round-a-raft-entrys-keys-read-ahead-in-windows-2026-12-05).
 const prefetchWindow = 32
 
 // NewShard returns an empty shard.
