@@ -64,9 +64,9 @@ func (p Param) InCommand() Param {
 	return p
 }
 
-// Word is the word that stands for v, "" if p takes no words or none
+// word is the word that stands for v, "" if p takes no words or none
 // stands for v.
-func (p Param) Word(v int64) string {
+func (p Param) word(v int64) string {
 	if v < p.Min || v-p.Min >= int64(len(p.Words)) {
 		return ""
 	}

@@ -205,7 +205,7 @@ func (p definition) String() string {
 			b = append(append(append(b, ' '), param.Keyword...), ' ')
 			b = strconv.AppendInt(b, v/max(param.Unit, 1), 10)
 		case param.Words != nil:
-			b = append(append(b, ' '), param.Word(v)...)
+			b = append(append(b, ' '), param.word(v)...)
 		default:
 			b = strconv.AppendInt(append(b, ' '), v, 10)
 		}
