@@ -76,11 +76,11 @@ func paramValue(b []byte, p engine.Param) (int64, error) {
 		}
 		return 0, noSuchWord(p)
 	}
-	if p.Keyword == "" {
-		return paramArg(b, p)
+	v, ok := ParseInt(b)
+	if !ok {
+		return 0, ErrNotInteger
 	}
-	v, err := paramArg(b, p.InCommand())
-	return v * max(p.Unit, 1), err
+	return p.FromCommand(v)
 }
 
 // noSuchWord is the error for a word p does not take: "ERR no such period:

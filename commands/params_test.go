@@ -116,3 +116,21 @@ func TestPolicyDefinitionsReadBack(t *testing.T) {
 }
 
 func wordsOf(ws []string) [][]byte { return words(strings.Join(ws, " ")) }
+
+// Reading a limit allocates nothing, its words and options included.
+func TestParseLimitAllocatesNothing(t *testing.T) {
+	for _, line := range []string{"RL.QUOTA k 10 month OFFSET -90 COST 2", "RL.ALL SLIDING {u}a 10 1000 QUOTA {u}b 5 DAY"} {
+		args := words(line)
+		spec := Lookup(args[0])
+		dst := make([]engine.Command, 0, 4)
+		allocs := testing.AllocsPerRun(1000, func() {
+			var err error
+			if dst, err = spec.Parse(args, dst[:0]); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations", line, allocs)
+		}
+	}
+}

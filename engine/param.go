@@ -64,6 +64,16 @@ func (p Param) InCommand() Param {
 	return p
 }
 
+// FromCommand is v, as p's command gives it, in p's own unit; or, when v
+// is outside the bounds the command may give, InCommand's error.
+func (p Param) FromCommand(v int64) (int64, error) {
+	unit := max(p.Unit, 1)
+	if v < p.Min/unit || v > p.Max/unit {
+		return 0, p.InCommand().Check(v)
+	}
+	return v * unit, nil
+}
+
 // word is the word that stands for v, "" if p takes no words or none
 // stands for v.
 func (p Param) word(v int64) string {
