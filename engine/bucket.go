@@ -140,9 +140,17 @@ func (b bucket) refund(st bucketLevel, now, n int64) bucketLevel {
 // extra).
 type bucketAlgorithm struct {
 	op Op
+	// burst: the first parameter is a burst, as the row's Params say (kept
+	// here, where evaluate finds it without a look at the table).
+	burst bool
 	// level appends RL.INFO's fields on the level, after the parameters:
 	// d is what a peek at now decides.
 	level func(f []Field, b bucket, d Decision, now int64) []Field
+}
+
+// bucketFor is the bucket algorithm of op, whose command takes params.
+func bucketFor(op Op, params []Param, level func(f []Field, b bucket, d Decision, now int64) []Field) bucketAlgorithm {
+	return bucketAlgorithm{op: op, burst: params[0].Role == RoleBurst, level: level}
 }
 
 // The buckets' parameters, as their commands take them.
@@ -155,20 +163,19 @@ var (
 		{Name: "count", Min: 1, Max: MaxCount, Role: RoleUnits}, {Name: "period_ms", Min: 1, Max: MaxDuration, Role: RoleWindow}}
 )
 
-// bucketOf is the bucket a command's parameters p describe, params being
-// its op's: a burst (RL.GCRA's, redis-cell's max_burst) is one unit short
-// of the capacity.
-func bucketOf(params []Param, p [3]int64) bucket {
+// bucketOf is the bucket a command's parameters p describe: a burst
+// (RL.GCRA's, redis-cell's max_burst) is one unit short of the capacity.
+func bucketOf(burst bool, p [3]int64) bucket {
 	b := bucket{Capacity: p[0], Rate: p[1], Period: p[2]}
-	if params[0].Role == RoleBurst {
+	if burst {
 		b.Capacity++
 	}
 	return b
 }
 
 // paramsOf is bucketOf's inverse: b's parameters as the command gives them.
-func paramsOf(params []Param, b bucket) [3]int64 {
-	if params[0].Role == RoleBurst {
+func paramsOf(burst bool, b bucket) [3]int64 {
+	if burst {
 		b.Capacity--
 	}
 	return [3]int64{b.Capacity, b.Rate, b.Period}
@@ -180,7 +187,7 @@ func paramsOf(params []Param, b bucket) [3]int64 {
 // parameters give that time.
 func drainCheck(params []Param, formula string) func(c Command) error {
 	return func(c Command) error {
-		if bucketOf(params, [3]int64{c.Args[0], c.Args[1], c.Args[2]}).drainTime() > MaxDuration {
+		if bucketOf(params[0].Role == RoleBurst, [3]int64{c.Args[0], c.Args[1], c.Args[2]}).drainTime() > MaxDuration {
 			return paramError("%s (the time to drain a full bucket) must be at most %d ms", formula, int64(MaxDuration))
 		}
 		return nil
@@ -195,7 +202,7 @@ func (ks *keyspace) bucket(i int32) (bucket, bucketLevel) {
 // evaluate also says, in v.extra, how long a granted request waits for the
 // queue ahead of it (RL.SHAPE's delay_ms, which the others do not reply).
 func (a bucketAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cost int64, v *verdict) {
-	b := bucketOf(a.op.Spec().Params, p)
+	b := bucketOf(a.burst, p)
 	var st bucketLevel
 	converted := false
 	if i >= 0 {
@@ -225,7 +232,7 @@ func (a bucketAlgorithm) describe(ks *keyspace, i int32, now int64, f []Field) [
 	b, st := ks.bucket(i)
 	_, d := b.decide(st, now, 0)
 	params := a.op.Spec().Params
-	for k, v := range paramsOf(params, b) {
+	for k, v := range paramsOf(a.burst, b) {
 		f = append(f, Field{Name: params[k].Name, Int: v})
 	}
 	return budgetFields(a.level(f, b, d, now), d, ks.expiresAt(i)-now)
@@ -255,6 +262,6 @@ func queueAhead(f []Field, b bucket, d Decision, _ int64) []Field {
 // one less.
 func (a bucketAlgorithm) valid(params, st [3]int64, _ []logEntry) bool {
 	b := bucket{Capacity: params[0], Rate: params[1], Period: params[2]}
-	params = paramsOf(a.op.Spec().Params, b)
+	params = paramsOf(a.burst, b)
 	return validArgs(a.op, params) && validCount(st[0]) && st[1] >= 0 && st[1] < params[2] && validTime(st[2])
 }

@@ -18,3 +18,14 @@ func TestScriptsCallTheOpsOnKeys(t *testing.T) {
 		}
 	}
 }
+
+// A bucket's algorithm knows whether its first parameter is a burst as its
+// row's parameters say.
+func TestBucketsAgreeWithTheirRows(t *testing.T) {
+	for op := opNone + 1; op < opCount; op++ {
+		spec := op.Spec()
+		if a, ok := spec.algo.(bucketAlgorithm); ok && (a.op != op || a.burst != (spec.Params[0].Role == RoleBurst)) {
+			t.Errorf("op %d: %+v", op, a)
+		}
+	}
+}
