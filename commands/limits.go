@@ -18,7 +18,7 @@ func parseAcquire(args [][]byte, dst []engine.Command) ([]engine.Command, error)
 
 // parseRelease parses "RL.RELEASE key lease_id".
 func parseRelease(args [][]byte, dst []engine.Command) ([]engine.Command, error) {
-	id, err := paramArg(args[2], engine.OpRelease.Spec().Params[0])
+	id, err := paramArg(args[2], &engine.OpRelease.Spec().Params[0])
 	if err != nil {
 		return dst, err
 	}

@@ -22,7 +22,9 @@ import (
 // otherwise; args must hold the others (requiredParams).
 func parseLimit(op engine.Op, key []byte, args [][]byte) (engine.Command, [][]byte, error) {
 	c := engine.Command{Op: op, Key: key}
-	for i, p := range op.Spec().Params {
+	params := op.Spec().Params
+	for i := range params {
+		p := &params[i]
 		if p.Keyword != "" {
 			if len(args) < 2 || !equalWord(args[0], p.Keyword) {
 				continue
@@ -43,8 +45,9 @@ func parseLimit(op engine.Op, key []byte, args [][]byte) (engine.Command, [][]by
 // are not optional.
 func requiredParams(op engine.Op) int {
 	n := 0
-	for _, p := range op.Spec().Params {
-		if p.Keyword == "" {
+	params := op.Spec().Params
+	for i := range params {
+		if params[i].Keyword == "" {
 			n++
 		}
 	}
@@ -55,11 +58,12 @@ func requiredParams(op engine.Op) int {
 // them: one word each, two for an optional one that is there.
 func limitWords(op engine.Op, args [][]byte) int {
 	n := 0
-	for _, p := range op.Spec().Params {
-		switch {
-		case p.Keyword == "":
+	params := op.Spec().Params
+	for i := range params {
+		switch kw := params[i].Keyword; {
+		case kw == "":
 			n++
-		case len(args) >= n+2 && equalWord(args[n], p.Keyword):
+		case len(args) >= n+2 && equalWord(args[n], kw):
 			n += 2
 		}
 	}
@@ -67,7 +71,7 @@ func limitWords(op engine.Op, args [][]byte) int {
 }
 
 // paramValue parses b as parameter p, as its command writes it.
-func paramValue(b []byte, p engine.Param) (int64, error) {
+func paramValue(b []byte, p *engine.Param) (int64, error) {
 	if p.Words != nil {
 		for k, w := range p.Words {
 			if equalWord(b, w) {
@@ -85,14 +89,14 @@ func paramValue(b []byte, p engine.Param) (int64, error) {
 
 // noSuchWord is the error for a word p does not take: "ERR no such period:
 // use DAY, WEEK, MONTH or YEAR".
-func noSuchWord(p engine.Param) error {
+func noSuchWord(p *engine.Param) error {
 	n := len(p.Words)
 	return errors.New("ERR no such " + p.Name + ": use " + strings.Join(p.Words[:n-1], ", ") + " or " + p.Words[n-1])
 }
 
 // paramArg parses b as the integer parameter p: ErrNotInteger when it is
 // not an integer, the engine's error when it is outside p's bounds.
-func paramArg(b []byte, p engine.Param) (int64, error) {
+func paramArg(b []byte, p *engine.Param) (int64, error) {
 	v, ok := ParseInt(b)
 	if !ok {
 		return 0, ErrNotInteger
@@ -125,8 +129,9 @@ func lowerASCII(c byte) byte {
 // them.
 func paramArgs(op engine.Op) []Arg {
 	var out []Arg
-	for _, p := range op.Spec().Params {
-		switch {
+	params := op.Spec().Params
+	for i := range params {
+		switch p := &params[i]; {
 		case p.Words != nil:
 			a := Arg{Name: p.Name, Type: "oneof"}
 			for _, w := range p.Words {

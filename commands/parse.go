@@ -37,7 +37,7 @@ func parseOptions(rest [][]byte, c *engine.Command, partial bool) error {
 		switch {
 		case EqualFold(rest[0], "cost") && len(rest) >= 2 && !costGiven:
 			costGiven = true
-			v, err := paramArg(rest[1], c.Op.Spec().Cost)
+			v, err := paramArg(rest[1], &c.Op.Spec().Cost)
 			if err != nil {
 				return err
 			}
@@ -59,15 +59,15 @@ func parseThrottle(args [][]byte, dst []engine.Command) ([]engine.Command, error
 	}
 	spec := engine.OpThrottle.Spec()
 	c := engine.Command{Op: engine.OpThrottle, Key: args[1], Args: [4]int64{3: 1}}
-	for i, p := range spec.Params {
-		v, err := paramArg(args[2+i], p)
+	for i := range spec.Params {
+		v, err := paramArg(args[2+i], &spec.Params[i])
 		if err != nil {
 			return dst, err
 		}
 		c.Args[i] = v
 	}
 	if len(args) == 6 {
-		v, err := paramArg(args[5], spec.Cost)
+		v, err := paramArg(args[5], &spec.Cost)
 		if err != nil {
 			return dst, err
 		}

@@ -40,8 +40,10 @@ const (
 )
 
 // Check returns nil when v is within p's bounds, and otherwise an error
-// (ErrParam) that names the parameter and its bounds.
-func (p Param) Check(v int64) error {
+// (ErrParam) that names the parameter and its bounds. (Param's methods take
+// a pointer: a Param is a dozen words, which the commands' parsing and the
+// codec's checks would otherwise copy for every parameter.)
+func (p *Param) Check(v int64) error {
 	if v >= p.Min && v <= p.Max {
 		return nil
 	}
@@ -54,29 +56,31 @@ func (p Param) Check(v int64) error {
 // InCommand is p as its command takes it: in the command's unit and, for an
 // optional parameter, named by its keyword in lower case (RL.QUOTA's
 // "offset", in minutes). Its Check speaks of what the caller wrote.
-func (p Param) InCommand() Param {
-	if p.Keyword != "" {
-		p.Name = strings.ToLower(p.Keyword)
+func (p *Param) InCommand() Param {
+	in := *p
+	if in.Keyword != "" {
+		in.Name = strings.ToLower(in.Keyword)
 	}
-	if p.Unit > 1 {
-		p.Min, p.Max, p.Unit = p.Min/p.Unit, p.Max/p.Unit, 1
+	if in.Unit > 1 {
+		in.Min, in.Max, in.Unit = in.Min/in.Unit, in.Max/in.Unit, 1
 	}
-	return p
+	return in
 }
 
 // FromCommand is v, as p's command gives it, in p's own unit; or, when v
 // is outside the bounds the command may give, InCommand's error.
-func (p Param) FromCommand(v int64) (int64, error) {
+func (p *Param) FromCommand(v int64) (int64, error) {
 	unit := max(p.Unit, 1)
 	if v < p.Min/unit || v > p.Max/unit {
-		return 0, p.InCommand().Check(v)
+		in := p.InCommand()
+		return 0, in.Check(v)
 	}
 	return v * unit, nil
 }
 
 // word is the word that stands for v, "" if p takes no words or none
 // stands for v.
-func (p Param) word(v int64) string {
+func (p *Param) word(v int64) string {
 	if v < p.Min || v-p.Min >= int64(len(p.Words)) {
 		return ""
 	}

@@ -197,7 +197,8 @@ func (s *Shard) policyNames() []string {
 func (p definition) String() string {
 	spec := p.op.Spec()
 	b := []byte(spec.Word)
-	for i, param := range spec.Params {
+	for i := range spec.Params {
+		param := &spec.Params[i]
 		v := p.params[i]
 		switch {
 		case param.Keyword != "" && v == 0: // left out

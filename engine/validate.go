@@ -14,8 +14,8 @@ func (c Command) Check() error {
 	if c.Flags&^spec.Flags != 0 {
 		return paramError("flags %#x are not %s's", uint16(c.Flags&^spec.Flags), spec.Name)
 	}
-	for i, p := range spec.Params {
-		if err := p.Check(c.Args[i]); err != nil {
+	for i := range spec.Params {
+		if err := spec.Params[i].Check(c.Args[i]); err != nil {
 			return err
 		}
 	}

@@ -34,8 +34,9 @@ func ruleCommand(r *rule, cost int64) engine.Command {
 	rpu := int64(r.RequestsPerUnit)
 	op := algorithmOps[r.Algorithm]
 	c := engine.Command{Op: op, Args: [4]int64{3: cost}}
-	for i, p := range op.Spec().Params {
-		switch p.Role {
+	params := op.Spec().Params
+	for i := range params {
+		switch params[i].Role {
 		case engine.RoleUnits:
 			c.Args[i] = rpu
 		case engine.RoleBurst:
