@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlserver/rlserver/internal/calendar"
 )
 
 // ServerPolicy is a named limit kept by rlserver (RL.POLICY SET), so that
@@ -308,15 +310,11 @@ func parseQuotaDefinition(words []string, shadow bool, bad func() (Rule, bool, e
 	if err != nil {
 		return bad()
 	}
-	q := Quota{Limit: limit}
-	for p, w := range periodWords {
-		if w == words[2] {
-			q.Period = p
-		}
-	}
-	if q.Period == 0 {
+	period, ok := calendar.Parse(words[2])
+	if !ok {
 		return bad()
 	}
+	q := Quota{Limit: limit, Period: period}
 	if len(words) == 5 {
 		m, err := strconv.ParseInt(words[4], 10, 64)
 		if err != nil {

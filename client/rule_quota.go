@@ -1,48 +1,22 @@
 package client
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/calendar"
 )
 
-// Period is the calendar period of a Quota.
-type Period int
+// Period is the calendar period of a Quota. Its String is the period's word
+// in RL.QUOTA: DAY, WEEK, MONTH or YEAR.
+type Period = calendar.Period
 
 // The periods RL.QUOTA counts in. Weeks are ISO weeks, starting on Monday.
 const (
-	Daily Period = iota + 1
-	Weekly
-	Monthly
-	Yearly
+	Daily   = calendar.Daily
+	Weekly  = calendar.Weekly
+	Monthly = calendar.Monthly
+	Yearly  = calendar.Yearly
 )
-
-// periodWords are the periods as RL.QUOTA takes them.
-var periodWords = map[Period]string{Daily: "DAY", Weekly: "WEEK", Monthly: "MONTH", Yearly: "YEAR"}
-
-// String is the period's word in RL.QUOTA: DAY, WEEK, MONTH or YEAR.
-func (p Period) String() string {
-	if w, ok := periodWords[p]; ok {
-		return w
-	}
-	return fmt.Sprintf("Period(%d)", int(p))
-}
-
-// longest is the longest a period can last, for Quota.Policy: a month of 31
-// days, a leap year. 0 for an unknown period.
-func (p Period) longest() time.Duration {
-	const day = 24 * time.Hour
-	switch p {
-	case Daily:
-		return day
-	case Weekly:
-		return 7 * day
-	case Monthly:
-		return 31 * day
-	case Yearly:
-		return 366 * day
-	}
-	return 0
-}
 
 // Quota is RL.QUOTA: at most Limit units per calendar Period (day, ISO
 // week, month, year), counted afresh when the period turns rather than a
@@ -71,7 +45,7 @@ type Quota struct {
 // any calendar period. The exact wait until the period turns is in each
 // refusal's RetryAfter (and so in Retry-After).
 func (r Quota) Policy() (int64, time.Duration) {
-	return r.Limit, r.Period.longest()
+	return r.Limit, r.Period.Longest()
 }
 
 // offsetMinutes is Offset as RL.QUOTA takes it.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/calendar"
 )
 
 // The commands of issue 5 carry flags and values through the log and the
@@ -18,7 +19,7 @@ func TestRaftReplicatesPoliciesLeasesAndStrings(t *testing.T) {
 	all := []engine.Command{
 		{Op: engine.OpAll, Key: []byte("{u}s"), Args: [4]int64{2}},
 		{Op: engine.OpSliding, Key: []byte("{u}s"), Args: [4]int64{5, 1000, 0, 1}},
-		{Op: engine.OpQuota, Key: []byte("{u}q"), Args: [4]int64{100, int64(engine.PeriodMonth), 0, 1}},
+		{Op: engine.OpQuota, Key: []byte("{u}q"), Args: [4]int64{100, int64(calendar.Monthly), 0, 1}},
 	}
 	set := engine.Command{Op: engine.OpSet, Key: []byte("str"), Value: []byte("hello"), Flags: engine.FlagNX}
 	incr := engine.Command{Op: engine.OpIncrBy, Key: []byte("n"), Args: [4]int64{7}}

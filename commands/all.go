@@ -37,12 +37,9 @@ func splitAll(args [][]byte, fn func(l allLimit)) (options [][]byte, err error) 
 		}
 		for i, a := range policyAlgorithms {
 			if EqualFold(args[0], a.word) {
-				l.algo, n = i, 2+len(a.op.Spec().Params)
-				if a.op == engine.OpQuota {
-					n = 4
-					if len(args) >= 6 && EqualFold(args[4], "offset") {
-						n = 6
-					}
+				l.algo, n = i, 2+requiredParams(a.op)
+				if len(args) >= n {
+					n = 2 + limitWords(a.op, args[2:])
 				}
 			}
 		}
@@ -71,13 +68,10 @@ func parseAll(args [][]byte, dst []engine.Command) ([]engine.Command, error) {
 			return
 		}
 		var c engine.Command
-		switch {
-		case l.algo == -1:
+		if l.algo == -1 {
 			c, err = parseCheckLimit(l.args[1:])
-		case policyAlgorithms[l.algo].op == engine.OpQuota:
-			c, _, err = parseQuotaLimit(l.args[1:])
-		default:
-			c, err = parseLimit(policyAlgorithms[l.algo].op, l.args[1], l.args[2:])
+		} else {
+			c, _, err = parseLimit(policyAlgorithms[l.algo].op, l.args[1], l.args[2:])
 		}
 		for _, prev := range dst[head+1:] {
 			if err == nil && string(prev.Key) == string(c.Key) {

@@ -2,8 +2,6 @@ package commands
 
 import (
 	"math"
-
-	"github.com/rlserver/rlserver/engine"
 )
 
 // ParseInt parses a decimal int64 the way Redis's string2ll does: an optional
@@ -39,16 +37,6 @@ func ParseInt(b []byte) (int64, bool) {
 		return int64(-v), true // two's complement wraps MaxInt64+1 to MinInt64
 	}
 	return 0, false
-}
-
-// paramArg parses b as the integer parameter p: ErrNotInteger when it is
-// not an integer, the engine's error when it is outside p's bounds.
-func paramArg(b []byte, p engine.Param) (int64, error) {
-	v, ok := ParseInt(b)
-	if !ok {
-		return 0, ErrNotInteger
-	}
-	return v, p.Check(v)
 }
 
 // EqualFold reports whether b equals the ASCII word s (lower case) ignoring

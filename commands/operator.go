@@ -37,12 +37,12 @@ type TopArgs struct {
 	Count  int  // how many keys, 10 by default
 }
 
-// DefaultTopCount is how many keys RL.TOP lists without COUNT.
-const DefaultTopCount = 10
+// defaultTopCount is how many keys RL.TOP lists without COUNT.
+const defaultTopCount = 10
 
 // ParseTop parses RL.TOP [DENIED|ALLOWED] [COUNT n] (args[0] is the name).
 func ParseTop(args [][]byte) (TopArgs, error) {
-	a := TopArgs{Denied: true, Count: DefaultTopCount}
+	a := TopArgs{Denied: true, Count: defaultTopCount}
 	for i := 1; i < len(args); i++ {
 		switch {
 		case EqualFold(args[i], "denied"):

@@ -13,37 +13,20 @@ type parser func(args [][]byte, dst []engine.Command) ([]engine.Command, error)
 // decisionParser parses "NAME key params... [COST n] [PARTIAL]" into op,
 // whose parameters the engine's table gives.
 func decisionParser(op engine.Op) parser {
-	n := len(op.Spec().Params)
+	n := requiredParams(op)
 	return func(args [][]byte, dst []engine.Command) ([]engine.Command, error) {
 		if len(args) < 2+n {
 			return dst, WrongArity(string(args[0]))
 		}
-		c, err := parseLimit(op, args[1], args[2:2+n])
+		c, rest, err := parseLimit(op, args[1], args[2:])
 		if err != nil {
 			return dst, err
 		}
-		if err := parseOptions(args[2+n:], &c, true); err != nil {
+		if err := parseOptions(rest, &c, true); err != nil {
 			return dst, err
 		}
 		return append(dst, c), nil
 	}
-}
-
-// parseLimit builds op on key from its parameters, args (as many as op
-// takes), with a cost of 1. Each parameter is parsed and checked in turn, so
-// the first that is wrong is the one reported; then the engine checks them
-// together.
-func parseLimit(op engine.Op, key []byte, args [][]byte) (engine.Command, error) {
-	c := engine.Command{Op: op, Key: key}
-	for i, p := range op.Spec().Params {
-		v, err := paramArg(args[i], p)
-		if err != nil {
-			return c, err
-		}
-		c.Args[i] = v
-	}
-	c.Args[3] = 1
-	return c, c.Check()
 }
 
 // parseOptions parses a decision's options: COST n (negative: a refund),
@@ -54,7 +37,7 @@ func parseOptions(rest [][]byte, c *engine.Command, partial bool) error {
 		switch {
 		case EqualFold(rest[0], "cost") && len(rest) >= 2 && !costGiven:
 			costGiven = true
-			v, err := paramArg(rest[1], c.Op.Spec().Cost)
+			v, err := paramArg(rest[1], &c.Op.Spec().Cost)
 			if err != nil {
 				return err
 			}
@@ -76,15 +59,15 @@ func parseThrottle(args [][]byte, dst []engine.Command) ([]engine.Command, error
 	}
 	spec := engine.OpThrottle.Spec()
 	c := engine.Command{Op: engine.OpThrottle, Key: args[1], Args: [4]int64{3: 1}}
-	for i, p := range spec.Params {
-		v, err := paramArg(args[2+i], p)
+	for i := range spec.Params {
+		v, err := paramArg(args[2+i], &spec.Params[i])
 		if err != nil {
 			return dst, err
 		}
 		c.Args[i] = v
 	}
 	if len(args) == 6 {
-		v, err := paramArg(args[5], spec.Cost)
+		v, err := paramArg(args[5], &spec.Cost)
 		if err != nil {
 			return dst, err
 		}

@@ -58,19 +58,15 @@ func ParsePolicySet(args [][]byte) (engine.Command, error) {
 		if !EqualFold(algo, a.word) {
 			continue
 		}
-		var limit engine.Command
-		var err error
-		if a.op == engine.OpQuota {
-			var more [][]byte
-			limit, more, err = parseQuotaLimit(append([][]byte{name}, rest...))
-			if err == nil && len(more) > 0 {
-				err = ErrSyntax
-			}
-		} else {
-			if len(rest) != len(a.op.Spec().Params) {
-				return set, ErrSyntax
-			}
-			limit, err = parseLimit(a.op, name, rest)
+		// A limit whose length is fixed is measured before it is read; one
+		// with an optional parameter, once it is read.
+		required, all := requiredParams(a.op), len(a.op.Spec().Params)
+		if len(rest) < required || (required == all && len(rest) != all) {
+			return set, ErrSyntax
+		}
+		limit, more, err := parseLimit(a.op, name, rest)
+		if err == nil && len(more) > 0 {
+			err = ErrSyntax
 		}
 		if err != nil {
 			return set, err

@@ -12,10 +12,6 @@ var (
 	argKeys    = Arg{Name: "key", Type: "key", Multiple: true}
 	argCost    = Arg{Name: "cost", Type: "integer", Token: "COST", Optional: true}
 	argPartial = Arg{Name: "partial", Type: "pure-token", Token: "PARTIAL", Optional: true}
-	argPeriod  = Arg{Name: "period", Type: "oneof", Args: []Arg{
-		{Name: "day", Type: "pure-token", Token: "DAY"}, {Name: "week", Type: "pure-token", Token: "WEEK"},
-		{Name: "month", Type: "pure-token", Token: "MONTH"}, {Name: "year", Type: "pure-token", Token: "YEAR"}}}
-	argOffset = Arg{Name: "offset", Type: "integer", Token: "OFFSET", Optional: true}
 )
 
 // allAlgorithmArgs documents the words RL.ALL's limits start with: the
@@ -28,36 +24,21 @@ func allAlgorithmArgs() []Arg {
 	return append(out, Arg{Name: "policy", Type: "pure-token", Token: "POLICY"})
 }
 
-func intArgs(names ...string) []Arg {
-	a := []Arg{argKey}
-	for _, n := range names {
-		a = append(a, Arg{Name: n, Type: "integer"})
-	}
-	return a
-}
-
-// paramNames are the names of op's parameters, in order.
-func paramNames(op engine.Op) []string {
-	var names []string
-	for _, p := range op.Spec().Params {
-		names = append(names, p.Name)
-	}
-	return names
-}
+// limitArgs documents a limit's key and op's parameters.
+func limitArgs(op engine.Op) []Arg { return append([]Arg{argKey}, paramArgs(op)...) }
 
 // decisionSpec builds the spec of an RL.* decision command: its name and
 // parameters are the engine's op's.
 func decisionSpec(id ID, op engine.Op, fast bool, summary string) *Spec {
-	names := paramNames(op)
 	flags, cats, complexity := []string{"write", "denyoom", "fast"}, []string{"@write", "@ratelimit", "@fast"}, "O(1)"
 	if !fast {
 		flags, cats, complexity = flags[:2], []string{"@write", "@ratelimit", "@slow"}, "O(N) where N is the number of distinct milliseconds with grants in the window"
 	}
 	return &Spec{
-		ID: id, Name: op.Spec().Name, Arity: -(2 + len(names)), Flags: flags,
+		ID: id, Name: op.Spec().Name, Arity: -(2 + requiredParams(op)), Flags: flags,
 		FirstKey: 1, LastKey: 1, KeyStep: 1, Categories: cats,
 		Group: "ratelimit", Since: "1.0.0", Complexity: complexity, Summary: summary,
-		Args: append(intArgs(names...), argCost, argPartial), Route: RouteKey,
+		Args: append(limitArgs(op), argCost, argPartial), Route: RouteKey,
 		parse: decisionParser(op),
 	}
 }
@@ -191,14 +172,14 @@ var baseTable = []*Spec{
 		FirstKey: 1, LastKey: 1, KeyStep: 1, Categories: []string{"@write", "@ratelimit", "@fast"},
 		Group: "ratelimit", Since: "1.0.0", Complexity: "O(1)",
 		Summary: "redis-cell's GCRA command, reply for reply: [limited, limit, remaining, retry_after_s, reset_after_s].",
-		Args:    append(intArgs(paramNames(engine.OpThrottle)...), Arg{Name: "quantity", Type: "integer", Optional: true}),
+		Args:    append(limitArgs(engine.OpThrottle), Arg{Name: "quantity", Type: "integer", Optional: true}),
 		Route:   RouteKey, parse: parseThrottle,
 	},
 	decisionSpec(IDShape, engine.OpShape, true,
 		"Throttling: a leaky-bucket queue that admits while it has room and says how long to wait first (delay_ms); refuses only when full."),
 	limitSpec(IDQuota, "rl.quota", -4, true,
 		"Calendar quota: units per day, ISO week, month or year, reset when the period turns (UTC, or OFFSET minutes east of it).",
-		parseQuota, Arg{Name: "limit", Type: "integer"}, argPeriod, argOffset, argCost, argPartial),
+		decisionParser(engine.OpQuota), append(paramArgs(engine.OpQuota), argCost, argPartial)...),
 	limitSpec(IDAcquire, "rl.acquire", 4, true,
 		"Concurrency limit: takes a lease if fewer than limit are held; the reply's lease_id releases it, lease_ms expires it.",
 		parseAcquire, Arg{Name: "limit", Type: "integer"}, Arg{Name: "lease_ms", Type: "integer"}),

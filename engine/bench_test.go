@@ -9,11 +9,16 @@ import (
 // benchmarkDecision measures one decision on a keyspace of 100k keys, the
 // shape of the side-by-side benchmark, and reports allocations.
 func benchmarkDecision(b *testing.B, op Op, args [4]int64) {
-	s := NewShard()
+	benchmarkOn(b, NewShard(), Command{Op: op, Args: args})
+}
+
+// benchmarkOn measures c on s, over 100k keys.
+func benchmarkOn(b *testing.B, s *Shard, c Command) {
 	const keys = 100_000
 	cmds := make([]Command, keys)
 	for i := range cmds {
-		cmds[i] = Command{Op: op, Key: []byte("user:" + strconv.Itoa(i)), Args: args}
+		cmds[i] = c
+		cmds[i].Key = []byte("user:" + strconv.Itoa(i))
 	}
 	out := make([]Result, 1)
 	now := int64(1_700_000_000_000)
@@ -34,6 +39,18 @@ func BenchmarkToken(b *testing.B)   { benchmarkDecision(b, OpToken, [4]int64{100
 func BenchmarkGCRA(b *testing.B)    { benchmarkDecision(b, OpGCRA, [4]int64{99, 100, 60_000, 1}) }
 func BenchmarkThrottle(b *testing.B) {
 	benchmarkDecision(b, OpThrottle, [4]int64{99, 100, 60, 1})
+}
+func BenchmarkLeaky(b *testing.B) { benchmarkDecision(b, OpLeaky, [4]int64{100, 100, 60_000, 1}) }
+func BenchmarkShape(b *testing.B) { benchmarkDecision(b, OpShape, [4]int64{100, 100, 60_000, 1}) }
+func BenchmarkQuota(b *testing.B) { benchmarkDecision(b, OpQuota, [4]int64{100, 3, 0, 1}) }
+
+// BenchmarkCheck is RL.CHECK of a sliding-window policy: the policy's lookup
+// and the decision it runs.
+func BenchmarkCheck(b *testing.B) {
+	s := NewShard()
+	set := []Command{{Op: OpPolicySet, Value: []byte("api"), Args: [4]int64{100, 60_000, 0, int64(OpSliding)}}}
+	s.Apply(1_700_000_000_000, set, make([]Result, 1))
+	benchmarkOn(b, s, Command{Op: OpCheck, Value: []byte("api"), Args: [4]int64{3: 1}})
 }
 
 // BenchmarkSnapshot encodes a shard of a million sliding-window keys, the
@@ -57,6 +74,21 @@ func BenchmarkSnapshot(b *testing.B) {
 	}
 	b.ReportMetric(float64(size)/keys, "bytes/key")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/keys, "ns/key")
+}
+
+// BenchmarkRestoreShard decodes the snapshot of BenchmarkSnapshot's shard,
+// the time a node takes to restore a shard from its snapshot.
+func BenchmarkRestoreShard(b *testing.B) {
+	s, _ := batchShard(1_000_000)
+	snap := s.AppendSnapshot(nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := RestoreShard(snap, SnapshotFormat); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1_000_000, "ns/key")
 }
 
 // BenchmarkSlidingBatch applies RL.SLIDING to keys drawn at random from

@@ -132,38 +132,66 @@ func (b bucket) refund(st bucketLevel, now, n int64) bucketLevel {
 	return st
 }
 
-// bucketAlgorithm is RL.TOKEN, RL.LEAKY, RL.GCRA or RL.SHAPE, as op says: a
-// record holds the bucket's capacity, rate and period, and its level.
-type bucketAlgorithm struct{ op Op }
+// bucketAlgorithm is RL.TOKEN, RL.LEAKY, RL.GCRA or RL.SHAPE: a record holds
+// the bucket's capacity, rate and period, and its level. What tells them
+// apart is their rows in ops (their parameters' names, and whether the first
+// is a burst rather than a capacity), what RL.INFO says of the level, and
+// whether the reply tells a granted request the queue ahead (the row's
+// extra).
+type bucketAlgorithm struct {
+	op Op
+	// burst: the first parameter is a burst, as the row's Params say (kept
+	// here, where evaluate finds it without a look at the table).
+	burst bool
+	// level appends RL.INFO's fields on the level, after the parameters:
+	// d is what a peek at now decides.
+	level func(f []Field, b bucket, d Decision, now int64) []Field
+}
+
+// bucketFor is the bucket algorithm of op, whose command takes params.
+func bucketFor(op Op, params []Param, level func(f []Field, b bucket, d Decision, now int64) []Field) bucketAlgorithm {
+	return bucketAlgorithm{op: op, burst: params[0].Role == RoleBurst, level: level}
+}
 
 // The buckets' parameters, as their commands take them.
 var (
-	tokenParams = []Param{pCapacity, {Name: "refill_tokens", Min: 1, Max: MaxCount}, {Name: "refill_ms", Min: 1, Max: MaxDuration}}
-	leakyParams = []Param{pCapacity, {Name: "leak_tokens", Min: 1, Max: MaxCount}, {Name: "leak_ms", Min: 1, Max: MaxDuration}}
-	gcraParams  = []Param{{Name: "burst", Max: MaxCount - 1}, {Name: "count", Min: 1, Max: MaxCount}, {Name: "period_ms", Min: 1, Max: MaxDuration}}
+	tokenParams = []Param{pCapacity, {Name: "refill_tokens", Min: 1, Max: MaxCount, Role: RoleUnits},
+		{Name: "refill_ms", Min: 1, Max: MaxDuration, Role: RoleWindow}}
+	leakyParams = []Param{pCapacity, {Name: "leak_tokens", Min: 1, Max: MaxCount, Role: RoleUnits},
+		{Name: "leak_ms", Min: 1, Max: MaxDuration, Role: RoleWindow}}
+	gcraParams = []Param{{Name: "burst", Max: MaxCount - 1, Role: RoleBurst},
+		{Name: "count", Min: 1, Max: MaxCount, Role: RoleUnits}, {Name: "period_ms", Min: 1, Max: MaxDuration, Role: RoleWindow}}
 )
 
-// drainCheck returns the check that refuses a bucket that would take longer
-// than MaxDuration to drain from full, which keeps every wait it reports in
-// range. formula says how the command's parameters give that time; gcra, that
-// the first parameter is a burst (the capacity is burst + 1).
-func drainCheck(formula string, gcra bool) func(c Command) error {
+// bucketOf is the bucket a command's parameters p describe: a burst
+// (RL.GCRA's, redis-cell's max_burst) is one unit short of the capacity.
+func bucketOf(burst bool, p [3]int64) bucket {
+	b := bucket{Capacity: p[0], Rate: p[1], Period: p[2]}
+	if burst {
+		b.Capacity++
+	}
+	return b
+}
+
+// paramsOf is bucketOf's inverse: b's parameters as the command gives them.
+func paramsOf(burst bool, b bucket) [3]int64 {
+	if burst {
+		b.Capacity--
+	}
+	return [3]int64{b.Capacity, b.Rate, b.Period}
+}
+
+// drainCheck returns the check that refuses a bucket, of an op taking
+// params, that would take longer than MaxDuration to drain from full, which
+// keeps every wait it reports in range. formula says how the command's
+// parameters give that time.
+func drainCheck(params []Param, formula string) func(c Command) error {
 	return func(c Command) error {
-		b := bucket{Capacity: c.Args[0], Rate: c.Args[1], Period: c.Args[2]}
-		if gcra {
-			b = gcraBucket(c.Args)
-		}
-		if b.drainTime() > MaxDuration {
+		if bucketOf(params[0].Role == RoleBurst, [3]int64{c.Args[0], c.Args[1], c.Args[2]}).drainTime() > MaxDuration {
 			return paramError("%s (the time to drain a full bucket) must be at most %d ms", formula, int64(MaxDuration))
 		}
 		return nil
 	}
-}
-
-// gcraBucket is RL.GCRA's bucket: redis-cell's max_burst, so the limit is
-// burst+1.
-func gcraBucket(a [4]int64) bucket {
-	return bucket{Capacity: a[0] + 1, Rate: a[1], Period: a[2]}
 }
 
 func (ks *keyspace) bucket(i int32) (bucket, bucketLevel) {
@@ -171,13 +199,10 @@ func (ks *keyspace) bucket(i int32) (bucket, bucketLevel) {
 	return bucket{Capacity: p[0], Rate: p[1], Period: p[2]}, bucketLevel{Whole: st[0], Frac: st[1], Last: st[2]}
 }
 
-// evaluate also says, for RL.SHAPE, how long a granted request waits for
-// the queue ahead of it.
+// evaluate also says, in v.extra, how long a granted request waits for the
+// queue ahead of it (RL.SHAPE's delay_ms, which the others do not reply).
 func (a bucketAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cost int64, v *verdict) {
-	b := bucket{Capacity: p[0], Rate: p[1], Period: p[2]}
-	if a.op == OpGCRA {
-		b = gcraBucket([4]int64{p[0], p[1], p[2]})
-	}
+	b := bucketOf(a.burst, p)
 	var st bucketLevel
 	converted := false
 	if i >= 0 {
@@ -187,11 +212,11 @@ func (a bucketAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, 
 	if cost < 0 {
 		st = b.refund(st, now, -cost)
 	}
-	queued := b.drainTo(b.drain(st, now), 0) // the queue ahead, for RL.SHAPE
+	queued := b.drainTo(b.drain(st, now), 0)
 	v.params = [3]int64{b.Capacity, b.Rate, b.Period}
 	st, v.d = b.decide(st, now, max(cost, 0))
 	v.write, v.state = keepState(i >= 0, cost, converted, v.d.Allowed), [3]int64{st.Whole, st.Frac, st.Last}
-	if a.op == OpShape && v.d.Allowed {
+	if v.d.Allowed {
 		v.extra = queued
 	}
 }
@@ -201,31 +226,42 @@ func (bucketAlgorithm) expiresAt(ks *keyspace, i int32) int64 {
 	return b.expiresAt(st)
 }
 
+// describe lists the parameters, as the command gives them and by its
+// names, then the level as the algorithm reads it.
 func (a bucketAlgorithm) describe(ks *keyspace, i int32, now int64, f []Field) []Field {
 	b, st := ks.bucket(i)
 	_, d := b.decide(st, now, 0)
-	switch a.op {
-	case OpToken:
-		f = append(f, Field{Name: "capacity", Int: b.Capacity}, Field{Name: "refill_tokens", Int: b.Rate},
-			Field{Name: "refill_ms", Int: b.Period}, Field{Name: "tokens", Int: d.Remaining})
-	case OpLeaky:
-		f = append(f, Field{Name: "capacity", Int: b.Capacity}, Field{Name: "leak_tokens", Int: b.Rate},
-			Field{Name: "leak_ms", Int: b.Period}, Field{Name: "level", Int: b.Capacity - d.Remaining})
-	case OpGCRA:
-		f = append(f, Field{Name: "burst", Int: b.Capacity - 1}, Field{Name: "count", Int: b.Rate},
-			Field{Name: "period_ms", Int: b.Period}, Field{Name: "tat_ms", Int: now + d.ResetAfter})
-	case OpShape:
-		f = append(f, Field{Name: "capacity", Int: b.Capacity}, Field{Name: "leak_tokens", Int: b.Rate},
-			Field{Name: "leak_ms", Int: b.Period}, Field{Name: "queued", Int: b.Capacity - d.Remaining},
-			Field{Name: "delay_ms", Int: b.drainTo(b.drain(st, now), 0)})
+	params := a.op.Spec().Params
+	for k, v := range paramsOf(a.burst, b) {
+		f = append(f, Field{Name: params[k].Name, Int: v})
 	}
-	return budgetFields(f, d, ks.expiresAt(i)-now)
+	return budgetFields(a.level(f, b, d, now), d, ks.expiresAt(i)-now)
 }
 
-// valid checks the stored bucket: RL.GCRA stores burst+1 as its capacity.
+// The readings of a bucket's level, for RL.INFO.
+func tokensLeft(f []Field, _ bucket, d Decision, _ int64) []Field {
+	return append(f, Field{Name: "tokens", Int: d.Remaining})
+}
+
+func levelHeld(f []Field, b bucket, d Decision, _ int64) []Field {
+	return append(f, Field{Name: "level", Int: b.Capacity - d.Remaining})
+}
+
+// arrivalTime is GCRA's theoretical arrival time: when the bucket is empty.
+func arrivalTime(f []Field, _ bucket, d Decision, now int64) []Field {
+	return append(f, Field{Name: "tat_ms", Int: now + d.ResetAfter})
+}
+
+// queueAhead is RL.SHAPE's queue: the units in it, and how long a request
+// granted now would wait for them, until the bucket is empty.
+func queueAhead(f []Field, b bucket, d Decision, _ int64) []Field {
+	return append(f, Field{Name: "queued", Int: b.Capacity - d.Remaining}, Field{Name: "delay_ms", Int: d.ResetAfter})
+}
+
+// valid checks the stored bucket, whose capacity a burst's command gives
+// one less.
 func (a bucketAlgorithm) valid(params, st [3]int64, _ []logEntry) bool {
-	if a.op == OpGCRA {
-		params[0]--
-	}
+	b := bucket{Capacity: params[0], Rate: params[1], Period: params[2]}
+	params = paramsOf(a.burst, b)
 	return validArgs(a.op, params) && validCount(st[0]) && st[1] >= 0 && st[1] < params[2] && validTime(st[2])
 }

@@ -1,6 +1,9 @@
 package engine
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestBucketDecide(t *testing.T) {
 	// 10 units, 3 drained (refilled) every 1000 ms: one unit per 333.3 ms.
@@ -69,5 +72,52 @@ func TestBucketClockBackwardsDrainsNothing(t *testing.T) {
 	st := bucketLevel{Whole: 5, Last: 10_000}
 	if got := b.drain(st, 9_000); got != st {
 		t.Fatalf("drained going backwards: %+v", got)
+	}
+}
+
+// RL.INFO lists a bucket's parameters as its command gives them, by the
+// command's names, then what the algorithm reads of the level.
+func TestBucketInfoFields(t *testing.T) {
+	for _, tc := range []struct {
+		op   Op
+		args []int64 // parameters and cost, at 1000 ms
+		want []Field // at 1500 ms
+	}{
+		{OpToken, []int64{10, 1, 1000, 3}, []Field{{Name: "algorithm", Text: "rl.token"}, {Name: "capacity", Int: 10},
+			{Name: "refill_tokens", Int: 1}, {Name: "refill_ms", Int: 1000}, {Name: "tokens", Int: 7},
+			{Name: "remaining", Int: 7}, {Name: "reset_after_ms", Int: 2500}, {Name: "ttl_ms", Int: 2500}}},
+		{OpLeaky, []int64{10, 1, 1000, 3}, []Field{{Name: "algorithm", Text: "rl.leaky"}, {Name: "capacity", Int: 10},
+			{Name: "leak_tokens", Int: 1}, {Name: "leak_ms", Int: 1000}, {Name: "level", Int: 3},
+			{Name: "remaining", Int: 7}, {Name: "reset_after_ms", Int: 2500}, {Name: "ttl_ms", Int: 2500}}},
+		{OpGCRA, []int64{9, 1, 1000, 3}, []Field{{Name: "algorithm", Text: "rl.gcra"}, {Name: "burst", Int: 9},
+			{Name: "count", Int: 1}, {Name: "period_ms", Int: 1000}, {Name: "tat_ms", Int: 4000},
+			{Name: "remaining", Int: 7}, {Name: "reset_after_ms", Int: 2500}, {Name: "ttl_ms", Int: 2500}}},
+		{OpShape, []int64{10, 1, 1000, 3}, []Field{{Name: "algorithm", Text: "rl.shape"}, {Name: "capacity", Int: 10},
+			{Name: "leak_tokens", Int: 1}, {Name: "leak_ms", Int: 1000}, {Name: "queued", Int: 3}, {Name: "delay_ms", Int: 2500},
+			{Name: "remaining", Int: 7}, {Name: "reset_after_ms", Int: 2500}, {Name: "ttl_ms", Int: 2500}}},
+	} {
+		s := NewShard()
+		decision(t, s, 1000, tc.op, "k", tc.args...)
+		r := apply(s, 1500, OpInfo, "k")
+		if !slices.Equal(r.Fields, tc.want) {
+			t.Errorf("%v: %+v, want %+v", tc.op, r.Fields, tc.want)
+		}
+	}
+}
+
+// A granted request of RL.SHAPE is told the queue ahead of it, and the
+// other buckets' replies have no such field.
+func TestOnlyShapeRepliesTheQueue(t *testing.T) {
+	for _, op := range []Op{OpToken, OpLeaky, OpGCRA, OpShape} {
+		s := NewShard()
+		decision(t, s, 1000, op, "k", 9, 1, 1000, 3)
+		r := apply(s, 1000, op, "k", 9, 1, 1000, 1)
+		want := []Extra(nil)
+		if op == OpShape {
+			want = []Extra{{Name: "delay_ms", Value: 3000}}
+		}
+		if got := r.Extras[:r.NExtras]; !slices.Equal(got, want) {
+			t.Errorf("%v: extras %+v, want %+v", op, got, want)
+		}
 	}
 }

@@ -1,11 +1,11 @@
 package engine
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
 	"slices"
+
+	"github.com/rlserver/rlserver/internal/wire"
 )
 
 // appendEntry appends the canonical encoding of record i as of now: its
@@ -17,27 +17,20 @@ func appendEntry(b []byte, ks *keyspace, i int32, now int64) []byte {
 	kind := ks.kind(i)
 	key := ks.key(i)
 	b = append(b, byte(kind))
-	b = binary.AppendUvarint(b, uint64(len(key)))
-	b = append(b, key...)
-	for _, v := range ks.paramsOf(i) {
-		b = binary.AppendVarint(b, v)
-	}
-	for _, v := range ks.records.at(i).state {
-		b = binary.AppendVarint(b, v)
-	}
+	b = wire.AppendBytes(b, key)
+	params, state := ks.paramsOf(i), ks.records.at(i).state
+	b = wire.AppendVarints(b, params[:]...)
+	b = wire.AppendVarints(b, state[:]...)
 	var log []logEntry
 	if lk := kinds[kind].log; lk != nil {
 		log = lk.liveLog(ks, i, now)
 	}
-	b = binary.AppendUvarint(b, uint64(len(log)))
+	b = wire.AppendUvarint(b, uint64(len(log)))
 	for _, le := range log {
-		b = binary.AppendVarint(b, le.At)
-		b = binary.AppendVarint(b, le.N)
+		b = wire.AppendVarints(b, le.At, le.N)
 	}
 	if kind == KindString && ks.records.at(i).state[2] == 1 {
-		v := ks.value(i)
-		b = binary.AppendUvarint(b, uint64(len(v)))
-		b = append(b, v...)
+		b = wire.AppendString(b, ks.value(i))
 	}
 	return appendCollection(b, ks, i, kind)
 }
@@ -48,15 +41,15 @@ func appendCollection(b []byte, ks *keyspace, i int32, kind Kind) []byte {
 	switch kind {
 	case KindHash:
 		h := ks.hashes[i]
-		b = binary.AppendUvarint(b, uint64(len(h)))
+		b = wire.AppendUvarint(b, uint64(len(h)))
 		for _, f := range h {
-			b = AppendPacked(AppendPacked(b, []byte(f.name)), []byte(f.value))
+			b = wire.AppendString(wire.AppendString(b, f.name), f.value)
 		}
 	case KindList:
 		l := ks.lists[i]
-		b = binary.AppendUvarint(b, uint64(len(l)))
+		b = wire.AppendUvarint(b, uint64(len(l)))
 		for _, e := range l {
-			b = AppendPacked(b, []byte(e))
+			b = wire.AppendString(b, e)
 		}
 	}
 	return b
@@ -67,24 +60,24 @@ func (d *decoder) collection(ks *keyspace, i int32, kind Kind) {
 	if kind != KindHash && kind != KindList {
 		return
 	}
-	n := d.uvarint()
-	limit := uint64(MaxListLen)
+	n := d.Uvarint()
+	limit := uint64(maxListLen)
 	if kind == KindHash {
-		limit = MaxHashFields
+		limit = maxHashFields
 	}
-	if d.err == nil && (n == 0 || n > limit || n > uint64(len(d.b))) {
-		d.fail("bad collection length")
+	if d.Err() == nil && (n == 0 || n > limit || n > uint64(d.Len())) {
+		d.Fail("bad collection length")
 		return
 	}
 	var l []string
-	for j := uint64(0); j < n && d.err == nil; j++ {
+	for j := uint64(0); j < n && d.Err() == nil; j++ {
 		if kind == KindList {
-			l = append(l, string(d.bytes(MaxValue)))
+			l = append(l, string(d.Bytes(MaxValue)))
 			continue
 		}
-		name, value := d.bytes(MaxValue), d.bytes(MaxValue)
-		if d.err == nil && ks.hashField(i, name) >= 0 {
-			d.fail("a field twice")
+		name, value := d.Bytes(MaxValue), d.Bytes(MaxValue)
+		if d.Err() == nil && ks.hashField(i, name) >= 0 {
+			d.Fail("a field twice")
 		}
 		ks.putHashField(i, name, value)
 	}
@@ -102,14 +95,14 @@ func (d *decoder) collection(ks *keyspace, i int32, kind Kind) {
 //
 // b is first grown to the exact size of the snapshot, so that encoding a
 // large shard allocates its bytes once: grown as it fills, the buffer was
-// copied again and again (five times its size allocated, most of the time
-// spent copying), while the shard's applies wait for the snapshot.
+// copied again and again while the shard's applies waited for the snapshot
+// (docs/performance.md#memory, "Snapshots sized exactly").
 func (s *Shard) AppendSnapshot(b []byte) []byte {
 	ks := &s.keys
 	sections := s.appendSettings(s.appendLayout(nil))
 	b = slices.Grow(b, s.snapshotLen(len(sections)))
-	b = binary.AppendVarint(b, s.now)
-	b = binary.AppendUvarint(b, uint64(ks.records.len()))
+	b = wire.AppendVarint(b, s.now)
+	b = wire.AppendUvarint(b, uint64(ks.records.len()))
 	for i := range int32(ks.records.len()) {
 		if ks.records.at(i).params == 0 {
 			b = append(b, 0)
@@ -124,7 +117,7 @@ func (s *Shard) AppendSnapshot(b []byte) []byte {
 // sections bytes.
 func (s *Shard) snapshotLen(sections int) int {
 	ks := &s.keys
-	n := varintLen(s.now) + uvarintLen(uint64(ks.records.len())) + sections
+	n := wire.VarintLen(s.now) + wire.UvarintLen(uint64(ks.records.len())) + sections
 	var scratch []byte
 	for i := range int32(ks.records.len()) {
 		n += entryLen(ks, i, s.now, &scratch)
@@ -150,26 +143,14 @@ func entryLen(ks *keyspace, i int32, now int64, scratch *[]byte) int {
 	if r.klen == longKey {
 		klen = len(ks.long[i])
 	}
-	n := 1 + uvarintLen(uint64(klen)) + klen + 1 // kind, key, an empty log
+	n := 1 + wire.UvarintLen(uint64(klen)) + klen + 1 // kind, key, an empty log
 	for _, v := range ks.paramsOf(i) {
-		n += varintLen(v)
+		n += wire.VarintLen(v)
 	}
 	for _, v := range r.state {
-		n += varintLen(v)
+		n += wire.VarintLen(v)
 	}
 	return n
-}
-
-// uvarintLen and varintLen are the lengths binary.AppendUvarint and
-// binary.AppendVarint give v.
-func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
-
-func varintLen(v int64) int {
-	u := uint64(v) << 1
-	if v < 0 {
-		u = ^u
-	}
-	return uvarintLen(u)
 }
 
 // maxSnapshotKey bounds a key read from a snapshot.
@@ -192,17 +173,17 @@ func RestoreShard(b []byte, format int) (*Shard, error) {
 	if format < 1 || format > SnapshotFormat {
 		return nil, fmt.Errorf("%w: format %d", ErrCorruptSnapshot, format)
 	}
-	d := decoder{b: b}
+	d := decoder{wire.NewReader(b, ErrCorruptSnapshot)}
 	s := NewShard()
-	s.now = d.varint()
-	n := d.uvarint()
-	if d.err == nil && (s.now < 0 || s.now > MaxTime || n > uint64(len(b))) {
-		d.fail("clock or key count out of range")
+	s.now = d.Varint()
+	n := d.Uvarint()
+	if d.Err() == nil && (s.now < 0 || s.now > MaxTime || n > uint64(len(b))) {
+		d.Fail("clock or key count out of range")
 	}
 	var free []int32 // the free records, in record order
-	for i := uint64(0); i < n && d.err == nil; i++ {
-		if len(d.b) > 0 && d.b[0] == 0 {
-			d.b = d.b[1:]
+	for i := uint64(0); i < n && d.Err() == nil; i++ {
+		if d.Len() > 0 && d.Rest()[0] == 0 {
+			d.Byte()
 			free = append(free, s.keys.records.grow())
 			continue
 		}
@@ -212,100 +193,77 @@ func RestoreShard(b []byte, format int) (*Shard, error) {
 	case format >= 2:
 		d.sections(s, free)
 	case len(free) > 0:
-		d.fail("a free record in a format 1 snapshot")
+		d.Fail("a free record in a format 1 snapshot")
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("%d trailing bytes", len(d.b))
+	if d.Err() == nil && d.Len() != 0 {
+		d.failf("%d trailing bytes", d.Len())
 	}
-	if d.err != nil {
-		return nil, d.err
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
 	return s, nil
 }
 
-// decoder reads varints and bytes, remembering the first error.
-type decoder struct {
-	b   []byte
-	err error
-}
+// decoder reads a snapshot: the shard's parts, each a method, over one
+// wire.Reader whose errors wrap ErrCorruptSnapshot.
+type decoder struct{ wire.Reader }
 
-func (d *decoder) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s", ErrCorruptSnapshot, fmt.Sprintf(format, args...))
+// failf is Fail with a formatted message.
+func (d *decoder) failf(format string, args ...any) {
+	if d.Err() == nil {
+		d.Fail(fmt.Sprintf(format, args...))
 	}
-}
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("bad uvarint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
 }
 
 // entry decodes one key into s.
 func (d *decoder) entry(s *Shard) {
-	if len(d.b) == 0 {
-		d.fail("truncated")
+	if d.Len() == 0 {
+		d.Fail("truncated")
 		return
 	}
-	kind := Kind(d.b[0])
-	d.b = d.b[1:]
+	kind := Kind(d.Byte())
 	if kind == kindNone || kind >= kindCount {
-		d.fail("unknown kind %d", kind)
+		d.failf("unknown kind %d", kind)
 		return
 	}
 	keepsLog := kinds[kind].log != nil
-	klen := d.uvarint()
-	if d.err != nil || klen > maxSnapshotKey || klen > uint64(len(d.b)) {
-		d.fail("bad key length")
+	klen := d.Uvarint()
+	if d.Err() != nil || klen > maxSnapshotKey || klen > uint64(d.Len()) {
+		d.Fail("bad key length")
 		return
 	}
-	key := d.b[:klen]
-	d.b = d.b[klen:]
+	key := d.Next(int(klen))
 	var params, state [3]int64
 	for i := range params {
-		params[i] = d.varint()
+		params[i] = d.Varint()
 	}
 	for i := range state {
-		state[i] = d.varint()
+		state[i] = d.Varint()
 	}
-	nlog := d.uvarint()
-	if d.err == nil && (nlog > MaxLogLimit || (nlog > 0 && !keepsLog)) {
-		d.fail("bad log length")
+	nlog := d.Uvarint()
+	if d.Err() == nil && (nlog > MaxLogLimit || (nlog > 0 && !keepsLog)) {
+		d.Fail("bad log length")
 	}
 	var log []logEntry
-	if nlog > 0 && d.err == nil {
+	if nlog > 0 && d.Err() == nil {
 		log = make([]logEntry, nlog)
 		for i := range log {
-			log[i] = logEntry{At: d.varint(), N: d.varint()}
+			log[i] = logEntry{At: d.Varint(), N: d.Varint()}
 		}
 	}
 	var value []byte
 	if kind == KindString && state[2] == 1 {
-		value = d.bytes(MaxValue)
+		value = d.Bytes(MaxValue)
 	}
-	if d.err != nil {
+	if d.Err() != nil {
 		return
 	}
 	if !kinds[kind].valid(params, state, log) {
-		d.fail("key %q: invalid parameters or state", key)
+		d.failf("key %q: invalid parameters or state", key)
 		return
 	}
 	if s.keys.find(key) >= 0 {
-		d.fail("key %q twice", key)
+		d.failf("key %q twice", key)
 		return
 	}
 	i := s.keys.add(key, kind, params) // the next record: the free list is empty until the layout section
@@ -320,16 +278,4 @@ func (d *decoder) entry(s *Shard) {
 		s.keys.setValue(i, string(value), true)
 	}
 	d.collection(&s.keys, i, kind)
-}
-
-// bytes reads a length, at most limit, and that many bytes.
-func (d *decoder) bytes(limit uint64) []byte {
-	n := d.uvarint()
-	if d.err != nil || n > limit || n > uint64(len(d.b)) {
-		d.fail("bad length")
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
 }

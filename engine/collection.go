@@ -11,12 +11,12 @@ package engine
 
 // Bounds on hashes and lists.
 const (
-	// MaxHashFields bounds the fields of one hash: a limiter keeps a few,
+	// maxHashFields bounds the fields of one hash: a limiter keeps a few,
 	// and a hash is searched field by field.
-	MaxHashFields = 1024
-	// MaxListLen bounds the elements of one list: a moving window keeps
+	maxHashFields = 1024
+	// maxListLen bounds the elements of one list: a moving window keeps
 	// one per request in the window.
-	MaxListLen = 100_000
+	maxListLen = 100_000
 	// collEntrySize is what a field, a value or an element is charged
 	// beyond its bytes.
 	collEntrySize = 16

@@ -90,8 +90,8 @@ func TestHashesAndLists(t *testing.T) {
 
 func TestCollectionBounds(t *testing.T) {
 	s := NewShard()
-	fields := make([]string, 0, 2*(MaxHashFields+1))
-	for i := range MaxHashFields + 1 {
+	fields := make([]string, 0, 2*(maxHashFields+1))
+	for i := range maxHashFields + 1 {
 		fields = append(fields, itoa(int64(i)), "v")
 	}
 	if got := show(run(s, 0, vcmd(OpHSet, 0, "h", fields...))[0]); got != "-"+errHashFull.Msg {
@@ -243,13 +243,13 @@ func TestScriptCacheAndReplay(t *testing.T) {
 func TestEvalScriptsAreEvictedLeastRecentlyUsedFirst(t *testing.T) {
 	s := NewShard()
 	s.SetScripts(&fakeRunner{})
-	for i := range MaxEvalScripts + 2 {
+	for i := range maxEvalScripts + 2 {
 		run(s, 0, eval("push"+itoa(int64(i)), false, []string{"l"}, "x"))
 		if i == 0 {
 			run(s, 0, Command{Op: OpScriptLoad, Value: []byte("push0")}) // loaded: never evicted
 		}
 	}
-	if st := s.Stats(); st.Scripts != MaxEvalScripts+1 { // push0, loaded, and 500 more
+	if st := s.Stats(); st.Scripts != maxEvalScripts+1 { // push0, loaded, and 500 more
 		t.Fatalf("%d scripts cached", st.Scripts)
 	}
 	if r := run(s, 0, eval("push1", true, []string{"l"}, "x"))[0]; r.Err != ErrNoScript {

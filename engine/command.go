@@ -114,7 +114,7 @@ func (c *Command) EachKey(fn func(key []byte)) {
 	case OpEval:
 		n := int(c.Args[1])
 		j := 0
-		Unpacked(c.Value, func(s []byte) {
+		eachPacked(c.Value, func(s []byte) {
 			if j >= 1 && j <= n {
 				fn(s)
 			}

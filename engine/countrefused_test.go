@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"testing"
+
+	"github.com/rlserver/rlserver/internal/calendar"
 )
 
 // counting is a decision command with FlagCountRefused.
@@ -54,7 +56,7 @@ func TestCountRefusedWindows(t *testing.T) {
 			{1749, 1, Decision{Limit: 4, RetryAfter: 126, ResetAfter: 1251}},
 			{1875, 1, Decision{Allowed: true, Limit: 4, ResetAfter: 1125}},
 		}},
-		{"quota: a refused cost is counted in the period", OpQuota, []int64{2, int64(PeriodDay), 0}, []step{
+		{"quota: a refused cost is counted in the period", OpQuota, []int64{2, int64(calendar.Daily), 0}, []step{
 			{0, 2, Decision{Allowed: true, Limit: 2, ResetAfter: 86_400_000}},
 			{1000, 1, Decision{Limit: 2, RetryAfter: 86_399_000, ResetAfter: 86_399_000}},
 		}},
@@ -91,7 +93,7 @@ func TestRefusalsNotCountedWithoutTheFlag(t *testing.T) {
 func TestCountedRefusalCreatesAValidKey(t *testing.T) {
 	s := NewShard()
 	run(s, 0, counting(OpFixed, "f", 1, 1000, 0, 2), counting(OpSliding, "s", 1, 1000, 0, 2),
-		counting(OpQuota, "q", 1, int64(PeriodMonth), 0, 2))
+		counting(OpQuota, "q", 1, int64(calendar.Monthly), 0, 2))
 	if n := apply(s, 0, OpDBSize, "").Int; n != 3 {
 		t.Fatalf("keys: %d, want 3", n)
 	}

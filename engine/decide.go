@@ -15,7 +15,7 @@ package engine
 type verdict struct {
 	d         Decision
 	throttle  ThrottleReply // CL.THROTTLE's reply, instead of d
-	extra     int64         // RL.SHAPE's delay_ms or RL.ACQUIRE's lease_id
+	extra     int64         // the algorithm's extra field, if its row names one
 	granted   int64         // PARTIAL's granted
 	shadow    bool          // a shadow policy's check: always allowed
 	wouldDeny bool          // a shadow policy's check its policy would deny
@@ -47,9 +47,10 @@ func (s *Shard) decide(now int64, c *Command, r *Result) {
 	s.reply(c, v, r)
 }
 
-// reply fills r from a verdict and counts the decision.
+// reply fills r from a verdict and counts the decision. The extra fields
+// are in the order Result.Extras says; the algorithm's is its row's.
 func (s *Shard) reply(c *Command, v *verdict, r *Result) {
-	if c.Op == OpThrottle {
+	if c.Op.Spec().cellReply {
 		s.count(c, !v.throttle.Limited)
 		r.Type, r.Throttle = ResThrottle, v.throttle
 		return
@@ -62,11 +63,8 @@ func (s *Shard) reply(c *Command, v *verdict, r *Result) {
 	if c.Flags&FlagPartial != 0 {
 		r.addExtra("granted", v.granted)
 	}
-	switch v.kind {
-	case KindShape:
-		r.addExtra("delay_ms", v.extra)
-	case KindLease:
-		r.addExtra("lease_id", v.extra)
+	if name := kinds[v.kind].extra; name != "" {
+		r.addExtra(name, v.extra)
 	}
 	if v.policy != nil { // every RL.CHECK: RESP2 replies read by position
 		denied := int64(0)

@@ -69,7 +69,7 @@ func (s *Shard) hashCommand(now int64, c *Command, r *Result) {
 		if i < 0 {
 			return
 		}
-		Unpacked(c.Value, func(f []byte) {
+		eachPacked(c.Value, func(f []byte) {
 			if j := ks.hashField(i, f); j >= 0 {
 				ks.delHashField(i, j)
 				r.Int++
@@ -128,7 +128,7 @@ func (ks *keyspace) delHashField(i int32, j int) {
 
 // hset applies HSET and HMSET: Value packs field, value, field, value ...
 // It replies the fields added (HMSET: OK, FlagStatus). A hash that would
-// pass MaxHashFields is left as it was.
+// pass maxHashFields is left as it was.
 func (s *Shard) hset(now int64, c *Command, i int32, r *Result) {
 	ks := &s.keys
 	pairs := unpack(s.pairs[:0], c.Value)
@@ -140,7 +140,7 @@ func (s *Shard) hset(now int64, c *Command, i int32, r *Result) {
 			added++
 		}
 	}
-	if len(h)+added > MaxHashFields {
+	if len(h)+added > maxHashFields {
 		r.Type, r.Err = ResError, errHashFull
 		return
 	}
@@ -190,7 +190,7 @@ func (s *Shard) hincr(now int64, c *Command, i int32, r *Result) {
 		}
 	}
 	j := ks.hashField(i, field)
-	if j < 0 && len(ks.hashes[i]) >= MaxHashFields {
+	if j < 0 && len(ks.hashes[i]) >= maxHashFields {
 		r.Type, r.Err = ResError, errHashFull
 		return
 	}
@@ -225,7 +225,7 @@ func (s *Shard) hincr(now int64, c *Command, i int32, r *Result) {
 			r.Type, r.Err = ResError, errNaN
 			return
 		}
-		value = FormatFloat(nil, v)
+		value = formatFloat(nil, v)
 		r.Type, r.Text = ResBulk, string(value)
 	}
 	if i < 0 {
@@ -251,8 +251,8 @@ func parseFloat(s string) (float64, bool) {
 	return v, true
 }
 
-// FormatFloat appends v as Redis writes the result of INCRBYFLOAT: fixed
+// formatFloat appends v as Redis writes the result of INCRBYFLOAT: fixed
 // notation, with as few digits as read back exactly.
-func FormatFloat(b []byte, v float64) []byte {
+func formatFloat(b []byte, v float64) []byte {
 	return strconv.AppendFloat(b, v, 'f', -1, 64)
 }

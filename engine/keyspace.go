@@ -6,8 +6,8 @@ import "hash/maphash"
 // fixed-size record in a slice, with no pointers for the garbage collector
 // to chase; keys of up to inlineKey bytes live inside their record; the
 // parameters, which most keys share, are interned; and an open-addressing
-// index maps keys to records. At a million sliding-window keys that is about
-// 70 bytes a key, where a Go map of strings and a slot slice took 175.
+// index maps keys to records. What a key costs that way, against Redis and
+// the maps this replaced, is in docs/performance.md#memory.
 //
 // Records are numbered in the order they are created, reusing the number of
 // the latest removed key first, and expired records are reclaimed by a cursor
@@ -301,9 +301,10 @@ func (ks *keyspace) rekey(i int32, key []byte) {
 // It reads in two passes, every slot and then every record the slots name,
 // because a record's address is known only once its slot has arrived: in one
 // pass each command's record waited for its slot while the next commands'
-// reads queued behind it (BenchmarkSlidingBatch; docs/performance.md,
-// "Tenth round"). What it reads is kept only in touched, so that the
-// compiler keeps the reads; nothing depends on it.
+// reads queued behind it (measured in
+// docs/performance.md#tenth-round-two-reads-and-no-results-nobody-reads-2026-12-05).
+// What it reads is kept only in touched, so that the compiler keeps the
+// reads; nothing depends on it.
 func (ks *keyspace) prefetch(cmds []Command) {
 	var named [prefetchWindow]int32
 	cmds = cmds[:min(len(cmds), prefetchWindow)]
@@ -321,7 +322,7 @@ func (ks *keyspace) prefetch(cmds []Command) {
 		if r >= 0 {
 			// Both ends of the record: at 56 bytes, six records in eight
 			// span two cache lines, its state in one and its key in the
-			// other (docs/performance.md, "Eighth round").
+			// other (docs/performance.md#eighth-round-three-cuts-the-profile-named-2026-12-04-night).
 			rec := ks.records.at(r)
 			sum += int32(rec.state[0]) + int32(rec.key[inlineKey-1])
 		}

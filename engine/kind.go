@@ -46,6 +46,9 @@ type kindSpec struct {
 	// log is the kind as a logKeeper, nil when its records keep no log:
 	// asked once here rather than by a type assertion on every write.
 	log logKeeper
+	// extra is the extra field of its algorithm's replies (OpSpec.extra),
+	// found here from a verdict's kind.
+	extra string
 }
 
 // kinds is every kind, by value. The algorithms' rows come from the ops
@@ -62,7 +65,7 @@ var kinds = func() (t [kindCount]kindSpec) {
 				name = spec.Name
 			}
 			log, _ := spec.algo.(logKeeper)
-			t[spec.kind] = kindSpec{name, spec.algo, log}
+			t[spec.kind] = kindSpec{name, spec.algo, log, spec.extra}
 		}
 	}
 	return t

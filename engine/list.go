@@ -99,7 +99,7 @@ func (ks *keyspace) setList(i int32, l []string) {
 func (s *Shard) push(now int64, c *Command, i int32, r *Result) {
 	ks := &s.keys
 	n := packedCount(c.Value)
-	if len(ks.lists[i])+n > MaxListLen {
+	if len(ks.lists[i])+n > maxListLen {
 		r.Type, r.Err = ResError, errListFull
 		return
 	}
@@ -120,9 +120,9 @@ func (s *Shard) push(now int64, c *Command, i int32, r *Result) {
 		}
 		l = append(pushed, l...)
 	} else {
-		Unpacked(c.Value, func(e []byte) { l = append(l, string(e)) })
+		eachPacked(c.Value, func(e []byte) { l = append(l, string(e)) })
 	}
-	Unpacked(c.Value, func(e []byte) { ks.collLen += int64(len(e)) })
+	eachPacked(c.Value, func(e []byte) { ks.collLen += int64(len(e)) })
 	ks.collN += int64(n)
 	ks.lists[i] = l
 	r.Type, r.Int = ResInt, int64(len(l))

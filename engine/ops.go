@@ -120,82 +120,58 @@ type OpSpec struct {
 	// check verifies what the bounds of each parameter cannot: bounds
 	// across parameters, and what is not a number (a policy's name).
 	check func(c Command) error
-	// policyArgs, when set, writes the parameters as RL.POLICY SET takes
-	// them, for a policy's definition; by default, Params as numbers.
-	policyArgs func(b []byte, p [3]int64) []byte
+	// extra names the field a decision's reply has beyond the common five
+	// for the algorithm's verdict.extra ("" for none): RL.SHAPE's delay_ms,
+	// RL.ACQUIRE's lease_id.
+	extra string
+	// cellReply: the op answers with redis-cell's reply (verdict.throttle,
+	// ResThrottle) rather than the common Decision.
+	cellReply bool
+	// scripted: a script may ask for the op. The ops on one key (RENAME: on
+	// two) are, not those of the whole shard, nor a script.
+	scripted bool
 }
-
-// Param is one integer parameter of an op and its bounds.
-type Param struct {
-	Name     string
-	Min, Max int64
-	// Zero, when set, is the error for 0 where Min excludes it: redis-cell
-	// answers that a rate of zero is not supported, not that it is out of
-	// range.
-	Zero error
-}
-
-// Check returns nil when v is within p's bounds, and otherwise an error
-// (ErrParam) that names the parameter and its bounds.
-func (p Param) Check(v int64) error {
-	if v >= p.Min && v <= p.Max {
-		return nil
-	}
-	if v == 0 && p.Zero != nil {
-		return p.Zero
-	}
-	return paramError("%s must be an integer from %d to %d", p.Name, p.Min, p.Max)
-}
-
-// The parameters the decisions share.
-var (
-	pLimit    = Param{Name: "limit", Min: 1, Max: MaxCount}
-	pWindow   = Param{Name: "window_ms", Min: 1, Max: MaxDuration}
-	pCapacity = Param{Name: "capacity", Min: 1, Max: MaxCount}
-	pCost     = Param{Name: "cost", Min: -MaxCount, Max: MaxCount}
-)
 
 // ops describes every op, by value. An op without a row is unknown: an
 // entry that holds one was written by a newer rlserver.
 var ops = [opCount]OpSpec{
 	OpSliding: {Name: "rl.sliding", Word: "SLIDING", Params: []Param{pLimit, pWindow}, Cost: pCost,
-		Flags: FlagPartial | FlagCountRefused, kind: KindSliding, algo: slidingAlgorithm{}, check: checkCountRefused},
+		Flags: FlagPartial | FlagCountRefused, kind: KindSliding, algo: slidingAlgorithm{}, check: checkCountRefused, scripted: true},
 	OpFixed: {Name: "rl.fixed", Word: "FIXED", Params: []Param{pLimit, pWindow}, Cost: pCost,
-		Flags: FlagPartial | FlagCountRefused, kind: KindFixed, algo: fixedAlgorithm{}, check: checkCountRefused},
-	OpLog: {Name: "rl.log", Word: "LOG", Params: []Param{{Name: "limit", Min: 1, Max: MaxLogLimit}, pWindow}, Cost: pCost,
-		Flags: FlagPartial, kind: KindLog, algo: logAlgorithm{}},
+		Flags: FlagPartial | FlagCountRefused, kind: KindFixed, algo: fixedAlgorithm{}, check: checkCountRefused, scripted: true},
+	OpLog: {Name: "rl.log", Word: "LOG", Params: []Param{{Name: "limit", Min: 1, Max: MaxLogLimit, Role: RoleUnits}, pWindow}, Cost: pCost,
+		Flags: FlagPartial, kind: KindLog, algo: logAlgorithm{}, scripted: true},
 	OpToken: {Name: "rl.token", Word: "TOKEN", Params: tokenParams, Cost: pCost,
-		Flags: FlagPartial, kind: KindToken, algo: bucketAlgorithm{OpToken},
-		check: drainCheck("capacity * refill_ms / refill_tokens", false)},
+		Flags: FlagPartial, kind: KindToken, algo: bucketFor(OpToken, tokenParams, tokensLeft),
+		check: drainCheck(tokenParams, "capacity * refill_ms / refill_tokens"), scripted: true},
 	OpLeaky: {Name: "rl.leaky", Word: "LEAKY", Params: leakyParams, Cost: pCost,
-		Flags: FlagPartial, kind: KindLeaky, algo: bucketAlgorithm{OpLeaky},
-		check: drainCheck("capacity * leak_ms / leak_tokens", false)},
+		Flags: FlagPartial, kind: KindLeaky, algo: bucketFor(OpLeaky, leakyParams, levelHeld),
+		check: drainCheck(leakyParams, "capacity * leak_ms / leak_tokens"), scripted: true},
 	OpGCRA: {Name: "rl.gcra", Word: "GCRA", Params: gcraParams, Cost: pCost,
-		Flags: FlagPartial, kind: KindGCRA, algo: bucketAlgorithm{OpGCRA},
-		check: drainCheck("(burst + 1) * period_ms / count", true)},
+		Flags: FlagPartial, kind: KindGCRA, algo: bucketFor(OpGCRA, gcraParams, arrivalTime),
+		check: drainCheck(gcraParams, "(burst + 1) * period_ms / count"), scripted: true},
 	OpShape: {Name: "rl.shape", Word: "SHAPE", Params: leakyParams, Cost: pCost,
-		Flags: FlagPartial, kind: KindShape, algo: bucketAlgorithm{OpShape},
-		check: drainCheck("capacity * leak_ms / leak_tokens", false)},
+		Flags: FlagPartial, kind: KindShape, algo: bucketFor(OpShape, leakyParams, queueAhead), extra: "delay_ms",
+		check: drainCheck(leakyParams, "capacity * leak_ms / leak_tokens"), scripted: true},
 	OpQuota: {Name: "rl.quota", Word: "QUOTA", Params: quotaParams, Cost: pCost,
-		Flags: FlagPartial | FlagCountRefused, kind: KindQuota, algo: quotaAlgorithm{}, policyArgs: appendQuotaArgs,
-		check: checkCountRefused},
+		Flags: FlagPartial | FlagCountRefused, kind: KindQuota, algo: quotaAlgorithm{}, check: checkCountRefused, scripted: true},
 	OpThrottle: {Name: "cl.throttle", Params: throttleParams, Cost: Param{Name: "quantity", Max: MaxCount},
-		kind: KindThrottle, algo: throttleAlgorithm{}, check: checkThrottle},
+		kind: KindThrottle, algo: throttleAlgorithm{}, check: checkThrottle, cellReply: true, scripted: true},
 	OpAcquire: {Name: "rl.acquire", Params: leaseParams, Cost: Param{Name: "cost", Max: 1},
-		kind: KindLease, typeName: "rl.lease", algo: leaseAlgorithm{}},
-	OpCheck: {Name: "rl.check", Cost: pCost, Flags: FlagPartial, check: checkPolicyName},
-	OpAll:   {Name: "rl.all", Params: []Param{{Name: "limits", Min: 1, Max: MaxAllLimits}}, Cost: pCost},
+		kind: KindLease, typeName: "rl.lease", algo: leaseAlgorithm{}, extra: "lease_id", scripted: true},
+	OpCheck: {Name: "rl.check", Cost: pCost, Flags: FlagPartial, check: checkPolicyName, scripted: true},
+	OpAll:   {Name: "rl.all", Params: []Param{{Name: "limits", Min: 1, Max: MaxAllLimits}}, Cost: pCost, scripted: true},
 
 	// The ops that are not decisions take no parameters, or bounds that
 	// only keep a command read from a log from misleading a shard.
-	OpRelease:    {Params: []Param{{Name: "lease_id", Min: 1, Max: math.MaxInt64}}},
-	OpDel:        {},
-	OpExists:     {},
-	OpType:       {},
-	OpPTTL:       {},
-	OpTTL:        {},
-	OpInfo:       {},
-	OpUsage:      {},
+	OpRelease:    {Params: []Param{{Name: "lease_id", Min: 1, Max: math.MaxInt64}}, scripted: true},
+	OpDel:        {scripted: true},
+	OpExists:     {scripted: true},
+	OpType:       {scripted: true},
+	OpPTTL:       {scripted: true},
+	OpTTL:        {scripted: true},
+	OpInfo:       {scripted: true},
+	OpUsage:      {scripted: true},
 	OpDBSize:     {},
 	OpFlush:      {},
 	OpDigest:     {},
@@ -205,29 +181,29 @@ var ops = [opCount]OpSpec{
 	OpPolicySet:  {Flags: FlagShadow}, // check: set in init, as it reads this table
 	OpPolicyDel:  {check: checkPolicyName},
 	OpPolicyList: {check: checkPolicyListName},
-	OpGet:        {},
-	OpSet:        {Flags: FlagNX | FlagXX | FlagKeepTTL | FlagGet, check: checkSet},
-	OpIncrBy:     {},
-	OpExpire:     {Flags: FlagNX | FlagXX | FlagGT | FlagLT, check: checkExpire},
+	OpGet:        {scripted: true},
+	OpSet:        {Flags: FlagNX | FlagXX | FlagKeepTTL | FlagGet, check: checkSet, scripted: true},
+	OpIncrBy:     {scripted: true},
+	OpExpire:     {Flags: FlagNX | FlagXX | FlagGT | FlagLT, check: checkExpire, scripted: true},
 	OpMemoryLimit: {Params: []Param{{Name: "bytes", Max: math.MaxInt64},
 		{Name: "policy", Max: int64(memoryPolicies) - 1}}},
 
-	OpHGet:         {},
-	OpHSet:         {Flags: FlagStatus, check: packedCheck(2, 2)},
-	OpHMGet:        {check: packedCheck(1, 1)},
-	OpHIncrBy:      {},
-	OpHIncrByFloat: {check: packedCheck(2, 0)},
-	OpHDel:         {check: packedCheck(1, 1)},
-	OpHExists:      {},
-	OpHGetAll:      {},
-	OpHLen:         {},
-	OpPush:         {Flags: FlagRight, check: packedCheck(1, 1)},
-	OpPop:          {Flags: FlagRight, Params: []Param{{Name: "count", Max: math.MaxInt64}, {Name: "counted", Max: 1}}},
-	OpLIndex:       {},
-	OpLRange:       {},
-	OpLTrim:        {},
-	OpLLen:         {},
-	OpRename:       {Flags: FlagNX},
+	OpHGet:         {scripted: true},
+	OpHSet:         {Flags: FlagStatus, check: packedCheck(2, 2), scripted: true},
+	OpHMGet:        {check: packedCheck(1, 1), scripted: true},
+	OpHIncrBy:      {scripted: true},
+	OpHIncrByFloat: {check: packedCheck(2, 0), scripted: true},
+	OpHDel:         {check: packedCheck(1, 1), scripted: true},
+	OpHExists:      {scripted: true},
+	OpHGetAll:      {scripted: true},
+	OpHLen:         {scripted: true},
+	OpPush:         {Flags: FlagRight, check: packedCheck(1, 1), scripted: true},
+	OpPop:          {Flags: FlagRight, Params: []Param{{Name: "count", Max: math.MaxInt64}, {Name: "counted", Max: 1}}, scripted: true},
+	OpLIndex:       {scripted: true},
+	OpLRange:       {scripted: true},
+	OpLTrim:        {scripted: true},
+	OpLLen:         {scripted: true},
+	OpRename:       {Flags: FlagNX, scripted: true},
 	OpEval: {Flags: FlagSHA | FlagReadOnly, Params: []Param{{Name: "runtime", Min: ScriptRuntime, Max: ScriptRuntime},
 		{Name: "numkeys", Max: math.MaxInt32}}, check: checkEval},
 	OpScriptLoad:   {},
@@ -266,18 +242,8 @@ func (op Op) kind() Kind { return op.Spec().kind }
 // decides reports whether op is a decision: counted allowed or denied.
 func (op Op) decides() bool { return op.Spec().algo != nil || op == OpCheck }
 
-// fromScript reports whether a script may call op: the ops on one key (or,
-// for RENAME, two), not those of the whole shard, nor another script.
-func (op Op) fromScript() bool {
-	switch {
-	case op.decides(), op == OpAll, op == OpRelease, op == OpDel, op == OpExists, op == OpType,
-		op == OpPTTL, op == OpTTL, op == OpInfo, op == OpUsage:
-		return true
-	case op >= OpGet && op <= OpExpire, op >= OpHGet && op <= OpRename:
-		return true
-	}
-	return false
-}
+// fromScript reports whether a script may call op, as its row says.
+func (op Op) fromScript() bool { return op.Spec().scripted }
 
 // Ops calls fn for every op a command asks for, in op order.
 func Ops(fn func(op Op, spec *OpSpec)) {

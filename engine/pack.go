@@ -1,6 +1,11 @@
 package engine
 
-import "encoding/binary"
+import (
+	"errors"
+	"math"
+
+	"github.com/rlserver/rlserver/internal/wire"
+)
 
 // Commands that take several strings (HSET's fields and values, LPUSH's
 // elements, a script's keys and arguments) carry them packed in
@@ -9,16 +14,13 @@ import "encoding/binary"
 // MaxValue.
 
 // AppendPacked appends s to b, packed.
-func AppendPacked(b []byte, s []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
+func AppendPacked(b []byte, s []byte) []byte { return wire.AppendBytes(b, s) }
 
 // Pack packs every string of ss into one value.
 func Pack(ss [][]byte) []byte {
 	n := 0
 	for _, s := range ss {
-		n += len(s) + binary.MaxVarintLen32
+		n += wire.UvarintLen(uint64(len(s))) + len(s)
 	}
 	b := make([]byte, 0, n)
 	for _, s := range ss {
@@ -27,10 +29,10 @@ func Pack(ss [][]byte) []byte {
 	return b
 }
 
-// Unpacked calls fn with each string packed in v, in order, and returns
+// eachPacked calls fn with each string packed in v, in order, and returns
 // false if v is not a packing (a command read from a log is checked with
 // it before it reaches a shard). The strings alias v.
-func Unpacked(v []byte, fn func(s []byte)) bool {
+func eachPacked(v []byte, fn func(s []byte)) bool {
 	for len(v) > 0 {
 		s, rest, ok := nextPacked(v)
 		if !ok {
@@ -47,12 +49,17 @@ func Unpacked(v []byte, fn func(s []byte)) bool {
 // nextPacked splits the first string packed in v from the rest; ok is false
 // if v does not start with one.
 func nextPacked(v []byte) (s, rest []byte, ok bool) {
-	n, w := binary.Uvarint(v)
-	if w <= 0 || n > uint64(len(v)-w) {
+	r := wire.NewReader(v, errNotPacked)
+	s = r.Bytes(math.MaxUint64)
+	if r.Err() != nil {
 		return nil, v, false
 	}
-	return v[w : w+int(n)], v[w+int(n):], true
+	return s, r.Rest(), true
 }
+
+// errNotPacked is what reading a value that is not a packing fails with;
+// nextPacked says no more than that.
+var errNotPacked = errors.New("not a packing")
 
 // packedCount is the number of strings packed in v, -1 if v is not a
 // packing.
@@ -71,7 +78,7 @@ func packedCount(v []byte) int {
 // unpack returns the strings packed in v (which must be a packing),
 // appended to dst.
 func unpack(dst [][]byte, v []byte) [][]byte {
-	Unpacked(v, func(s []byte) { dst = append(dst, s) })
+	eachPacked(v, func(s []byte) { dst = append(dst, s) })
 	return dst
 }
 

@@ -37,8 +37,8 @@ type policy struct {
 	checks, denied, shadowDenied int64
 }
 
-// MaxPolicyName bounds a policy's name.
-const MaxPolicyName = 200
+// maxPolicyName bounds a policy's name.
+const maxPolicyName = 200
 
 // policyOp reports whether op is a decision a policy may run: those with a
 // Word. CL.THROTTLE has its own reply, and leases need their id back.
@@ -46,7 +46,7 @@ func policyOp(op Op) bool { return op.Known() && op.Spec().Word != "" }
 
 // checkPolicyName checks the name RL.CHECK, RL.POLICY DEL and GET take.
 func checkPolicyName(c Command) error {
-	if !ValidPolicyName(c.Value) {
+	if !validPolicyName(c.Value) {
 		return errPolicyName
 	}
 	return nil
@@ -74,8 +74,8 @@ func checkPolicySet(c Command) error {
 	return run.Check()
 }
 
-// errPolicyName is the error for a name ValidPolicyName refuses.
-var errPolicyName = paramError("a policy name is 1 to %d letters, digits or _ - . /", MaxPolicyName)
+// errPolicyName is the error for a name validPolicyName refuses.
+var errPolicyName = paramError("a policy name is 1 to %d letters, digits or _ - . /", maxPolicyName)
 
 // evaluateCheck evaluates RL.CHECK: the policy named by c.Value, applied to
 // c's key with c's cost.
@@ -192,18 +192,23 @@ func (s *Shard) policyNames() []string {
 }
 
 // String is the definition as RL.POLICY SET takes it, after the name:
-// "SLIDING 100 60000", "QUOTA 1000000 MONTH OFFSET 180", "... SHADOW".
+// "SLIDING 100 60000", "QUOTA 1000000 MONTH OFFSET 180", "... SHADOW". Each
+// parameter is written as its row says the command takes it.
 func (p definition) String() string {
 	spec := p.op.Spec()
-	b := append([]byte(spec.Word), ' ')
-	if spec.policyArgs != nil {
-		b = spec.policyArgs(b, p.params)
-	} else {
-		for i := range spec.Params {
-			if i > 0 {
-				b = append(b, ' ')
-			}
-			b = strconv.AppendInt(b, p.params[i], 10)
+	b := []byte(spec.Word)
+	for i := range spec.Params {
+		param := &spec.Params[i]
+		v := p.params[i]
+		switch {
+		case param.Keyword != "" && v == 0: // left out
+		case param.Keyword != "":
+			b = append(append(append(b, ' '), param.Keyword...), ' ')
+			b = strconv.AppendInt(b, v/max(param.Unit, 1), 10)
+		case param.Words != nil:
+			b = append(append(b, ' '), param.word(v)...)
+		default:
+			b = strconv.AppendInt(append(b, ' '), v, 10)
 		}
 	}
 	if p.shadow {

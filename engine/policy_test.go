@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"testing"
+
+	"github.com/rlserver/rlserver/internal/calendar"
 )
 
 func setPolicy(t *testing.T, s *Shard, name string, op Op, shadow bool, params ...int64) {
@@ -131,7 +133,7 @@ func TestPolicyErrorsListAndDelete(t *testing.T) {
 	if r := check(s, 1000, "nope", "k", 1); !errors.Is(r.Err, ErrNoPolicy) || r.Err.Error() != "no such policy 'nope'" {
 		t.Fatalf("unknown policy: %+v", r)
 	}
-	setPolicy(t, s, "b", OpQuota, false, 1_000_000, int64(PeriodMonth), 180*60_000)
+	setPolicy(t, s, "b", OpQuota, false, 1_000_000, int64(calendar.Monthly), 180*60_000)
 	setPolicy(t, s, "a", OpGCRA, false, 4, 1, 1000)
 	list := run(s, 0, Command{Op: OpPolicyList})[0].Fields
 	if len(list) != 2 || list[0] != (Field{Name: "a", Text: "GCRA 4 1 1000"}) || list[1] != (Field{Name: "b", Text: "QUOTA 1000000 MONTH OFFSET 180"}) {

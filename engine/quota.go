@@ -1,58 +1,29 @@
 package engine
 
 import (
-	"strconv"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/calendar"
 )
 
-// Period is RL.QUOTA's calendar period.
-type Period int64
-
-// The periods. Weeks are ISO weeks, starting on Monday.
-const (
-	PeriodDay Period = iota + 1
-	PeriodWeek
-	PeriodMonth
-	PeriodYear
-)
-
-// PeriodNames are the periods' names in RL.QUOTA.
-var PeriodNames = map[Period]string{PeriodDay: "DAY", PeriodWeek: "WEEK", PeriodMonth: "MONTH", PeriodYear: "YEAR"}
-
-// MaxQuotaOffset bounds a quota's offset from UTC: the time zones in use
+// maxQuotaOffset bounds a quota's offset from UTC: the time zones in use
 // span UTC-12 to UTC+14.
-const MaxQuotaOffset = 14 * 3600 * 1000
+const maxQuotaOffset = 14 * 3600 * 1000
 
 // quota counts units in calendar periods: days, weeks, months or years, in
 // UTC shifted by Offset (ms east of UTC, e.g. +03:00 is 10,800,000), so that
 // "a million requests a month" resets when the month turns, not 30 days
 // after the first request.
 type quota struct {
-	Limit  int64  // units per period, 1..MaxCount
-	Period Period // PeriodDay .. PeriodYear
-	Offset int64  // ms east of UTC, -MaxQuotaOffset..MaxQuotaOffset
+	Limit  int64           // units per period, 1..MaxCount
+	Period calendar.Period // calendar.Daily .. calendar.Yearly
+	Offset int64           // ms east of UTC, -maxQuotaOffset..maxQuotaOffset
 }
 
 // bounds returns the start and end (ms, end excluded) of the period that
 // contains now.
 func (q quota) bounds(now int64) (start, end int64) {
-	t := time.UnixMilli(now + q.Offset).UTC()
-	y, m, d := t.Date()
-	var from, to time.Time
-	switch q.Period {
-	case PeriodDay:
-		from = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
-		to = from.AddDate(0, 0, 1)
-	case PeriodWeek:
-		from = time.Date(y, m, d-(int(t.Weekday())+6)%7, 0, 0, 0, 0, time.UTC)
-		to = from.AddDate(0, 0, 7)
-	case PeriodMonth:
-		from = time.Date(y, m, 1, 0, 0, 0, 0, time.UTC)
-		to = from.AddDate(0, 1, 0)
-	default:
-		from = time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC)
-		to = from.AddDate(1, 0, 0)
-	}
+	from, to := q.Period.Containing(time.UnixMilli(now + q.Offset).UTC())
 	return from.UnixMilli() - q.Offset, to.UnixMilli() - q.Offset
 }
 
@@ -108,31 +79,30 @@ func (q quota) refund(st windowCount, now, n int64) windowCount {
 type quotaAlgorithm struct{}
 
 // quotaParams are RL.QUOTA's parameters as a command holds them: the period
-// as a Period, the offset in ms (the command takes minutes).
+// as a calendar.Period, which the command names by its word, and the offset
+// in ms, which the command takes in minutes after OFFSET, or not at all.
 var quotaParams = []Param{
 	pLimit,
-	{Name: "period", Min: int64(PeriodDay), Max: int64(PeriodYear)},
-	{Name: "offset_ms", Min: -MaxQuotaOffset, Max: MaxQuotaOffset},
+	{Name: "period", Min: int64(calendar.Daily), Max: int64(calendar.Yearly), Role: RolePeriod, Words: periodWords()},
+	{Name: "offset_ms", Min: -maxQuotaOffset, Max: maxQuotaOffset, Keyword: "OFFSET", Unit: 60_000},
 }
 
-// appendQuotaArgs writes a quota's parameters as RL.POLICY SET takes them:
-// "1000000 MONTH OFFSET 180".
-func appendQuotaArgs(b []byte, p [3]int64) []byte {
-	b = strconv.AppendInt(b, p[0], 10)
-	b = append(append(b, ' '), PeriodNames[Period(p[1])]...)
-	if p[2] != 0 {
-		b = strconv.AppendInt(append(b, " OFFSET "...), p[2]/60_000, 10)
+// periodWords are the periods' words, from the first period to the last.
+func periodWords() []string {
+	var w []string
+	for p := calendar.Daily; p <= calendar.Yearly; p++ {
+		w = append(w, p.String())
 	}
-	return b
+	return w
 }
 
 func (ks *keyspace) quota(i int32) (quota, windowCount) {
 	p, st := ks.paramsOf(i), &ks.records.at(i).state
-	return quota{Limit: p[0], Period: Period(p[1]), Offset: p[2]}, windowCount{Start: st[0], Count: st[1]}
+	return quota{Limit: p[0], Period: calendar.Period(p[1]), Offset: p[2]}, windowCount{Start: st[0], Count: st[1]}
 }
 
 func (quotaAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cost int64, v *verdict) {
-	q := quota{Limit: p[0], Period: Period(p[1]), Offset: p[2]}
+	q := quota{Limit: p[0], Period: calendar.Period(p[1]), Offset: p[2]}
 	var st windowCount
 	converted := false
 	if i >= 0 {
@@ -159,7 +129,7 @@ func (quotaAlgorithm) expiresAt(ks *keyspace, i int32) int64 {
 func (quotaAlgorithm) describe(ks *keyspace, i int32, now int64, f []Field) []Field {
 	q, st := ks.quota(i)
 	_, d := q.decide(st, now, 0)
-	f = append(f, Field{Name: "limit", Int: q.Limit}, Field{Name: "period", Text: PeriodNames[q.Period]},
+	f = append(f, Field{Name: "limit", Int: q.Limit}, Field{Name: "period", Text: q.Period.String()},
 		Field{Name: "offset_minutes", Int: q.Offset / 60_000}, Field{Name: "count", Int: q.Limit - d.Remaining})
 	return budgetFields(f, d, ks.expiresAt(i)-now)
 }
@@ -167,6 +137,6 @@ func (quotaAlgorithm) describe(ks *keyspace, i int32, now int64, f []Field) []Fi
 // valid checks the stored count: a period starts before its first instant
 // by up to a year and an offset.
 func (quotaAlgorithm) valid(params, st [3]int64, _ []logEntry) bool {
-	return validArgs(OpQuota, params) && st[0] >= -(366*24*3600*1000+MaxQuotaOffset) && st[0] <= MaxTime &&
+	return validArgs(OpQuota, params) && st[0] >= -(calendar.Yearly.Longest().Milliseconds()+maxQuotaOffset) && st[0] <= MaxTime &&
 		validCount(st[1]) && st[2] == 0
 }

@@ -1,6 +1,10 @@
 package engine
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/rlserver/rlserver/internal/calendar"
+)
 
 // A negative cost gives units back, never beyond a full budget.
 func TestRefundsGiveBackUpToFull(t *testing.T) {
@@ -17,7 +21,7 @@ func TestRefundsGiveBackUpToFull(t *testing.T) {
 		{"leaky", OpLeaky, []int64{5, 1, 1000}},
 		{"gcra", OpGCRA, []int64{4, 1, 1000}},
 		{"shape", OpShape, []int64{5, 1, 1000}},
-		{"quota", OpQuota, []int64{5, int64(PeriodDay), 0}},
+		{"quota", OpQuota, []int64{5, int64(calendar.Daily), 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewShard()

@@ -107,7 +107,7 @@ var (
 	ErrNotFromScript = &Error{CodeScript, "ERR This Redis command is not allowed from script"}
 	// ErrNoRunner answers a script on a shard that was given no runner.
 	ErrNoRunner = &Error{CodeScript, "ERR scripting is not enabled on this server"}
-	// ErrScriptCacheFull refuses a SCRIPT LOAD past MaxScripts.
+	// ErrScriptCacheFull refuses a SCRIPT LOAD past maxScripts.
 	ErrScriptCacheFull = &Error{CodeParam, "the script cache holds at most 10000 scripts: SCRIPT FLUSH first"}
 )
 
@@ -198,7 +198,7 @@ func (s *Shard) scriptCommand(now int64, c *Command, r *Result) {
 	case OpScriptExists:
 		n := packedCount(c.Value)
 		vs := append(make([]resp.Value, 0, 1+n), resp.Array(n))
-		Unpacked(c.Value, func(sha []byte) {
+		eachPacked(c.Value, func(sha []byte) {
 			held := int64(0)
 			if _, ok := s.scripts.byName[string(sha)]; ok {
 				held = 1
@@ -221,7 +221,7 @@ func checkEval(c Command) error {
 	}
 	if c.Flags&FlagSHA != 0 {
 		var sha []byte
-		Unpacked(c.Value, func(s []byte) {
+		eachPacked(c.Value, func(s []byte) {
 			if sha == nil {
 				sha = s
 			}

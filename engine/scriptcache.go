@@ -1,8 +1,9 @@
 package engine
 
 import (
-	"encoding/binary"
 	"slices"
+
+	"github.com/rlserver/rlserver/internal/wire"
 )
 
 // The script cache is replicated state, kept in every shard as the
@@ -18,11 +19,11 @@ import (
 
 // Bounds on the cache of one shard.
 const (
-	// MaxScripts bounds the scripts loaded with SCRIPT LOAD.
-	MaxScripts = 10_000
-	// MaxEvalScripts bounds the scripts cached by EVAL, as Redis 7.4
+	// maxScripts bounds the scripts loaded with SCRIPT LOAD.
+	maxScripts = 10_000
+	// maxEvalScripts bounds the scripts cached by EVAL, as Redis 7.4
 	// bounds them: past it the least recently used goes.
-	MaxEvalScripts = 500
+	maxEvalScripts = 500
 	// scriptOverhead is what a cached script is charged beyond its body.
 	scriptOverhead = 128
 )
@@ -70,7 +71,7 @@ func (s *Shard) cacheScript(sha string, body []byte, loaded bool) error {
 		sc.used = c.uses
 		return nil
 	}
-	if loaded && c.loaded >= MaxScripts {
+	if loaded && c.loaded >= maxScripts {
 		return ErrScriptCacheFull
 	}
 	size := int64(len(body)) + scriptOverhead
@@ -83,7 +84,7 @@ func (s *Shard) cacheScript(sha string, body []byte, loaded bool) error {
 	c.bytes += size
 	if loaded {
 		c.loaded++
-	} else if len(c.byName)-c.loaded > MaxEvalScripts {
+	} else if len(c.byName)-c.loaded > maxEvalScripts {
 		c.evictOne()
 	}
 	return nil
@@ -117,18 +118,13 @@ func (c *scriptCache) appendScripts(b []byte) []byte {
 		names = append(names, sha)
 	}
 	slices.Sort(names)
-	b = binary.AppendUvarint(b, c.uses)
-	b = binary.AppendUvarint(b, uint64(len(names)))
+	b = wire.AppendUvarint(b, c.uses)
+	b = wire.AppendUvarint(b, uint64(len(names)))
 	for _, sha := range names {
 		sc := c.byName[sha]
-		b = binary.AppendUvarint(b, uint64(len(sc.body)))
-		b = append(b, sc.body...)
-		loaded := byte(0)
-		if sc.loaded {
-			loaded = 1
-		}
-		b = append(b, loaded)
-		b = binary.AppendUvarint(b, sc.used)
+		b = wire.AppendBytes(b, sc.body)
+		b = wire.AppendBool(b, sc.loaded)
+		b = wire.AppendUvarint(b, sc.used)
 	}
 	return b
 }
@@ -136,24 +132,23 @@ func (c *scriptCache) appendScripts(b []byte) []byte {
 // scripts decodes the scripts section into s.
 func (d *decoder) scripts(s *Shard) {
 	c := newScriptCache()
-	c.uses = d.uvarint()
-	n := d.uvarint()
-	if d.err == nil && (n == 0 || n > MaxScripts+MaxEvalScripts+1 || n > uint64(len(d.b))) {
-		d.fail("bad script count")
+	c.uses = d.Uvarint()
+	n := d.Uvarint()
+	if d.Err() == nil && (n == 0 || n > maxScripts+maxEvalScripts+1 || n > uint64(d.Len())) {
+		d.Fail("bad script count")
 		return
 	}
-	for j := uint64(0); j < n && d.err == nil; j++ {
-		body := d.bytes(MaxValue)
-		if d.err != nil || len(d.b) == 0 || d.b[0] > 1 {
-			d.fail("bad script")
+	for j := uint64(0); j < n && d.Err() == nil; j++ {
+		body := d.Bytes(MaxValue)
+		if d.Err() != nil || d.Len() == 0 || d.Rest()[0] > 1 {
+			d.Fail("bad script")
 			return
 		}
-		sc := &cachedScript{body: slices.Clone(body), loaded: d.b[0] == 1}
-		d.b = d.b[1:]
-		sc.used = d.uvarint()
+		sc := &cachedScript{body: slices.Clone(body), loaded: d.Byte() == 1}
+		sc.used = d.Uvarint()
 		sha := SHA1Hex(body)
 		if _, dup := c.byName[sha]; dup || sc.used > c.uses {
-			d.fail("script %s twice or used in the future", sha)
+			d.failf("script %s twice or used in the future", sha)
 			return
 		}
 		c.byName[sha] = sc
@@ -162,8 +157,8 @@ func (d *decoder) scripts(s *Shard) {
 			c.loaded++
 		}
 	}
-	if d.err == nil && (c.loaded > MaxScripts || len(c.byName)-c.loaded > MaxEvalScripts) {
-		d.fail("too many scripts")
+	if d.Err() == nil && (c.loaded > maxScripts || len(c.byName)-c.loaded > maxEvalScripts) {
+		d.Fail("too many scripts")
 		return
 	}
 	s.scripts = c

@@ -1,8 +1,9 @@
 package engine
 
 import (
-	"encoding/binary"
 	"slices"
+
+	"github.com/rlserver/rlserver/internal/wire"
 )
 
 // A snapshot's keys are followed by sections, each a tag byte and its
@@ -30,19 +31,19 @@ const (
 func (s *Shard) appendLayout(b []byte) []byte {
 	ks := &s.keys
 	b = append(b, sectionLayout)
-	b = binary.AppendUvarint(b, uint64(len(ks.free)))
+	b = wire.AppendUvarint(b, uint64(len(ks.free)))
 	for _, i := range ks.free {
-		b = binary.AppendUvarint(b, uint64(i))
+		b = wire.AppendUvarint(b, uint64(i))
 	}
-	b = binary.AppendUvarint(b, uint64(ks.sweep))
-	return binary.AppendUvarint(b, uint64(s.evictCursor))
+	b = wire.AppendUvarint(b, uint64(ks.sweep))
+	return wire.AppendUvarint(b, uint64(s.evictCursor))
 }
 
 // appendSettings appends the policies and memory sections, when there is
 // something to say.
 func (s *Shard) appendSettings(b []byte) []byte {
 	if s.memLimit != 0 || s.memPolicy != NoEviction {
-		b = binary.AppendUvarint(append(b, sectionMemory), uint64(s.memLimit))
+		b = wire.AppendUvarint(append(b, sectionMemory), uint64(s.memLimit))
 		b = append(b, byte(s.memPolicy))
 	}
 	if len(s.policies) > 0 {
@@ -58,57 +59,49 @@ func (s *Shard) appendSettings(b []byte) []byte {
 // then each one's name, op, parameters, shadow mode and previous op.
 func (s *Shard) appendPolicies(b []byte) []byte {
 	names := s.policyNames()
-	b = binary.AppendUvarint(b, uint64(len(names)))
+	b = wire.AppendUvarint(b, uint64(len(names)))
 	for _, n := range names {
 		p := s.policies[n]
-		b = binary.AppendUvarint(b, uint64(len(n)))
-		b = append(b, n...)
+		b = wire.AppendString(b, n)
 		b = append(b, byte(p.op))
 		for _, v := range p.params {
-			b = binary.AppendVarint(b, v)
+			b = wire.AppendVarint(b, v)
 		}
-		shadow := byte(0)
-		if p.shadow {
-			shadow = 1
-		}
-		b = append(b, shadow, byte(p.previous))
+		b = append(wire.AppendBool(b, p.shadow), byte(p.previous))
 	}
 	return b
 }
 
 // policies decodes the policies section into s.
 func (d *decoder) policies(s *Shard) {
-	n := d.uvarint()
-	if d.err == nil && (n == 0 || n > uint64(len(d.b))) { // written only when there are some
-		d.fail("bad policy count")
+	n := d.Uvarint()
+	if d.Err() == nil && (n == 0 || n > uint64(d.Len())) { // written only when there are some
+		d.Fail("bad policy count")
 	}
-	for j := uint64(0); j < n && d.err == nil; j++ {
-		name := d.bytes(MaxPolicyName)
-		if d.err != nil || len(d.b) == 0 {
-			d.fail("truncated policy")
+	for j := uint64(0); j < n && d.Err() == nil; j++ {
+		name := d.Bytes(maxPolicyName)
+		if d.Err() != nil || d.Len() == 0 {
+			d.Fail("truncated policy")
 			return
 		}
-		op := Op(d.b[0])
-		d.b = d.b[1:]
+		op := Op(d.Byte())
 		p := definition{op: op}
 		for k := range p.params {
-			p.params[k] = d.varint()
+			p.params[k] = d.Varint()
 		}
-		if d.err != nil || len(d.b) == 0 || d.b[0] > 1 {
-			d.fail("bad policy")
+		if d.Err() != nil || d.Len() == 0 || d.Rest()[0] > 1 {
+			d.Fail("bad policy")
 			return
 		}
-		p.shadow = d.b[0] == 1
-		d.b = d.b[1:]
-		if len(d.b) == 0 || (Op(d.b[0]) != opNone && !policyOp(Op(d.b[0]))) {
-			d.fail("bad policy")
+		p.shadow = d.Byte() == 1
+		if d.Len() == 0 || (Op(d.Rest()[0]) != opNone && !policyOp(Op(d.Rest()[0]))) {
+			d.Fail("bad policy")
 			return
 		}
-		previous := Op(d.b[0])
-		d.b = d.b[1:]
+		previous := Op(d.Byte())
 		set := Command{Op: OpPolicySet, Value: name, Args: [4]int64{p.params[0], p.params[1], p.params[2], int64(op)}}
 		if _, dup := s.policies[string(name)]; dup || !set.Valid() {
-			d.fail("policy %q: invalid or twice", name)
+			d.failf("policy %q: invalid or twice", name)
 			return
 		}
 		s.policies[string(name)] = &policy{definition: p, previous: previous}
@@ -118,19 +111,18 @@ func (d *decoder) policies(s *Shard) {
 // sections decodes what follows the keys into s; free lists the free
 // records the keys section held.
 func (d *decoder) sections(s *Shard, free []int32) {
-	if d.err != nil {
+	if d.Err() != nil {
 		return
 	}
-	if len(d.b) == 0 || d.b[0] != sectionLayout {
-		d.fail("no layout section")
+	if d.Len() == 0 || d.Rest()[0] != sectionLayout {
+		d.Fail("no layout section")
 		return
 	}
 	last := byte(0)
-	for d.err == nil && len(d.b) > 0 {
-		tag := d.b[0]
-		d.b = d.b[1:]
+	for d.Err() == nil && d.Len() > 0 {
+		tag := d.Byte()
 		if tag <= last || (tag != sectionLayout && tag != sectionPolicies && tag != sectionMemory && tag != sectionScripts) {
-			d.fail("section %q out of place", tag)
+			d.failf("section %q out of place", tag)
 			return
 		}
 		last = tag
@@ -142,13 +134,12 @@ func (d *decoder) sections(s *Shard, free []int32) {
 		case sectionScripts:
 			d.scripts(s)
 		case sectionMemory:
-			limit := d.uvarint()
-			if d.err != nil || len(d.b) == 0 || d.b[0] >= byte(memoryPolicies) || limit > 1<<62 {
-				d.fail("bad memory section")
+			limit := d.Uvarint()
+			if d.Err() != nil || d.Len() == 0 || d.Rest()[0] >= byte(memoryPolicies) || limit > 1<<62 {
+				d.Fail("bad memory section")
 				return
 			}
-			s.memLimit, s.memPolicy = int64(limit), MemoryPolicy(d.b[0])
-			d.b = d.b[1:]
+			s.memLimit, s.memPolicy = int64(limit), MemoryPolicy(d.Byte())
 		}
 	}
 }
@@ -157,16 +148,16 @@ func (d *decoder) sections(s *Shard, free []int32) {
 // free records, and the cursors must be within the records.
 func (d *decoder) layout(s *Shard, free []int32) {
 	ks := &s.keys
-	n := d.uvarint()
-	if d.err != nil || n != uint64(len(free)) {
-		d.fail("free list of %d records, %d free", n, len(free))
+	n := d.Uvarint()
+	if d.Err() != nil || n != uint64(len(free)) {
+		d.failf("free list of %d records, %d free", n, len(free))
 		return
 	}
 	list := make([]int32, n)
 	for j := range list {
-		v := d.uvarint()
+		v := d.Uvarint()
 		if v >= uint64(ks.records.len()) {
-			d.fail("free record out of range")
+			d.Fail("free record out of range")
 			return
 		}
 		list[j] = int32(v)
@@ -174,12 +165,12 @@ func (d *decoder) layout(s *Shard, free []int32) {
 	sorted := slices.Clone(list)
 	slices.Sort(sorted)
 	if !slices.Equal(sorted, free) {
-		d.fail("free list does not match the free records")
+		d.Fail("free list does not match the free records")
 		return
 	}
-	sweep, evict := d.uvarint(), d.uvarint()
-	if d.err == nil && (sweep > uint64(ks.records.len()) || evict > uint64(ks.records.len())) {
-		d.fail("cursor out of range")
+	sweep, evict := d.Uvarint(), d.Uvarint()
+	if d.Err() == nil && (sweep > uint64(ks.records.len()) || evict > uint64(ks.records.len())) {
+		d.Fail("cursor out of range")
 		return
 	}
 	ks.free, ks.sweep, s.evictCursor = list, int(sweep), int(evict)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/rlserver/rlserver/internal/calendar"
 )
 
 func set(s *Shard, now int64, key, value string, flags Flags, expiry, mode int64) Result {
@@ -200,7 +202,7 @@ func TestStringsSurviveSnapshots(t *testing.T) {
 	set(s, now, "empty", "", 0, 0, ExpiryNone)
 	apply(s, now, OpIncrBy, "n", -12)
 	apply(s, now, OpAcquire, "lease", 3, 1000, 0, 1)
-	apply(s, now, OpQuota, "quota", 3, int64(PeriodWeek), -60_000, 1)
+	apply(s, now, OpQuota, "quota", 3, int64(calendar.Weekly), -60_000, 1)
 	apply(s, now, OpShape, "shape", 3, 1, 1000, 1)
 	r, err := RestoreShard(s.AppendSnapshot(nil), SnapshotFormat)
 	if err != nil {

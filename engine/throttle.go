@@ -101,8 +101,8 @@ type throttleAlgorithm struct{}
 // throttleParams are CL.THROTTLE's parameters. A count or period of 0 is a
 // zero rate, which redis-cell refuses in its own words.
 var throttleParams = []Param{
-	{Name: "max_burst", Max: MaxCount - 1},
-	{Name: "count", Min: 1, Max: MaxCount, Zero: ErrZeroRate},
+	{Name: "max_burst", Max: MaxCount - 1, Role: RoleBurst},
+	{Name: "count", Min: 1, Max: MaxCount, Zero: ErrZeroRate, Role: RoleUnits},
 	{Name: "period", Min: 1, Max: MaxDuration / 1000, Zero: ErrZeroRate},
 }
 

@@ -47,8 +47,8 @@ const (
 	MaxTopCount = 64
 )
 
-// TruncatedKeyMark ends a key RL.TOP shows cut to its first 128 bytes.
-const TruncatedKeyMark = "..."
+// truncatedKeyMark ends a key RL.TOP shows cut to its first 128 bytes.
+const truncatedKeyMark = "..."
 
 // TopKey is one of the heaviest keys: Count decisions in the window, at
 // most Error of which may be another key's (the true count is from
@@ -334,7 +334,7 @@ func (s *Shard) Top(denied bool, n int) []TopKey {
 		}
 		t.Key = string(key)
 		if length > topKeyBytes {
-			t.Key += TruncatedKeyMark
+			t.Key += truncatedKeyMark
 		}
 		out = append(out, t)
 	}

@@ -178,7 +178,7 @@ func TestTopLongKeysAndThrottle(t *testing.T) {
 	decideAt(s, now, long, 100)
 	decideAt(s, now, other, 100)
 	got := s.Top(false, 10)
-	want := long[:topKeyBytes] + TruncatedKeyMark
+	want := long[:topKeyBytes] + truncatedKeyMark
 	if len(got) != 2 || got[0] != (TopKey{want, 2, 0}) || got[1] != (TopKey{want, 1, 0}) {
 		t.Fatalf("%v", got)
 	}

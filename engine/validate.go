@@ -14,8 +14,8 @@ func (c Command) Check() error {
 	if c.Flags&^spec.Flags != 0 {
 		return paramError("flags %#x are not %s's", uint16(c.Flags&^spec.Flags), spec.Name)
 	}
-	for i, p := range spec.Params {
-		if err := p.Check(c.Args[i]); err != nil {
+	for i := range spec.Params {
+		if err := spec.Params[i].Check(c.Args[i]); err != nil {
 			return err
 		}
 	}
@@ -40,11 +40,11 @@ func validArgs(op Op, p [3]int64) bool {
 	return c.Valid()
 }
 
-// ValidPolicyName reports whether name may name a policy: 1 to
-// MaxPolicyName letters, digits and "_-./", so that it reads unambiguously
+// validPolicyName reports whether name may name a policy: 1 to
+// maxPolicyName letters, digits and "_-./", so that it reads unambiguously
 // in INFO's "policy_<name>:..." lines and in RL.POLICY LIST.
-func ValidPolicyName(name []byte) bool {
-	if len(name) < 1 || len(name) > MaxPolicyName {
+func validPolicyName(name []byte) bool {
+	if len(name) < 1 || len(name) > maxPolicyName {
 		return false
 	}
 	for _, c := range name {

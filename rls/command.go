@@ -5,6 +5,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/calendar"
 )
 
 // A counted descriptor is one engine decision on the key its domain and
@@ -18,32 +19,34 @@ import (
 //
 // where window is unit_multiplier units. The cost is the hits addend
 // (negative for is_negative_hits: a refund), with FlagCountRefused when the
-// rule counts refused hits.
+// rule counts refused hits. Each op's parameters are laid out as their
+// roles in the engine's table say.
 
-// calendarPeriods are the units the calendar algorithm counts in.
-var calendarPeriods = map[pb.RateLimitResponse_RateLimit_Unit]engine.Period{
-	pb.RateLimitResponse_RateLimit_DAY:   engine.PeriodDay,
-	pb.RateLimitResponse_RateLimit_WEEK:  engine.PeriodWeek,
-	pb.RateLimitResponse_RateLimit_MONTH: engine.PeriodMonth,
-	pb.RateLimitResponse_RateLimit_YEAR:  engine.PeriodYear,
+// calendarPeriod is the calendar period unit is, when it is one: Envoy's
+// DAY, WEEK, MONTH and YEAR are RL.QUOTA's words for the periods.
+func calendarPeriod(unit pb.RateLimitResponse_RateLimit_Unit) (calendar.Period, bool) {
+	return calendar.Parse(unit.String())
 }
 
 // ruleCommand is the engine decision of cost units under r; its key is
 // left to the caller. r.RequestsPerUnit must not be 0.
-func ruleCommand(r *Rule, cost int64) engine.Command {
-	rpu, window := int64(r.RequestsPerUnit), r.Window()
-	c := engine.Command{Args: [4]int64{rpu, window, 0, cost}}
-	switch r.Algorithm {
-	case AlgoFixed:
-		c.Op = engine.OpFixed
-	case AlgoSliding:
-		c.Op = engine.OpSliding
-	case AlgoToken:
-		c.Op, c.Args[1], c.Args[2] = engine.OpToken, rpu, window
-	case AlgoGCRA:
-		c.Op, c.Args[0], c.Args[1], c.Args[2] = engine.OpGCRA, rpu-1, rpu, window
-	case AlgoCalendar:
-		c.Op, c.Args[1] = engine.OpQuota, int64(calendarPeriods[r.Unit])
+func ruleCommand(r *rule, cost int64) engine.Command {
+	rpu := int64(r.RequestsPerUnit)
+	op := algorithmOps[r.Algorithm]
+	c := engine.Command{Op: op, Args: [4]int64{3: cost}}
+	params := op.Spec().Params
+	for i := range params {
+		switch params[i].Role {
+		case engine.RoleUnits:
+			c.Args[i] = rpu
+		case engine.RoleBurst:
+			c.Args[i] = rpu - 1
+		case engine.RoleWindow:
+			c.Args[i] = r.Window()
+		case engine.RolePeriod:
+			period, _ := calendarPeriod(r.Unit)
+			c.Args[i] = int64(period)
+		}
 	}
 	if r.CountRefused {
 		c.Flags = engine.FlagCountRefused
@@ -65,7 +68,7 @@ const keyPrefix = "rls|"
 // another starts a new count instead of meeting a key of another kind. An
 // entry whose value a share_threshold wildcard matched is counted under the
 // wildcard's pattern ("files*"), as envoyproxy/ratelimit does.
-func appendKey(b []byte, algo Algorithm, domain string, entries []*rlpb.RateLimitDescriptor_Entry, shared []sharedValue) []byte {
+func appendKey(b []byte, algo algorithm, domain string, entries []*rlpb.RateLimitDescriptor_Entry, shared []sharedValue) []byte {
 	b = append(b, keyPrefix...)
 	b = append(b, algorithmNames[algo]...)
 	b = append(b, '|')

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/rlserver/rlserver/engine"
 )
 
 // Config is a loaded set of rate limit files: every domain, its descriptor
@@ -30,34 +32,51 @@ func (c *Config) Rules() int { return c.rules }
 // Files are the files the config was read from.
 func (c *Config) Files() []string { return c.files }
 
-// Algorithm is how a rule counts: envoyproxy/ratelimit's fixed window by
+// algorithm is how a rule counts: envoyproxy/ratelimit's fixed window by
 // default, or one of the engine's other limiters.
-type Algorithm uint8
+type algorithm uint8
 
 // The algorithms a rule may name.
 const (
-	AlgoFixed    Algorithm = iota // RL.FIXED: windows aligned to the epoch (envoyproxy/ratelimit's)
-	AlgoSliding                   // RL.SLIDING: the sliding-window counter
-	AlgoToken                     // RL.TOKEN: a token bucket of requests_per_unit, refilled over the unit
-	AlgoGCRA                      // RL.GCRA: the same budget, as GCRA
-	AlgoCalendar                  // RL.QUOTA: calendar days, weeks, months, years (UTC)
+	algoFixed    algorithm = iota // RL.FIXED: windows aligned to the epoch (envoyproxy/ratelimit's)
+	algoSliding                   // RL.SLIDING: the sliding-window counter
+	algoToken                     // RL.TOKEN: a token bucket of requests_per_unit, refilled over the unit
+	algoGCRA                      // RL.GCRA: the same budget, as GCRA
+	algoCalendar                  // RL.QUOTA: calendar days, weeks, months, years (UTC)
 )
 
 // algorithmNames are the algorithms as the YAML names them.
-var algorithmNames = []string{AlgoFixed: "fixed", AlgoSliding: "sliding", AlgoToken: "token", AlgoGCRA: "gcra", AlgoCalendar: "calendar"}
+var algorithmNames = []string{algoFixed: "fixed", algoSliding: "sliding", algoToken: "token", algoGCRA: "gcra", algoCalendar: "calendar"}
+
+// algorithmOps are the engine decisions the algorithms are: their rows say
+// the rest (see ruleCommand).
+var algorithmOps = [...]engine.Op{algoFixed: engine.OpFixed, algoSliding: engine.OpSliding,
+	algoToken: engine.OpToken, algoGCRA: engine.OpGCRA, algoCalendar: engine.OpQuota}
 
 // String is the algorithm's name in the YAML.
-func (a Algorithm) String() string { return algorithmNames[a] }
+func (a algorithm) String() string { return algorithmNames[a] }
 
-// countsRefusals reports whether the algorithm can count a refused hit: the
-// window counters can, a bucket cannot go below empty.
-func (a Algorithm) countsRefusals() bool {
-	return a == AlgoFixed || a == AlgoSliding || a == AlgoCalendar
+// countsPeriods reports whether the algorithm counts in calendar periods,
+// as its op's row says (a parameter is one): its unit is the period.
+func (a algorithm) countsPeriods() bool {
+	for _, p := range algorithmOps[a].Spec().Params {
+		if p.Role == engine.RolePeriod {
+			return true
+		}
+	}
+	return false
 }
 
-// Rule is one rate_limit of a config: what a matching descriptor is
+// countsRefusals reports whether the algorithm can count a refused hit, as
+// its op's row says: the window counters can, a bucket cannot go below
+// empty.
+func (a algorithm) countsRefusals() bool {
+	return algorithmOps[a].Spec().Flags&engine.FlagCountRefused != 0
+}
+
+// rule is one rate_limit of a config: what a matching descriptor is
 // limited to, and how.
-type Rule struct {
+type rule struct {
 	Domain string
 	// StatsKey is envoyproxy/ratelimit's name for the rule: the path of
 	// descriptor keys (key or key_value) below the domain, joined by dots,
@@ -73,7 +92,7 @@ type Rule struct {
 	Replaces        []string
 	ShadowMode      bool
 	DetailedMetric  bool
-	Algorithm       Algorithm
+	Algorithm       algorithm
 	CountRefused    bool // a refused hit is counted (the window algorithms only)
 
 	stats *counters                       // the rule's counters under StatsKey
@@ -81,13 +100,13 @@ type Rule struct {
 }
 
 // finish makes what the rule's statuses share, once its fields are set.
-func (r *Rule) finish() *Rule {
+func (r *rule) finish() *rule {
 	r.limit = &pb.RateLimitResponse_RateLimit{Name: r.Name, RequestsPerUnit: r.RequestsPerUnit, Unit: r.Unit}
 	return r
 }
 
 // Window is the rule's period in milliseconds: Multiplier units.
-func (r *Rule) Window() int64 { return unitMillis[r.Unit] * r.Multiplier }
+func (r *rule) Window() int64 { return unitMillis[r.Unit] * r.Multiplier }
 
 // unitMillis are the units' lengths, as envoyproxy/ratelimit counts them:
 // a month is 30 days and a year 365, windows aligned to the Unix epoch.
@@ -105,7 +124,7 @@ var unitMillis = map[pb.RateLimitResponse_RateLimit_Unit]int64{
 type node struct {
 	children  map[entry]*node
 	wildcards []wildcard // in file order: the first that matches wins
-	rule      *Rule      // nil when the level has no rate_limit
+	rule      *rule      // nil when the level has no rate_limit
 	// shareThreshold: the values its wildcard matches share one counter,
 	// named by pattern ("files*") instead of the value.
 	shareThreshold bool

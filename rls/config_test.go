@@ -148,32 +148,32 @@ descriptors:
 		t.Fatal(err)
 	}
 	root := cfg.domains["d"]
-	rule := func(key, value string) *Rule {
+	ruleAt := func(key, value string) *rule {
 		n := root.children[entry{key, value}]
 		if n == nil || n.rule == nil {
 			t.Fatalf("no rule at %s_%s", key, value)
 		}
 		return n.rule
 	}
-	r := rule("k", "v")
+	r := ruleAt("k", "v")
 	if r.Name != "the_rule" || r.Unit != pb.RateLimitResponse_RateLimit_MINUTE || r.RequestsPerUnit != 30 ||
 		!r.ShadowMode || !r.DetailedMetric || r.Replaces[0] != "other" || r.StatsKey != "k_v" ||
-		r.Algorithm != AlgoFixed || !r.CountRefused || r.Window() != 60_000 || !strings.HasSuffix(r.Where, ":8") {
+		r.Algorithm != algoFixed || !r.CountRefused || r.Window() != 60_000 || !strings.HasSuffix(r.Where, ":8") {
 		t.Errorf("k_v: %+v", r)
 	}
-	if r := rule("sliding", ""); r.Algorithm != AlgoSliding || r.Window() != 30_000 || r.CountRefused {
+	if r := ruleAt("sliding", ""); r.Algorithm != algoSliding || r.Window() != 30_000 || r.CountRefused {
 		t.Errorf("sliding: %+v", r)
 	}
-	if r := rule("token", ""); r.Algorithm != AlgoToken || r.CountRefused {
+	if r := ruleAt("token", ""); r.Algorithm != algoToken || r.CountRefused {
 		t.Errorf("token: a bucket does not count refusals by default: %+v", r)
 	}
-	if r := rule("month", ""); r.Algorithm != AlgoCalendar || !r.CountRefused {
+	if r := ruleAt("month", ""); r.Algorithm != algoCalendar || !r.CountRefused {
 		t.Errorf("month: %+v", r)
 	}
-	if r := rule("open", ""); !r.Unlimited {
+	if r := ruleAt("open", ""); !r.Unlimited {
 		t.Errorf("open: %+v", r)
 	}
-	if r := rule("ip", "10.*"); r.RequestsPerUnit != 0 || r.StatsKey != "ip_10.*" || len(root.wildcards) != 1 || !root.wildcards[0].node.shareThreshold {
+	if r := ruleAt("ip", "10.*"); r.RequestsPerUnit != 0 || r.StatsKey != "ip_10.*" || len(root.wildcards) != 1 || !root.wildcards[0].node.shareThreshold {
 		t.Errorf("ip: %+v", r)
 	}
 	if cfg.Rules() != 6 {

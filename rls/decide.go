@@ -33,7 +33,7 @@ type call struct {
 
 // item is one descriptor of a call.
 type item struct {
-	rule      *Rule // nil: not counted (no match, replaced, unlimited)
+	rule      *rule // nil: not counted (no match, replaced, unlimited)
 	shared    []sharedValue
 	stats     *counters
 	unlimited bool

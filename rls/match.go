@@ -21,7 +21,7 @@ import (
 
 // match is what one descriptor matched.
 type match struct {
-	rule *Rule // nil: not limited by the config
+	rule *rule // nil: not limited by the config
 	// shared are the entries a share_threshold wildcard matched: their
 	// values share one counter, named by the pattern.
 	shared []sharedValue

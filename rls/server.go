@@ -50,9 +50,9 @@ type Server struct {
 // time; a call that finds them all busy gets a goroutine of its own, as
 // without them. A new goroutine per call costs more than its start: a
 // call's stack (grpc-go's frames, the protobuf decoder, the handler) is
-// deeper than a new goroutine's, so every call grew and copied its stack:
-// 16.5% of a node's CPU under bench/rls's load. A worker's stack stays
-// grown. A call holds its worker until it is answered, so the workers
+// deeper than a new goroutine's, so every call grew and copied its stack
+// (docs/performance.md#envoys-rate-limit-service, "grpc-go's stream
+// workers"). A worker's stack stays grown. A call holds its worker until it is answered, so the workers
 // needed are the calls in flight, one per waiting caller: 64 in bench/rls.
 const streamWorkers = 256
 

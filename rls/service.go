@@ -191,7 +191,7 @@ func (s *Service) resolve(c *call, root *node) error {
 
 // checkOverride refuses an override whose unit Envoy's enum does not name,
 // or whose window the engine cannot count in.
-func checkOverride(r *Rule) error {
+func checkOverride(r *rule) error {
 	if unitMillis[r.Unit] == 0 {
 		return fmt.Errorf("unit %v is not a unit of time", r.Unit)
 	}
@@ -213,9 +213,9 @@ func contains(names []string, name string) bool {
 // overrideRule is the rule of a descriptor that carries its own limit
 // (Envoy's limit override): a fixed window of its requests per unit, times
 // its unit_multiplier (which envoyproxy/ratelimit ignores).
-func overrideRule(domain string, d *rlpb.RateLimitDescriptor) *Rule {
+func overrideRule(domain string, d *rlpb.RateLimitDescriptor) *rule {
 	o := d.GetLimit()
-	r := &Rule{Domain: domain, StatsKey: overrideKey(d), RequestsPerUnit: o.GetRequestsPerUnit(),
+	r := &rule{Domain: domain, StatsKey: overrideKey(d), RequestsPerUnit: o.GetRequestsPerUnit(),
 		Unit: pb.RateLimitResponse_RateLimit_Unit(o.GetUnit()), Multiplier: 1, CountRefused: true}
 	if m := o.GetUnitMultiplier(); m != nil && m.GetValue() > 1 {
 		r.Multiplier = int64(m.GetValue())

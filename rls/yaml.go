@@ -227,7 +227,7 @@ func (p *fileParser) flags(n *node, f map[string]field, e entry) error {
 
 // rateLimit reads a descriptor's rate_limit; key is the rule's stats key,
 // d the descriptor's fields (shadow_mode and detailed_metric are there).
-func (p *fileParser) rateLimit(rl field, key string, d map[string]field) (*Rule, error) {
+func (p *fileParser) rateLimit(rl field, key string, d map[string]field) (*rule, error) {
 	misplaced := map[string]string{}
 	for _, k := range descriptorKeys {
 		misplaced[k] = "to the descriptor, beside rate_limit"
@@ -236,7 +236,7 @@ func (p *fileParser) rateLimit(rl field, key string, d map[string]field) (*Rule,
 	if err != nil {
 		return nil, err
 	}
-	r := &Rule{Domain: p.domain, StatsKey: key, Where: p.at(rl.key), Multiplier: 1}
+	r := &rule{Domain: p.domain, StatsKey: key, Where: p.at(rl.key), Multiplier: 1}
 	p.rules++
 	for _, s := range []struct {
 		name string
@@ -300,7 +300,7 @@ func (p *fileParser) rateLimit(rl field, key string, d map[string]field) (*Rule,
 }
 
 // replaces reads the names a rule replaces.
-func (p *fileParser) replaces(r *Rule, f map[string]field) error {
+func (p *fileParser) replaces(r *rule, f map[string]field) error {
 	v, ok := f["replaces"]
 	if !ok {
 		return nil
@@ -334,7 +334,7 @@ func (p *fileParser) replaces(r *Rule, f map[string]field) error {
 
 // extensions reads rlserver's own keys of a rate_limit: algorithm,
 // unit_multiplier and count_refused.
-func (p *fileParser) extensions(r *Rule, f map[string]field) error {
+func (p *fileParser) extensions(r *rule, f map[string]field) error {
 	if v, ok := f["algorithm"]; ok {
 		s, err := p.str(v.value)
 		if err != nil {
@@ -344,7 +344,7 @@ func (p *fileParser) extensions(r *Rule, f map[string]field) error {
 		if i < 0 {
 			return p.fail(v.value, "unknown algorithm %q: %s", s, strings.Join(algorithmNames, ", "))
 		}
-		r.Algorithm = Algorithm(i)
+		r.Algorithm = algorithm(i)
 	}
 	if v, ok := f["unit_multiplier"]; ok {
 		n, err := p.int(v.value, 1, engine.MaxDuration/unitMillis[r.Unit], "unit_multiplier")
@@ -353,9 +353,9 @@ func (p *fileParser) extensions(r *Rule, f map[string]field) error {
 		}
 		r.Multiplier = n
 	}
-	if r.Algorithm == AlgoCalendar {
-		if _, ok := calendarPeriods[r.Unit]; !ok || r.Multiplier != 1 {
-			return p.fail(f["algorithm"].value, "the calendar algorithm counts one day, week, month or year: not %d %s", r.Multiplier, strings.ToLower(r.Unit.String()))
+	if r.Algorithm.countsPeriods() {
+		if _, ok := calendarPeriod(r.Unit); !ok || r.Multiplier != 1 {
+			return p.fail(f["algorithm"].value, "the %s algorithm counts one day, week, month or year: not %d %s", r.Algorithm, r.Multiplier, strings.ToLower(r.Unit.String()))
 		}
 	}
 	r.CountRefused = r.Algorithm.countsRefusals()
