@@ -258,7 +258,10 @@ func TestComposeClusterForms(t *testing.T) {
 	}
 	step("HEALTHCHECK passes on each")
 
-	// compose down stops the services at once.
+	// compose down stops the services at once. A node whose peers stop
+	// with it cannot hand its leaderships over, and may wait for Raft's
+	// goroutines (5 s a group, cluster/raftfix): 0.5-14 s measured here,
+	// past podman's and docker's default of 10 s, hence stop_grace_period.
 	var wg sync.WaitGroup
 	for _, n := range nodes {
 		wg.Go(func() {

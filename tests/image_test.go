@@ -133,7 +133,8 @@ func TestImageIsSmallNonRootAndOnlyTheBinary(t *testing.T) {
 // answers PING and RL.SLIDING there, names its version and commit, passes
 // its HEALTHCHECK, logs JSON, stops cleanly on SIGTERM, and comes back on
 // its volume with the count it had. Without a password, protected mode
-// refuses clients from outside the container.
+// refuses clients from outside the container; with the password in a
+// mounted config file (a secret), it serves and passes its HEALTHCHECK.
 func TestImageServesWithAPassword(t *testing.T) {
 	t.Parallel()
 	img := sharedImage(t)
@@ -203,6 +204,23 @@ func TestImageServesWithAPassword(t *testing.T) {
 		return strings.HasPrefix(greeting, "-DENIED rlserver is running in protected mode"), err
 	})
 	step("without a password: DENIED (protected mode)")
+
+	secret := filepath.Join(t.TempDir(), "rlserver.conf")
+	if err := os.WriteFile(secret, []byte(fmt.Sprintf("requirepass %q\n", password+" from a file")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fromFile := startContainer(t, containerSpec{
+		Name:    "secret",
+		Image:   img.Tag,
+		Args:    []string{"--config", "/run/secrets/rlserver.conf"},
+		Volumes: []string{secret + ":/run/secrets/rlserver.conf:ro"},
+		Publish: []int{6380},
+	})
+	waitPong(t, fromFile.Client(t, 6380, password+" from a file"), fromFile.Addr(6380))
+	if health := fromFile.WaitHealthy(t, time.Minute); health != "healthy" {
+		t.Errorf("health with the password in a config file: %q", health)
+	}
+	step("password from a secret file (--config): PONG, healthy")
 }
 
 // An arm64 image builds on any machine (FROM scratch needs no emulation),
