@@ -129,7 +129,7 @@ var (
 	imageOnce  sync.Once
 	imageBuilt testImage
 	imageErr   error
-	imagesMade []string // every tag built, for removeTestImages
+	imagesMade []string // every tag and image id built, for removeTestImages
 	imagesMu   sync.Mutex
 )
 
@@ -182,6 +182,15 @@ func buildImage(tag, arch, arches string) (testImage, error) {
 	if err != nil {
 		return img, fmt.Errorf("deploy/build-image %s: %w\nstdout:\n%s\nstderr:\n%s", img.Tag, err, stdout.String(), podmanNoise(stderr.String()))
 	}
+	// By id too: a test run again (-count) builds its tag again, and the
+	// image the tag leaves is removed all the same.
+	id, err := podmanErr(podmanTimeout, "image", "inspect", "--format", "{{.Id}}", img.Tag)
+	if err != nil {
+		return img, err
+	}
+	imagesMu.Lock()
+	imagesMade = append(imagesMade, id)
+	imagesMu.Unlock()
 	return img, nil
 }
 
@@ -190,8 +199,8 @@ func buildImage(tag, arch, arches string) (testImage, error) {
 func removeTestImages() {
 	imagesMu.Lock()
 	defer imagesMu.Unlock()
-	for _, tag := range imagesMade {
-		_, _ = podmanErr(podmanTimeout, "rmi", "--force", tag) // may never have been built
+	for _, image := range imagesMade {
+		_, _ = podmanErr(podmanTimeout, "rmi", "--force", image) // may never have been built, or be gone
 	}
 }
 
