@@ -8,23 +8,23 @@ import (
 	"testing"
 )
 
-// --version prints "rlserver <version> (commit <commit>, <go version>)"
-// on stdout and exits 0 without starting anything; --help exits 0 with the
+// --version prints "rlserver <version> (commit <commit>, <go version>)" on
+// stdout and exits 0 without starting anything; --help exits 0 with the
 // flags on stderr.
 func TestVersionAndHelp(t *testing.T) {
 	t.Parallel()
-	isVersion := regexp.MustCompile(`^rlserver \S+ \(commit \S+, go[^)]+\)\n$`).MatchString
+	isVersion := regexp.MustCompile(`^rlserver \S+ \(commit \S+, go\S+\)\n$`).MatchString
 	_, stderr, code := runBinary(t, "--help")
 	if code != 0 || !strings.Contains(stderr, "-requirepass") || !strings.Contains(stderr, "-in-memory") {
 		t.Errorf("--help: exit %d, stderr %q; want exit 0 and the flags", code, stderr)
 	}
 	stdout, stderr, code := runBinary(t, "--in-memory", "--version")
 	if code != 0 || !isVersion(stdout) || stderr != "" {
-		t.Errorf("--in-memory --version: exit %d, stdout %q, stderr %q; want exit 0 and \"rlserver <version> (commit <commit>, <go version>)\"", code, stdout, stderr)
+		t.Errorf("--in-memory --version: exit %d, stdout %q, stderr %q; want exit 0 and \"rlserver <version> (commit <commit>, <go>)\"", code, stdout, stderr)
 	}
 	stdout, stderr, code = runBinary(t, "--version")
 	if code != 0 || !isVersion(stdout) || stderr != "" {
-		t.Errorf("--version: exit %d, stdout %q, stderr %q; want exit 0 and \"rlserver <version> (commit <commit>, <go version>)\"", code, stdout, stderr)
+		t.Errorf("--version: exit %d, stdout %q, stderr %q; want exit 0 and \"rlserver <version> (commit <commit>, <go>)\"", code, stdout, stderr)
 	}
 }
 
