@@ -10,9 +10,11 @@ import (
 
 // TestMain lets the tests build ./cmd/rlserver once (see rlproc.Binary), so
 // every test runs the real binary exactly as users do, and removes it
-// afterwards.
+// afterwards, with the container images the tests built (containers_test.go).
 func TestMain(m *testing.M) {
-	os.Exit(rlproc.Main(m))
+	code := rlproc.Main(m)
+	removeTestImages()
+	os.Exit(code)
 }
 
 // baseArgs are the flags every test server runs with: the debug clock and a

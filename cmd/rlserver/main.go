@@ -65,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string
 			return runRestore(args[1:], stdout, stderr, lookupEnv)
 		case "recover":
 			return runRecover(args[1:], stdout, stderr, lookupEnv)
+		case "health":
+			return runHealth(args[1:], stdout, stderr, lookupEnv)
 		case "version":
 			fmt.Fprintln(stdout, versionLine())
 			return 0
