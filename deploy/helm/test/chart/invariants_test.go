@@ -130,6 +130,10 @@ func checkVolumes(t *testing.T, r *rendering, want expect) {
 		if q, ok := claims[0].Spec.Resources.Requests[corev1.ResourceStorage]; !ok || q.IsZero() {
 			t.Errorf("the claim template requests no storage: %+v", claims[0].Spec.Resources)
 		}
+		sel, err := metaSelector(r.set.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(claims[0].Labels)) {
+			t.Errorf("the claims' labels %v: they outlive the release, and must be found by its labels", claims[0].Labels)
+		}
 	case len(claims) != 0 || !emptyDir:
 		t.Errorf("without persistence: %d claim templates, emptyDir %v; want none and an emptyDir", len(claims), emptyDir)
 	}
