@@ -415,6 +415,9 @@ func checkNetworkPolicy(t *testing.T, r *rendering) {
 
 func checkSecurity(t *testing.T, r *rendering) {
 	t.Helper()
+	if links := r.set.Spec.Template.Spec.EnableServiceLinks; links == nil || *links {
+		t.Error("service links are on: a Service called rlserver-<name> in the namespace would set RLSERVER_<NAME>_PORT, which rlserver may read as a setting")
+	}
 	pod := r.set.Spec.Template.Spec.SecurityContext
 	if pod == nil || pod.RunAsNonRoot == nil || !*pod.RunAsNonRoot {
 		t.Error("the pods may run as root")
