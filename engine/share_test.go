@@ -148,7 +148,7 @@ func TestFairShares(t *testing.T) {
 			holders[j] = shareHolder{id: string(rune('a' + j)), demand: d}
 		}
 		got := make([]int64, n)
-		fairShares(tc.limit, holders, make([]int64, n), make([]int, n), got, make([]int64, n))
+		fairShares(tc.limit, holders, make([]int64, n), make([]uint64, n), got, make([]int64, n))
 		var sum int64
 		for j := range got {
 			sum += got[j]
@@ -421,6 +421,6 @@ func fairOf(limit int64, demands []int64) []int64 {
 		holders[j] = shareHolder{id: string(rune('a' + j)), demand: d}
 	}
 	out := make([]int64, n)
-	fairShares(limit, holders, make([]int64, n), make([]int, n), out, make([]int64, n))
+	fairShares(limit, holders, make([]int64, n), make([]uint64, n), out, make([]int64, n))
 	return out
 }
