@@ -1,0 +1,75 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/poll"
+)
+
+// Budget leases are replicated state: a leader that dies takes none of the
+// grants in force with it. Its successor knows every one, so it grants
+// nothing twice, and a replica restarted from its log or its snapshot holds
+// them exactly.
+func TestRaftShareGrantsSurviveFailover(t *testing.T) {
+	tc := startTestCluster(t, 3, 1)
+	leader := tc.leaderOf(0)
+	other := (leader + 1) % 3 // its requests are forwarded to the leader
+	share := func(holder string) engine.Command {
+		q := engine.ShareRequest{Holder: []byte(holder), Limit: 1000, Window: 1000, Demand: engine.UnknownDemand,
+			TTL: 600_000, Burst: 100}
+		return q.Command([]byte("api"))
+	}
+	want := func(node int, holder string, rate, fair, holders int64) {
+		t.Helper()
+		r := shareThrough(tc, node, share(holder))
+		if f := r.Fields; len(f) != 6 || f[0].Int != rate || f[4].Int != fair || f[5].Int != holders {
+			t.Fatalf("RL.SHARE for %s through n%d: %+v, want rate %d, fair share %d, %d holders", holder, node+1, r, rate, fair, holders)
+		}
+	}
+	want(leader, "a", 1000, 1000, 1)
+	want(other, "b", 0, 500, 2)
+	tc.crash(leader)
+	successor := tc.leaderOf(0)
+	want(successor, "c", 0, 333, 3) // a's 1000 are still a's; the unit 1000 / 3 leaves goes to a, first by id
+	want(successor, "b", 0, 333, 3)
+	tc.start(leader, nil)
+	digest := tc.converge(0)
+	got := shareThrough(tc, leader, engine.Command{Op: engine.OpInfo, Key: []byte("api")})
+	if got.Type != engine.ResFields {
+		t.Fatalf("RL.INFO through the restarted node: %+v", got)
+	}
+	for _, f := range got.Fields {
+		if (f.Name == "committed" && f.Int != 1000) || (f.Name == "holders" && f.Int != 3) {
+			t.Fatalf("RL.INFO after the failover: %+v", got.Fields)
+		}
+	}
+	if err := tc.nodes[other].Close(); err != nil {
+		t.Fatal(err)
+	}
+	tc.start(other, nil)
+	if after := tc.converge(0); after != digest {
+		t.Fatal("a replica restored from its snapshot differs")
+	}
+}
+
+// shareThrough applies c on shard 0 through node i, again while the shard
+// is electing a leader, and returns its result.
+func shareThrough(tc *testCluster, i int, c engine.Command) engine.Result {
+	tc.t.Helper()
+	var res engine.Result
+	poll.Until(tc.t, 10*time.Second, fmt.Sprintf("n%d to serve shard 0", i+1), func() (bool, error) {
+		r, err := tc.call(i, 0, c)
+		if err != nil && !errors.Is(err, ErrNotApplied) && !errors.Is(err, ErrMayHaveBeenCounted) {
+			tc.t.Fatalf("shard 0 through n%d: %v", i+1, err)
+		}
+		if err == nil {
+			res = r.Results[0]
+		}
+		return err == nil, err
+	})
+	return res
+}
