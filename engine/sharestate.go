@@ -294,5 +294,6 @@ func (shareKind) describe(ks *keyspace, i int32, now int64, f []Field) []Field {
 // read (decoder.shares).
 func (shareKind) valid(params, st [3]int64, log []logEntry) bool {
 	return pLimit.Check(params[0]) == nil && pWindow.Check(params[1]) == nil && params[2] == 0 &&
-		st[0] >= 1 && st[1] >= 0 && st[1] <= MaxTime+MaxShareTTL && st[2] == 0 && len(log) == 0
+		st[0] >= 1 && st[0] <= (MaxTime+MaxShareTTL)<<leaseIDShift && st[1] >= 0 && st[1] <= MaxTime+MaxShareTTL &&
+		st[2] == 0 && len(log) == 0
 }
