@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// A share key's holders, kept in keyspace.shares beside its record.
+// A share key's holders, kept in keyspace.shareSets beside its record.
 
 // shareSet is a share key's holders, sorted by id, and what they are
 // charged to the memory limit (sharesBytes) as last stored.
