@@ -82,6 +82,9 @@ type ClusterChanger interface {
 	MoveShard(ctx context.Context, shard int, from, to string) error
 	Rebalance(ctx context.Context, dryRun bool) ([]string, error)
 	Forget(ctx context.Context, id string, force bool) error
+	// RebalanceStatus describes the current or last rebalance, without
+	// waiting (CLUSTER REBALANCE STATUS, INFO).
+	RebalanceStatus() cluster.RebalanceStatus
 }
 
 // clusterChanger is the cluster's changer, nil (and the error to answer)
@@ -109,8 +112,8 @@ func (c *conn) clusterMoveShard(_ *commands.Spec, args [][]byte, out []byte) []b
 	return resp.AppendOK(out)
 }
 
-// clusterRebalance is CLUSTER REBALANCE [DRYRUN]: the steps taken, or
-// planned.
+// clusterRebalance is CLUSTER REBALANCE [DRYRUN | STATUS]: the steps
+// taken, or planned, or the rebalance's state.
 func (c *conn) clusterRebalance(_ *commands.Spec, args [][]byte, out []byte) []byte {
 	ch, err := c.clusterChanger()
 	if err != nil {
@@ -120,6 +123,8 @@ func (c *conn) clusterRebalance(_ *commands.Spec, args [][]byte, out []byte) []b
 	switch {
 	case len(args) == 3 && strings.EqualFold(string(args[2]), "dryrun"):
 		dry = true
+	case len(args) == 3 && strings.EqualFold(string(args[2]), "status"):
+		return appendRebalanceStatus(out, ch.RebalanceStatus(), c.resp3.Load())
 	case len(args) > 2:
 		return appendError(out, commands.ErrSyntax)
 	}
@@ -128,6 +133,32 @@ func (c *conn) clusterRebalance(_ *commands.Spec, args [][]byte, out []byte) []b
 		return appendError(out, err)
 	}
 	return resp.AppendBulkStrings(out, steps)
+}
+
+// appendRebalanceStatus is CLUSTER REBALANCE STATUS: a map (a flat array
+// in RESP2) of the rebalance's state, why, the nodes it waits for, when it
+// began and who began it, its steps, when it ended and why, and the plan
+// as it stands.
+func appendRebalanceStatus(out []byte, st cluster.RebalanceStatus, resp3 bool) []byte {
+	out = resp.AppendMap(out, 9, resp3)
+	for _, kv := range [][2]string{{"state", st.State}, {"reason", st.Reason}} {
+		out = resp.AppendBulkString(out, kv[0])
+		out = resp.AppendBulkString(out, kv[1])
+	}
+	out = resp.AppendBulkString(out, "waiting-for")
+	out = resp.AppendBulkStrings(out, st.WaitingFor)
+	out = resp.AppendBulkString(out, "began")
+	out = resp.AppendInt(out, st.Run.Began)
+	out = resp.AppendBulkString(out, "by")
+	out = resp.AppendBulkString(out, st.Run.By)
+	out = resp.AppendBulkString(out, "steps")
+	out = resp.AppendInt(out, int64(st.Run.Steps))
+	out = resp.AppendBulkString(out, "ended")
+	out = resp.AppendInt(out, st.Run.Ended)
+	out = resp.AppendBulkString(out, "outcome")
+	out = resp.AppendBulkString(out, st.Run.Outcome)
+	out = resp.AppendBulkString(out, "plan")
+	return resp.AppendBulkStrings(out, st.Plan)
 }
 
 // clusterForget is CLUSTER FORGET node-id [FORCE].

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/rlserver/rlserver/cluster"
 )
@@ -14,7 +15,7 @@ import (
 // checked again against the catalogue as it stands when it commits. The
 // placement driver (driver.go) carries the change out; these calls return
 // once it is committed, not once replicas have moved: CLUSTER SHARDS shows
-// the progress.
+// the progress, CLUSTER REBALANCE STATUS the rebalance's.
 
 // MoveShard queues the move of shard's replica on node from to node to
 // (each named by its node id or its Redis id): the shard's leader adds a
@@ -43,7 +44,10 @@ func (n *Node) MoveShard(ctx context.Context, shard int, from, to string) error 
 // on distinct nodes and spread replicas and leaders evenly, and returns
 // the plan as it stands now (one line a step). Unless dryRun, it asks the
 // placement driver to carry it out, one shard at a time, re-planning after
-// each move, until the cluster is balanced.
+// each move, until the cluster is balanced with every node answering. It
+// asks even when this node plans nothing: its copy of the catalogue may
+// not hold a node that has just joined; the driver ends a rebalance that
+// has nothing to do at once.
 func (n *Node) Rebalance(ctx context.Context, dryRun bool) ([]string, error) {
 	cat := n.Catalogue()
 	if !n.cfg.clustered() {
@@ -53,15 +57,11 @@ func (n *Node) Rebalance(ctx context.Context, dryRun bool) ([]string, error) {
 		return nil, errCatalogueUnavailable{"is not known to this node yet"}
 	}
 	down, dead := n.liveness(cat)
-	steps := plan(cat, down, dead, true)
-	out := make([]string, len(steps))
-	for i, st := range steps {
-		out[i] = st.String()
-	}
-	if dryRun || len(steps) == 0 {
+	out := stepLines(plan(cat, down, dead, true))
+	if dryRun {
 		return out, nil
 	}
-	_, err := n.propose(ctx, catalogueOp{Op: opRebalance, On: true})
+	_, err := n.propose(ctx, catalogueOp{Op: opRebalance, On: true, At: time.Now().UnixMilli(), By: byCommand})
 	return out, err
 }
 
