@@ -102,11 +102,11 @@ func (c *conn) clusterMoveShard(_ *commands.Spec, args [][]byte, out []byte) []b
 	if err != nil {
 		return appendError(out, err)
 	}
-	shard, err := strconv.Atoi(string(args[2]))
-	if err != nil {
+	shard, ok := commands.ParseInt(args[2]) // as Redis parses integers: no "+1", no "01"
+	if !ok {
 		return appendError(out, commands.ErrNotInteger)
 	}
-	if err := ch.MoveShard(context.Background(), shard, string(args[3]), string(args[4])); err != nil {
+	if err := ch.MoveShard(context.Background(), int(shard), string(args[3]), string(args[4])); err != nil {
 		return appendError(out, err)
 	}
 	return resp.AppendOK(out)

@@ -248,3 +248,15 @@ func TestClusterRebalanceStatus(t *testing.T) {
 	c.expect(errReply("ERR syntax error"), "CLUSTER", "REBALANCE", "STATUS", "NOW")
 	c.expect(errReply("ERR syntax error"), "CLUSTER", "REBALANCE", "LATER")
 }
+
+// CLUSTER MOVESHARD's shard is an integer as Redis parses them: "+1" and
+// "01" were taken for shard 1.
+func TestClusterMoveShardParsesItsShardAsRedis(t *testing.T) {
+	fc := newFakeCluster(2, "n1", "n2")
+	s := startServer(t, withShards(2), withConfig(func(c *Config) { c.Cluster, c.ClusterChanges = fc, &fakeChanger{} }))
+	c := s.dial(t)
+	for _, shard := range []string{"+1", "01", "1.0", " 1", "x", "99999999999999999999"} {
+		c.expect(errReply("ERR value is not an integer or out of range"), "CLUSTER", "MOVESHARD", shard, "n1", "n2")
+	}
+	c.expect(errReply("ERR this fake changes nothing"), "CLUSTER", "MOVESHARD", "1", "n1", "n2")
+}

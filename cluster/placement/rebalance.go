@@ -41,8 +41,7 @@ func (n *Node) RebalanceStatus() cluster.RebalanceStatus {
 		st.State, st.Reason = cluster.RebalanceRunning, runningReason(cat, steps)
 		if len(steps) == 0 && len(plan(cat, nil, dead, true)) > 0 {
 			st.State, st.WaitingFor = cluster.RebalanceWaiting, waitingFor(cat, down, dead)
-			st.Reason = fmt.Sprintf("nodes %s do not answer: the steps that give them, or take from them, replicas or leaderships "+
-				"wait until they are back; start them, or forget a node gone for good (CLUSTER FORGET <node-id> FORCE)", joinIDs(st.WaitingFor))
+			st.Reason = waitingReason(st.WaitingFor)
 		}
 	case cat.LastRebalance != nil:
 		st.State, st.Reason = cluster.RebalanceDone, cat.LastRebalance.Outcome
@@ -63,6 +62,17 @@ func runningReason(cat *cluster.Catalogue, steps []step) string {
 		return "next: " + steps[0].String()
 	}
 	return "nothing is left to plan: it ends at once"
+}
+
+// waitingReason says what a rebalance waiting for nodes waits for, and
+// what the operator can do.
+func waitingReason(nodes []string) string {
+	if len(nodes) == 1 {
+		return fmt.Sprintf("node %s does not answer: the steps that give it, or take from it, replicas or leaderships wait until it is back; "+
+			"start it, or forget it if it is gone for good (CLUSTER FORGET %s FORCE)", nodes[0], nodes[0])
+	}
+	return fmt.Sprintf("nodes %s do not answer: the steps that give them, or take from them, replicas or leaderships wait until they are back; "+
+		"start them, or forget a node gone for good (CLUSTER FORGET <node-id> FORCE)", joinIDs(nodes))
 }
 
 // waitingFor are the nodes, down but not dead, that the plan made with
