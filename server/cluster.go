@@ -107,7 +107,7 @@ func (c *conn) clusterMoveShard(_ *commands.Spec, args [][]byte, out []byte) []b
 		return appendError(out, commands.ErrNotInteger)
 	}
 	if err := ch.MoveShard(context.Background(), int(shard), string(args[3]), string(args[4])); err != nil {
-		return appendError(out, err)
+		return appendChangeError(out, err)
 	}
 	return resp.AppendOK(out)
 }
@@ -130,9 +130,20 @@ func (c *conn) clusterRebalance(_ *commands.Spec, args [][]byte, out []byte) []b
 	}
 	steps, err := ch.Rebalance(context.Background(), dry)
 	if err != nil {
-		return appendError(out, err)
+		return appendChangeError(out, err)
 	}
 	return resp.AppendBulkStrings(out, steps)
+}
+
+// appendChangeError answers a change of the cluster that failed: with the
+// word of its kind (ERR for a refusal, TRYAGAIN when a retry may mend it),
+// and ERR for any other (a peer's answer that did not decode), never with
+// a first word of its text.
+func appendChangeError(out []byte, err error) []byte {
+	if errorWord(err) == "" {
+		return resp.AppendError(out, "ERR", err.Error())
+	}
+	return appendError(out, err)
 }
 
 // appendRebalanceStatus is CLUSTER REBALANCE STATUS: a map (a flat array
@@ -175,7 +186,7 @@ func (c *conn) clusterForget(_ *commands.Spec, args [][]byte, out []byte) []byte
 		return appendError(out, commands.ErrSyntax)
 	}
 	if err := ch.Forget(context.Background(), string(args[2]), force); err != nil {
-		return appendError(out, err)
+		return appendChangeError(out, err)
 	}
 	return resp.AppendOK(out)
 }

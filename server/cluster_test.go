@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -207,12 +209,23 @@ func TestStandaloneClusterCommands(t *testing.T) {
 	c.expect(intReply(0), "DEL", localKey, remoteKey)
 }
 
-// fakeChanger is a cluster that changes nothing, whose rebalance is status.
-type fakeChanger struct{ status cluster.RebalanceStatus }
+// fakeChanger is a cluster that changes nothing: each change fails with
+// err (errNoChange when nil); its rebalance is status.
+type fakeChanger struct {
+	status cluster.RebalanceStatus
+	err    error
+}
 
-func (f *fakeChanger) MoveShard(context.Context, int, string, string) error { return errNoChange }
-func (f *fakeChanger) Rebalance(context.Context, bool) ([]string, error)    { return nil, errNoChange }
-func (f *fakeChanger) Forget(context.Context, string, bool) error           { return errNoChange }
+func (f *fakeChanger) fail() error {
+	if f.err != nil {
+		return f.err
+	}
+	return errNoChange
+}
+
+func (f *fakeChanger) MoveShard(context.Context, int, string, string) error { return f.fail() }
+func (f *fakeChanger) Rebalance(context.Context, bool) ([]string, error)    { return nil, f.fail() }
+func (f *fakeChanger) Forget(context.Context, string, bool) error           { return f.fail() }
 func (f *fakeChanger) RebalanceStatus() cluster.RebalanceStatus             { return f.status }
 
 var errNoChange = &cluster.MembershipError{Code: cluster.MemberConflict, Msg: "this fake changes nothing"}
@@ -259,4 +272,27 @@ func TestClusterMoveShardParsesItsShardAsRedis(t *testing.T) {
 		c.expect(errReply("ERR value is not an integer or out of range"), "CLUSTER", "MOVESHARD", shard, "n1", "n2")
 	}
 	c.expect(errReply("ERR this fake changes nothing"), "CLUSTER", "MOVESHARD", "1", "n1", "n2")
+}
+
+// A change that failed for a reason without a word of Redis's (a peer's
+// answer that did not decode) is answered ERR, not with its text's first
+// word; the others with theirs.
+func TestClusterChangeErrorsHaveRedisWords(t *testing.T) {
+	fc := newFakeCluster(2, "n1", "n2")
+	ch := &fakeChanger{}
+	s := startServer(t, withShards(2), withConfig(func(c *Config) { c.Cluster, c.ClusterChanges = fc, ch }))
+	c := s.dial(t)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{errors.New("malformed batch: a catalogue reply from 127.0.0.1:17002"), "ERR malformed batch: a catalogue reply from 127.0.0.1:17002"},
+		{fmt.Errorf("the cluster's catalogue has no leader: %w", cluster.ErrNotApplied), "TRYAGAIN the cluster's catalogue has no leader: nothing was counted, retry"},
+		{&cluster.MembershipError{Code: cluster.MemberUnknown, Msg: "Unknown node n9"}, "ERR Unknown node n9"},
+	} {
+		ch.err = tc.err
+		c.expect(errReply(tc.want), "CLUSTER", "FORGET", "n9")
+		c.expect(errReply(tc.want), "CLUSTER", "REBALANCE")
+		c.expect(errReply(tc.want), "CLUSTER", "MOVESHARD", "0", "n1", "n9")
+	}
 }
