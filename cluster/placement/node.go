@@ -46,6 +46,9 @@ type Node struct {
 		since time.Time
 		nodes []string
 	}
+	// vouchers are the initial members' incarnations this node vouched
+	// for, while the cluster was being created (vouch.go).
+	vouchers vouchBook
 	// warnedPeer spaces the warnings about refused nodes.
 	warnedPeer atomic.Int64
 	// opened is closed once the node has opened its replicas: at once,
