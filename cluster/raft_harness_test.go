@@ -41,6 +41,8 @@ func (c *staticControl) Hello(string, string) HelloReply {
 	return HelloReply{Cluster: id, Shards: c.cat.Shards}
 }
 
+func (c *staticControl) Vouch(id, incarnation string) HelloReply { return c.Hello(id, incarnation) }
+
 func (c *staticControl) Join(NodeInfo) (*Catalogue, error) {
 	return nil, errors.New("this test's cluster takes no new node")
 }

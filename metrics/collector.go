@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
 )
 
@@ -45,6 +46,10 @@ type collector struct {
 	raftCommit      *prometheus.Desc
 	raftApplied     *prometheus.Desc
 	raftContact     *prometheus.Desc
+
+	rebalanceState   *prometheus.Desc
+	rebalanceSteps   *prometheus.Desc
+	rebalancePlanned *prometheus.Desc
 }
 
 // raftStates are the values of rlserver_raft_state's state label, as
@@ -103,6 +108,12 @@ func newCollector(src Sources, notReady func() error) *collector {
 		raftApplied:     d("rlserver_raft_applied_index", "The last log index this node's replica of a shard has applied.", shard, nil),
 		raftContact: d("rlserver_raft_last_contact_seconds",
 			"Since this node's replica of a shard last heard from its leader; 0 on the leader, absent before the first contact.", shard, nil),
+
+		rebalanceState: d("rlserver_rebalance_state",
+			"1 for the state the cluster's rebalance is in (CLUSTER REBALANCE STATUS: none, running, waiting for nodes that do not answer, done), 0 for the others.", []string{"state"}, nil),
+		rebalanceSteps: d("rlserver_rebalance_steps", "The steps the current or last rebalance started (CLUSTER REBALANCE STATUS's steps).", nil, nil),
+		rebalancePlanned: d("rlserver_rebalance_planned_steps",
+			"The steps CLUSTER REBALANCE DRYRUN plans now: above 0 with no rebalance running, the cluster is unbalanced.", nil, nil),
 	}
 }
 
@@ -112,6 +123,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.buildInfo, c.ready, c.decisions, c.keys, c.dataset, c.evicted, c.oom, c.shadow, c.charged, c.maxMemory, c.topKeys, c.clients, c.onLoops, c.maxClient, c.received, c.rejected, c.commands,
 		c.shareKeys, c.shareHolders, c.shareCommitted, c.shareGrants, c.shareReturned, c.shareLapsed,
 		c.raftState, c.raftLeaderKnown, c.raftTerm, c.raftCommit, c.raftApplied, c.raftContact,
+		c.rebalanceState, c.rebalanceSteps, c.rebalancePlanned,
 	} {
 		ch <- d
 	}
@@ -135,6 +147,24 @@ func (c *collector) collectTopKeys(gauge func(d *prometheus.Desc, v float64, lab
 			gauge(c.topKeys, float64(k.Count), k.Key, outcome)
 		}
 	}
+}
+
+// collectRebalance exports the cluster's rebalance, when the sources give
+// it (a cluster's node).
+func (c *collector) collectRebalance(gauge func(d *prometheus.Desc, v float64, labels ...string)) {
+	if c.src.Rebalance == nil {
+		return
+	}
+	st := c.src.Rebalance.RebalanceStatus()
+	for _, state := range cluster.RebalanceStates {
+		v := 0.0
+		if state == st.State {
+			v = 1
+		}
+		gauge(c.rebalanceState, v, state)
+	}
+	gauge(c.rebalanceSteps, float64(st.Run.Steps))
+	gauge(c.rebalancePlanned, float64(len(st.Plan)))
 }
 
 // Collect implements prometheus.Collector.
@@ -185,6 +215,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.commands, float64(st.CommandsProcessed))
 	gauge(c.maxMemory, float64(st.MaxMemory))
 	c.collectTopKeys(gauge)
+	c.collectRebalance(gauge)
 
 	if c.src.Raft == nil {
 		return

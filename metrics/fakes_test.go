@@ -20,6 +20,10 @@ type fakeRaft []cluster.RaftState
 
 func (f fakeRaft) RaftStates() []cluster.RaftState { return f }
 
+type fakeRebalance cluster.RebalanceStatus
+
+func (f fakeRebalance) RebalanceStatus() cluster.RebalanceStatus { return cluster.RebalanceStatus(f) }
+
 type fakeServer server.Stats
 
 func (f fakeServer) Stats() server.Stats { return server.Stats(f) }
@@ -59,7 +63,9 @@ func testSources() Sources {
 			{Shard: 1, State: "Candidate", Term: 5, CommitIndex: 8, AppliedIndex: 8, LastContact: "never", SinceContact: -1},
 		},
 		Ready: &fakeReady{},
-		Top:   fakeTop{},
+		Rebalance: fakeRebalance{State: cluster.RebalanceWaiting, WaitingFor: []string{"n4"},
+			Run: cluster.RebalanceRun{Began: 1, Steps: 3}, Plan: []string{"shard 0: move the replica on n1 to n4", "shard 1: preferred leader n4"}},
+		Top: fakeTop{},
 	}
 }
 

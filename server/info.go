@@ -190,11 +190,23 @@ func (s *Server) writeSharesInfo(b *strings.Builder, t *engine.Stats) {
 }
 
 func (s *Server) writeClusterInfo(b *strings.Builder, _ *engine.Stats) {
-	if s.cfg.Cluster != nil {
-		infoLine(b, "cluster_enabled", 1)
-	} else {
+	if s.cfg.Cluster == nil {
 		infoLine(b, "cluster_enabled", 0)
+		return
 	}
+	infoLine(b, "cluster_enabled", 1)
+	if s.cfg.ClusterChanges == nil {
+		return
+	}
+	// The rebalance, as CLUSTER REBALANCE STATUS shows it, less its words.
+	st := s.cfg.ClusterChanges.RebalanceStatus()
+	infoLine(b, "rebalance_state", st.State)
+	infoLine(b, "rebalance_waiting_for", strings.Join(st.WaitingFor, ","))
+	infoLine(b, "rebalance_began_ms", st.Run.Began)
+	infoLine(b, "rebalance_steps", st.Run.Steps)
+	infoLine(b, "rebalance_ended_ms", st.Run.Ended)
+	infoLine(b, "rebalance_outcome", st.Run.Outcome)
+	infoLine(b, "rebalance_planned_steps", len(st.Plan))
 }
 
 func (s *Server) writeKeyspaceInfo(b *strings.Builder, t *engine.Stats) {
