@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/testcert"
+	"github.com/rlserver/rlserver/internal/wire"
 )
 
 // nodeTLS gives each of n nodes a certificate from ca.
@@ -91,7 +92,7 @@ func refusedStatus(t *testing.T, d busDialer, addr string) []byte {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if err := writeFrame(conn, appendString(appendString([]byte{frameStatus}, "intruder"), "")); err != nil {
+	if err := writeFrame(conn, wire.AppendString(wire.AppendString([]byte{frameStatus}, "intruder"), "")); err != nil {
 		return nil
 	}
 	reply, err := readFrame(bufio.NewReader(conn))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/resp"
+	"github.com/rlserver/rlserver/internal/wire"
 )
 
 // A Raft entry carries one batch: every command of every request the
@@ -87,52 +88,52 @@ func appendCommand(b []byte, c *engine.Command, version byte) []byte {
 // decodeBatch decodes a batch into cmds (reusing its memory); the keys alias
 // data. Every command is checked with engine.Command.Valid.
 func decodeBatch(data []byte, cmds []engine.Command) (int64, []engine.Command, error) {
-	d := wire{b: data}
-	version := d.byte()
+	d := newReader(data)
+	version := d.Byte()
 	if version > entryVersion2 {
 		return 0, cmds, fmt.Errorf("%w (entry version %d)", ErrNewerEntry, version)
 	}
 	if version != entryVersion1 && version != entryVersion2 {
 		return 0, cmds, fmt.Errorf("%w: unknown version", errBadEntry)
 	}
-	now := d.varint()
-	n := d.uvarint()
+	now := d.Varint()
+	n := d.Uvarint()
 	if n > uint64(len(data)) {
 		return 0, cmds, fmt.Errorf("%w: %d commands", errBadEntry, n)
 	}
-	for i := uint64(0); i < n && d.err == nil; i++ {
-		c := engine.Command{Op: engine.Op(d.byte())}
+	for i := uint64(0); i < n && d.Err() == nil; i++ {
+		c := engine.Command{Op: engine.Op(d.Byte())}
 		if version == entryVersion2 {
-			flags := d.uvarint()
+			flags := d.Uvarint()
 			c.Flags = engine.Flags(flags)
 			if uint64(c.Flags) != flags {
-				d.fail("bad flags")
+				d.Fail("bad flags")
 			}
 		}
-		c.Key = d.bytes(maxWireKey)
+		c.Key = d.Bytes(maxWireKey)
 		if version == entryVersion2 {
-			if c.Value = d.bytes(engine.MaxValue); len(c.Value) == 0 {
+			if c.Value = d.Bytes(engine.MaxValue); len(c.Value) == 0 {
 				c.Value = nil
 			}
 		}
 		for j := range c.Args {
-			c.Args[j] = d.varint()
+			c.Args[j] = d.Varint()
 		}
-		if d.err == nil && !c.Known() {
-			d.err = fmt.Errorf("%w (op %d)", ErrNewerEntry, c.Op)
+		if !c.Known() {
+			d.FailWith(fmt.Errorf("%w (op %d)", ErrNewerEntry, c.Op))
 		}
-		if d.err == nil && !c.Valid() {
-			d.err = fmt.Errorf("%w: invalid command %d", errBadEntry, c.Op)
+		if !c.Valid() {
+			d.FailWith(fmt.Errorf("%w: invalid command %d", errBadEntry, c.Op))
 		}
 		cmds = append(cmds, c)
 	}
-	if d.err == nil && len(d.b) > 0 {
-		d.err = fmt.Errorf("%w: trailing bytes", errBadEntry)
+	if d.Len() > 0 {
+		d.FailWith(fmt.Errorf("%w: trailing bytes", errBadEntry))
 	}
-	if d.err == nil && (now < 0 || now > engine.MaxTime) {
-		d.err = fmt.Errorf("%w: time %d", errBadEntry, now)
+	if now < 0 || now > engine.MaxTime {
+		d.FailWith(fmt.Errorf("%w: time %d", errBadEntry, now))
 	}
-	return now, cmds, d.err
+	return now, cmds, d.Err()
 }
 
 // appendResult encodes one result for a forwarded request.
@@ -141,22 +142,22 @@ func appendResult(b []byte, r *engine.Result) []byte {
 	switch r.Type {
 	case engine.ResDecision:
 		d := r.Decision
-		b = appendBool(b, d.Allowed)
-		b = appendVarints(b, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter)
+		b = wire.AppendBool(b, d.Allowed)
+		b = wire.AppendVarints(b, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter)
 		b = append(b, r.NExtras)
 		for _, e := range r.Extras[:r.NExtras] {
-			b = appendString(b, e.Name)
+			b = wire.AppendString(b, e.Name)
 			b = binary.AppendVarint(b, e.Value)
 		}
 		b = binary.AppendUvarint(b, uint64(r.Members))
 	case engine.ResThrottle:
 		t := r.Throttle
-		b = appendBool(b, t.Limited)
-		b = appendVarints(b, t.Limit, t.Remaining, t.RetryAfter, t.ResetAfter)
+		b = wire.AppendBool(b, t.Limited)
+		b = wire.AppendVarints(b, t.Limit, t.Remaining, t.RetryAfter, t.ResetAfter)
 	case engine.ResInt, engine.ResIntBulk:
 		b = binary.AppendVarint(b, r.Int)
 	case engine.ResText, engine.ResBulk:
-		b = appendString(b, r.Text)
+		b = wire.AppendString(b, r.Text)
 	case engine.ResValues:
 		// As RESP3 text, the form of the releases before values: every
 		// release reads it. Written in place, then moved up by its
@@ -171,8 +172,8 @@ func appendResult(b []byte, r *engine.Result) []byte {
 	case engine.ResFields:
 		b = binary.AppendUvarint(b, uint64(len(r.Fields)))
 		for _, f := range r.Fields {
-			b = appendString(b, f.Name)
-			b = appendString(b, f.Text)
+			b = wire.AppendString(b, f.Name)
+			b = wire.AppendString(b, f.Text)
 			b = binary.AppendVarint(b, f.Int)
 		}
 	case engine.ResError:
@@ -183,61 +184,61 @@ func appendResult(b []byte, r *engine.Result) []byte {
 }
 
 // decodeResult decodes one appendResult encoding.
-func (d *wire) result() engine.Result {
-	r := engine.Result{Type: engine.ResultType(d.byte())}
+func (d *reader) result() engine.Result {
+	r := engine.Result{Type: engine.ResultType(d.Byte())}
 	switch r.Type {
 	case engine.ResDecision:
-		r.Decision.Allowed = d.byte() == 1
-		r.Decision.Limit, r.Decision.Remaining, r.Decision.RetryAfter, r.Decision.ResetAfter = d.varint(), d.varint(), d.varint(), d.varint()
-		if r.NExtras = d.byte(); int(r.NExtras) > len(r.Extras) {
-			d.fail("too many extras")
+		r.Decision.Allowed = d.Byte() == 1
+		r.Decision.Limit, r.Decision.Remaining, r.Decision.RetryAfter, r.Decision.ResetAfter = d.Varint(), d.Varint(), d.Varint(), d.Varint()
+		if r.NExtras = d.Byte(); int(r.NExtras) > len(r.Extras) {
+			d.Fail("too many extras")
 			return r
 		}
 		for i := range r.Extras[:r.NExtras] {
-			r.Extras[i] = engine.Extra{Name: extraName(d.bytes(64)), Value: d.varint()}
+			r.Extras[i] = engine.Extra{Name: extraName(d.Bytes(64)), Value: d.Varint()}
 		}
 		r.Members = d.members()
 	case engine.ResThrottle:
-		r.Throttle.Limited = d.byte() == 1
-		r.Throttle.Limit, r.Throttle.Remaining, r.Throttle.RetryAfter, r.Throttle.ResetAfter = d.varint(), d.varint(), d.varint(), d.varint()
+		r.Throttle.Limited = d.Byte() == 1
+		r.Throttle.Limit, r.Throttle.Remaining, r.Throttle.RetryAfter, r.Throttle.ResetAfter = d.Varint(), d.Varint(), d.Varint(), d.Varint()
 	case engine.ResInt, engine.ResIntBulk:
-		r.Int = d.varint()
+		r.Int = d.Varint()
 	case engine.ResText, engine.ResBulk:
-		r.Text = string(d.bytes(engine.MaxValue))
+		r.Text = string(d.Bytes(engine.MaxValue))
 	case engine.ResValues: // RESP3 text; the values' strings share one copy of it
-		text := string(d.bytes(engine.MaxValue))
-		if d.err != nil {
+		text := string(d.Bytes(engine.MaxValue))
+		if d.Err() != nil {
 			return r
 		}
 		var err error
 		if r.Values, _, err = resp.Parse(nil, text); err != nil {
-			d.fail("bad reply")
+			d.Fail("bad reply")
 		}
 	case engine.ResFields:
-		n := d.uvarint()
+		n := d.Uvarint()
 		if n > 64 {
-			d.fail("too many fields")
+			d.Fail("too many fields")
 			return r
 		}
 		r.Fields = make([]engine.Field, n)
 		for i := range r.Fields {
-			r.Fields[i] = engine.Field{Name: string(d.bytes(256)), Text: string(d.bytes(256)), Int: d.varint()}
+			r.Fields[i] = engine.Field{Name: string(d.Bytes(256)), Text: string(d.Bytes(256)), Int: d.Varint()}
 		}
 	case engine.ResultType(wireResultError):
 		r.Type, r.Err = engine.ResError, d.error()
 		r.Members = d.members()
 	case engine.ResOK, engine.ResNil:
 	default:
-		d.fail("unknown result type")
+		d.Fail("unknown result type")
 	}
 	return r
 }
 
 // members reads an RL.ALL head's count of limits.
-func (d *wire) members() int {
-	n := d.uvarint()
+func (d *reader) members() int {
+	n := d.Uvarint()
 	if n > engine.MaxAllLimits {
-		d.fail("too many members")
+		d.Fail("too many members")
 		return 0
 	}
 	return int(n)
@@ -289,9 +290,9 @@ func appendError(b []byte, tag byte, err error) []byte {
 	var me *MembershipError
 	switch {
 	case errors.As(err, &e):
-		return appendString(append(b, errEngine, byte(e.Code)), err.Error())
+		return wire.AppendString(append(b, errEngine, byte(e.Code)), err.Error())
 	case errors.As(err, &me):
-		return appendString(append(b, errMembership, byte(me.Code)), err.Error())
+		return wire.AppendString(append(b, errMembership, byte(me.Code)), err.Error())
 	case errors.Is(err, ErrNotApplied):
 		return append(b, errNotApplied)
 	case errors.Is(err, ErrMayHaveBeenCounted):
@@ -299,7 +300,7 @@ func appendError(b []byte, tag byte, err error) []byte {
 	case errors.Is(err, ErrShuttingDown):
 		return append(b, errShuttingDown)
 	}
-	return appendString(append(b, errFailure), err.Error())
+	return wire.AppendString(append(b, errFailure), err.Error())
 }
 
 // appendRequestError appends the error a forwarded request ended with as
@@ -318,27 +319,27 @@ func appendRequestError(b []byte, err error) []byte {
 
 // requestError reads what appendRequestError wrote after the tag: a
 // sentinel that came with its text is a ForwardedError from peer.
-func (d *wire) requestError(peer string) error {
+func (d *reader) requestError(peer string) error {
 	err := d.error()
-	if d.err != nil || len(d.b) == 0 {
+	if d.Err() != nil || d.Len() == 0 {
 		return err
 	}
 	if !errors.Is(err, ErrNotApplied) && !errors.Is(err, ErrMayHaveBeenCounted) && !errors.Is(err, ErrShuttingDown) {
 		return err
 	}
-	text := string(d.b[:min(len(d.b), maxWireError)])
-	d.b = nil
+	text := string(d.Rest()[:min(d.Len(), maxWireError)])
+	d.Next(d.Len())
 	return &ForwardedError{Peer: peer, Text: text, Err: err}
 }
 
 // error reads what appendError wrote after the tag.
-func (d *wire) error() error {
-	switch kind := d.byte(); kind {
+func (d *reader) error() error {
+	switch kind := d.Byte(); kind {
 	case errEngine:
 		// A code only a newer rlserver knows keeps its message; the
 		// server answers it as it answers every code it has no word for.
-		code := engine.Code(d.byte())
-		return &engine.Error{Code: code, Msg: string(d.bytes(maxWireError))}
+		code := engine.Code(d.Byte())
+		return &engine.Error{Code: code, Msg: string(d.Bytes(maxWireError))}
 	case errNotApplied:
 		return ErrNotApplied
 	case errMayHaveBeenCounted:
@@ -346,86 +347,19 @@ func (d *wire) error() error {
 	case errShuttingDown:
 		return ErrShuttingDown
 	case errFailure:
-		return &Failure{string(d.bytes(maxWireError))}
+		return &Failure{string(d.Bytes(maxWireError))}
 	case errMembership:
-		code := MembershipCode(d.byte())
-		return &MembershipError{Code: code, Msg: string(d.bytes(maxWireError))}
+		code := MembershipCode(d.Byte())
+		return &MembershipError{Code: code, Msg: string(d.Bytes(maxWireError))}
 	default:
-		d.fail("unknown error kind")
+		d.Fail("unknown error kind")
 		return errBadEntry
 	}
 }
 
-func appendBool(b []byte, v bool) []byte {
-	if v {
-		return append(b, 1)
-	}
-	return append(b, 0)
-}
+// reader reads the encodings above: a wire.Reader whose errors wrap
+// errBadEntry, with the decoders of the cluster's own values (result,
+// members, error, requestError).
+type reader struct{ wire.Reader }
 
-func appendVarints(b []byte, vs ...int64) []byte {
-	for _, v := range vs {
-		b = binary.AppendVarint(b, v)
-	}
-	return b
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-// wire reads the encodings above, remembering the first error.
-type wire struct {
-	b   []byte
-	err error
-}
-
-func (d *wire) fail(what string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s", errBadEntry, what)
-	}
-}
-
-func (d *wire) byte() byte {
-	if len(d.b) == 0 {
-		d.fail("truncated")
-		return 0
-	}
-	c := d.b[0]
-	d.b = d.b[1:]
-	return c
-}
-
-func (d *wire) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("bad uvarint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *wire) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-// bytes reads a length-prefixed byte string of at most max bytes; the result
-// aliases the input.
-func (d *wire) bytes(max uint64) []byte {
-	n := d.uvarint()
-	if d.err != nil || n > max || n > uint64(len(d.b)) {
-		d.fail("bad length")
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
-}
+func newReader(b []byte) *reader { return &reader{wire.NewReader(b, errBadEntry)} }

@@ -69,16 +69,16 @@ func TestDecodeRefusesInvalidCommands(t *testing.T) {
 func TestResultRoundTripKeepsExtrasAndMembers(t *testing.T) {
 	r := engine.Result{Type: engine.ResDecision, Decision: engine.Decision{Allowed: true, Limit: 5, Remaining: 2, ResetAfter: 900}, Members: 3}
 	r.Extras[0], r.NExtras = engine.Extra{Name: "lease_id", Value: 1 << 40}, 1
-	d := wire{b: appendResult(nil, &r)}
+	d := newReader(appendResult(nil, &r))
 	got := d.result()
-	if d.err != nil || got.Decision != r.Decision || got.Extras != r.Extras || got.NExtras != 1 || got.Members != 3 {
-		t.Fatalf("result %+v (%v), want %+v", got, d.err, r)
+	if d.Err() != nil || got.Decision != r.Decision || got.Extras != r.Extras || got.NExtras != 1 || got.Members != 3 {
+		t.Fatalf("result %+v (%v), want %+v", got, d.Err(), r)
 	}
 	for _, res := range []engine.Result{{Type: engine.ResIntBulk, Int: -42}, {Type: engine.ResError, Err: engine.ErrAllMember, Members: 2}} {
-		d := wire{b: appendResult(nil, &res)}
+		d := newReader(appendResult(nil, &res))
 		got := d.result()
-		if d.err != nil || got.Int != res.Int || got.Members != res.Members || (res.Err != nil && got.Err.Error() != res.Err.Error()) {
-			t.Fatalf("result %+v (%v), want %+v", got, d.err, res)
+		if d.Err() != nil || got.Int != res.Int || got.Members != res.Members || (res.Err != nil && got.Err.Error() != res.Err.Error()) {
+			t.Fatalf("result %+v (%v), want %+v", got, d.Err(), res)
 		}
 	}
 }
@@ -98,10 +98,10 @@ func TestErrorsKeepTheirIdentityOnTheBus(t *testing.T) {
 		errors.New("ERR something else"),
 	} {
 		res := engine.Result{Type: engine.ResError, Err: err, Members: 1}
-		d := wire{b: appendResult(nil, &res)}
+		d := newReader(appendResult(nil, &res))
 		got := d.result()
-		if d.err != nil || got.Type != engine.ResError || got.Members != 1 || got.Err.Error() != err.Error() {
-			t.Fatalf("%v: decoded %+v (%v)", err, got, d.err)
+		if d.Err() != nil || got.Type != engine.ResError || got.Members != 1 || got.Err.Error() != err.Error() {
+			t.Fatalf("%v: decoded %+v (%v)", err, got, d.Err())
 		}
 		var want *engine.Error
 		if errors.As(err, &want) {
@@ -115,8 +115,8 @@ func TestErrorsKeepTheirIdentityOnTheBus(t *testing.T) {
 				t.Errorf("%v: decoded %v, errors.Is(%v) changed", err, got.Err, sentinel)
 			}
 		}
-		d = wire{b: appendError(nil, replyError, err)}
-		if d.byte() != replyError || d.error().Error() != err.Error() || d.err != nil {
+		d = newReader(appendError(nil, replyError, err))
+		if d.Byte() != replyError || d.error().Error() != err.Error() || d.Err() != nil {
 			t.Errorf("%v: a request's error did not round-trip", err)
 		}
 	}
@@ -169,13 +169,13 @@ func TestResultValuesCrossAsRESP3Text(t *testing.T) {
 	if got := appendResult([]byte("prefix"), &r); !bytes.Equal(got[len("prefix"):], before) {
 		t.Fatalf("encoded %q, want %q", got, before)
 	}
-	d := wire{b: before}
+	d := newReader(before)
 	got := d.result()
-	if d.err != nil || len(d.b) != 0 || got.Type != engine.ResValues || !slices.Equal(got.Values, vs) {
-		t.Fatalf("decoded %+v (%v), want %v", got, d.err, vs)
+	if d.Err() != nil || d.Len() != 0 || got.Type != engine.ResValues || !slices.Equal(got.Values, vs) {
+		t.Fatalf("decoded %+v (%v), want %v", got, d.Err(), vs)
 	}
 	bad := append([]byte{byte(engine.ResValues), 3}, "*2\n"...)
-	if d := (wire{b: bad}); d.result().Type == engine.ResValues && d.err == nil {
+	if d := (newReader(bad)); d.result().Type == engine.ResValues && d.Err() == nil {
 		t.Fatal("a reply that is not RESP decoded")
 	}
 }
@@ -188,9 +188,9 @@ func FuzzDecodeResult(f *testing.F) {
 	f.Add(appendResult(nil, &engine.Result{Type: engine.ResFields, Fields: []engine.Field{{Name: "a", Int: 1}}}))
 	f.Add(appendResult(nil, &engine.Result{Type: engine.ResValues, Values: []resp.Value{resp.Array(2), resp.Bulk("x"), resp.Null()}}))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d := wire{b: data}
+		d := newReader(data)
 		res := d.result()
-		if d.err == nil && int(res.NExtras) > len(res.Extras) {
+		if d.Err() == nil && int(res.NExtras) > len(res.Extras) {
 			t.Fatalf("decoded %d extras", res.NExtras)
 		}
 	})
@@ -251,30 +251,30 @@ func TestRequestErrorCarriesItsText(t *testing.T) {
 	for _, sentinel := range []error{ErrNotApplied, ErrMayHaveBeenCounted, ErrShuttingDown} {
 		err := retryError(2, "n3", sentinel, "the leader lost its leadership")
 		reply := appendRequestError(nil, err)
-		d := wire{b: reply}
-		got := readRequestError(t, &d, "n3")
+		d := newReader(reply)
+		got := readRequestError(t, d, "n3")
 		var fe *ForwardedError
 		if !errors.Is(got, sentinel) || !errors.As(got, &fe) || fe.Peer != "n3" || fe.Text != err.Error() ||
 			got.Error() != "forwarded to n3: "+err.Error() {
 			t.Errorf("%v: decoded %#v", err, got)
 		}
-		old := wire{b: reply} // as releases before it read it
-		if old.byte() != replyError || old.error() != sentinel || old.err != nil {
-			t.Errorf("%v: a release before it reads %v", err, old.err)
+		old := newReader(reply) // as releases before it read it
+		if old.Byte() != replyError || old.error() != sentinel || old.Err() != nil {
+			t.Errorf("%v: a release before it reads %v", err, old.Err())
 		}
-		bare := wire{b: appendError(nil, replyError, sentinel)} // from a release before it
-		if got := readRequestError(t, &bare, "n3"); got != sentinel {
+		bare := newReader(appendError(nil, replyError, sentinel)) // from a release before it
+		if got := readRequestError(t, bare, "n3"); got != sentinel {
 			t.Errorf("%v without a text: decoded %#v", sentinel, got)
 		}
 	}
-	long := wire{b: appendRequestError(nil, fmt.Errorf("%s: %w", strings.Repeat("x", 2*maxWireError), ErrNotApplied))}
+	long := newReader(appendRequestError(nil, fmt.Errorf("%s: %w", strings.Repeat("x", 2*maxWireError), ErrNotApplied)))
 	var fe *ForwardedError
-	if got := readRequestError(t, &long, "n3"); !errors.As(got, &fe) || len(fe.Text) != maxWireError {
+	if got := readRequestError(t, long, "n3"); !errors.As(got, &fe) || len(fe.Text) != maxWireError {
 		t.Errorf("a long text: decoded %d bytes, want %d", len(fe.Text), maxWireError)
 	}
 	for _, err := range []error{engine.ErrWrongType, &Failure{"shard commit failed"}, errBadEntry} {
-		d := wire{b: appendRequestError(nil, err)}
-		if got := readRequestError(t, &d, "n3"); got.Error() != err.Error() {
+		d := newReader(appendRequestError(nil, err))
+		if got := readRequestError(t, d, "n3"); got.Error() != err.Error() {
 			t.Errorf("%v: decoded %v", err, got)
 		}
 	}
@@ -282,14 +282,14 @@ func TestRequestErrorCarriesItsText(t *testing.T) {
 
 // readRequestError reads a reply's tag, which must be replyError, then its
 // error, which must be all the reply holds.
-func readRequestError(t *testing.T, d *wire, peer string) error {
+func readRequestError(t *testing.T, d *reader, peer string) error {
 	t.Helper()
-	if tag := d.byte(); tag != replyError {
+	if tag := d.Byte(); tag != replyError {
 		t.Fatalf("tag %d, want replyError", tag)
 	}
 	err := d.requestError(peer)
-	if d.err != nil || len(d.b) != 0 {
-		t.Fatalf("decoding: %v, %d bytes left", d.err, len(d.b))
+	if d.Err() != nil || d.Len() != 0 {
+		t.Fatalf("decoding: %v, %d bytes left", d.Err(), d.Len())
 	}
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/peek"
+	"github.com/rlserver/rlserver/internal/wire"
 )
 
 // A control connection (streamControl, transport.go) carries the control
@@ -45,10 +46,10 @@ func appendStatus(out []byte, st NodeStatus) []byte {
 	out = binary.AppendUvarint(out, uint64(len(st.Shards)))
 	for _, s := range st.Shards {
 		out = binary.AppendUvarint(out, s.Applied)
-		out = appendString(out, s.Leader)
+		out = wire.AppendString(out, s.Leader)
 	}
 	out = append(out, 1)
-	out = appendString(out, st.Incarnation)
+	out = wire.AppendString(out, st.Incarnation)
 	out = binary.AppendUvarint(out, st.Catalogue)
 	if st.Verdict != nil {
 		out = appendError(out, 1, st.Verdict)
@@ -67,29 +68,29 @@ func appendStatus(out []byte, st NodeStatus) []byte {
 }
 
 // decodeStatus reads an answer to 'S' after its first byte.
-func decodeStatus(d *wire) (NodeStatus, error) {
-	n := d.uvarint()
+func decodeStatus(d *reader) (NodeStatus, error) {
+	n := d.Uvarint()
 	if n > 1<<16 {
 		return NodeStatus{}, errBadEntry
 	}
 	st := NodeStatus{Shards: make([]ShardStatus, n)}
 	for i := range st.Shards {
-		st.Shards[i] = ShardStatus{Applied: d.uvarint(), Leader: string(d.bytes(256))}
+		st.Shards[i] = ShardStatus{Applied: d.Uvarint(), Leader: string(d.Bytes(256))}
 	}
-	if d.byte() != 1 {
-		d.fail("status without its incarnation")
+	if d.Byte() != 1 {
+		d.Fail("status without its incarnation")
 	}
-	st.Incarnation = string(d.bytes(64))
-	st.Catalogue = d.uvarint()
-	if d.byte() == 1 {
+	st.Incarnation = string(d.Bytes(64))
+	st.Catalogue = d.Uvarint()
+	if d.Byte() == 1 {
 		st.Verdict = d.error()
 	}
 	for i := range st.Shards {
-		flags := d.byte()
+		flags := d.Byte()
 		st.Shards[i].Held = flags&1 != 0
-		st.Shards[i].Commit = d.uvarint()
+		st.Shards[i].Commit = d.Uvarint()
 	}
-	return st, d.err
+	return st, d.Err()
 }
 
 // serveControl answers frames on one control connection until it closes.
@@ -105,9 +106,9 @@ func serveControl(conn net.Conn, n *RaftShards) {
 		out = out[:0]
 		switch frame[0] {
 		case frameStatus:
-			d := wire{b: frame[1:]}
-			asker, incarnation := string(d.bytes(256)), string(d.bytes(64))
-			if d.err != nil {
+			d := newReader(frame[1:])
+			asker, incarnation := string(d.Bytes(256)), string(d.Bytes(64))
+			if d.Err() != nil {
 				return
 			}
 			out = appendStatus(out, n.status(asker, incarnation))
@@ -135,16 +136,16 @@ func serveControl(conn net.Conn, n *RaftShards) {
 // about this node, whose data directory is incarnation, waiting no longer
 // than timeout.
 func (n *RaftShards) AskStatus(addr, incarnation string, timeout time.Duration) (NodeStatus, error) {
-	frame := appendString(appendString([]byte{frameStatus}, n.cfg.Self.ID), incarnation)
+	frame := wire.AppendString(wire.AppendString([]byte{frameStatus}, n.cfg.Self.ID), incarnation)
 	reply, _, err := n.control.call(addr, frame, time.Now().Add(timeout))
 	if err != nil {
 		return NodeStatus{}, err
 	}
-	d := wire{b: reply}
-	if d.byte() != replyOK {
+	d := newReader(reply)
+	if d.Byte() != replyOK {
 		return NodeStatus{}, fmt.Errorf("%w: status refused by %s", errBadEntry, addr)
 	}
-	return decodeStatus(&d)
+	return decodeStatus(d)
 }
 
 // SendCatalogueOp sends a catalogue change (its entry's bytes) to the
@@ -160,13 +161,13 @@ func (n *RaftShards) SendCatalogueOp(addr string, op []byte, deadline time.Time)
 		}
 		return 0, "", fmt.Errorf("the catalogue's leader did not answer: %v: %w", err, ErrMayHaveBeenCounted)
 	}
-	d := wire{b: reply}
-	switch d.byte() {
+	d := newReader(reply)
+	switch d.Byte() {
 	case replyOK:
-		index = d.uvarint()
-		return index, "", d.err
+		index = d.Uvarint()
+		return index, "", d.Err()
 	case replyLeader:
-		return 0, string(d.b), fmt.Errorf("the catalogue's leader moved: %w", ErrNotApplied)
+		return 0, string(d.Rest()), fmt.Errorf("the catalogue's leader moved: %w", ErrNotApplied)
 	case replyError:
 		return 0, "", d.requestError(addr)
 	}

@@ -98,11 +98,11 @@ func (f *forwarder) drop(m *muxConn) {
 // otherwise it returns the error r is to end with, and the id of the node
 // that leads the shard when the peer named one.
 func (f *forwarder) answered(leader *Member, shard int, r *Request, reply []byte) (hint string, err error) {
-	d := wire{b: reply}
-	switch d.byte() {
+	d := newReader(reply)
+	switch d.Byte() {
 	case replyOK:
 	case replyLeader:
-		hint = string(d.b)
+		hint = string(d.Rest())
 		return hint, retryError(shard, hint, ErrNotApplied, leader.ID+" does not lead it")
 	case replyError:
 		return "", d.requestError(leader.ID)
@@ -115,8 +115,8 @@ func (f *forwarder) answered(leader *Member, shard int, r *Request, reply []byte
 	for i := range r.Results {
 		r.Results[i] = d.result()
 	}
-	if d.err != nil {
-		r.answer(&Failure{fmt.Sprintf("bad reply from %s: %v", leader.ID, d.err)})
+	if d.Err() != nil {
+		r.answer(&Failure{fmt.Sprintf("bad reply from %s: %v", leader.ID, d.Err())})
 		return "", nil
 	}
 	r.answer(nil)

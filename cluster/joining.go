@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/wire"
 )
 
 // Before a node takes part in any Raft group, it asks the cluster about
@@ -57,14 +59,14 @@ func serveJoining(conn net.Conn, ctl ControlPlane) {
 
 // answerHello encodes what ctl knows of the node a hello frame names.
 func answerHello(frame []byte, ctl ControlPlane) []byte {
-	d := wire{b: frame}
-	id, incarnation := string(d.bytes(256)), string(d.bytes(256))
-	if d.err != nil {
-		return appendError(nil, replyError, d.err)
+	d := newReader(frame)
+	id, incarnation := string(d.Bytes(256)), string(d.Bytes(256))
+	if d.Err() != nil {
+		return appendError(nil, replyError, d.Err())
 	}
 	r := ctl.Hello(id, incarnation)
 	out := binary.AppendUvarint([]byte{replyOK}, r.Index)
-	out = appendString(out, r.Cluster.String())
+	out = wire.AppendString(out, r.Cluster.String())
 	out = binary.AppendUvarint(out, uint64(r.Shards))
 	if r.Verdict != nil {
 		return appendError(out, 1, r.Verdict)
@@ -102,20 +104,20 @@ func NewJoiner(dial Dialer, sec *BusTLS) *Joiner {
 // Hello asks the node at addr (a bus address) what the cluster knows of
 // node id with incarnation.
 func (j *Joiner) Hello(addr, id, incarnation string, timeout time.Duration) (HelloReply, error) {
-	frame := appendString(appendString([]byte{frameHello}, id), incarnation)
+	frame := wire.AppendString(wire.AppendString([]byte{frameHello}, id), incarnation)
 	body, err := j.call(addr, frame, timeout)
 	if err != nil {
 		return HelloReply{}, err
 	}
-	d := wire{b: body}
-	r := HelloReply{Index: d.uvarint()}
-	cluster := string(d.bytes(64))
-	r.Shards = int(d.uvarint())
-	if d.byte() == 1 {
+	d := newReader(body)
+	r := HelloReply{Index: d.Uvarint()}
+	cluster := string(d.Bytes(64))
+	r.Shards = int(d.Uvarint())
+	if d.Byte() == 1 {
 		r.Verdict = d.error()
 	}
-	if d.err != nil {
-		return HelloReply{}, d.err
+	if d.Err() != nil {
+		return HelloReply{}, d.Err()
 	}
 	if r.Cluster, err = ParseClusterID(cluster); err != nil {
 		return HelloReply{}, fmt.Errorf("%w: a hello reply from %s: %v", errBadEntry, addr, err)
@@ -155,12 +157,12 @@ func (j *Joiner) call(addr string, frame []byte, timeout time.Duration) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	d := wire{b: reply}
-	switch d.byte() {
+	d := newReader(reply)
+	switch d.Byte() {
 	case replyOK:
-		return d.b, nil
+		return d.Rest(), nil
 	case replyError:
-		if err := d.error(); d.err == nil {
+		if err := d.error(); d.Err() == nil {
 			return nil, err
 		}
 	}

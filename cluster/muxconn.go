@@ -243,10 +243,10 @@ func (m *muxConn) read(conn net.Conn) {
 			return
 		}
 		buf = frame[:0]
-		d := wire{b: frame}
-		id := d.uvarint()
-		if d.err != nil {
-			m.broke(d.err)
+		d := newReader(frame)
+		id := d.Uvarint()
+		if d.Err() != nil {
+			m.broke(d.Err())
 			return
 		}
 		m.mu.Lock()
@@ -259,7 +259,7 @@ func (m *muxConn) read(conn net.Conn) {
 		if c == nil {
 			continue // ended already: at its deadline, or as stale
 		}
-		if hint, err := m.f.answered(c.leader, c.shard, c.r, d.b); err != nil {
+		if hint, err := m.f.answered(c.leader, c.shard, c.r, d.Rest()); err != nil {
 			m.f.ended(c.r, c.leader, hint, err)
 		}
 	}

@@ -79,16 +79,16 @@ func serveMux(conn net.Conn, h forwardHandler) {
 			return
 		}
 		sr.frame = frame
-		d := wire{b: frame}
-		sr.id = d.uvarint()
-		if d.err != nil || d.byte() != frameCommands {
+		d := newReader(frame)
+		sr.id = d.Uvarint()
+		if d.Err() != nil || d.Byte() != frameCommands {
 			return // not this protocol: nothing to answer
 		}
-		shard := int(d.uvarint())
+		shard := int(d.Uvarint())
 		r := &sr.req
-		_, r.Cmds, err = decodeBatch(d.b, r.Cmds[:0])
+		_, r.Cmds, err = decodeBatch(d.Rest(), r.Cmds[:0])
 		if err == nil {
-			err = d.err
+			err = d.Err()
 		}
 		if err != nil {
 			sr.ready, sr.failed = true, err

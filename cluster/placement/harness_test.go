@@ -14,6 +14,7 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/replicatest"
 	"github.com/rlserver/rlserver/internal/testnet"
 	"github.com/rlserver/rlserver/persistence"
 )
@@ -133,57 +134,44 @@ func (tc *testCluster) call(i, shard int, cmds ...engine.Command) ([]engine.Resu
 // agrees on its leader, and returns its index.
 func (tc *testCluster) leaderOf(shard int) int {
 	tc.t.Helper()
-	leader := -1
-	poll.Until(tc.t, 10*time.Second, fmt.Sprintf("an agreed leader for shard %d", shard), func() (bool, error) {
-		agreed, idx := true, -1
-		for _, n := range tc.nodes {
-			if n == nil || n.data.Group(shard) == nil {
-				continue
-			}
-			m, _, ok := n.Leader(shard)
-			if !ok || (idx >= 0 && tc.members[idx].ID != m.ID) {
-				agreed = false
-				break
-			}
-			for j := range tc.members {
-				if tc.members[j].ID == m.ID {
-					idx = j
-				}
-			}
-		}
-		if agreed && idx >= 0 && tc.nodes[idx] != nil {
-			leader = idx
-			return true, nil
-		}
-		return false, nil
-	})
-	return leader
+	ids := make([]string, len(tc.members))
+	for i, m := range tc.members {
+		ids[i] = m.ID
+	}
+	return replicatest.Leader(tc.t, shard, ids, tc.replicas())
 }
 
 // converge waits until every running node's replica of shard has the same
 // state and returns that digest.
 func (tc *testCluster) converge(shard int) string {
 	tc.t.Helper()
-	var last []string
-	poll.Until(tc.t, 10*time.Second, fmt.Sprintf("shard %d's replicas to converge", shard), func() (bool, error) {
-		last = last[:0]
-		for _, n := range tc.nodes {
-			if n == nil || n.data.Group(shard) == nil {
-				continue
-			}
-			r, err := n.DataPlane().Read(shard, engine.Command{Op: engine.OpDigest})
-			if err != nil {
-				tc.t.Fatal(err)
-			}
-			last = append(last, r.Text)
+	return replicatest.State(tc.t, shard, tc.replicas())
+}
+
+// replicas are the nodes as replicatest sees them, nil where one is down.
+func (tc *testCluster) replicas() []replicatest.Node {
+	out := make([]replicatest.Node, len(tc.nodes))
+	for i, n := range tc.nodes {
+		if n != nil {
+			out[i] = testReplica{n}
 		}
-		same := true
-		for _, d := range last {
-			same = same && d == last[0]
-		}
-		return same && len(last) > 0, fmt.Errorf("digests %v", last)
-	})
-	return last[0]
+	}
+	return out
+}
+
+// testReplica is a node as replicatest asks it.
+type testReplica struct{ n *Node }
+
+func (r testReplica) Holds(shard int) bool { return r.n.data.Group(shard) != nil }
+
+func (r testReplica) LeaderID(shard int) (string, bool) {
+	m, _, ok := r.n.Leader(shard)
+	return m.ID, ok
+}
+
+func (r testReplica) Digest(shard int) (string, error) {
+	res, err := r.n.DataPlane().Read(shard, engine.Command{Op: engine.OpDigest})
+	return res.Text, err
 }
 
 func sliding(key string, limit, window int64) engine.Command {

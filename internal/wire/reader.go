@@ -14,10 +14,10 @@ import (
 //
 // A Reader never copies: the byte strings it returns alias its input.
 //
-// Its methods are what the cluster's Raft entries and bus messages need
-// too (cluster/codec.go's reader, which it is to replace): FailWith records
+// The engine's snapshots and the cluster's Raft entries and bus messages
+// (cluster/codec.go's reader wraps it) are read with it. FailWith records
 // an error of the caller's own, such as an entry only a newer release can
-// read, and AppendVarints writes several integers at once.
+// read.
 type Reader struct {
 	b   []byte
 	err error
