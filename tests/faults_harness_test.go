@@ -576,3 +576,13 @@ func (l *laps) lap(name string) {
 
 // String lists the laps.
 func (l *laps) String() string { return strings.Join(l.out, ", ") }
+
+// startMembershipLoad starts the load every membership test runs under:
+// 40 limiters, two workers per node, in the load's first phase.
+func startMembershipLoad(t *testing.T, tc *testCluster) *faultLoad {
+	t.Helper()
+	l := newFaultLoad(t, tc, 40)
+	l.setPhase(1)
+	l.start(2)
+	return l
+}

@@ -180,13 +180,3 @@ func (tc *testCluster) placementLog() string {
 	}
 	return b.String()
 }
-
-// startMembershipLoad starts the load every membership test runs under:
-// 40 limiters, two workers per node, in the load's first phase.
-func startMembershipLoad(t *testing.T, tc *testCluster) *faultLoad {
-	t.Helper()
-	l := newFaultLoad(t, tc, 40)
-	l.setPhase(1)
-	l.start(2)
-	return l
-}
