@@ -1,12 +1,17 @@
 package rls
 
 import (
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
+	discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	rlsconf "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
 	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // A RateLimitConfig resource (ratelimit.config.ratelimit.v3, what Envoy
@@ -162,4 +167,56 @@ func (b *xdsNodes) set(m *yaml.Node, path, key string, value *yaml.Node) {
 	k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
 	b.paths[k] = at
 	m.Content = append(m.Content, k, value)
+}
+
+// resourceTypeURL is a resource wrapped in envoy.service.discovery.v3.Resource
+// (a control plane that gives resources a time to live sends them so).
+const resourceTypeURL = "type.googleapis.com/envoy.service.discovery.v3.Resource"
+
+// errXDSResource is what decodeXDS's errors about a resource's encoding
+// wrap (its checks' are *ConfigError).
+var errXDSResource = errors.New("invalid xDS resource")
+
+// decodeXDS reads a response's resources and loads them.
+func decodeXDS(resp *discoverypb.DiscoveryResponse) (*Config, error) {
+	if resp.GetTypeUrl() != XDSTypeURL {
+		return nil, fmt.Errorf("%w: a response of type %s, not %s", errXDSResource, resp.GetTypeUrl(), XDSTypeURL)
+	}
+	list := make([]*rlsconf.RateLimitConfig, 0, len(resp.GetResources()))
+	for i, a := range resp.GetResources() {
+		if a.GetTypeUrl() == resourceTypeURL {
+			var wrapped discoverypb.Resource
+			if err := a.UnmarshalTo(&wrapped); err != nil {
+				return nil, fmt.Errorf("%w: resource %d: %w", errXDSResource, i, err)
+			}
+			if a = wrapped.GetResource(); a == nil {
+				return nil, fmt.Errorf("%w: resource %d (%q) has no body: time-to-live heartbeats are not supported", errXDSResource, i, wrapped.GetName())
+			}
+		}
+		if a.GetTypeUrl() != XDSTypeURL {
+			return nil, fmt.Errorf("%w: resource %d is a %s, not a %s", errXDSResource, i, a.GetTypeUrl(), XDSTypeURL)
+		}
+		c := &rlsconf.RateLimitConfig{}
+		if err := anypb.UnmarshalTo(a, c, proto.UnmarshalOptions{}); err != nil {
+			return nil, fmt.Errorf("%w: resource %d: %w", errXDSResource, i, err)
+		}
+		list = append(list, c)
+	}
+	return LoadXDS(list)
+}
+
+// fingerprintResources hashes a response's type and resources, to know a
+// set sent again.
+func fingerprintResources(resp *discoverypb.DiscoveryResponse) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write([]byte(resp.GetTypeUrl()))
+	for _, a := range resp.GetResources() {
+		h.Write([]byte{0})
+		h.Write([]byte(a.GetTypeUrl()))
+		h.Write([]byte{0})
+		h.Write(a.GetValue())
+	}
+	var sum [sha256.Size]byte
+	copy(sum[:], h.Sum(nil))
+	return sum
 }
