@@ -56,6 +56,18 @@ func waitVersion(t *testing.T, x *XDS, cp *xdstest.ControlPlane, version string,
 	})
 }
 
+// subscribed is a control plane serving cfg as version, and a service
+// subscribed to it without TLS, once the version is in force.
+func subscribed(t *testing.T, version string, cfg *rlsconf.RateLimitConfig) (*xdstest.ControlPlane, *fixture, *XDS) {
+	t.Helper()
+	cp := xdstest.Start(t, "127.0.0.1:0", nil)
+	cp.Set(t, xdsNode, version, cfg)
+	f := newFixture(t, "domain: unused\n", Options{})
+	x := subscribe(t, f, cp.Addr(), nil)
+	waitVersion(t, x, cp, version, 1)
+	return cp, f, x
+}
+
 // remaining is what one more request of user leaves under domain edge.
 func (f *fixture) remaining(user string) uint32 {
 	f.t.Helper()
@@ -72,12 +84,7 @@ func (f *fixture) remaining(user string) uint32 {
 // and reusing version "1" for other content, is subscribed to again and
 // its config put in force.
 func TestXDSWithGoControlPlane(t *testing.T) {
-	cp := xdstest.Start(t, "127.0.0.1:0", nil)
-	cp.Set(t, xdsNode, "1", edgeConfig(2))
-	f := newFixture(t, "domain: unused\n", Options{})
-	x := subscribe(t, f, cp.Addr(), nil)
-
-	waitVersion(t, x, cp, "1", 1)
+	cp, f, x := subscribed(t, "1", edgeConfig(2))
 	first := cp.Requests()[0]
 	if first.GetNode().GetId() != xdsNode || first.GetNode().GetMetadata().GetFields()["zone"].GetStringValue() != "z1" ||
 		first.GetTypeUrl() != XDSTypeURL || first.GetVersionInfo() != "" || len(first.GetResourceNames()) != 0 {
@@ -141,11 +148,7 @@ func TestXDSWithGoControlPlane(t *testing.T) {
 // plane's: the new stream gets the same set, which is acknowledged with no
 // reload. Resources of another type are refused.
 func TestXDSSameSetAgainAndWrongType(t *testing.T) {
-	cp := xdstest.Start(t, "127.0.0.1:0", nil)
-	cp.Set(t, xdsNode, "7", edgeConfig(3))
-	f := newFixture(t, "domain: unused\n", Options{})
-	x := subscribe(t, f, cp.Addr(), nil)
-	waitVersion(t, x, cp, "7", 1)
+	cp, f, x := subscribed(t, "7", edgeConfig(3))
 	loads := f.svc.ServiceStats().ConfigLoads
 
 	cp.Restart(t)
