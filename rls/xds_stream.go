@@ -1,6 +1,7 @@
 package rls
 
 import (
+	"context"
 	"crypto/sha256"
 	"time"
 
@@ -33,7 +34,9 @@ const XDSTypeURL = "type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitC
 // stream runs one stream until it fails; received is true when a response
 // came on it.
 func (x *XDS) stream() (received bool, err error) {
-	s, err := discoverypb.NewAggregatedDiscoveryServiceClient(x.conn).StreamAggregatedResources(x.ctx)
+	ctx, cancel := context.WithCancel(x.ctx) // ends the stream however this returns
+	defer cancel()
+	s, err := discoverypb.NewAggregatedDiscoveryServiceClient(x.conn).StreamAggregatedResources(ctx)
 	if err != nil {
 		return false, err
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,6 +67,14 @@ func TestRLSConfigOverXDS(t *testing.T) {
 	if got := s.allowed(t, 3, "edge", descriptor("user", "ada")); got != 2 {
 		t.Fatalf("%d of 3 allowed under 2 a minute", got)
 	}
+	// SIGHUP, which reloads --rls-config, has nothing to reload here, and
+	// must not end the process.
+	if err := p.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 20*time.Second, "the log to say SIGHUP has nothing to reload", func() (bool, error) {
+		return strings.Contains(p.Log(), "SIGHUP: nothing to reload"), nil
+	})
 
 	cp.Set(t, egNode, "2", usersPerMinute(10))
 	s.waitLimit(t, 10)

@@ -126,12 +126,11 @@ func startRLS(o options, ln net.Listener, shards backend, clock rls.Clock, log *
 	}()
 	if f.xds != nil {
 		f.xds.Start()
-		close(f.done) // nothing to reload on SIGHUP: the control plane sends what changes
 	} else {
 		f.watcher.Start()
-		signal.Notify(f.hup, syscall.SIGHUP)
-		go f.reloadOnHUP()
 	}
+	signal.Notify(f.hup, syscall.SIGHUP)
+	go f.reloadOnHUP(log)
 	cfg := o.rls.loaded
 	log.Info("rate limit service listening", append([]any{"addr", ln.Addr().String(), "tls", o.access.clientTLS != nil,
 		"domains", cfg.Domains(), "rules", cfg.Rules()}, source...)...)
@@ -141,14 +140,21 @@ func startRLS(o options, ln net.Listener, shards backend, clock rls.Clock, log *
 	return f, nil
 }
 
-// reloadOnHUP reloads the config on every SIGHUP until close.
-func (f *rlsFront) reloadOnHUP() {
+// reloadOnHUP reloads the config on every SIGHUP until close. With
+// --rls-xds-server there is nothing to reload (the control plane sends
+// what changes), but the signal is still caught: by default it would end
+// the process.
+func (f *rlsFront) reloadOnHUP(log *slog.Logger) {
 	defer close(f.done)
 	for {
 		select {
 		case <-f.stop:
 			return
 		case <-f.hup:
+			if f.watcher == nil {
+				log.Info("SIGHUP: nothing to reload, the rate limit config comes from the xDS control plane", "version", f.xds.Stats().Version)
+				continue
+			}
 			f.watcher.Reload("SIGHUP") // a refusal is logged; the old config stays
 		}
 	}
