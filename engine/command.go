@@ -60,6 +60,9 @@ const (
 	// ResValues is a reply that is not one value (an array, a map, a
 	// script's reply), in Values.
 	ResValues
+	// ResRecord is a reply of named integers, Fields, read by position:
+	// an array of their values in RESP2, a map in RESP3 (RL.SHARE's).
+	ResRecord
 )
 
 // Field is one line of RL.INFO: an integer, or Text when it is not empty.

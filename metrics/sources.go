@@ -35,6 +35,11 @@ type Readiness interface {
 	Ready() error
 }
 
+// Rebalance describes the cluster's rebalance (cluster/placement.Node).
+type Rebalance interface {
+	RebalanceStatus() cluster.RebalanceStatus
+}
+
 // Sources are what a Metrics reads when scraped. Shards and Server are
 // required; Raft is nil in memory, and a nil Ready counts as always ready.
 type Sources struct {
@@ -55,4 +60,6 @@ type Sources struct {
 	// Top, when set, gives rlserver_top_key_decisions: the TopKeysMetric
 	// heaviest keys of each outcome.
 	Top TopKeys
+	// Rebalance, when set (a cluster's node), gives rlserver_rebalance_*.
+	Rebalance Rebalance
 }

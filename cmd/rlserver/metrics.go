@@ -51,6 +51,9 @@ func (ob observing) serve(o options, shards backend, node *placement.Node, srv *
 	}
 	if node != nil {
 		src.Raft = node // not a nil *Node in the interface
+		if o.cluster != "" || o.join != "" {
+			src.Rebalance = node
+		}
 	}
 	if front != nil {
 		src.RLS = front.service
