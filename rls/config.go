@@ -14,9 +14,11 @@ import (
 	"github.com/rlserver/rlserver/engine"
 )
 
-// Config is a loaded set of rate limit files: every domain, its descriptor
-// tree and its rules. It is never changed once loaded; a reload builds a
-// new one.
+// Config is a loaded set of rate limit files (Load) or of RateLimitConfig
+// resources received over xDS (LoadXDS): every domain, its descriptor tree
+// and its rules. It is never changed once loaded; a reload builds a new
+// one. The zero Config defines no domain: every request is for an unknown
+// one.
 type Config struct {
 	domains map[string]*node
 	files   []string // the files read, in order
@@ -29,7 +31,8 @@ func (c *Config) Domains() int { return len(c.domains) }
 // Rules is how many rate_limit entries the config holds.
 func (c *Config) Rules() int { return c.rules }
 
-// Files are the files the config was read from.
+// Files are the files the config was read from (none for one received
+// over xDS).
 func (c *Config) Files() []string { return c.files }
 
 // algorithm is how a rule counts: envoyproxy/ratelimit's fixed window by
@@ -180,14 +183,23 @@ func Load(path string) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		if first, dup := seen[d.name]; dup {
-			return nil, &ConfigError{Where: d.where, Msg: fmt.Sprintf("duplicate domain %q: already defined at %s", d.name, first)}
+		if err := c.add(d, seen); err != nil {
+			return nil, err
 		}
-		seen[d.name] = d.where
-		c.domains[d.name] = d.root
-		c.rules += d.rules
 	}
 	return c, nil
+}
+
+// add puts a checked domain into c, refusing one already defined; seen maps
+// each domain to where it was defined.
+func (c *Config) add(d *domainTree, seen map[string]string) error {
+	if first, dup := seen[d.name]; dup {
+		return &ConfigError{Where: d.where, Msg: fmt.Sprintf("duplicate domain %q: already defined at %s", d.name, first)}
+	}
+	seen[d.name] = d.where
+	c.domains[d.name] = d.root
+	c.rules += d.rules
+	return nil
 }
 
 // configFiles lists the files Load reads at path, sorted.

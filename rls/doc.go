@@ -10,7 +10,12 @@
 // yaml.go checks every node and names the file and line of any fault);
 // match.go finds the rule of a request's descriptor with
 // envoyproxy/ratelimit's rules; Watcher (reload.go) loads a changed set
-// again, keeping the old one when the new one is bad.
+// again, keeping the old one when the new one is bad. The same limits can
+// come over xDS instead, as Envoy Gateway sends them: LoadXDS
+// (xds_config.go) makes RateLimitConfig resources into a Config with the
+// files' checks, and XDS (xds.go, xds_stream.go) subscribes to a control
+// plane for them, acknowledging what it puts in force and refusing what
+// fails the checks.
 //
 // A request's counted descriptors become engine decisions (command.go) on
 // the same shards the Redis protocol uses, batched per shard into one
