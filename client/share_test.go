@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // leaseHarness is a Client whose leases run on a fake clock against a real
@@ -292,13 +294,9 @@ func TestWithLeasesAgainstRLServer(t *testing.T) {
 		t.Fatalf("first decision: %+v, %v", d, err)
 	}
 	first := rl.leases.mustGrant(t, "hot")
-	deadline := time.Now().Add(10 * time.Second)
-	for rl.leases.mustGrant(t, "hot").Seq == first.Seq {
-		if time.Now().After(deadline) {
-			t.Fatal("the lease was not renewed within 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, "a renewal", func() (bool, error) {
+		return rl.leases.mustGrant(t, "hot").Seq != first.Seq, nil
+	})
 	if d, err := rl.Allow(ctx, "cold", rule); err != nil || d.Remaining != 999 {
 		t.Fatalf("a key not selected: %+v, %v", d, err)
 	}
@@ -365,5 +363,30 @@ func TestWithLeasesWhenRLServerStops(t *testing.T) {
 	}
 	if allowed == 0 {
 		t.Fatal("nothing allowed from the lease once rlserver had stopped")
+	}
+}
+
+// Behind the HTTP middleware a leased route serves from its lease while
+// rlserver is out of reach, until the grant expires; then its FailMode
+// answers.
+func TestLeasedRouteFallsBackAtTheExpiry(t *testing.T) {
+	s := startServer(t)
+	h := newLeaseHarness(t, s.Client(t, 3), newFakeClock(), LeaseConfig{})
+	rule := SlidingWindow{Limit: 1000, Window: time.Second}
+	lim := newTestLimiter(t, HTTPConfig{Client: h.c, Rule: rule, Unavailable: FailClosed})
+	h.l.renew(h.lease("rl:orders:client:ada", rule))
+	handler := lim.Wrap(&accepted{})
+	if rec := postOrder(handler, "key-ada-123"); rec.Code != http.StatusAccepted || rec.Header().Get("RateLimit") != `"orders";r=99` {
+		t.Fatalf("leased: %d %v", rec.Code, rec.Header())
+	}
+	h.l.do = func(context.Context, ...any) (any, error) { return nil, errUnreachable }
+	h.clock.Advance(9999 * time.Millisecond)
+	h.step()
+	if rec := postOrder(handler, "key-ada-123"); rec.Code != http.StatusAccepted {
+		t.Fatalf("out of reach, the grant in force: %d", rec.Code)
+	}
+	h.clock.Advance(time.Millisecond)
+	if rec := postOrder(handler, "key-ada-123"); rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("out of reach, the grant expired: %d", rec.Code)
 	}
 }
