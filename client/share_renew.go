@@ -63,7 +63,7 @@ func (e *leased) plan(now int64, l *leaseTable) (planAct, int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	renew, ttl := int64(l.cfg.Renew), int64(l.cfg.TTL)
-	if now-e.lastUse >= ttl && !e.inflight { // idle: let the grant run out
+	if now-e.lastUse >= ttl && !e.wanted { // idle: let the grant run out
 		if !e.b.inForce(now) {
 			return planForget, 0
 		}
@@ -73,7 +73,7 @@ func (e *leased) plan(now int64, l *leaseTable) (planAct, int64) {
 	switch {
 	case e.err != nil:
 		due = e.sentAt + min(l.quick<<min(e.failures-1, 20), renew)
-	case !e.filled || (e.inflight && !e.b.inForce(now)):
+	case e.wanted:
 		due = now // the first grant, or one a decision is waiting for
 	case e.reported == unknownDemand || e.lowered || e.b.rate < e.fair || e.demandShifted(now, l.quick):
 		due = e.sentAt + l.quick
@@ -139,7 +139,7 @@ func (e *leased) request(now int64, l *leaseTable) shareRequest {
 		q.args = append(q.args, "ACK", e.seq)
 	}
 	e.allowed, e.refused, e.countedFrom = 0, 0, now
-	e.sentAt, e.inflight, e.lowered = now, true, false
+	e.sentAt, e.requesting, e.lowered = now, true, false
 	return q
 }
 
@@ -147,7 +147,7 @@ func (e *leased) request(now int64, l *leaseTable) shareRequest {
 // brings; decisions waiting for it are woken either way.
 func (l *leaseTable) renew(e *leased) {
 	q := e.request(l.now(), l)
-	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.Renew)
+	ctx, cancel := context.WithTimeout(l.ctx, l.renewTimeout)
 	reply, err := l.do(ctx, q.args...)
 	cancel()
 	var g shareGrant
@@ -156,7 +156,7 @@ func (l *leaseTable) renew(e *leased) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.inflight = false
+	e.requesting, e.wanted = false, false
 	if err != nil {
 		e.err = fmt.Errorf("RL.SHARE %s: %w", e.key, err)
 		e.failures++

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -10,16 +11,20 @@ import (
 // leaseTable holds a client's budget leases, one per leased key, each
 // renewed by a goroutine of its own (share_renew.go).
 type leaseTable struct {
-	keys   func(key string) bool
-	cfg    LeaseConfig
-	ttlMs  int64 // cfg.TTL in ms, as sent
-	quick  int64 // ns: the soonest a lease is renewed again, Renew/10
-	do     func(ctx context.Context, args ...any) (any, error)
-	clock  func() time.Time
-	base   time.Time // instant 0 of the monotonic ns the buckets count in
-	ctx    context.Context
-	cancel context.CancelFunc // aborts requests in flight, at Close
-	start  func(e *leased)    // starts e's renewals: go run(e); tests drive them by hand
+	keys  func(key string) bool
+	cfg   LeaseConfig
+	ttlMs int64 // cfg.TTL in ms, as sent
+	quick int64 // ns: the soonest a lease is renewed again, Renew/10
+	// renewTimeout bounds a request: TTL/2 (a later reply brings half a
+	// grant), at most 5 s (a request lost in a dead connection must not
+	// hold up the next).
+	renewTimeout time.Duration
+	do           func(ctx context.Context, args ...any) (any, error)
+	clock        func() time.Time
+	base         time.Time // instant 0 of the monotonic ns the buckets count in
+	ctx          context.Context
+	cancel       context.CancelFunc // aborts requests in flight, at Close
+	start        func(e *leased)    // starts e's renewals: go run(e); tests drive them by hand
 
 	entries sync.Map // key -> *leased
 
@@ -33,7 +38,8 @@ func newLeaseTable(keys func(string) bool, cfg LeaseConfig, do func(context.Cont
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &leaseTable{
 		keys: keys, cfg: cfg, ttlMs: durationMs(cfg.TTL), quick: int64(max(cfg.Renew/10, time.Millisecond)),
-		do: do, clock: clock, base: clock(), ctx: ctx, cancel: cancel, stop: make(chan struct{}),
+		renewTimeout: min(cfg.TTL/2, 5*time.Second),
+		do:           do, clock: clock, base: clock(), ctx: ctx, cancel: cancel, stop: make(chan struct{}),
 	}
 	l.start = func(e *leased) {
 		l.wg.Add(1)
@@ -110,7 +116,7 @@ func (l *leaseTable) entry(key string, limit, windowMs int64) (*leased, error) {
 	}
 	now := l.now()
 	e := &leased{key: key, limit: limit, windowMs: windowMs, reported: unknownDemand, lastUse: now, countedFrom: now,
-		inflight: true, changed: make(chan struct{}), nudge: make(chan struct{}, 1)}
+		wanted: true, changed: make(chan struct{}), nudge: make(chan struct{}, 1)}
 	l.entries.Store(key, e)
 	l.start(e)
 	return e, nil
@@ -137,7 +143,8 @@ type leased struct {
 	reported        int64         // the demand the last request reported, or unknownDemand
 	lastUse         int64         // the latest decision
 	sentAt          int64         // the latest request's
-	inflight        bool          // a request is on its way, or wanted at once
+	wanted          bool          // decisions wait for a grant: ask at once
+	requesting      bool          // a request is on its way
 	failures        int           // requests failed in a row
 	err             error         // the latest request's failure; nil once one succeeds
 	changed         chan struct{} // closed and replaced when a request ends
@@ -162,11 +169,15 @@ func (e *leased) decide(l *leaseTable, limit, windowMs, cost int64) (d Decision,
 	if e.b.inForce(now) {
 		return e.take(now, cost, limit, l.cfg.Renew), nil, nil
 	}
-	if e.err != nil {
+	switch {
+	case e.err != nil:
 		return Decision{}, nil, fmt.Errorf("%s: %w: %w", e.key, ErrNoLease, e.err)
-	}
-	if !e.inflight { // renewals had stopped (an idle key): ask for a grant now
-		e.inflight = true
+	case e.requesting && !e.wanted:
+		// The grant ran out before the reply to its renewal came: the
+		// fail mode answers rather than every decision waiting for it.
+		return Decision{}, nil, fmt.Errorf("%s: %w: %w", e.key, ErrNoLease, errRenewalLate)
+	case !e.wanted: // renewals had stopped (an idle key): ask for a grant now
+		e.wanted = true
 		select {
 		case e.nudge <- struct{}{}:
 		default:
@@ -174,6 +185,9 @@ func (e *leased) decide(l *leaseTable, limit, windowMs, cost int64) (d Decision,
 	}
 	return Decision{}, e.changed, nil
 }
+
+// errRenewalLate: a grant expired with its renewal still unanswered.
+var errRenewalLate = errors.New("the renewal is not answered yet")
 
 // closedChan is a channel that is always ready.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

@@ -390,3 +390,41 @@ func TestLeasedRouteFallsBackAtTheExpiry(t *testing.T) {
 		t.Fatalf("out of reach, the grant expired: %d", rec.Code)
 	}
 }
+
+// A grant that runs out while its renewal is still unanswered (a slow or
+// silent rlserver) fails decisions at once, rather than holding each one
+// until the reply comes; the reply, when it comes, serves them again.
+func TestLeaseExpiredWithItsRenewalInFlight(t *testing.T) {
+	s := startServer(t)
+	h := newLeaseHarness(t, s.Client(t, 2), newFakeClock(), LeaseConfig{})
+	rule := SlidingWindow{Limit: 1000, Window: time.Second}
+	e := h.lease("slow", rule)
+	h.l.renew(e)
+	do, release := h.l.do, make(chan struct{})
+	h.l.do = func(ctx context.Context, args ...any) (any, error) {
+		<-release
+		return do(ctx, args...)
+	}
+	h.clock.Advance(9 * time.Second)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.l.renew(e)
+	}()
+	poll.Until(t, 10*time.Second, "the renewal sent", func() (bool, error) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.requesting, nil
+	})
+	h.clock.Advance(time.Second)
+	_, err := h.c.Allow(context.Background(), "slow", rule)
+	if !errors.Is(err, ErrNoLease) || !errors.Is(err, errRenewalLate) || !isOutage(err) {
+		t.Fatalf("expired, its renewal unanswered: %v", err)
+	}
+	close(release)
+	<-done
+	h.clock.Advance(time.Millisecond)
+	if d := h.allow("slow", rule, 1); !d.Allowed {
+		t.Fatalf("once the reply came: %+v", d)
+	}
+}
