@@ -1,13 +1,9 @@
 package cluster
 
 import (
-	"errors"
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/rlserver/rlserver/engine"
-	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // Budget leases are replicated state: a leader that dies takes none of the
@@ -25,7 +21,7 @@ func TestRaftShareGrantsSurviveFailover(t *testing.T) {
 	}
 	want := func(node int, holder string, rate, fair, holders int64) {
 		t.Helper()
-		r := shareThrough(tc, node, share(holder))
+		r := tc.serve(node, 0, share(holder))[0]
 		if f := r.Fields; len(f) != 6 || f[0].Int != rate || f[4].Int != fair || f[5].Int != holders {
 			t.Fatalf("RL.SHARE for %s through n%d: %+v, want rate %d, fair share %d, %d holders", holder, node+1, r, rate, fair, holders)
 		}
@@ -38,7 +34,7 @@ func TestRaftShareGrantsSurviveFailover(t *testing.T) {
 	want(successor, "b", 0, 333, 3)
 	tc.start(leader, nil)
 	digest := tc.converge(0)
-	got := shareThrough(tc, leader, engine.Command{Op: engine.OpInfo, Key: []byte("api")})
+	got := tc.serve(leader, 0, engine.Command{Op: engine.OpInfo, Key: []byte("api")})[0]
 	if got.Type != engine.ResFields {
 		t.Fatalf("RL.INFO through the restarted node: %+v", got)
 	}
@@ -54,22 +50,4 @@ func TestRaftShareGrantsSurviveFailover(t *testing.T) {
 	if after := tc.converge(0); after != digest {
 		t.Fatal("a replica restored from its snapshot differs")
 	}
-}
-
-// shareThrough applies c on shard 0 through node i, again while the shard
-// is electing a leader, and returns its result.
-func shareThrough(tc *testCluster, i int, c engine.Command) engine.Result {
-	tc.t.Helper()
-	var res engine.Result
-	poll.Until(tc.t, 10*time.Second, fmt.Sprintf("n%d to serve shard 0", i+1), func() (bool, error) {
-		r, err := tc.call(i, 0, c)
-		if err != nil && !errors.Is(err, ErrNotApplied) && !errors.Is(err, ErrMayHaveBeenCounted) {
-			tc.t.Fatalf("shard 0 through n%d: %v", i+1, err)
-		}
-		if err == nil {
-			res = r.Results[0]
-		}
-		return err == nil, err
-	})
-	return res
 }

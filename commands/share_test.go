@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/rlserver/rlserver/engine"
@@ -79,27 +78,5 @@ func TestParseShareRejectsNonsense(t *testing.T) {
 	}
 	if _, err := Lookup([]byte("RL.SHARE")).Parse([][]byte{[]byte("RL.SHARE"), []byte("k"), []byte("1"), []byte("1"), {}}, nil); err == nil {
 		t.Error("an empty holder accepted")
-	}
-}
-
-// checkParseError parses in and fails the test unless it fails with want.
-func checkParseError(t *testing.T, in string, want error) {
-	t.Helper()
-	args := words(in)
-	spec := Lookup(args[0])
-	err := spec.CheckArity(args)
-	if err == nil {
-		_, err = spec.Parse(args, nil)
-	}
-	var e, we *engine.Error
-	switch {
-	case err == nil:
-		t.Errorf("%s: no error, want %q", in, want)
-	case errors.As(want, &we):
-		if !errors.As(err, &e) || e.Code != we.Code || err.Error() != we.Msg {
-			t.Errorf("%s: error %#v, want engine error %#v", in, err, want)
-		}
-	case err.Error() != want.Error():
-		t.Errorf("%s: error %v, want %q", in, err, want)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// A share key's holders, kept in keyspace.shares beside its record.
+// A share key's holders, kept in keyspace.shareSets beside its record.
 
 // shareSet is a share key's holders, sorted by id, and what they are
 // charged to the memory limit (sharesBytes) as last stored.
@@ -294,5 +294,6 @@ func (shareKind) describe(ks *keyspace, i int32, now int64, f []Field) []Field {
 // read (decoder.shares).
 func (shareKind) valid(params, st [3]int64, log []logEntry) bool {
 	return pLimit.Check(params[0]) == nil && pWindow.Check(params[1]) == nil && params[2] == 0 &&
-		st[0] >= 1 && st[1] >= 0 && st[1] <= MaxTime+MaxShareTTL && st[2] == 0 && len(log) == 0
+		st[0] >= 1 && st[0] <= (MaxTime+MaxShareTTL)<<leaseIDShift && st[1] >= 0 && st[1] <= MaxTime+MaxShareTTL &&
+		st[2] == 0 && len(log) == 0
 }

@@ -22,32 +22,9 @@ var grantFields = []string{"rate", "burst", "ttl_ms", "seq", "fair_share", "hold
 // parseGrant reads RL.SHARE's reply: six integers in RESP2, a map of their
 // names in RESP3.
 func parseGrant(v any) (grant, error) {
-	var n [6]int64
-	switch r := v.(type) {
-	case []any:
-		if len(r) != len(n) {
-			return grant{}, fmt.Errorf("array of %d elements, want 6: %v", len(r), r)
-		}
-		for i, e := range r {
-			x, ok := e.(int64)
-			if !ok {
-				return grant{}, fmt.Errorf("element %d is %T: %v", i, e, r)
-			}
-			n[i] = x
-		}
-	case map[any]any:
-		if len(r) != len(n) {
-			return grant{}, fmt.Errorf("map of %d pairs, want 6: %v", len(r), r)
-		}
-		for i, name := range grantFields {
-			x, ok := r[name].(int64)
-			if !ok {
-				return grant{}, fmt.Errorf("field %q is %T: %v", name, r[name], r)
-			}
-			n[i] = x
-		}
-	default:
-		return grant{}, fmt.Errorf("reply is %T: %v", v, v)
+	n, err := namedInts(v, grantFields)
+	if err != nil {
+		return grant{}, err
 	}
 	return grant{n[0], n[1], n[2], n[3], n[4], n[5]}, nil
 }
