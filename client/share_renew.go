@@ -37,13 +37,7 @@ func (l *leaseTable) run(e *leased) {
 			l.renew(e)
 			_, next = e.plan(l.now(), l)
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		timer.Reset(time.Duration(next))
+		timer.Reset(time.Duration(next)) // Go 1.23's timers: no stale tick to drain
 	}
 }
 
@@ -67,7 +61,7 @@ func (e *leased) plan(now int64, l *leaseTable) (planAct, int64) {
 		if !e.b.inForce(now) {
 			return planForget, 0
 		}
-		return planWait, e.b.expires - now
+		return planWait, min(e.b.expires-now, l.quick) // a decision may wake it first
 	}
 	due := e.sentAt + renew
 	switch {

@@ -428,3 +428,26 @@ func TestLeaseExpiredWithItsRenewalInFlight(t *testing.T) {
 		t.Fatalf("once the reply came: %+v", d)
 	}
 }
+
+// A key decided again after its renewals stopped for idleness, while its
+// grant is still in force, is renewed again before that grant runs out:
+// its goroutine looks again within a tenth of Renew, not at the expiry.
+func TestIdleLeaseDecidedAgainIsRenewed(t *testing.T) {
+	s := startServer(t)
+	h := newLeaseHarness(t, s.Client(t, 2), newFakeClock(), LeaseConfig{})
+	rule := SlidingWindow{Limit: 10, Window: time.Second}
+	e := h.lease("back", rule)
+	h.l.renew(e)
+	h.allow("back", rule, 1)
+	for range 11 {
+		h.clock.Advance(time.Second)
+		h.step()
+	}
+	if act, wait := e.plan(h.l.now(), h.l); act != planWait || wait > h.l.quick {
+		t.Fatalf("idle, its grant in force: %v, wait %v", act, time.Duration(wait))
+	}
+	h.allow("back", rule, 1)
+	if h.step() != 1 {
+		t.Fatal("not renewed once decided again")
+	}
+}
