@@ -160,9 +160,10 @@ func (c *Client) Grant(key string) (Grant, bool) {
 
 // Close gives back the client's budget leases (RL.UNSHARE), so that other
 // holders may use their shares at once rather than when they expire, and
-// stops deciding leased keys (ErrClosed). It waits up to a second for the
-// renewals in flight and the releases. It does not close the go-redis
-// client, which belongs to the caller; without WithLeases it does nothing.
+// stops deciding leased keys (ErrClosed). It aborts the renewals in
+// flight and waits up to a second for the releases. It does not close the
+// go-redis client, which belongs to the caller; without WithLeases it does
+// nothing.
 func (c *Client) Close() error {
 	if c.leases == nil {
 		return nil
