@@ -1,0 +1,88 @@
+package rls
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+)
+
+func TestCadenceFollowsTheReportInterval(t *testing.T) {
+	start := time.Unix(1700000000, 0)
+	cases := []struct {
+		name    string
+		reports []time.Duration // offsets of regular reports
+		// want: interval, Envoy's TTL, RL.SHARE's TTL in ms, refresh
+		interval, ttl time.Duration
+		shareTTL      int64
+		refresh       time.Duration
+	}{
+		{"none yet: Envoy's 5 s", nil, 5 * time.Second, 11 * time.Second, 12_000, time.Second},
+		{"every second", []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second}, time.Second, 3 * time.Second, 4000, 200 * time.Millisecond},
+		{"every 5 s", []time.Duration{0, 5 * time.Second}, 5 * time.Second, 11 * time.Second, 12_000, time.Second},
+		{"one early report does not shorten it", []time.Duration{0, time.Second, 1100 * time.Millisecond, 2100 * time.Millisecond}, time.Second, 3 * time.Second, 4000, 200 * time.Millisecond},
+		{"faster than a second: a second", []time.Duration{0, 200 * time.Millisecond, 400 * time.Millisecond}, time.Second, 3 * time.Second, 4000, 200 * time.Millisecond},
+		{"every 10 s", []time.Duration{0, 10 * time.Second}, 10 * time.Second, 21 * time.Second, 22_000, time.Second},
+		{"an hour: five minutes", []time.Duration{0, time.Hour}, 5 * time.Minute, 630 * time.Second, 631_000, time.Second},
+	}
+	for _, c := range cases {
+		var cd cadence
+		for _, off := range c.reports {
+			cd.observe(start.Add(off))
+		}
+		if cd.interval() != c.interval || cd.envoyTTL() != c.ttl || cd.shareTTL() != c.shareTTL || cd.refresh() != c.refresh ||
+			cd.ackDelay() != c.refresh/2 {
+			t.Errorf("%s: interval %v, TTL %v, RL.SHARE TTL %d, refresh %v; want %v, %v, %d, %v", c.name,
+				cd.interval(), cd.envoyTTL(), cd.shareTTL(), cd.refresh(), c.interval, c.ttl, c.shareTTL, c.refresh)
+		}
+	}
+}
+
+func TestBucketDemandIsPerWindowOnThisNodesClock(t *testing.T) {
+	cases := []struct {
+		name     string
+		before   int64
+		units    uint64
+		elapsed  time.Duration
+		interval time.Duration
+		window   int64
+		want     int64
+	}{
+		{"first report: unknown", engine.UnknownDemand, 1, 0, time.Second, 1000, engine.UnknownDemand},
+		{"100 in a second", engine.UnknownDemand, 100, time.Second, time.Second, 1000, 100},
+		{"500 in 5 s, per minute", 7, 500, 5 * time.Second, 5 * time.Second, 60_000, 6000},
+		{"rounded up", engine.UnknownDemand, 10, 3 * time.Second, time.Second, 1000, 4},
+		{"idle", 300, 0, time.Second, time.Second, 1000, 0},
+		{"too soon after the last: only raises", 300, 1, 100 * time.Millisecond, time.Second, 1000, 300},
+		{"too soon, raising", 5, 1, 100 * time.Millisecond, time.Second, 1000, 10},
+		{"too soon, unknown stays", engine.UnknownDemand, 1, 100 * time.Millisecond, time.Second, 1000, engine.UnknownDemand},
+		{"beyond any limit", engine.UnknownDemand, 1 << 62, time.Second, time.Second, 1000, engine.MaxCount},
+	}
+	for _, c := range cases {
+		b := quotaBucket{demand: c.before}
+		b.demandFrom(c.units, c.elapsed, c.interval, c.window)
+		if b.demand != c.want {
+			t.Errorf("%s: demand %d, want %d", c.name, b.demand, c.want)
+		}
+	}
+}
+
+// A grant sent is acknowledged once it is ackDelay old, the newest such
+// first; a blanket rule is no grant.
+func TestBucketAcksTheNewestGrantOldEnough(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	var b quotaBucket
+	a := assignment{kind: assignBucket, rate: 5, burst: 1, windowS: 1}
+	b.recordSent(a, 11, t0, time.Second)
+	b.recordSent(assignment{kind: assignAllow}, 0, t0.Add(50*time.Millisecond), time.Second)
+	b.recordSent(a, 12, t0.Add(100*time.Millisecond), time.Second)
+	b.recordSent(a, 13, t0.Add(300*time.Millisecond), time.Second)
+	for _, c := range []struct {
+		at   time.Duration
+		want int64
+	}{{50 * time.Millisecond, 0}, {100 * time.Millisecond, 11}, {250 * time.Millisecond, 12}, {300 * time.Millisecond, 12}, {time.Second, 13}} {
+		if got := b.ackable(t0.Add(c.at), 100*time.Millisecond); got != c.want {
+			t.Errorf("at +%v: ack %d, want %d", c.at, got, c.want)
+		}
+	}
+}
