@@ -88,7 +88,7 @@ func (s *quotaStream) reconfigure() []*qpb.RateLimitQuotaResponse_BucketAction {
 			b.shared, b.pending, b.ack = false, nil, 0
 		}
 		if r != nil && b.rule != nil && r.rule.Window() != b.rule.rule.Window() {
-			b.demand = engine.UnknownDemand // per the old window: measured again at the next report
+			b.demand, b.measured = engine.UnknownDemand, engine.UnknownDemand // per the old window: measured again
 		}
 		b.rule = r
 	}

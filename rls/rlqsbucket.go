@@ -23,7 +23,8 @@ type quotaBucket struct {
 	// there), which a clean end of the stream gives back.
 	shared bool
 
-	demand     int64     // units per window, or engine.UnknownDemand
+	demand     int64     // units per window asked with, or engine.UnknownDemand
+	measured   int64     // units per window last measured, or engine.UnknownDemand
 	lastReport time.Time // when its last report arrived
 
 	sent    assignment // the last assignment sent, zero before the first
@@ -60,13 +61,23 @@ type assignment struct {
 }
 
 // demandFrom updates the bucket's demand from a report of units (allowed
-// and refused) over elapsed, the time since its last report; elapsed 0:
-// unknown (a first report, which Envoy sends at once with 1 request). The
-// demand is per the rule's window. A report that comes within a quarter of
-// the stream's report interval of the last (Envoy's first report, then its
-// first regular one) counts too few ms for its units to say much: it only
-// raises a known demand.
-func (b *quotaBucket) demandFrom(units uint64, elapsed, interval time.Duration, window int64) {
+// and refused, refused > 0 when some were) over elapsed, the time since
+// its last report; elapsed 0: unknown (a first report, which Envoy sends
+// at once with 1 request). Demands are per the rule's window.
+//
+// The demand asked with is the one measured, except while it rises past
+// what the holder was granted: a holder that refused requests and shows a
+// demand well above the last measured (or the first measured) asks as if
+// its demand were unknown, for the largest fair share, until its next
+// report says how much it takes. A demand that began within the last
+// interval shows only in part in its first report; so the holder gets its
+// share at once, not an interval later.
+//
+// A report that comes within a quarter of the shortest report interval of
+// the last (Envoy's first report, then soon after its first regular one)
+// counts too few ms for its units to say much: it only raises a known
+// demand.
+func (b *quotaBucket) demandFrom(units uint64, refused bool, elapsed time.Duration, window int64) {
 	if elapsed <= 0 {
 		return
 	}
@@ -75,13 +86,17 @@ func (b *quotaBucket) demandFrom(units uint64, elapsed, interval time.Duration, 
 	if units < uint64(engine.MaxCount)/uint64(window) {
 		d = min((int64(units)*window+ms-1)/ms, engine.MaxCount)
 	}
-	if elapsed < interval/4 {
+	if elapsed < minReportInterval/4 {
 		if b.demand != engine.UnknownDemand {
 			b.demand = max(b.demand, d)
 		}
 		return
 	}
-	b.demand = d
+	rising := b.measured == engine.UnknownDemand || d > b.measured+b.measured/4
+	b.measured, b.demand = d, d
+	if refused && rising {
+		b.demand = engine.UnknownDemand
+	}
 }
 
 // ackable moves the grants sent at least delay before now out of pending:

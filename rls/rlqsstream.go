@@ -132,7 +132,7 @@ func (s *quotaStream) report(m *qpb.RateLimitQuotaUsageReports, now time.Time) e
 			if units < u.GetNumRequestsAllowed() {
 				units = ^uint64(0)
 			}
-			b.demandFrom(units, elapsed, s.timing.interval(), b.rule.rule.Window())
+			b.demandFrom(units, u.GetNumRequestsDenied() > 0, elapsed, b.rule.rule.Window())
 		}
 		b.lastReport = now
 		asks = append(asks, b)
@@ -192,7 +192,8 @@ func (s *quotaStream) bucketOf(id *qpb.BucketId) *quotaBucket {
 		s.q.stats.refused.Add(1)
 		return nil
 	}
-	b := &quotaBucket{id: id, key: key, rule: s.cfg.matchQuota(s.domain, m), demand: engine.UnknownDemand}
+	b := &quotaBucket{id: id, key: key, rule: s.cfg.matchQuota(s.domain, m), demand: engine.UnknownDemand,
+		measured: engine.UnknownDemand}
 	s.buckets[string(key)] = b
 	s.q.stats.activeBuckets.Add(1)
 	return b

@@ -39,30 +39,36 @@ func TestCadenceFollowsTheReportInterval(t *testing.T) {
 }
 
 func TestBucketDemandIsPerWindowOnThisNodesClock(t *testing.T) {
+	const unknown = engine.UnknownDemand
 	cases := []struct {
-		name     string
-		before   int64
-		units    uint64
-		elapsed  time.Duration
-		interval time.Duration
-		window   int64
-		want     int64
+		name             string
+		demand, measured int64 // before
+		units            uint64
+		refused          bool
+		elapsed          time.Duration
+		window           int64
+		want, wantMeas   int64
 	}{
-		{"first report: unknown", engine.UnknownDemand, 1, 0, time.Second, 1000, engine.UnknownDemand},
-		{"100 in a second", engine.UnknownDemand, 100, time.Second, time.Second, 1000, 100},
-		{"500 in 5 s, per minute", 7, 500, 5 * time.Second, 5 * time.Second, 60_000, 6000},
-		{"rounded up", engine.UnknownDemand, 10, 3 * time.Second, time.Second, 1000, 4},
-		{"idle", 300, 0, time.Second, time.Second, 1000, 0},
-		{"too soon after the last: only raises", 300, 1, 100 * time.Millisecond, time.Second, 1000, 300},
-		{"too soon, raising", 5, 1, 100 * time.Millisecond, time.Second, 1000, 10},
-		{"too soon, unknown stays", engine.UnknownDemand, 1, 100 * time.Millisecond, time.Second, 1000, engine.UnknownDemand},
-		{"beyond any limit", engine.UnknownDemand, 1 << 62, time.Second, time.Second, 1000, engine.MaxCount},
+		{"first report: unknown", unknown, unknown, 1, false, 0, 1000, unknown, unknown},
+		{"100 in a second", unknown, unknown, 100, false, time.Second, 1000, 100, 100},
+		{"500 in 5 s, per minute", 7, 7, 500, false, 5 * time.Second, 60_000, 6000, 6000},
+		{"rounded up", 3, 3, 10, false, 3 * time.Second, 1000, 4, 4},
+		{"idle", 300, 300, 0, false, time.Second, 1000, 0, 0},
+		{"steady and refused", 100, 100, 110, true, time.Second, 1000, 110, 110},
+		{"rising and refused: asks for its share", 100, 100, 130, true, time.Second, 1000, unknown, 130},
+		{"waking up and refused", 0, 0, 40, true, time.Second, 1000, unknown, 40},
+		{"first measure, refused", unknown, unknown, 40, true, time.Second, 1000, unknown, 40},
+		{"rising, nothing refused", 100, 100, 300, false, time.Second, 1000, 300, 300},
+		{"too soon after the last: only raises", 300, 300, 1, false, 200 * time.Millisecond, 1000, 300, 300},
+		{"too soon, raising", 5, 5, 1, false, 100 * time.Millisecond, 1000, 10, 5},
+		{"too soon, unknown stays", unknown, unknown, 1, false, 100 * time.Millisecond, 1000, unknown, unknown},
+		{"beyond any limit", unknown, 5, 1 << 62, false, time.Second, 1000, engine.MaxCount, engine.MaxCount},
 	}
 	for _, c := range cases {
-		b := quotaBucket{demand: c.before}
-		b.demandFrom(c.units, c.elapsed, c.interval, c.window)
-		if b.demand != c.want {
-			t.Errorf("%s: demand %d, want %d", c.name, b.demand, c.want)
+		b := quotaBucket{demand: c.demand, measured: c.measured}
+		b.demandFrom(c.units, c.refused, c.elapsed, c.window)
+		if b.demand != c.want || b.measured != c.wantMeas {
+			t.Errorf("%s: demand %d, measured %d; want %d, %d", c.name, b.demand, b.measured, c.want, c.wantMeas)
 		}
 	}
 }

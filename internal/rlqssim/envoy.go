@@ -36,8 +36,8 @@ type Envoy struct {
 type Counts struct {
 	Allowed, Denied uint64
 	// FellBack counts requests decided by the fallback: before a bucket's
-	// first assignment, or after it expired.
-	FellBack uint64
+	// first assignment, or after it expired; Expired those of them after.
+	FellBack, Expired uint64
 	// Streams opened; Reports sent; Lost reports (no stream).
 	Streams, Reports, Lost uint64
 	// Applied assignments and Abandons.
@@ -108,9 +108,12 @@ func (e *Envoy) Request(id map[string]string, n int, now time.Time) int {
 	}
 	allowed := 0
 	for range n {
-		ok, fellBack := b.take(now, e.fallback)
+		ok, fellBack, expired := b.take(now, e.fallback)
 		if fellBack {
 			e.counts.FellBack++
+		}
+		if expired {
+			e.counts.Expired++
 		}
 		if ok {
 			allowed++
@@ -129,6 +132,21 @@ func (e *Envoy) Request(id map[string]string, n int, now time.Time) int {
 		e.send(first)
 	}
 	return allowed
+}
+
+// Assign applies s to bucket id at now, for ttl, as if a server had sent
+// it: an Envoy without servers enforces it (the "whole limit to every
+// Envoy" a static server hands out).
+func (e *Envoy) Assign(id map[string]string, s Strategy, ttl time.Duration, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	key := name(id)
+	b, ok := e.buckets[key]
+	if !ok {
+		b = &bucket{id: &qpb.BucketId{Bucket: maps.Clone(id)}, refilled: now, lastReport: now}
+		e.buckets[key] = b
+	}
+	b.apply(s, ttl, now)
 }
 
 // Assigned is the assignment in force for bucket id at now, and whether

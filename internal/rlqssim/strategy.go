@@ -123,21 +123,21 @@ func (b *bucket) apply(s Strategy, ttl time.Duration, now time.Time) {
 }
 
 // take decides one request at now under the assignment in force, or under
-// fallback when none is (before the first, or once expired).
-func (b *bucket) take(now time.Time, fallback Kind) (allowed, fellBack bool) {
+// fallback when none is: before the first, or once expired (expired).
+func (b *bucket) take(now time.Time, fallback Kind) (allowed, fellBack, expired bool) {
 	if !b.inForce(now) {
-		return fallback == AllowAll, true
+		return fallback == AllowAll, true, b.has
 	}
 	switch b.assigned.Kind {
 	case AllowAll:
-		return true, false
+		return true, false, false
 	case DenyAll:
-		return false, false
+		return false, false, false
 	}
 	b.refill(now)
 	if b.tokens >= 1 {
 		b.tokens--
-		return true, false
+		return true, false, false
 	}
-	return false, false
+	return false, false, false
 }

@@ -38,7 +38,7 @@ func (e *Envoy) send(r *qpb.RateLimitQuotaUsageReports) {
 // next report).
 func (e *Envoy) currentStream() *stream {
 	e.mu.Lock()
-	if e.stream != nil || e.ctx.Err() != nil {
+	if e.stream != nil || e.ctx.Err() != nil || len(e.conns) == 0 {
 		st := e.stream
 		e.mu.Unlock()
 		return st

@@ -1,0 +1,219 @@
+package tests
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlqssim"
+)
+
+// Envoy's quota service (RLQS) proven with simulated Envoys
+// (internal/rlqssim: Envoy's filter as it behaves) over the real gRPC API
+// of the real binary. Time is scaled down: Envoys report every second
+// (Envoy's own filter reports every 5 s), on a limit of 1,000 requests a
+// second.
+
+const (
+	rlqsLimit    = 1000 // requests a second
+	rlqsEnvoys   = 10
+	rlqsInterval = time.Second
+	// rlqsBurst is the documented bound on what the Envoys admit beyond
+	// the limit in any period, per change of the split: their buckets,
+	// 100 ms of each one's rate, at least a token each
+	// (docs/envoy.md#the-bound).
+	rlqsBurst = rlqsLimit/10 + rlqsEnvoys
+)
+
+// rlqsConfig is the domain the Envoys report to: one bucket of the limit.
+var rlqsConfig = map[string]string{"edge.yaml": fmt.Sprintf(`domain: edge
+quota:
+  - bucket: {name: api}
+    rate_limit: {unit: second, requests_per_unit: %d}
+`, rlqsLimit)}
+
+// rlqsBucket is the Envoys' bucket id.
+var rlqsBucket = map[string]string{"name": "api"}
+
+// dialGRPC is a gRPC connection to addr, closed with the test.
+func dialGRPC(t testing.TB, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// skewedDemand is the demand of the proof, Envoy i's at since: Envoy 0
+// wants half the limit, Envoy 9 is idle until wake, the others want a
+// tenth each.
+func skewedDemand(wake time.Duration) func(i int, since time.Duration) float64 {
+	return func(i int, since time.Duration) float64 {
+		switch {
+		case i == 0:
+			return rlqsLimit / 2
+		case i == rlqsEnvoys-1 && since < wake:
+			return 0
+		}
+		return rlqsLimit / 10
+	}
+}
+
+// sample is the rates every Envoy enforced at a moment.
+type sample struct {
+	at    time.Duration
+	rates []float64
+}
+
+// sampleRates records the fleet's rates every 100 ms until stop closes.
+func sampleRates(f *rlqssim.Fleet, stop <-chan struct{}) <-chan []sample {
+	out := make(chan []sample, 1)
+	go func() {
+		var s []sample
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				out <- s
+				return
+			case now := <-t.C:
+				s = append(s, sample{at: f.Since(now), rates: f.Rates(now)})
+			}
+		}
+	}()
+	return out
+}
+
+// runFleet runs f under demand for d, and returns its samples.
+func runFleet(t *testing.T, f *rlqssim.Fleet, demand func(i int, since time.Duration) float64, d time.Duration) []sample {
+	t.Helper()
+	start := time.Now()
+	f.Start(func(i int, now time.Time) float64 { return demand(i, now.Sub(start)) })
+	stop := make(chan struct{})
+	samples := sampleRates(f, stop)
+	poll.Until(t, d+10*time.Second, "the run to end", func() (bool, error) { return time.Since(start) >= d, nil })
+	close(stop)
+	f.Stop()
+	return <-samples
+}
+
+// checkWindows checks every 10 s window of the run from from: admitted at
+// most 10 s of the limit plus rlqsBurst per split change allowed, and at
+// least 95% of 10 s of it; it returns the least and the most admitted.
+func checkWindows(t *testing.T, f *rlqssim.Fleet, from, to time.Duration, changes int) (least, most uint64) {
+	t.Helper()
+	const window = 10 * time.Second
+	capacity := uint64(rlqsLimit * window / time.Second)
+	bound := capacity + uint64(rlqsBurst*(1+changes))
+	least = math.MaxUint64
+	for s := time.Duration(0); s+window <= to; s += rlqssim.BinWidth {
+		admitted, _ := f.Admitted(s, s+window)
+		if admitted > bound {
+			t.Errorf("%v to %v: %d admitted, above %d (the limit and the burst bound)", s, s+window, admitted, bound)
+		}
+		most = max(most, admitted)
+		if s < from {
+			continue
+		}
+		if admitted < capacity*95/100 {
+			t.Errorf("%v to %v: %d admitted, below 95%% of %d while demand exceeds it", s, s+window, admitted, capacity)
+		}
+		least = min(least, admitted)
+	}
+	return least, most
+}
+
+// checkShares checks that from from to to every Envoy's rate is within
+// 10% of its fair share of demands, and returns the largest deviation.
+func checkShares(t *testing.T, samples []sample, from, to time.Duration, demands []float64) float64 {
+	t.Helper()
+	fair := rlqssim.FairShares(rlqsLimit, demands)
+	worst, failures := 0.0, 0
+	for _, s := range samples {
+		if s.at < from || s.at >= to {
+			continue
+		}
+		for i, r := range s.rates {
+			dev := math.Abs(r - fair[i])
+			if fair[i] > 0 {
+				worst = math.Max(worst, dev/fair[i])
+			}
+			if dev > fair[i]/10 && failures < 10 {
+				failures++
+				t.Errorf("at %v Envoy %d enforces %.0f a second, its fair share %.0f (demands %v)", s.at, i, r, fair[i], demands)
+			}
+		}
+	}
+	return worst
+}
+
+// describeRates is a sample's rates, for logs.
+func describeRates(s []float64) string {
+	parts := make([]string, len(s))
+	for i, r := range s {
+		parts[i] = fmt.Sprintf("%.0f", r)
+	}
+	return strings.Join(parts, " ")
+}
+
+// startRLQS starts rlserver --in-memory serving files on a free gRPC port,
+// and returns a connection to it.
+func startRLQS(t *testing.T, files map[string]string) *grpc.ClientConn {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "rls")
+	writeRLSConfig(t, dir, files)
+	_, ports := startServerOnPorts(t, false, 1, func(ports []string) []string {
+		return []string{"--grpc-port", ports[0], "--rls-config", dir}
+	})
+	return dialGRPC(t, "127.0.0.1:"+ports[0])
+}
+
+// Ten Envoys with skewed demand share one limit: the one that wants half
+// of it gets what the others leave, the idle one gets its share within two
+// report intervals of waking, every share within 10% of its max-min fair
+// share, and in every 10 s the fleet admits at most the limit (plus the
+// documented burst bound) and at least 95% of it.
+func TestRLQSSharesOneLimitAmongTenEnvoys(t *testing.T) {
+	const settle, wake, end = 4 * time.Second, 14 * time.Second, 26 * time.Second
+	conn := startRLQS(t, rlqsConfig)
+	f := rlqssim.NewFleet(rlqsEnvoys, "edge", rlqsInterval, rlqssim.DenyAll, rlqsBucket,
+		func(int) []grpc.ClientConnInterface { return []grpc.ClientConnInterface{conn} })
+	demand := skewedDemand(wake)
+	samples := runFleet(t, f, demand, end)
+	demands := func(at time.Duration) []float64 {
+		d := make([]float64, rlqsEnvoys)
+		for i := range d {
+			d[i] = demand(i, at)
+		}
+		return d
+	}
+	before := checkShares(t, samples, settle, wake, demands(0))
+	after := checkShares(t, samples, wake+2*rlqsInterval, end, demands(wake))
+	least, most := checkWindows(t, f, settle, end, 1)
+	sum, at, taken := f.MaxSum()
+	if sum > rlqsLimit {
+		t.Errorf("at %v the Envoys' rates added up to %.0f, above the limit of %d", at, sum, rlqsLimit)
+	}
+	c := f.Counts()
+	if c.Expired > 0 {
+		t.Errorf("%d requests decided after an assignment expired", c.Expired)
+	}
+	for _, s := range samples {
+		if int(s.at/time.Millisecond)%500 < 100 {
+			t.Logf("%5v  %s", s.at, describeRates(s.rates))
+		}
+	}
+	t.Logf("shares off their fair share by at most %.1f%% before the wake-up, %.1f%% from two intervals after it", before*100, after*100)
+	t.Logf("admitted per 10 s: %d to %d (limit %d, burst bound %d); largest sum of rates %.0f (of %d sums); %+v",
+		least, most, rlqsLimit*10, rlqsBurst, sum, taken, c)
+}
