@@ -32,7 +32,7 @@ type Shard struct {
 	scriptReply  []resp.Value // scratch for a script's reply, copied into its Result
 	// Scratch for filling a share key's budget (Shard.grant).
 	shareWants, shareTargets, shareExtra []int64
-	shareOrder                           []int
+	shareKeys                            []uint64
 }
 
 // Stats are a shard's counters, for INFO and metrics.

@@ -148,7 +148,7 @@ func TestFairShares(t *testing.T) {
 			holders[j] = shareHolder{id: string(rune('a' + j)), demand: d}
 		}
 		got := make([]int64, n)
-		fairShares(tc.limit, holders, make([]int64, n), make([]int, n), got, make([]int64, n))
+		fairShares(tc.limit, holders, make([]int64, n), make([]uint64, n), got, make([]int64, n))
 		var sum int64
 		for j := range got {
 			sum += got[j]
@@ -421,6 +421,26 @@ func fairOf(limit int64, demands []int64) []int64 {
 		holders[j] = shareHolder{id: string(rune('a' + j)), demand: d}
 	}
 	out := make([]int64, n)
-	fairShares(limit, holders, make([]int64, n), make([]int, n), out, make([]int64, n))
+	fairShares(limit, holders, make([]int64, n), make([]uint64, n), out, make([]int64, n))
 	return out
+}
+
+// A share key renamed keeps its holders and grants; deleted, it takes them
+// with it, and the charge for them goes too.
+func TestShareKeyRenamedAndDeleted(t *testing.T) {
+	s := NewShard()
+	share(t, s, 1000, "old", shareReq("a", 100, 1000))
+	if r := run(s, 1000, Command{Op: OpRename, Key: []byte("old"), Value: []byte("new")})[0]; r.Type != ResOK {
+		t.Fatalf("RENAME: %+v", r)
+	}
+	if got := share(t, s, 1000, "new", shareReq("b", 100, 1000)); got.rate != 0 || got.holders != 2 {
+		t.Fatalf("b on the renamed key: %+v", got)
+	}
+	if r := apply(s, 1000, OpExpire, "new", 5000, ExpiryRelative); r.Int != 0 {
+		t.Fatalf("EXPIRE on a share key: %+v", r)
+	}
+	if r := apply(s, 1000, OpDel, "new"); r.Int != 1 || s.keys.shareLen != 0 || len(s.keys.shareSets) != 0 {
+		t.Fatalf("DEL: %+v, %d bytes of holders left", r, s.keys.shareLen)
+	}
+	checkCounters(t, s)
 }

@@ -59,11 +59,11 @@ func (s *Shard) share(now int64, c *Command, r *Result) {
 func (s *Shard) grant(limit int64, holders []shareHolder, j int, now int64) (rate, fair int64) {
 	n := len(holders)
 	if cap(s.shareTargets) < n {
-		s.shareWants, s.shareOrder = make([]int64, n), make([]int, n)
+		s.shareWants, s.shareKeys = make([]int64, n), make([]uint64, n)
 		s.shareTargets, s.shareExtra = make([]int64, n), make([]int64, n)
 	}
 	targets := s.shareTargets[:n]
-	fairShares(limit, holders, s.shareWants[:n], s.shareOrder[:n], targets, s.shareExtra[:n])
+	fairShares(limit, holders, s.shareWants[:n], s.shareKeys[:n], targets, s.shareExtra[:n])
 	var others int64
 	for k := range holders {
 		if k != j {

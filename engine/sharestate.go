@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// A share key's holders, kept in keyspace.shares beside its record.
+// A share key's holders, kept in keyspace.shareSets beside its record.
 
 // shareSet is a share key's holders, sorted by id, and what they are
 // charged to the memory limit (sharesBytes) as last stored.
@@ -204,8 +204,8 @@ func rescale(holders []shareHolder, from, to int64) {
 // the second hands out what is left the same way, each holder up to its
 // cap, max(2 × demand, ⌈limit/n⌉) for n holders: room to double its demand
 // before its next renewal, and at least an equal split. wants and extra
-// are scratch of len(holders), as order is waterFill's.
-func fairShares(limit int64, holders []shareHolder, wants []int64, order []int, targets, extra []int64) {
+// are scratch of len(holders), as keys is waterFill's.
+func fairShares(limit int64, holders []shareHolder, wants []int64, keys []uint64, targets, extra []int64) {
 	n := int64(len(holders))
 	for j, h := range holders {
 		wants[j] = math.MaxInt64
@@ -213,14 +213,14 @@ func fairShares(limit int64, holders []shareHolder, wants []int64, order []int, 
 			wants[j] = h.demand
 		}
 	}
-	left := waterFill(limit, wants, order, targets)
+	left := waterFill(limit, wants, keys, targets)
 	if left == 0 {
 		return
 	}
 	for j, h := range holders { // every demand is known and met
 		wants[j] = max(2*h.demand, (limit+n-1)/n) - targets[j]
 	}
-	waterFill(left, wants, order, extra)
+	waterFill(left, wants, keys, extra)
 	for j := range targets {
 		targets[j] += extra[j]
 	}
@@ -230,19 +230,25 @@ func fairShares(limit int64, holders []shareHolder, wants []int64, order []int, 
 // what is left once every want is met. Wants below an equal split of what
 // is left are met; the others split the rest equally, the units that do
 // not divide going one each to the first of them in holder (id) order, so
-// that every replica splits alike. order is scratch of len(wants).
-func waterFill(total int64, wants []int64, order []int, got []int64) (left int64) {
-	for j := range order {
-		order[j] = j
+// that every replica splits alike. keys is scratch of len(wants).
+func waterFill(total int64, wants []int64, keys []uint64, got []int64) (left int64) {
+	// Sorted as wants and holder numbers packed in one word each: a want
+	// of more than the total is as good as unbounded, and that bound (at
+	// most MaxCount) needs fewer bits than 64 - holderBits.
+	for j, w := range wants {
+		keys[j] = uint64(min(w, total+1))<<holderBits | uint64(j)
 	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Or(cmp.Compare(wants[a], wants[b]), cmp.Compare(a, b)) })
+	slices.Sort(keys)
 	left, k := total, int64(len(wants))
-	for x, j := range order {
-		if wants[j] <= left/k {
-			got[j], left, k = wants[j], left-wants[j], k-1
+	for x, key := range keys {
+		if j, w := int(key&holderMask), int64(key>>holderBits); w <= left/k {
+			got[j], left, k = w, left-w, k-1
 			continue
 		}
-		rest := order[x:]
+		rest := keys[x:]
+		for y := range rest {
+			rest[y] &= holderMask // holder numbers: id order
+		}
 		slices.Sort(rest)
 		for y, j := range rest {
 			got[j] = left / k
@@ -254,6 +260,14 @@ func waterFill(total int64, wants []int64, order []int, got []int64) (left int64
 	}
 	return left
 }
+
+// holderBits holds a holder's number among a key's (below MaxShareHolders)
+// in waterFill's sort keys.
+const (
+	holderBits = 10
+	holderMask = 1<<holderBits - 1
+	_          = uint(holderMask + 1 - MaxShareHolders) // MaxShareHolders fits
+)
 
 // shareKind is a share key: it exists while a reservation is in force, and
 // at least until the millisecond after its last seq's, so that its seqs
@@ -280,5 +294,6 @@ func (shareKind) describe(ks *keyspace, i int32, now int64, f []Field) []Field {
 // read (decoder.shares).
 func (shareKind) valid(params, st [3]int64, log []logEntry) bool {
 	return pLimit.Check(params[0]) == nil && pWindow.Check(params[1]) == nil && params[2] == 0 &&
-		st[0] >= 1 && st[1] >= 0 && st[1] <= MaxTime+MaxShareTTL && st[2] == 0 && len(log) == 0
+		st[0] >= 1 && st[0] <= (MaxTime+MaxShareTTL)<<leaseIDShift && st[1] >= 0 && st[1] <= MaxTime+MaxShareTTL &&
+		st[2] == 0 && len(log) == 0
 }

@@ -104,6 +104,10 @@ func FuzzRestoreShard(f *testing.F) {
 	for i, op := range []Op{OpSliding, OpFixed, OpLog, OpToken, OpLeaky, OpGCRA, OpThrottle} {
 		apply(s, 1_700_000_000_000, op, string(rune('a'+i)), 5, 1, 1, 1)
 	}
+	for _, h := range []string{"x", "y"} {
+		q := shareReq(h, 5, 1000)
+		run(s, 1_700_000_000_000, q.Command([]byte("share")))
+	}
 	f.Add(s.AppendSnapshot(nil))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -131,6 +135,9 @@ func FuzzRestoreShard(f *testing.F) {
 					checkSane(t, "restored", out[0].Decision)
 				}
 			}
+			q := shareReq("x", 5, 1000)
+			q.Ack = 1
+			r.Apply(r.now, []Command{q.Command(key), {Op: OpUnshare, Key: key, Value: []byte("y")}}, make([]Result, 2))
 		}
 		if _, err := RestoreShard(r.AppendSnapshot(nil), SnapshotFormat); err != nil {
 			t.Fatalf("re-encoding a restored shard fails: %v", err)

@@ -29,6 +29,9 @@ type collector struct {
 	maxMemory *prometheus.Desc
 	topKeys   *prometheus.Desc
 
+	shareKeys, shareHolders, shareCommitted *prometheus.Desc
+	shareGrants, shareReturned, shareLapsed *prometheus.Desc
+
 	clients   *prometheus.Desc
 	onLoops   *prometheus.Desc
 	maxClient *prometheus.Desc
@@ -76,6 +79,16 @@ func newCollector(src Sources, notReady func() error) *collector {
 				"from the shards' heavy-hitter sketches (RL.TOP); approximate, never under the true count.",
 			[]string{"key", "outcome"}, nil),
 
+		shareKeys:    d("rlserver_share_keys", "Budget-lease keys (RL.SHARE) a shard's replica holds (INFO rl_share_keys, summed).", shard, nil),
+		shareHolders: d("rlserver_share_holders", "Holders of a shard's budget-lease keys with a grant in force (INFO rl_share_holders, summed).", shard, nil),
+		shareCommitted: d("rlserver_share_committed_units",
+			"Units per window the holders of a shard's budget-lease keys may spend now, each key's in its own window (INFO rl_share_committed, summed).", shard, nil),
+		shareGrants: d("rlserver_share_grants_total", "RL.SHARE requests a shard's replica granted, a rate of 0 included (INFO rl_share_grants, summed).", shard, nil),
+		shareReturned: d("rlserver_share_returned_units_total",
+			"Committed units freed before they expired, by RL.UNSHARE and ACK (INFO rl_share_returned, summed).", shard, nil),
+		shareLapsed: d("rlserver_share_lapsed_total",
+			"Holders dropped because every grant of theirs expired, never returned (INFO rl_share_lapsed, summed).", shard, nil),
+
 		clients:   d("rlserver_connected_clients", "Client connections open now (INFO connected_clients).", nil, nil),
 		onLoops:   d("rlserver_event_loop_clients", "Of the client connections, those an event loop serves (--event-loops; INFO event_loop_clients).", nil, nil),
 		maxClient: d("rlserver_maxclients", "The bound on client connections, --maxclients (INFO maxclients).", nil, nil),
@@ -97,6 +110,7 @@ func newCollector(src Sources, notReady func() error) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.buildInfo, c.ready, c.decisions, c.keys, c.dataset, c.evicted, c.oom, c.shadow, c.charged, c.maxMemory, c.topKeys, c.clients, c.onLoops, c.maxClient, c.received, c.rejected, c.commands,
+		c.shareKeys, c.shareHolders, c.shareCommitted, c.shareGrants, c.shareReturned, c.shareLapsed,
 		c.raftState, c.raftLeaderKnown, c.raftTerm, c.raftCommit, c.raftApplied, c.raftContact,
 	} {
 		ch <- d
@@ -147,6 +161,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.oom, float64(st.RejectedOOM), label)
 		counter(c.shadow, float64(st.ShadowDenied), label)
 		gauge(c.charged, float64(st.Charged), label)
+		gauge(c.shareKeys, float64(st.ShareKeys), label)
+		gauge(c.shareHolders, float64(st.ShareHolders), label)
+		gauge(c.shareCommitted, float64(st.ShareCommitted), label)
+		counter(c.shareGrants, float64(st.ShareGrants), label)
+		counter(c.shareReturned, float64(st.ShareReturned), label)
+		counter(c.shareLapsed, float64(st.ShareLapsed), label)
 		for op, d := range st.Decisions {
 			if d != (engine.DecisionCount{}) {
 				name := engine.Op(op).Spec().Name

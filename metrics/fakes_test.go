@@ -47,7 +47,8 @@ func testSources() Sources {
 	s0 := engine.Stats{Keys: 4, Bytes: 400, Allowed: 9, Denied: 3}
 	s0.Decisions[engine.OpSliding] = engine.DecisionCount{Allowed: 7, Denied: 3}
 	s0.Decisions[engine.OpThrottle] = engine.DecisionCount{Allowed: 2}
-	s1 := engine.Stats{Keys: 1, Bytes: 100, Denied: 5, Evicted: 6, RejectedOOM: 7, ShadowDenied: 8}
+	s1 := engine.Stats{Keys: 1, Bytes: 100, Denied: 5, Evicted: 6, RejectedOOM: 7, ShadowDenied: 8,
+		ShareKeys: 2, ShareHolders: 9, ShareCommitted: 1000, ShareGrants: 40, ShareReturned: 300, ShareLapsed: 3}
 	s1.Decisions[engine.OpToken] = engine.DecisionCount{Denied: 5}
 	return Sources{
 		Version: "9.9.9",

@@ -31,6 +31,7 @@ var infoSections = []infoSection{
 	{"cpu", (*Server).writeCPUInfo},
 	{"ratelimit", (*Server).writeRateLimitInfo},
 	{"policies", (*Server).writePolicyInfo},
+	{"shares", (*Server).writeSharesInfo},
 	{"topkeys", (*Server).writeTopKeys},
 	{"scripting", (*Server).writeScriptingInfo},
 	{"raft", (*Server).writeRaftInfo},
@@ -174,6 +175,18 @@ func (s *Server) writeRateLimitInfo(b *strings.Builder, t *engine.Stats) {
 	infoLine(b, "rl_policies", t.Policies)
 	infoLine(b, "rl_keys", t.Keys)
 	infoLine(b, "rl_clock_ms", s.cfg.Clock.Now())
+}
+
+// writeSharesInfo writes the budget leases' figures (RL.SHARE): keys,
+// holders with a grant in force and their committed units, now; grants,
+// units returned early and holders lapsed, since the start.
+func (s *Server) writeSharesInfo(b *strings.Builder, t *engine.Stats) {
+	infoLine(b, "rl_share_keys", t.ShareKeys)
+	infoLine(b, "rl_share_holders", t.ShareHolders)
+	infoLine(b, "rl_share_committed", t.ShareCommitted)
+	infoLine(b, "rl_share_grants", t.ShareGrants)
+	infoLine(b, "rl_share_returned", t.ShareReturned)
+	infoLine(b, "rl_share_lapsed", t.ShareLapsed)
 }
 
 func (s *Server) writeClusterInfo(b *strings.Builder, _ *engine.Stats) {
