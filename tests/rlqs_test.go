@@ -107,28 +107,41 @@ func runFleet(t *testing.T, f *rlqssim.Fleet, demand func(i int, since time.Dura
 	return <-samples
 }
 
-// checkWindows checks every 10 s window of the run from from: admitted at
-// most 10 s of the limit plus rlqsBurst per split change allowed, and at
-// least 95% of 10 s of it; it returns the least and the most admitted.
+// checkWindows checks every 10 s window of the run: admitted at most 10 s
+// of the limit plus rlqsBurst for each of changes changes of the split,
+// and from from on at least 95% of 10 s of it; it returns the least (from
+// from) and the most admitted.
 func checkWindows(t *testing.T, f *rlqssim.Fleet, from, to time.Duration, changes int) (least, most uint64) {
 	t.Helper()
-	const window = 10 * time.Second
-	capacity := uint64(rlqsLimit * window / time.Second)
-	bound := capacity + uint64(rlqsBurst*(1+changes))
+	capacity := uint64(rlqsLimit * rlqsWindow / time.Second)
 	least = math.MaxUint64
-	for s := time.Duration(0); s+window <= to; s += rlqssim.BinWidth {
-		admitted, _ := f.Admitted(s, s+window)
-		if admitted > bound {
-			t.Errorf("%v to %v: %d admitted, above %d (the limit and the burst bound)", s, s+window, admitted, bound)
-		}
-		most = max(most, admitted)
-		if s < from {
-			continue
-		}
+	for s := from; s+rlqsWindow <= to; s += rlqssim.BinWidth {
+		admitted, _ := f.Admitted(s, s+rlqsWindow)
 		if admitted < capacity*95/100 {
-			t.Errorf("%v to %v: %d admitted, below 95%% of %d while demand exceeds it", s, s+window, admitted, capacity)
+			t.Errorf("%v to %v: %d admitted, below 95%% of %d while demand exceeds it", s, s+rlqsWindow, admitted, capacity)
 		}
 		least = min(least, admitted)
+	}
+	_, most = checkWindowsBound(t, f, to, changes)
+	return least, most
+}
+
+// rlqsWindow is the span the proofs count admissions over.
+const rlqsWindow = 10 * time.Second
+
+// checkWindowsBound checks that no 10 s window of the run admitted more
+// than 10 s of the limit plus rlqsBurst for each of changes changes of the
+// split, and returns the least and the most admitted.
+func checkWindowsBound(t *testing.T, f *rlqssim.Fleet, to time.Duration, changes int) (least, most uint64) {
+	t.Helper()
+	bound := uint64(rlqsLimit*rlqsWindow/time.Second) + uint64(rlqsBurst*(1+changes))
+	least = math.MaxUint64
+	for s := time.Duration(0); s+rlqsWindow <= to; s += rlqssim.BinWidth {
+		admitted, _ := f.Admitted(s, s+rlqsWindow)
+		if admitted > bound {
+			t.Errorf("%v to %v: %d admitted, above %d (the limit and the burst bound)", s, s+rlqsWindow, admitted, bound)
+		}
+		least, most = min(least, admitted), max(most, admitted)
 	}
 	return least, most
 }
