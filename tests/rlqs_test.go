@@ -230,3 +230,54 @@ func TestRLQSSharesOneLimitAmongTenEnvoys(t *testing.T) {
 	t.Logf("admitted per 10 s: %d to %d (limit %d, burst bound %d); largest sum of rates %.0f (of %d sums); %+v",
 		least, most, rlqsLimit*10, rlqsBurst, sum, taken, c)
 }
+
+// What the quota service saves, measured side by side: the same ten
+// Envoys given the whole limit each (what a quota server that does not
+// split it, such as jukie/rlqs's static policy, assigns) admit what they
+// are asked, up to ten times the limit; sharing it through rlserver, they
+// admit the limit.
+func TestRLQSComparedWithTheWholeLimitToEveryEnvoy(t *testing.T) {
+	const settle, end = 3 * time.Second, 8 * time.Second
+	conn := startRLQS(t, rlqsConfig)
+	saturating := func(int, time.Duration) float64 { return 2 * rlqsLimit }
+	whole := rlqssim.Strategy{Kind: rlqssim.TokenBucket, MaxTokens: rlqsLimit / 10, TokensPerFill: rlqsLimit, FillSeconds: 1}
+	static := func() *rlqssim.Fleet {
+		f := rlqssim.NewFleet(rlqsEnvoys, "edge", rlqsInterval, rlqssim.DenyAll, rlqsBucket,
+			func(int) []grpc.ClientConnInterface { return nil })
+		for _, e := range f.Envoys {
+			e.Assign(rlqsBucket, whole, time.Hour, time.Now())
+		}
+		return f
+	}
+	fleets := []struct {
+		name   string
+		f      *rlqssim.Fleet
+		demand func(int, time.Duration) float64
+		min    float64 // admitted a second, in limits, at least
+		max    float64 // and at most
+	}{
+		{"the whole limit each, skewed demand", static(), skewedDemand(0), 1.35, 1.45},
+		{"the whole limit each, every Envoy at twice the limit", static(), saturating, 9.5, 10.1},
+		{"shared by rlserver, every Envoy at twice the limit", rlqssim.NewFleet(rlqsEnvoys, "edge", rlqsInterval, rlqssim.DenyAll,
+			rlqsBucket, func(int) []grpc.ClientConnInterface { return []grpc.ClientConnInterface{conn} }), saturating, 0.95, 1.02},
+	}
+	done := make(chan struct{}, len(fleets))
+	for _, fl := range fleets {
+		go func() {
+			runFleet(t, fl.f, fl.demand, end)
+			done <- struct{}{}
+		}()
+	}
+	for range fleets {
+		<-done
+	}
+	for _, fl := range fleets {
+		admitted, offered := fl.f.Admitted(settle, end)
+		secs := (end - settle).Seconds()
+		perSec := float64(admitted) / secs
+		t.Logf("%s: %.0f admitted a second (%.2f limits) of %.0f asked", fl.name, perSec, perSec/rlqsLimit, float64(offered)/secs)
+		if r := perSec / rlqsLimit; r < fl.min || r > fl.max {
+			t.Errorf("%s: %.2f limits a second, want %.2f to %.2f", fl.name, r, fl.min, fl.max)
+		}
+	}
+}
