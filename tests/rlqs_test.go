@@ -180,15 +180,16 @@ func describeRates(s []float64) string {
 }
 
 // startRLQS starts rlserver --in-memory serving files on a free gRPC port,
-// and returns a connection to it.
-func startRLQS(t *testing.T, files map[string]string) *grpc.ClientConn {
+// with metrics on another, and returns a connection to the first and the
+// base URL of the second.
+func startRLQS(t *testing.T, files map[string]string) (*grpc.ClientConn, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "rls")
 	writeRLSConfig(t, dir, files)
-	_, ports := startServerOnPorts(t, false, 1, func(ports []string) []string {
-		return []string{"--grpc-port", ports[0], "--rls-config", dir}
+	_, ports := startServerOnPorts(t, false, 2, func(ports []string) []string {
+		return []string{"--grpc-port", ports[0], "--rls-config", dir, "--metrics-port", ports[1]}
 	})
-	return dialGRPC(t, "127.0.0.1:"+ports[0])
+	return dialGRPC(t, "127.0.0.1:"+ports[0]), "http://127.0.0.1:" + ports[1]
 }
 
 // Ten Envoys with skewed demand share one limit: the one that wants half
@@ -198,7 +199,7 @@ func startRLQS(t *testing.T, files map[string]string) *grpc.ClientConn {
 // documented burst bound) and at least 95% of it.
 func TestRLQSSharesOneLimitAmongTenEnvoys(t *testing.T) {
 	const settle, wake, end = 4 * time.Second, 14 * time.Second, 26 * time.Second
-	conn := startRLQS(t, rlqsConfig)
+	conn, metricsURL := startRLQS(t, rlqsConfig)
 	f := rlqssim.NewFleet(rlqsEnvoys, "edge", rlqsInterval, rlqssim.DenyAll, rlqsBucket,
 		func(int) []grpc.ClientConnInterface { return []grpc.ClientConnInterface{conn} })
 	demand := skewedDemand(wake)
@@ -226,6 +227,20 @@ func TestRLQSSharesOneLimitAmongTenEnvoys(t *testing.T) {
 			t.Logf("%5v  %s", s.at, describeRates(s.rates))
 		}
 	}
+	var m series
+	poll.Until(t, 5*time.Second, "the streams to end", func() (bool, error) {
+		m = scrape(t, metricsURL)
+		return m.sum("rlserver_rlqs_streams") == 0, nil
+	})
+	// Broken streams: their Envoys may go on with their assignments, so
+	// their grants stay (TTL 4 s) after the streams end.
+	if m.sum("rlserver_rlqs_streams_total") != rlqsEnvoys || m.sum("rlserver_rlqs_buckets") != 0 ||
+		m.sum("rlserver_rlqs_assignments_total", `strategy="token_bucket"`) < float64(c.Applied)/2 ||
+		m.sum("rlserver_rlqs_grants_total") < m.sum("rlserver_rlqs_reports_total") || m.sum("rlserver_share_holders") != rlqsEnvoys {
+		t.Errorf("metrics: streams %v, buckets %v, assignments %v, grants %v, reports %v, share holders %v",
+			m["rlserver_rlqs_streams_total"], m["rlserver_rlqs_buckets"], m["rlserver_rlqs_assignments_total"],
+			m["rlserver_rlqs_grants_total"], m["rlserver_rlqs_reports_total"], m["rlserver_share_holders"])
+	}
 	t.Logf("shares off their fair share by at most %.1f%% before the wake-up, %.1f%% from two intervals after it", before*100, after*100)
 	t.Logf("admitted per 10 s: %d to %d (limit %d, burst bound %d); largest sum of rates %.0f (of %d sums); %+v",
 		least, most, rlqsLimit*10, rlqsBurst, sum, taken, c)
@@ -238,7 +253,7 @@ func TestRLQSSharesOneLimitAmongTenEnvoys(t *testing.T) {
 // admit the limit.
 func TestRLQSComparedWithTheWholeLimitToEveryEnvoy(t *testing.T) {
 	const settle, end = 3 * time.Second, 8 * time.Second
-	conn := startRLQS(t, rlqsConfig)
+	conn, _ := startRLQS(t, rlqsConfig)
 	saturating := func(int, time.Duration) float64 { return 2 * rlqsLimit }
 	whole := rlqssim.Strategy{Kind: rlqssim.TokenBucket, MaxTokens: rlqsLimit / 10, TokensPerFill: rlqsLimit, FillSeconds: 1}
 	static := func() *rlqssim.Fleet {
