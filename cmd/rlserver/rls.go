@@ -33,7 +33,7 @@ type rlsSettings struct {
 
 // addFlags defines the rate limit service's flags on fs.
 func (s *rlsSettings) addFlags(fs *flag.FlagSet) {
-	fs.IntVar(&s.grpcPort, "grpc-port", 0, "serve Envoy's rate limit service (envoy.service.ratelimit.v3.RateLimitService) and grpc.health.v1.Health over gRPC on this port of --bind, with TLS when --tls-port is on (0: off); needs --rls-config")
+	fs.IntVar(&s.grpcPort, "grpc-port", 0, "serve Envoy's rate limit service (envoy.service.ratelimit.v3.RateLimitService), its quota service (envoy.service.rate_limit_quota.v3.RateLimitQuotaService) and grpc.health.v1.Health over gRPC on this port of --bind, with TLS when --tls-port is on (0: off); needs --rls-config")
 	fs.StringVar(&s.config, "rls-config", "", "the rate limit service's limits: a YAML file, or a directory of them, in envoyproxy/ratelimit's format (see docs/envoy.md); reloaded when it changes or on SIGHUP")
 	fs.Var(&s.headers, "rls-response-headers", "yes: the rate limit service asks Envoy to add RateLimit-Policy, RateLimit and Retry-After to its responses: yes or no (default no)")
 }
