@@ -1,11 +1,6 @@
 package rls
 
-import (
-	"errors"
-	"strconv"
-	"strings"
-	"testing"
-)
+import "testing"
 
 const quotaConfig = `domain: edge
 descriptors:
@@ -79,37 +74,5 @@ func TestShareKeyIgnoresTheBucketIdsOrder(t *testing.T) {
 	}
 	if c := shareKey("edge", map[string]string{"name": "api|tenant=a"}); string(c) == string(a) {
 		t.Fatalf("a value that looks like two entries makes the same key: %q", c)
-	}
-}
-
-func TestLoadRefusesBadQuotaSections(t *testing.T) {
-	head := "domain: d\nquota:\n"
-	cases := []struct {
-		name, yaml string
-		line       int
-		msg        string
-	}{
-		{"not a list", "domain: d\nquota: {bucket: {a: b}}\n", 2, "quota must be a list"},
-		{"no bucket", head + "  - rate_limit: {unit: second, requests_per_unit: 1}\n", 3, "needs a bucket"},
-		{"empty bucket", head + "  - bucket: {}\n    rate_limit: {unit: second, requests_per_unit: 1}\n", 3, "at least one key"},
-		{"no rate_limit", head + "  - bucket: {a: b}\n", 3, "needs a rate_limit"},
-		{"unknown key", head + "  - bucket: {a: b}\n    rate_limit: {unit: second, requests_per_unit: 1}\n    burst: 3\n", 5, `unknown key "burst"`},
-		{"duplicate", head + "  - bucket: {a: b}\n    rate_limit: {unit: second, requests_per_unit: 1}\n  - bucket: {a: b}\n    rate_limit: {unit: second, requests_per_unit: 2}\n", 5, "duplicate quota bucket"},
-		{"algorithm", head + "  - bucket: {a: b}\n    rate_limit: {unit: second, requests_per_unit: 1, algorithm: sliding}\n", 4, "no algorithm"},
-		{"burst over the window", head + "  - bucket: {a: b}\n    rate_limit: {unit: second, requests_per_unit: 1}\n    burst_ms: 1001\n", 5, "burst_ms"},
-		{"burst when unlimited", head + "  - bucket: {a: b}\n    rate_limit: {unlimited: true}\n    burst_ms: 10\n", 5, "burst_ms needs a limit"},
-		{"no unit", head + "  - bucket: {a: b}\n    rate_limit: {requests_per_unit: 1}\n", 4, "needs a unit"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := loadYAML(t, c.yaml)
-			var ce *ConfigError
-			if !errors.As(err, &ce) || !errors.Is(err, ErrConfig) {
-				t.Fatalf("Load: %v, want a ConfigError", err)
-			}
-			if want := "config.yaml:" + strconv.Itoa(c.line); !strings.HasSuffix(ce.Where, want) || !strings.Contains(ce.Msg, c.msg) {
-				t.Errorf("%v: want %s and %q", err, want, c.msg)
-			}
-		})
 	}
 }
