@@ -26,6 +26,10 @@ type quotaBucket struct {
 	demand     int64     // units per window asked with, or engine.UnknownDemand
 	measured   int64     // units per window last measured, or engine.UnknownDemand
 	lastReport time.Time // when its last report arrived
+	// prevUnits over prevMs is the last report's measure, which a steady
+	// demand is measured with.
+	prevUnits uint64
+	prevMs    int64
 
 	sent    assignment // the last assignment sent, zero before the first
 	sentAt  time.Time
@@ -65,13 +69,17 @@ type assignment struct {
 // its last report; elapsed 0: unknown (a first report, which Envoy sends
 // at once with 1 request). Demands are per the rule's window.
 //
+// A steady demand is measured over the last two reports, which halves the
+// jitter of when they arrive; one that moved by more than a quarter, over
+// the last alone, so that a change counts at once.
+//
 // The demand asked with is the one measured, except while it rises past
-// what the holder was granted: a holder that refused requests and shows a
-// demand well above the last measured (or the first measured) asks as if
-// its demand were unknown, for the largest fair share, until its next
-// report says how much it takes. A demand that began within the last
-// interval shows only in part in its first report; so the holder gets its
-// share at once, not an interval later.
+// what the holder was granted: a holder that refused requests and shows at
+// least twice the demand last measured (or a first one) asks as if its
+// demand were unknown, for the largest fair share, until its next report
+// says how much it takes. A demand that began within the last interval
+// shows only in part in its first report; so the holder gets its share at
+// once, not an interval later.
 //
 // A report that comes within a quarter of the shortest report interval of
 // the last (Envoy's first report, then soon after its first regular one)
@@ -82,21 +90,43 @@ func (b *quotaBucket) demandFrom(units uint64, refused bool, elapsed time.Durati
 		return
 	}
 	ms := max(elapsed.Milliseconds(), 1)
-	d := int64(engine.MaxCount)
-	if units < uint64(engine.MaxCount)/uint64(window) {
-		d = min((int64(units)*window+ms-1)/ms, engine.MaxCount)
-	}
+	d := perWindow(units, ms, window)
 	if elapsed < minReportInterval/4 {
 		if b.demand != engine.UnknownDemand {
 			b.demand = max(b.demand, d)
 		}
 		return
 	}
-	rising := b.measured == engine.UnknownDemand || d > b.measured+b.measured/4
-	b.measured, b.demand = d, d
+	measured := d
+	if b.prevMs > 0 {
+		both := perWindow(satAdd(units, b.prevUnits), ms+b.prevMs, window)
+		if d-both <= both/4 && both-d <= both/4 {
+			measured = both
+		}
+	}
+	rising := b.measured == engine.UnknownDemand || (d > b.measured && d >= 2*b.measured)
+	b.prevUnits, b.prevMs = units, ms
+	b.measured, b.demand = measured, measured
 	if refused && rising {
 		b.demand = engine.UnknownDemand
 	}
+}
+
+// perWindow is units over ms as units per window ms, rounded (the time a
+// report took has jitter both ways), at most engine.MaxCount.
+func perWindow(units uint64, ms, window int64) int64 {
+	if units >= uint64(engine.MaxCount)/uint64(window) {
+		return engine.MaxCount
+	}
+	return min((int64(units)*window+ms/2)/ms, engine.MaxCount)
+}
+
+// satAdd is a + b, saturating.
+func satAdd(a, b uint64) uint64 {
+	if a+b < a {
+		return ^uint64(0)
+	}
+	return a + b
 }
 
 // ackable moves the grants sent at least delay before now out of pending:
@@ -114,7 +144,7 @@ func (b *quotaBucket) ackable(now time.Time, delay time.Duration) int64 {
 }
 
 // maxPending bounds a bucket's grants sent and not yet ackable: one per
-// refresh at most, for an ack delay of half a refresh.
+// refresh at most, a report's beside, for an ack delay of a refresh.
 const maxPending = 8
 
 // recordSent notes that a was sent now, with the grant seq (0 for a blanket

@@ -35,10 +35,12 @@ type quotaStream struct {
 	timing  cadence
 }
 
-// received is one Recv's outcome.
+// received is one Recv's outcome, and when it came: a report's demand is
+// measured between arrivals, not between the moments run got to them.
 type received struct {
 	msg *qpb.RateLimitQuotaUsageReports
 	err error
+	at  time.Time
 }
 
 // run serves the stream: its reports as they come, a refresh every
@@ -54,7 +56,7 @@ func (s *quotaStream) run() error {
 			if r.err != nil {
 				return s.end(r.err)
 			}
-			if err := s.report(r.msg, time.Now()); err != nil {
+			if err := s.report(r.msg, r.at); err != nil {
 				return err
 			}
 		case <-t.C:
@@ -75,7 +77,7 @@ func (s *quotaStream) receive(in chan<- received) {
 	for {
 		m, err := s.stream.Recv()
 		select {
-		case in <- received{m, err}:
+		case in <- received{m, err, time.Now()}:
 		case <-s.ctx.Done():
 			return
 		}
@@ -103,8 +105,9 @@ func (s *quotaStream) end(err error) error {
 	return nil
 }
 
-// report answers a usage report: every bucket it names gets an
-// assignment, its grant asked for anew with the demand the report shows.
+// report answers a usage report that arrived at now: every bucket it
+// names gets an assignment, its grant asked for anew with the demand the
+// report shows. (The grants are sent, and their time noted, as they are.)
 func (s *quotaStream) report(m *qpb.RateLimitQuotaUsageReports, now time.Time) error {
 	if err := s.setDomain(m.GetDomain()); err != nil {
 		return err
@@ -128,10 +131,7 @@ func (s *quotaStream) report(m *qpb.RateLimitQuotaUsageReports, now time.Time) e
 			elapsed = now.Sub(b.lastReport) // this node's clock, not the Envoy's whole seconds
 		}
 		if _, fixed := blanket(b.rule); !fixed {
-			units := u.GetNumRequestsAllowed() + u.GetNumRequestsDenied()
-			if units < u.GetNumRequestsAllowed() {
-				units = ^uint64(0)
-			}
+			units := satAdd(u.GetNumRequestsAllowed(), u.GetNumRequestsDenied())
 			b.demandFrom(units, u.GetNumRequestsDenied() > 0, elapsed, b.rule.rule.Window())
 		}
 		b.lastReport = now
@@ -140,7 +140,7 @@ func (s *quotaStream) report(m *qpb.RateLimitQuotaUsageReports, now time.Time) e
 	if regular {
 		s.timing.observe(now)
 	}
-	return s.send(append(actions, s.assign(asks, now, true)...))
+	return s.send(append(actions, s.assign(asks, time.Now(), true)...))
 }
 
 // refresh asks again for the grants of the buckets reported lately, and

@@ -16,8 +16,9 @@ import (
 //	                       which counts the TTL from when the assignment reaches it
 //	refresh                I/5, from 100 ms to 1 s: every bucket's grant is asked for again,
 //	                       and sent when it changed, so that shares follow demand between reports
-//	ack delay              half a refresh: a grant sent that long ago is taken to be the one
-//	                       the Envoy uses, and frees its older grants (RL.SHARE's ACK)
+//	ack delay              a refresh: a grant sent that long ago is taken to be the one the
+//	                       Envoy uses, and frees its older grants (RL.SHARE's ACK) at the
+//	                       next refresh; an Envoy applies an assignment as it arrives
 
 // Bounds of the measured report interval, and its value before a stream
 // has shown its own (Envoy's).
@@ -81,4 +82,4 @@ func (c *cadence) refresh() time.Duration {
 }
 
 // ackDelay is how long after a grant is sent the Envoy is taken to use it.
-func (c *cadence) ackDelay() time.Duration { return c.refresh() / 2 }
+func (c *cadence) ackDelay() time.Duration { return c.refresh() }

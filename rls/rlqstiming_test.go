@@ -31,7 +31,7 @@ func TestCadenceFollowsTheReportInterval(t *testing.T) {
 			cd.observe(start.Add(off))
 		}
 		if cd.interval() != c.interval || cd.envoyTTL() != c.ttl || cd.shareTTL() != c.shareTTL || cd.refresh() != c.refresh ||
-			cd.ackDelay() != c.refresh/2 {
+			cd.ackDelay() != c.refresh {
 			t.Errorf("%s: interval %v, TTL %v, RL.SHARE TTL %d, refresh %v; want %v, %v, %d, %v", c.name,
 				cd.interval(), cd.envoyTTL(), cd.shareTTL(), cd.refresh(), c.interval, c.ttl, c.shareTTL, c.refresh)
 		}
@@ -40,32 +40,43 @@ func TestCadenceFollowsTheReportInterval(t *testing.T) {
 
 func TestBucketDemandIsPerWindowOnThisNodesClock(t *testing.T) {
 	const unknown = engine.UnknownDemand
+	type before struct {
+		demand, measured int64
+		prevUnits        uint64 // the last report's units over prevMs
+		prevMs           int64
+	}
 	cases := []struct {
-		name             string
-		demand, measured int64 // before
-		units            uint64
-		refused          bool
-		elapsed          time.Duration
-		window           int64
-		want, wantMeas   int64
+		name           string
+		before         before
+		units          uint64
+		refused        bool
+		elapsed        time.Duration
+		window         int64
+		want, wantMeas int64
 	}{
-		{"first report: unknown", unknown, unknown, 1, false, 0, 1000, unknown, unknown},
-		{"100 in a second", unknown, unknown, 100, false, time.Second, 1000, 100, 100},
-		{"500 in 5 s, per minute", 7, 7, 500, false, 5 * time.Second, 60_000, 6000, 6000},
-		{"rounded up", 3, 3, 10, false, 3 * time.Second, 1000, 4, 4},
-		{"idle", 300, 300, 0, false, time.Second, 1000, 0, 0},
-		{"steady and refused", 100, 100, 110, true, time.Second, 1000, 110, 110},
-		{"rising and refused: asks for its share", 100, 100, 130, true, time.Second, 1000, unknown, 130},
-		{"waking up and refused", 0, 0, 40, true, time.Second, 1000, unknown, 40},
-		{"first measure, refused", unknown, unknown, 40, true, time.Second, 1000, unknown, 40},
-		{"rising, nothing refused", 100, 100, 300, false, time.Second, 1000, 300, 300},
-		{"too soon after the last: only raises", 300, 300, 1, false, 200 * time.Millisecond, 1000, 300, 300},
-		{"too soon, raising", 5, 5, 1, false, 100 * time.Millisecond, 1000, 10, 5},
-		{"too soon, unknown stays", unknown, unknown, 1, false, 100 * time.Millisecond, 1000, unknown, unknown},
-		{"beyond any limit", unknown, 5, 1 << 62, false, time.Second, 1000, engine.MaxCount, engine.MaxCount},
+		{"first report: unknown", before{unknown, unknown, 0, 0}, 1, false, 0, 1000, unknown, unknown},
+		{"100 in a second", before{unknown, unknown, 0, 0}, 100, false, time.Second, 1000, 100, 100},
+		{"500 in 5 s, per minute", before{7, 7, 0, 0}, 500, false, 5 * time.Second, 60_000, 6000, 6000},
+		{"rounded", before{3, 3, 0, 0}, 10, false, 3 * time.Second, 1000, 3, 3},
+		{"rounded up from a half", before{3, 3, 0, 0}, 5, false, 2 * time.Second, 1000, 3, 3},
+		{"steady: over the last two", before{100, 100, 100, 1040}, 100, false, 960 * time.Millisecond, 1000, 100, 100},
+		{"steady, a report late", before{100, 100, 0, 0}, 100, false, 1040 * time.Millisecond, 1000, 96, 96},
+		{"a change: the last alone", before{100, 100, 100, 1000}, 50, false, time.Second, 1000, 50, 50},
+		{"idle", before{300, 300, 300, 1000}, 0, false, time.Second, 1000, 0, 0},
+		{"steady and refused", before{100, 100, 0, 0}, 110, true, time.Second, 1000, 110, 110},
+		{"rising less than twice, refused", before{100, 100, 0, 0}, 190, true, time.Second, 1000, 190, 190},
+		{"doubling and refused: asks for its share", before{100, 100, 0, 0}, 200, true, time.Second, 1000, unknown, 200},
+		{"waking up and refused", before{0, 0, 0, 1000}, 40, true, time.Second, 1000, unknown, 40},
+		{"still idle", before{0, 0, 0, 1000}, 0, false, time.Second, 1000, 0, 0},
+		{"first measure, refused", before{unknown, unknown, 0, 0}, 40, true, time.Second, 1000, unknown, 40},
+		{"doubling, nothing refused", before{100, 100, 0, 0}, 300, false, time.Second, 1000, 300, 300},
+		{"too soon after the last: only raises", before{300, 300, 0, 0}, 1, false, 200 * time.Millisecond, 1000, 300, 300},
+		{"too soon, raising", before{5, 5, 0, 0}, 1, false, 100 * time.Millisecond, 1000, 10, 5},
+		{"too soon, unknown stays", before{unknown, unknown, 0, 0}, 1, false, 100 * time.Millisecond, 1000, unknown, unknown},
+		{"beyond any limit", before{unknown, 5, 0, 0}, 1 << 62, false, time.Second, 1000, engine.MaxCount, engine.MaxCount},
 	}
 	for _, c := range cases {
-		b := quotaBucket{demand: c.demand, measured: c.measured}
+		b := quotaBucket{demand: c.before.demand, measured: c.before.measured, prevUnits: c.before.prevUnits, prevMs: c.before.prevMs}
 		b.demandFrom(c.units, c.refused, c.elapsed, c.window)
 		if b.demand != c.want || b.measured != c.wantMeas {
 			t.Errorf("%s: demand %d, measured %d; want %d, %d", c.name, b.demand, b.measured, c.want, c.wantMeas)

@@ -27,6 +27,7 @@ type Envoy struct {
 	next    int // the server its next stream goes to
 	buckets map[string]*bucket
 	stream  *stream
+	drivers []*driver
 	counts  Counts
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -169,7 +170,14 @@ func (e *Envoy) Run() {
 		select {
 		case <-e.ctx.Done():
 			return
-		case now := <-t.C:
+		case <-t.C:
+			now := time.Now()
+			e.mu.Lock()
+			drivers := e.drivers
+			e.mu.Unlock()
+			for _, d := range drivers {
+				d.catchUp(e, now)
+			}
 			e.mu.Lock()
 			r := e.reportLocked(now)
 			e.mu.Unlock()
