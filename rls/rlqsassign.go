@@ -9,6 +9,14 @@ import (
 	"github.com/rlserver/rlserver/engine"
 )
 
+// outgoing is an assignment about to be sent, and the grant it carries (0
+// for a blanket rule decided without RL.SHARE).
+type outgoing struct {
+	b   *quotaBucket
+	a   assignment
+	seq int64
+}
+
 // assign decides the assignments of bs, in their order: a blanket rule
 // where the config says so, else the holder's grant, asked for with
 // RL.SHARE (one request per shard, all at once). With always, every one is
@@ -17,8 +25,8 @@ import (
 // or that would lapse before the next report. A grant that could not be
 // asked for sends nothing: the Envoy keeps its last assignment until its
 // TTL.
-func (s *quotaStream) assign(bs []*quotaBucket, now time.Time, always bool) []*qpb.RateLimitQuotaResponse_BucketAction {
-	ttl, interval := s.timing.envoyTTL(), s.timing.interval()
+func (s *quotaStream) assign(bs []*quotaBucket, now time.Time, always bool) []outgoing {
+	interval := s.timing.interval()
 	decided := make([]assignment, len(bs))
 	seqs := make([]int64, len(bs))
 	var cmds []engine.Command
@@ -47,16 +55,38 @@ func (s *quotaStream) assign(bs []*quotaBucket, now time.Time, always bool) []*q
 			seqs[i] = r.Fields[3].Int
 		}
 	}
-	var actions []*qpb.RateLimitQuotaResponse_BucketAction
+	var out []outgoing
 	for i, b := range bs {
 		a := decided[i]
-		if a.kind == assignNone || !(always || a != b.sent || now.Sub(b.sentAt) > b.sentTTL-interval) {
-			continue
+		if a.kind != assignNone && (always || a != b.sent || now.Sub(b.sentAt) > b.sentTTL-interval) {
+			out = append(out, outgoing{b: b, a: a, seq: seqs[i]})
 		}
-		actions = append(actions, a.action(b.id, ttl))
-		b.recordSent(a, seqs[i], now, ttl)
 	}
-	return actions
+	return out
+}
+
+// send sends abandons and out as one response, if there is anything to
+// send, and notes each assignment as sent once it is on its way: an ack
+// counts from then, after the shards answered (an election may take
+// seconds) and the stream took it (a slow Envoy may hold it back).
+func (s *quotaStream) send(abandons []*qpb.RateLimitQuotaResponse_BucketAction, out []outgoing) error {
+	if len(abandons)+len(out) == 0 {
+		return nil
+	}
+	ttl := s.timing.envoyTTL()
+	actions := abandons
+	for _, o := range out {
+		actions = append(actions, o.a.action(o.b.id, ttl))
+	}
+	if err := s.stream.Send(&qpb.RateLimitQuotaResponse{BucketAction: actions}); err != nil {
+		return err
+	}
+	s.q.stats.countSent(actions)
+	sent := time.Now()
+	for _, o := range out {
+		o.b.recordSent(o.a, o.seq, sent, ttl)
+	}
+	return nil
 }
 
 // reconfigure matches the buckets again when the config changed since

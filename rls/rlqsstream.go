@@ -140,7 +140,7 @@ func (s *quotaStream) report(m *qpb.RateLimitQuotaUsageReports, now time.Time) e
 	if regular {
 		s.timing.observe(now)
 	}
-	return s.send(append(actions, s.assign(asks, time.Now(), true)...))
+	return s.send(actions, s.assign(asks, time.Now(), true))
 }
 
 // refresh asks again for the grants of the buckets reported lately, and
@@ -159,7 +159,7 @@ func (s *quotaStream) refresh(now time.Time) error {
 			asks = append(asks, b)
 		}
 	}
-	return s.send(append(actions, s.assign(asks, now, false)...))
+	return s.send(actions, s.assign(asks, now, false))
 }
 
 // setDomain takes the stream's domain from its first report; a later one
@@ -197,16 +197,4 @@ func (s *quotaStream) bucketOf(id *qpb.BucketId) *quotaBucket {
 	s.buckets[string(key)] = b
 	s.q.stats.activeBuckets.Add(1)
 	return b
-}
-
-// send sends actions, if any, as one response.
-func (s *quotaStream) send(actions []*qpb.RateLimitQuotaResponse_BucketAction) error {
-	if len(actions) == 0 {
-		return nil
-	}
-	if err := s.stream.Send(&qpb.RateLimitQuotaResponse{BucketAction: actions}); err != nil {
-		return err
-	}
-	s.q.stats.countSent(actions)
-	return nil
 }
