@@ -29,16 +29,7 @@ func (e *Envoy) Drive(id map[string]string, demand func(now time.Time) float64, 
 	e.mu.Lock()
 	e.drivers = append(e.drivers, d)
 	e.mu.Unlock()
-	t := time.NewTicker(Step)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.ctx.Done():
-			return
-		case <-t.C:
-			d.catchUp(e, time.Now())
-		}
-	}
+	e.every(Step, func() { d.catchUp(e, time.Now()) })
 }
 
 // catchUp sends the requests owed until now.

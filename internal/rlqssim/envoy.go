@@ -163,28 +163,36 @@ func (e *Envoy) Assigned(id map[string]string, now time.Time) (Strategy, bool) {
 }
 
 // Run reports every interval until Close.
-func (e *Envoy) Run() {
-	t := time.NewTicker(e.interval)
+func (e *Envoy) Run() { e.every(e.interval, e.report) }
+
+// every calls f every d until the Envoy closes.
+func (e *Envoy) every(d time.Duration, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-e.ctx.Done():
 			return
 		case <-t.C:
-			now := time.Now()
-			e.mu.Lock()
-			drivers := e.drivers
-			e.mu.Unlock()
-			for _, d := range drivers {
-				d.catchUp(e, now)
-			}
-			e.mu.Lock()
-			r := e.reportLocked(now)
-			e.mu.Unlock()
-			if r != nil {
-				e.send(r)
-			}
+			f()
 		}
+	}
+}
+
+// report sends every bucket's report, with every request owed until now.
+func (e *Envoy) report() {
+	now := time.Now()
+	e.mu.Lock()
+	drivers := e.drivers
+	e.mu.Unlock()
+	for _, d := range drivers {
+		d.catchUp(e, now)
+	}
+	e.mu.Lock()
+	r := e.reportLocked(now)
+	e.mu.Unlock()
+	if r != nil {
+		e.send(r)
 	}
 }
 
