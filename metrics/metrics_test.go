@@ -227,3 +227,41 @@ func TestRegistryHoldsTheRateLimitServiceCounters(t *testing.T) {
 		t.Error("no requests counter")
 	}
 }
+
+// fakeRLQS is a quota service with fixed counters.
+type fakeRLQS struct{}
+
+func (fakeRLQS) Stats() rls.QuotaStats {
+	return rls.QuotaStats{Streams: 12, ActiveStreams: 10, ActiveBuckets: 30, Reports: 900, TokenBuckets: 700,
+		AllowAll: 5, DenyAll: 6, Abandons: 2, Grants: 800, GrantErrors: 3, Unshares: 4, Refused: 1}
+}
+
+func TestRegistryHoldsTheQuotaServiceCounters(t *testing.T) {
+	src := testSources()
+	src.RLQS = fakeRLQS{}
+	m, err := New(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := gather(t, m)
+	for name, want := range map[string]sample{
+		"rlserver_rlqs_streams_total":         {"", 12},
+		"rlserver_rlqs_streams":               {"", 10},
+		"rlserver_rlqs_buckets":               {"", 30},
+		"rlserver_rlqs_reports_total":         {"", 900},
+		"rlserver_rlqs_abandons_total":        {"", 2},
+		"rlserver_rlqs_grants_total":          {"", 800},
+		"rlserver_rlqs_grant_errors_total":    {"", 3},
+		"rlserver_rlqs_unshares_total":        {"", 4},
+		"rlserver_rlqs_refused_buckets_total": {"", 1},
+	} {
+		if s := got[name]; len(s) != 1 || s[0] != want {
+			t.Errorf("%s: %v, want %v", name, s, want)
+		}
+	}
+	for labels, want := range map[string]float64{"strategy=token_bucket": 700, "strategy=allow_all": 5, "strategy=deny_all": 6} {
+		if v, ok := find(t, got, "rlserver_rlqs_assignments_total", labels); !ok || v != want {
+			t.Errorf("assignments{%s} = %v, want %v", labels, v, want)
+		}
+	}
+}

@@ -57,6 +57,9 @@ type Sources struct {
 	// RLS, when set, is Envoy's rate limit service (--grpc-port); its
 	// counters are exported.
 	RLS RLS
+	// RLQS, when set, is Envoy's quota service (on --grpc-port too); its
+	// counters are exported.
+	RLQS RLQS
 	// Top, when set, gives rlserver_top_key_decisions: the TopKeysMetric
 	// heaviest keys of each outcome.
 	Top TopKeys

@@ -58,6 +58,9 @@ func (ob observing) serve(o options, shards backend, node *placement.Node, srv *
 	if front != nil {
 		src.RLS = front.service
 	}
+	if front != nil {
+		src.RLQS = front.server.Quota()
+	}
 	m, err := metrics.New(src)
 	if err != nil {
 		ob.close()
