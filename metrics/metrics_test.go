@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -302,6 +303,46 @@ func TestRegistryHoldsTheQuotaRulesLeases(t *testing.T) {
 	for _, name := range []string{"rlserver_rlqs_rule_limit", "rlserver_rlqs_rule_window_seconds"} {
 		if s := got[name]; len(s) != 1 {
 			t.Errorf("%s: %v, want the limited rule in force only", name, s)
+		}
+	}
+}
+
+// fakeXDS is an xDS subscription in a fixed state.
+type fakeXDS struct{ stats rls.XDSStats }
+
+func (f fakeXDS) Stats() rls.XDSStats { return f.stats }
+
+// The xDS subscription's state: connected or not, the sets accepted and
+// refused, and the version in force, once there is one.
+func TestRegistryHoldsTheXDSSubscription(t *testing.T) {
+	for _, c := range []struct {
+		stats     rls.XDSStats
+		connected float64
+		info      []sample
+	}{
+		{rls.XDSStats{Connected: true, Version: "7", Accepted: 3, Refused: 2, Streams: 4}, 1, []sample{{"version=7", 1}}},
+		{rls.XDSStats{Streams: 2}, 0, nil}, // before the first config
+	} {
+		src := testSources()
+		src.XDS = fakeXDS{c.stats}
+		m, err := New(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := gather(t, m)
+		if s := got["rlserver_rls_xds_connected"]; len(s) != 1 || s[0].value != c.connected {
+			t.Errorf("%+v: connected %v", c.stats, s)
+		}
+		if s := got["rlserver_rls_xds_streams_total"]; len(s) != 1 || s[0].value != float64(c.stats.Streams) {
+			t.Errorf("%+v: streams %v", c.stats, s)
+		}
+		for labels, want := range map[string]uint64{"result=accepted": c.stats.Accepted, "result=refused": c.stats.Refused} {
+			if v, ok := find(t, got, "rlserver_rls_xds_updates_total", labels); !ok || v != float64(want) {
+				t.Errorf("%+v: updates{%s} = %v, want %v", c.stats, labels, v, want)
+			}
+		}
+		if s := got["rlserver_rls_xds_config_info"]; !slices.Equal(s, c.info) {
+			t.Errorf("%+v: config info %v, want %v", c.stats, s, c.info)
 		}
 	}
 }
