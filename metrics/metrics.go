@@ -51,6 +51,9 @@ func New(src Sources) (*Metrics, error) {
 	if src.RLQS != nil {
 		cs = append(cs, newRLQSCollector(src.RLQS))
 	}
+	if src.XDS != nil {
+		cs = append(cs, newXDSCollector(src.XDS))
+	}
 	for _, c := range cs {
 		if err := m.registry.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)

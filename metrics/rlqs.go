@@ -6,24 +6,30 @@ import (
 	"github.com/rlserver/rlserver/rls"
 )
 
-// RLQS is Envoy's quota service (rls.Quota): its counters.
+// RLQS is Envoy's quota service (rls.Quota): its counters, and its leases
+// per quota rule.
 type RLQS interface {
 	Stats() rls.QuotaStats
+	RuleStats() []rls.QuotaRuleStats
 }
 
 // rlqsCollector exports the quota service's counters as
-// rlserver_rlqs_* (docs/envoy.md#rlqs-metrics). The budgets themselves,
-// committed units and holders per share key, are the shards' share
-// metrics (rlserver_share_*).
+// rlserver_rlqs_* (docs/envoy.md#rlqs-metrics), and its leases per quota
+// rule as rlserver_rlqs_rule_*{domain, key}, key being the rule's stats key
+// as for the rate limit service's rules: as many series as the config has
+// entries. The budgets per share key are the shards' (rlserver_share_*
+// sums them per shard; RL.INFO shows one key).
 type rlqsCollector struct {
 	src RLQS
 
-	streams, activeStreams, activeBuckets, reports, assignments, abandons *prometheus.Desc
-	grants, grantErrors, unshares, refused                                *prometheus.Desc
+	streams, activeStreams, activeBuckets, reports, assignments, abandons       *prometheus.Desc
+	grants, grantErrors, unshares, refused                                      *prometheus.Desc
+	ruleHolders, ruleAssigned, ruleLimit, ruleWindow, ruleReturned, ruleExpired *prometheus.Desc
 }
 
 func newRLQSCollector(src RLQS) *rlqsCollector {
 	d := prometheus.NewDesc
+	rule := []string{"domain", "key"}
 	return &rlqsCollector{
 		src:           src,
 		streams:       d("rlserver_rlqs_streams_total", "Quota service streams opened (one per Envoy, again at each reconnection).", nil, nil),
@@ -37,13 +43,22 @@ func newRLQSCollector(src RLQS) *rlqsCollector {
 		grantErrors: d("rlserver_rlqs_grant_errors_total", "RL.SHARE requests that failed (no leader in time, a key's holders full): the bucket kept its assignment.", nil, nil),
 		unshares:    d("rlserver_rlqs_unshares_total", "Grants given back early: a stream its Envoy closed, a bucket no longer limited.", nil, nil),
 		refused:     d("rlserver_rlqs_refused_buckets_total", "Bucket ids not served: empty, too many on one stream, or a key over --max-key-len.", nil, nil),
+		ruleHolders: d("rlserver_rlqs_rule_holders", "Envoy buckets (one per stream per bucket id) holding an assignment of a quota rule.", rule, nil),
+		ruleAssigned: d("rlserver_rlqs_rule_assigned_rate", "The token bucket rates assigned under a quota rule and held now, summed over its bucket ids: units per the rule's window.",
+			rule, nil),
+		ruleLimit:  d("rlserver_rlqs_rule_limit", "A quota rule's limit, units per window, each of its bucket ids (absent when unlimited or removed from the config).", rule, nil),
+		ruleWindow: d("rlserver_rlqs_rule_window_seconds", "A quota rule's window (absent when unlimited or removed from the config).", rule, nil),
+		ruleReturned: d("rlserver_rlqs_rule_returned_total", "Rate given back before it expired, units per window: grants lowered, streams their Envoy closed, buckets no longer limited.",
+			rule, nil),
+		ruleExpired: d("rlserver_rlqs_rule_expired_total", "Rate left to lapse with its TTL, units per window: streams that broke, buckets no longer reported.", rule, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *rlqsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.streams, c.activeStreams, c.activeBuckets, c.reports, c.assignments,
-		c.abandons, c.grants, c.grantErrors, c.unshares, c.refused} {
+		c.abandons, c.grants, c.grantErrors, c.unshares, c.refused,
+		c.ruleHolders, c.ruleAssigned, c.ruleLimit, c.ruleWindow, c.ruleReturned, c.ruleExpired} {
 		ch <- d
 	}
 }
@@ -54,8 +69,8 @@ func (c *rlqsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
-	gauge := func(d *prometheus.Desc, v int64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	gauge := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
 	}
 	counter(c.streams, s.Streams)
 	gauge(c.activeStreams, s.ActiveStreams)
@@ -69,4 +84,14 @@ func (c *rlqsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.grantErrors, s.GrantErrors)
 	counter(c.unshares, s.Unshares)
 	counter(c.refused, s.Refused)
+	for _, r := range c.src.RuleStats() {
+		gauge(c.ruleHolders, r.Holders, r.Domain, r.Key)
+		gauge(c.ruleAssigned, r.AssignedRate, r.Domain, r.Key)
+		if r.InConfig && !r.Unlimited {
+			gauge(c.ruleLimit, r.Limit, r.Domain, r.Key)
+			ch <- prometheus.MustNewConstMetric(c.ruleWindow, prometheus.GaugeValue, float64(r.WindowMs)/1000, r.Domain, r.Key)
+		}
+		counter(c.ruleReturned, r.Returned, r.Domain, r.Key)
+		counter(c.ruleExpired, r.Expired, r.Domain, r.Key)
+	}
 }

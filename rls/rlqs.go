@@ -42,6 +42,7 @@ type Quota struct {
 	svc   *Service
 	log   *slog.Logger
 	stats quotaCounters
+	rules ruleRegistry // the leases per quota rule (rlqsrules.go)
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -67,11 +68,13 @@ func (q *Quota) StreamRateLimitQuotas(stream qpb.RateLimitQuotaService_StreamRat
 		buckets: map[string]*quotaBucket{}, cfg: q.svc.Config()}
 	q.stats.streams.Add(1)
 	q.stats.activeStreams.Add(1)
-	defer func() {
-		q.stats.activeStreams.Add(-1)
-		q.stats.activeBuckets.Add(-int64(len(s.buckets)))
-	}()
-	return s.run()
+	err := s.run()
+	q.stats.activeStreams.Add(-1)
+	q.stats.activeBuckets.Add(-int64(len(s.buckets)))
+	for _, b := range s.buckets {
+		b.release(err == nil) // a clean end gave its grants back; a broken one leaves them to lapse
+	}
+	return err
 }
 
 // newHolderID is a stream's holder id: 96 random bits, so that no other

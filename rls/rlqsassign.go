@@ -109,11 +109,14 @@ func (s *quotaStream) reconfigure() []*qpb.RateLimitQuotaResponse_BucketAction {
 			if b.shared {
 				unshare = append(unshare, b.key)
 			}
+			b.release(true)
 			delete(s.buckets, key)
 			s.q.stats.activeBuckets.Add(-1)
 			continue
 		}
-		if _, fixed := blanket(r); fixed && b.shared {
+		_, fixed := blanket(r)
+		b.move(s.q.rules.of(r), fixed && b.shared)
+		if fixed && b.shared {
 			unshare = append(unshare, b.key)
 			b.shared, b.pending, b.ack = false, nil, 0
 		}

@@ -39,6 +39,12 @@ type quotaBucket struct {
 	// which RL.SHARE's ACK frees the older grants with.
 	pending []sentGrant
 	ack     int64
+
+	// leases are its rule's figures, which it counts in: as a holder
+	// once sent an assignment, with heldRate its token bucket's rate.
+	leases   *ruleLeases
+	held     bool
+	heldRate int64
 }
 
 // sentGrant is a grant sent to the Envoy, and when.
@@ -151,6 +157,7 @@ const maxPending = 8
 // rule decided without RL.SHARE).
 func (b *quotaBucket) recordSent(a assignment, seq int64, now time.Time, ttl time.Duration) {
 	b.sent, b.sentAt, b.sentTTL = a, now, ttl
+	b.counted(a)
 	if seq == 0 {
 		return
 	}

@@ -153,6 +153,7 @@ func (s *quotaStream) refresh(now time.Time) error {
 	for key, b := range s.buckets {
 		switch since := now.Sub(b.lastReport); {
 		case since > 3*interval: // no longer reported: its grants lapse
+			b.release(false)
 			delete(s.buckets, key)
 			s.q.stats.activeBuckets.Add(-1)
 		case since <= interval*3/2:
@@ -194,6 +195,7 @@ func (s *quotaStream) bucketOf(id *qpb.BucketId) *quotaBucket {
 	}
 	b := &quotaBucket{id: id, key: key, rule: s.cfg.matchQuota(s.domain, m), demand: engine.UnknownDemand,
 		measured: engine.UnknownDemand}
+	b.account(s.q.rules.of(b.rule), false, 0)
 	s.buckets[string(key)] = b
 	s.q.stats.activeBuckets.Add(1)
 	return b

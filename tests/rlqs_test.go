@@ -257,6 +257,13 @@ func TestRLQSSharesOneLimitAmongTenEnvoys(t *testing.T) {
 			m["rlserver_rlqs_streams_total"], m["rlserver_rlqs_buckets"], m["rlserver_rlqs_assignments_total"],
 			m["rlserver_rlqs_grants_total"], m["rlserver_rlqs_reports_total"], m["rlserver_share_holders"])
 	}
+	// Per rule: no bucket holds an assignment any more, and what the
+	// broken streams held is counted as left to expire, not given back.
+	if m.sum("rlserver_rlqs_rule_holders") != 0 || m.sum("rlserver_rlqs_rule_assigned_rate") != 0 ||
+		m.sum("rlserver_rlqs_rule_expired_total") == 0 || m.sum("rlserver_rlqs_rule_limit") != rlqsLimit {
+		t.Errorf("rule metrics: holders %v, assigned %v, expired %v, limit %v", m["rlserver_rlqs_rule_holders"],
+			m["rlserver_rlqs_rule_assigned_rate"], m["rlserver_rlqs_rule_expired_total"], m["rlserver_rlqs_rule_limit"])
+	}
 	t.Logf("shares off their fair share by at most %.1f%% before the wake-up, %.1f%% from two intervals after it (any one sample: %.1f%%, %.1f%%)",
 		before*100, after*100, beforeSample*100, afterSample*100)
 	t.Logf("admitted per 10 s: %d to %d (limit %d, burst bound %d); largest sum of rates %.0f (of %d sums); %+v",
