@@ -33,8 +33,11 @@ import (
 // runner implements (package script on gopher-lua). Change it whenever a
 // script could give another reply or leave another state than before:
 // replicas of the older release then refuse the newer entries rather than
-// replay them differently.
-const ScriptRuntime = 1
+// replay them differently. Runtime 2: the libraries convert numeric
+// strings, write numbers and match patterns as Lua 5.1 does, pcall hands
+// back an error table's message, and the redis table checks its arguments,
+// as Redis 7's.
+const ScriptRuntime = 2
 
 // ScriptRunner runs Lua scripts for the shards. It is called on a shard's
 // own goroutine, inside Apply, and must be deterministic: the same script,

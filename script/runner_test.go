@@ -57,7 +57,7 @@ func TestErrors(t *testing.T) {
 		{"return loadstring", "-ERR user_script:1: Script attempted to access nonexistent global variable 'loadstring' script: "},
 		{"string.rep = nil", "-ERR user_script:1: Attempt to modify a readonly table script: "},
 		{"getmetatable('').__index = nil", "-ERR user_script:1: Attempt to modify a readonly table script: "},
-		{"rawset(_G, 'x', 1)", "-ERR user_script:1: Attempt to modify a readonly table script: "},
+		{"rawset(_G, 'x', 1)", "-ERR Attempt to modify a readonly table script: "},
 		{"return redis.call('get', 'undeclared')", "-ERR Script attempted to access a key not declared in KEYS: 'undeclared' script: "},
 		{"while true do end", "-ERR Script ran more than 10000000 instructions, the most a script may script: "},
 		{"local s = 'x' while true do s = s .. s end", "-ERR Script allocated more than 33554432 bytes, the most a script may script: "},
