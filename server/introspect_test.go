@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"strconv"
@@ -290,9 +291,17 @@ func TestInfoMemory(t *testing.T) {
 	if own := residentBytes(); runtime.GOOS == "linux" && (own == 0 || math.Abs(float64(own)-rss) > rss/2) {
 		t.Errorf("VmRSS %d, INFO said %.0f", own, rss)
 	}
-	for _, name := range []string{"mem_fragmentation_ratio", "rl_heap_free", "rl_heap_released", "rl_gc_percent", "rl_gc_cycles"} {
+	for _, name := range []string{"mem_fragmentation_ratio", "rl_heap_free", "rl_heap_released", "rl_gc_percent", "rl_gc_cycles",
+		"used_memory_scripts_eval", "number_of_cached_scripts", "used_memory_scripts"} {
 		if field(name) < 0 {
 			t.Errorf("%s is negative", name)
+		}
+	}
+	// The scripts' figures, which Redis 7 gives in both sections, agree.
+	scripting, _ := parse(t, c.do("INFO", "scripting")).(string)
+	for _, name := range []string{"used_memory_scripts_eval", "number_of_cached_scripts"} {
+		if want := fmt.Sprintf("%s:%.0f\r\n", name, field(name)); !strings.Contains(scripting, want) {
+			t.Errorf("INFO scripting %q lacks %q", scripting, want)
 		}
 	}
 }
