@@ -354,15 +354,15 @@ func (in *interp) errorText(err error) string {
 	return in.r.cfg.ErrorText(err)
 }
 
-// time is TIME's two strings for the run's time, in seconds and
-// microseconds: kept from the latest run at the same time (every script of
-// a batch shares its time), as they cost four allocations to make.
+// time is TIME's two strings for the run's time (the entry's, see
+// engine.Shard.ApplyMicros), in seconds and microseconds: kept from the
+// latest run at the same time, as they cost four allocations to make.
 func (in *interp) time() (secs, micros lua.LValue) {
-	now := in.call.Now
+	now := in.call.Micros
 	if in.timeAt != now || in.timeSecs == nil {
 		in.timeAt = now
-		in.timeSecs = lua.LString(strconv.FormatInt(now/1000, 10))
-		in.timeMicros = lua.LString(strconv.FormatInt(now%1000*1000, 10))
+		in.timeSecs = lua.LString(strconv.FormatInt(now/1_000_000, 10))
+		in.timeMicros = lua.LString(strconv.FormatInt(now%1_000_000, 10))
 	}
 	return in.timeSecs, in.timeMicros
 }

@@ -2,9 +2,12 @@ package script
 
 import (
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/resp"
 )
 
@@ -191,4 +194,42 @@ func (ts *testShard) evalRESP2(body string) string {
 		return "-" + r.Err.Error() + "\r\n"
 	}
 	return string(resp.AppendValues(nil, r.Values, false))
+}
+
+// TIME inside a script is its batch's time in microseconds, each script
+// of the batch one microsecond after the one before (within the
+// millisecond), and never before the shard's latest millisecond.
+func TestTimeHasMicroseconds(t *testing.T) {
+	s := engine.NewShard()
+	s.SetScripts(New(Config{}))
+	script := engine.Command{Op: engine.OpEval, Value: engine.Pack([][]byte{[]byte("return redis.call('TIME')")}),
+		Args: [4]int64{engine.ScriptRuntime, 0}}
+	times := func(us int64, n int) []string {
+		cmds, out := make([]engine.Command, n), make([]engine.Result, n)
+		for i := range cmds {
+			cmds[i] = script
+		}
+		s.ApplyMicros(us, cmds, out)
+		var got []string
+		for _, r := range out {
+			got = append(got, string(resp.AppendValues(nil, r.Values, false)))
+		}
+		return got
+	}
+	time := func(secs, micros string) string {
+		return lines("*2", "$10", secs, "$"+strconv.Itoa(len(micros)), micros)
+	}
+	for _, tt := range []struct {
+		us   int64
+		n    int
+		want []string
+	}{
+		{1_700_000_000_123_456, 3, []string{time("1700000000", "123456"), time("1700000000", "123457"), time("1700000000", "123458")}},
+		{1_700_000_000_123_998, 3, []string{time("1700000000", "123998"), time("1700000000", "123999"), time("1700000000", "123999")}},
+		{1_699_999_999_000_001, 1, []string{time("1700000000", "123000")}}, // raised to the shard's millisecond
+	} {
+		if got := times(tt.us, tt.n); !slices.Equal(got, tt.want) {
+			t.Errorf("at %d µs: %q, want %q", tt.us, got, tt.want)
+		}
+	}
 }

@@ -74,7 +74,7 @@ func (s *Server) writeServerInfo(b *strings.Builder, _ *engine.Stats) {
 	infoLine(b, "process_id", os.Getpid())
 	infoLine(b, "run_id", s.runID)
 	infoLine(b, "tcp_port", s.port())
-	infoLine(b, "server_time_usec", s.cfg.Clock.Now()*1000)
+	infoLine(b, "server_time_usec", s.cfg.Clock.NowMicro())
 	infoLine(b, "uptime_in_seconds", int64(uptime.Seconds()))
 	infoLine(b, "uptime_in_days", int64(uptime.Hours()/24))
 	infoLine(b, "executable", executable())

@@ -325,4 +325,17 @@ func TestTime(t *testing.T) {
 	s.clock.Set(testNow + 1_234)
 	c.expect(arrayReply(bulkReply("1700000001"), bulkReply("234000")), "TIME")
 	c.expect("-ERR wrong number of arguments for 'time' command\r\n", "TIME", "now")
+	// On the system's clock TIME has microseconds, as Redis's: of a few
+	// readings, not all fall on a millisecond.
+	s.clock.Real()
+	onMillisecond := 0
+	for range 5 {
+		reply, _ := parse(t, c.do("TIME")).([]any)
+		if micros, _ := reply[1].(string); strings.HasSuffix(micros, "000") {
+			onMillisecond++
+		}
+	}
+	if onMillisecond == 5 {
+		t.Error("TIME's microseconds are a multiple of 1000 five times running")
+	}
 }

@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // Scripts and the Redis types limiters keep their state in, end to end.
@@ -312,4 +314,45 @@ func sameError(a, b error) bool {
 		return s
 	}
 	return strip(a) == strip(b)
+}
+
+// go-redis/redis_rate computes in floats from TIME inside its script: when
+// two calls see the same TIME, a remaining count lands just under its
+// integer and is one less than Redis answers. Successive scripts see TIME
+// move on rlserver as on Redis, so 147 calls of AllowN and AllowAtMost at
+// 7 a minute (whose emission interval is inexact in floats) answer as
+// Redis's, in memory and durable.
+func TestRedisRateSameAsRedis(t *testing.T) {
+	t.Parallel()
+	run := func(c *redis.Client) []string {
+		l := redis_rate.NewLimiter(c)
+		limit := redis_rate.PerMinute(7)
+		var out []string
+		for round := range 7 {
+			key := fmt.Sprintf("rate:{%d}", round)
+			for i := range 21 {
+				var res *redis_rate.Result
+				var err error
+				if i%2 == 0 {
+					res, err = l.AllowN(ctx(t), key, limit, i%4)
+				} else {
+					res, err = l.AllowAtMost(ctx(t), key, limit, i%5)
+				}
+				if err != nil {
+					t.Fatalf("round %d, call %d: %v", round, i, err)
+				}
+				out = append(out, fmt.Sprintf("%d/%d", res.Allowed, res.Remaining))
+			}
+		}
+		return out
+	}
+	want := run(startRedisServer(t))
+	for name, srv := range map[string]*rlproc.Process{"in memory": startServer(t), "durable": startDurableServer(t)} {
+		got := run(srv.Client(t, 2))
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s: call %d answered allowed/remaining %s, Redis %s", name, i, got[i], want[i])
+			}
+		}
+	}
 }
