@@ -241,7 +241,7 @@ func (d *reader) result() engine.Result {
 	case engine.ResultType(wireResultError):
 		r.Type, r.Err = engine.ResError, d.error()
 		r.Members = d.members()
-	case engine.ResOK, engine.ResNil:
+	case engine.ResOK, engine.ResNil, engine.ResNilArray:
 	default:
 		d.Fail("unknown result type")
 	}

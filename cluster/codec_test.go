@@ -119,10 +119,12 @@ func TestResultRoundTripKeepsExtrasAndMembers(t *testing.T) {
 	if d.Err() != nil || got.Decision != r.Decision || got.Extras != r.Extras || got.NExtras != 1 || got.Members != 3 {
 		t.Fatalf("result %+v (%v), want %+v", got, d.Err(), r)
 	}
-	for _, res := range []engine.Result{{Type: engine.ResIntBulk, Int: -42}, {Type: engine.ResError, Err: engine.ErrAllMember, Members: 2}} {
+	for _, res := range []engine.Result{{Type: engine.ResIntBulk, Int: -42}, {Type: engine.ResError, Err: engine.ErrAllMember, Members: 2},
+		{Type: engine.ResNilArray}} {
 		d := newReader(appendResult(nil, &res))
 		got := d.result()
-		if d.Err() != nil || got.Int != res.Int || got.Members != res.Members || (res.Err != nil && got.Err.Error() != res.Err.Error()) {
+		if d.Err() != nil || got.Type != res.Type && res.Type != engine.ResError || got.Int != res.Int || got.Members != res.Members ||
+			(res.Err != nil && got.Err.Error() != res.Err.Error()) {
 			t.Fatalf("result %+v (%v), want %+v", got, d.Err(), res)
 		}
 	}

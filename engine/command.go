@@ -60,6 +60,9 @@ const (
 	// ResValues is a reply that is not one value (an array, a map, a
 	// script's reply), in Values.
 	ResValues
+	// ResNilArray is a null where an array was asked for (LPOP key count
+	// of a missing key): RESP2's null array, RESP3's null.
+	ResNilArray
 )
 
 // Field is one line of RL.INFO: an integer, or Text when it is not empty.
