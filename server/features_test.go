@@ -99,6 +99,15 @@ func TestPopOfAMissingList(t *testing.T) {
 	c.expect("_\r\n", "RPOP", "nolist")
 }
 
+// SCRIPT FLUSH with anything but one SYNC or ASYNC answers Redis's words.
+func TestScriptFlushOptions(t *testing.T) {
+	s := startServer(t)
+	c := s.dial(t)
+	for _, args := range [][]string{{"x"}, {"SYNC", "ASYNC"}, {"ASYNC", "x"}} {
+		c.expect(errReply("ERR SCRIPT FLUSH only support SYNC|ASYNC option"), append([]string{"SCRIPT", "FLUSH"}, args...)...)
+	}
+}
+
 func TestPoliciesOnTheWire(t *testing.T) {
 	s := startServer(t) // four shards: a policy must reach every one
 	c := s.dial(t)
