@@ -37,7 +37,33 @@ type Catalogue struct {
 	Moves []Move
 	// Rebalance is set by CLUSTER REBALANCE until the cluster is balanced.
 	Rebalance bool
+	// LastRebalance is the current rebalance, or the last one, for CLUSTER
+	// REBALANCE STATUS; nil before the first. (A release before it ignores
+	// it: it says nothing that placement depends on.)
+	LastRebalance *RebalanceRun `json:",omitempty"`
 }
+
+// RebalanceRun is one rebalance, as the catalogue records it. Its times
+// are the catalogue leader's clock when it proposed the change (Unix ms),
+// carried in the entry, so that every node records the same.
+type RebalanceRun struct {
+	// Began is when it began; By says who began it: "CLUSTER REBALANCE" or
+	// "--auto-rebalance".
+	Began int64
+	By    string
+	// Steps counts the steps it started (moves and changes of preferred
+	// leader).
+	Steps int
+	// Ended is when it ended, 0 while it runs; Outcome says why
+	// (RebalanceBalanced).
+	Ended   int64  `json:",omitempty"`
+	Outcome string `json:",omitempty"`
+}
+
+// RebalanceBalanced is the outcome of a rebalance that ended because it had
+// nothing left to plan, with every node answering: CLUSTER REBALANCE
+// DRYRUN prints nothing.
+const RebalanceBalanced = "balanced"
 
 // NodeInfo is one member as the catalogue knows it.
 type NodeInfo struct {
@@ -111,6 +137,10 @@ func (c *Catalogue) Clone() *Catalogue {
 	out.Nodes = slices.Clone(c.Nodes)
 	out.Forgotten = slices.Clone(c.Forgotten)
 	out.Moves = slices.Clone(c.Moves)
+	if c.LastRebalance != nil {
+		run := *c.LastRebalance
+		out.LastRebalance = &run
+	}
 	out.Placement = make([]Placement, len(c.Placement))
 	for i, p := range c.Placement {
 		out.Placement[i] = Placement{

@@ -183,7 +183,7 @@ func appendResult(b []byte, r *engine.Result) []byte {
 		b = append(b, head[:h]...)
 		copy(b[start+h:], b[start:len(b)-h])
 		copy(b[start:], head[:h])
-	case engine.ResFields:
+	case engine.ResFields, engine.ResRecord:
 		b = binary.AppendUvarint(b, uint64(len(r.Fields)))
 		for _, f := range r.Fields {
 			b = wire.AppendString(b, f.Name)
@@ -228,7 +228,7 @@ func (d *reader) result() engine.Result {
 		if r.Values, _, err = resp.Parse(nil, text); err != nil {
 			d.Fail("bad reply")
 		}
-	case engine.ResFields:
+	case engine.ResFields, engine.ResRecord:
 		n := d.Uvarint()
 		if n > 64 {
 			d.Fail("too many fields")

@@ -20,6 +20,8 @@ func TestBatchRoundTripKeepsFlagsAndValues(t *testing.T) {
 		{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{100, 60_000, 0, -3}, Flags: engine.FlagPartial},
 		{Op: engine.OpSet, Key: []byte("s"), Value: []byte("hello"), Flags: engine.FlagNX | engine.FlagGet, Args: [4]int64{5000, engine.ExpiryRelative}},
 		{Op: engine.OpCheck, Key: []byte("user:ada"), Value: []byte("orders"), Args: [4]int64{3: 1}},
+		shareCommand("api", "envoy-1", 700, 42),
+		{Op: engine.OpUnshare, Key: []byte("api"), Value: []byte("envoy-2")},
 	}
 	data := appendBatch(nil, 1_700_000_000_000, []*Request{{Cmds: cmds}})
 	if data[0] != entryVersion2 {
@@ -103,6 +105,9 @@ func TestDecodeRefusesInvalidCommands(t *testing.T) {
 		{Op: engine.OpSet, Key: []byte("k"), Flags: engine.FlagPartial},                                    // a flag SET has not
 		{Op: engine.OpPolicySet, Value: []byte("p"), Args: [4]int64{1, 1000, 0, int64(engine.OpThrottle)}}, // not a policy algorithm
 		{Op: engine.OpCheck, Key: []byte("k"), Args: [4]int64{3: 1}},                                       // no policy name
+		shareCommand("k", "", 1, 0), // no holder
+		{Op: engine.OpShare, Key: []byte("k"), Value: []byte("h"), Args: [4]int64{5, 1000, 1, -1}}, // a bare holder
+		{Op: engine.OpUnshare, Key: []byte("k")},                                                   // no holder
 	} {
 		data := appendBatch(nil, 5_000, []*Request{{Cmds: []engine.Command{c}}})
 		if _, _, err := decodeBatch(data, nil); !errors.Is(err, errBadEntry) {
@@ -127,6 +132,32 @@ func TestResultRoundTripKeepsExtrasAndMembers(t *testing.T) {
 			(res.Err != nil && got.Err.Error() != res.Err.Error()) {
 			t.Fatalf("result %+v (%v), want %+v", got, d.Err(), res)
 		}
+	}
+}
+
+// shareCommand is an RL.SHARE of 1000 units a second on key.
+func shareCommand(key, holder string, demand, ack int64) engine.Command {
+	q := engine.ShareRequest{Holder: []byte(holder), Limit: 1000, Window: 1000, Demand: demand,
+		TTL: engine.DefaultShareTTL, Burst: engine.DefaultShareBurst, Ack: ack}
+	return q.Command([]byte(key))
+}
+
+// RL.SHARE's reply, a record of named integers, crosses the bus whole.
+func TestShareResultRoundTrip(t *testing.T) {
+	r := engine.Result{Type: engine.ResRecord, Fields: []engine.Field{{Name: "rate", Int: 500}, {Name: "seq", Int: 1 << 61}}}
+	d := newReader(appendResult(nil, &r))
+	got := d.result()
+	if d.Err() != nil || got.Type != engine.ResRecord || len(got.Fields) != 2 || got.Fields[0] != r.Fields[0] || got.Fields[1] != r.Fields[1] {
+		t.Fatalf("result %+v (%v), want %+v", got, d.Err(), r)
+	}
+}
+
+// RL.SHARE and RL.UNSHARE are ops added after every op of the releases
+// before them, which therefore halt on an entry that holds one
+// (ErrNewerEntry) rather than skip it.
+func TestShareOpsComeLast(t *testing.T) {
+	if engine.OpShare != engine.OpTop+1 || engine.OpUnshare != engine.OpShare+1 || (engine.OpUnshare + 1).Known() {
+		t.Fatalf("RL.SHARE's ops are %d and %d after OpTop %d", engine.OpShare, engine.OpUnshare, engine.OpTop)
 	}
 }
 

@@ -28,6 +28,11 @@ type ControlPlane interface {
 	// Hello says what this node knows of node id with incarnation, for a
 	// node that asks before it takes part in the cluster.
 	Hello(id, incarnation string) HelloReply
+	// Vouch is Hello for a new initial member of a cluster being created,
+	// which takes part in no vote before a majority of the other initial
+	// members have vouched for its incarnation: it says whether this node
+	// has recorded it, durably (HelloReply.Vouched).
+	Vouch(id, incarnation string) HelloReply
 	// Join adds node to the cluster and returns the catalogue after it.
 	Join(node NodeInfo) (*Catalogue, error)
 }
@@ -63,4 +68,7 @@ type HelloReply struct {
 	Cluster ClusterID // the cluster's id
 	Shards  int
 	Verdict error // why the cluster refuses the asker; nil when it admits it
+	// Vouched says the node has recorded the asker's incarnation, durably
+	// (Vouch), or its committed catalogue holds it.
+	Vouched bool
 }

@@ -14,21 +14,27 @@ import (
 // Before a node takes part in any Raft group, it asks the cluster about
 // itself on the bus's joining stream, which any node may open, the
 // cluster's id not being known yet: whether the cluster knows it ("hello"),
-// or to be added to it ("join"). The control plane decides (ControlPlane's
-// Hello and Join, cluster/placement); the frames are these, as forwarding
-// frames them (forward.go):
+// to record it ("vouch", a new initial member), or to be added to it
+// ("join"). The control plane decides (ControlPlane's Hello, Vouch and
+// Join, cluster/placement); the frames are these, as forwarding frames
+// them (forward.go):
 //
 //	request   'H' id incarnation            (strings: uvarint length, bytes)
+//	          'V' id incarnation
 //	          'J' the node's NodeInfo as JSON
-//	response  0, then for 'H': uvarint catalogue index (0: none committed),
-//	          the cluster's id, uvarint shards, and the verdict on the asker
-//	          (0, or 1 and an error as codec.go's appendError writes it);
+//	response  0, then for 'H' and 'V': uvarint catalogue index (0: none
+//	          committed), the cluster's id, uvarint shards, the verdict on
+//	          the asker (0, or 1 and an error as codec.go's appendError
+//	          writes it), and 1 if the node vouches for it, else 0 (a
+//	          release before vouching sends no such byte, and closes the
+//	          connection on a 'V');
 //	          for 'J': the catalogue as JSON
 //	          or 3 and an error
 
 const (
 	streamJoin byte = 'J'
 	frameHello byte = 'H'
+	frameVouch byte = 'V'
 	frameJoin  byte = 'J'
 )
 
@@ -44,7 +50,9 @@ func serveJoining(conn net.Conn, ctl ControlPlane) {
 		var out []byte
 		switch frame[0] {
 		case frameHello:
-			out = answerHello(frame[1:], ctl)
+			out = answerHello(frame[1:], ctl.Hello)
+		case frameVouch:
+			out = answerHello(frame[1:], ctl.Vouch)
 		case frameJoin:
 			out = answerJoin(frame[1:], ctl)
 		default:
@@ -57,19 +65,25 @@ func serveJoining(conn net.Conn, ctl ControlPlane) {
 	}
 }
 
-// answerHello encodes what ctl knows of the node a hello frame names.
-func answerHello(frame []byte, ctl ControlPlane) []byte {
+// answerHello encodes what answer (the control plane's Hello or Vouch)
+// says of the node a hello or vouch frame names.
+func answerHello(frame []byte, answer func(id, incarnation string) HelloReply) []byte {
 	d := newReader(frame)
 	id, incarnation := string(d.Bytes(256)), string(d.Bytes(256))
 	if d.Err() != nil {
 		return appendError(nil, replyError, d.Err())
 	}
-	r := ctl.Hello(id, incarnation)
+	r := answer(id, incarnation)
 	out := binary.AppendUvarint([]byte{replyOK}, r.Index)
 	out = wire.AppendString(out, r.Cluster.String())
 	out = binary.AppendUvarint(out, uint64(r.Shards))
 	if r.Verdict != nil {
-		return appendError(out, 1, r.Verdict)
+		out = appendError(out, 1, r.Verdict)
+	} else {
+		out = append(out, 0)
+	}
+	if r.Vouched {
+		return append(out, 1)
 	}
 	return append(out, 0)
 }
@@ -104,7 +118,19 @@ func NewJoiner(dial Dialer, sec *BusTLS) *Joiner {
 // Hello asks the node at addr (a bus address) what the cluster knows of
 // node id with incarnation.
 func (j *Joiner) Hello(addr, id, incarnation string, timeout time.Duration) (HelloReply, error) {
-	frame := wire.AppendString(wire.AppendString([]byte{frameHello}, id), incarnation)
+	return j.hello(frameHello, addr, id, incarnation, timeout)
+}
+
+// Vouch asks the node at addr, an initial member of the cluster being
+// created, to vouch for node id with incarnation: to record it, unless it
+// knows id with another incarnation (the Verdict then says so).
+func (j *Joiner) Vouch(addr, id, incarnation string, timeout time.Duration) (HelloReply, error) {
+	return j.hello(frameVouch, addr, id, incarnation, timeout)
+}
+
+// hello sends a hello or vouch frame and reads the reply.
+func (j *Joiner) hello(kind byte, addr, id, incarnation string, timeout time.Duration) (HelloReply, error) {
+	frame := wire.AppendString(wire.AppendString([]byte{kind}, id), incarnation)
 	body, err := j.call(addr, frame, timeout)
 	if err != nil {
 		return HelloReply{}, err
@@ -115,6 +141,9 @@ func (j *Joiner) Hello(addr, id, incarnation string, timeout time.Duration) (Hel
 	r.Shards = int(d.Uvarint())
 	if d.Byte() == 1 {
 		r.Verdict = d.error()
+	}
+	if d.Err() == nil && d.Len() > 0 { // a release before vouching sends no more
+		r.Vouched = d.Byte() == 1
 	}
 	if d.Err() != nil {
 		return HelloReply{}, d.Err()

@@ -41,6 +41,8 @@ func (c *staticControl) Hello(string, string) HelloReply {
 	return HelloReply{Cluster: id, Shards: c.cat.Shards}
 }
 
+func (c *staticControl) Vouch(id, incarnation string) HelloReply { return c.Hello(id, incarnation) }
+
 func (c *staticControl) Join(NodeInfo) (*Catalogue, error) {
 	return nil, errors.New("this test's cluster takes no new node")
 }
@@ -209,16 +211,22 @@ func (tc *testCluster) call(i, shard int, cmds ...engine.Command) (*Request, err
 // election, or a leadership lost meanwhile, which a loaded machine brings
 // about at any time (TestBusMutualTLS met "may have been counted" while other
 // packages' tests ran beside it). For a test that asserts that a node serves,
-// not that no election ever happens; any other error fails the test.
-func (tc *testCluster) serve(i, shard int, cmds ...engine.Command) {
+// not that no election ever happens; any other error fails the test. It
+// returns the results of the call that succeeded.
+func (tc *testCluster) serve(i, shard int, cmds ...engine.Command) []engine.Result {
 	tc.t.Helper()
+	var results []engine.Result
 	poll.Until(tc.t, 10*time.Second, fmt.Sprintf("n%d to serve shard %d", i+1, shard), func() (bool, error) {
-		_, err := tc.call(i, shard, cmds...)
+		r, err := tc.call(i, shard, cmds...)
 		if err != nil && !errors.Is(err, ErrNotApplied) && !errors.Is(err, ErrMayHaveBeenCounted) {
 			tc.t.Fatalf("shard %d through n%d: %v", shard, i+1, err)
 		}
+		if err == nil {
+			results = r.Results
+		}
 		return err == nil, err
 	})
+	return results
 }
 
 // leaderOfB is leaderOf for benchmarks.

@@ -208,9 +208,21 @@ func newBusDialer(dial Dialer, fp ClusterID, sec *BusTLS) busDialer {
 	return d
 }
 
+// connectTimeout bounds the TCP connect of a bus connection, whatever
+// longer timeout its caller gives for the whole exchange (Raft's transport
+// gives 10 s). A peer that answers connects in milliseconds on the networks
+// a cluster runs on; one that does not is usually gone: a pod replaced under
+// the same name, whose old address the DNS still gives for a while. Waiting
+// the whole 10 s for it kept a replaced pod unready that long after it
+// started (the StatefulSet emulation measured 2-10 s), since the leader's
+// replication to it waited in the dial; capped, the leader dials again,
+// resolving the name afresh. 3 s lets a SYN be sent again once (Linux
+// retries it after 1 s).
+const connectTimeout = 3 * time.Second
+
 // open opens a connection to a peer's bus for kind (and shard).
 func (d busDialer) open(addr string, kind byte, shard int, timeout time.Duration) (net.Conn, error) {
-	conn, err := d.dial(addr, timeout)
+	conn, err := d.dial(addr, min(timeout, connectTimeout))
 	if err != nil {
 		return nil, err
 	}

@@ -40,3 +40,42 @@ type NodeView struct {
 type PeerView struct {
 	Holds, Leads []int
 }
+
+// RebalanceStatus is what CLUSTER REBALANCE STATUS, INFO and the metrics
+// show of the cluster's rebalance, as a node sees it: the catalogue's
+// record, and this node's view of which nodes answer.
+type RebalanceStatus struct {
+	// State is RebalanceNone, RebalanceRunning, RebalanceWaiting or
+	// RebalanceDone.
+	State string
+	// Reason says, in words, what the state means now: the step under way,
+	// the nodes it waits for and what to do about them, how it ended.
+	Reason string
+	// WaitingFor are the nodes a waiting rebalance waits for, in the order
+	// they joined.
+	WaitingFor []string
+	// Run is the catalogue's record of the current or last rebalance; zero
+	// when none has run.
+	Run RebalanceRun
+	// Plan is what CLUSTER REBALANCE DRYRUN prints now, one line a step.
+	Plan []string
+}
+
+// The states of a rebalance (RebalanceStatus.State).
+const (
+	// RebalanceNone: no rebalance has run since the cluster was created.
+	RebalanceNone = "none"
+	// RebalanceRunning: a rebalance is making its steps.
+	RebalanceRunning = "running"
+	// RebalanceWaiting: a rebalance has made every step it can make around
+	// the nodes that do not answer, and waits until they are back to make
+	// the others.
+	RebalanceWaiting = "waiting"
+	// RebalanceDone: the last rebalance ended (RebalanceRun.Outcome says
+	// why).
+	RebalanceDone = "done"
+)
+
+// RebalanceStates are the states, in the order they are listed (INFO, the
+// metrics).
+var RebalanceStates = []string{RebalanceNone, RebalanceRunning, RebalanceWaiting, RebalanceDone}

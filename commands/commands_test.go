@@ -96,23 +96,7 @@ func TestParseRejectsNonsense(t *testing.T) {
 		"CL.THROTTLE k 15 30 60 1 1":    WrongArity("cl.throttle"),
 	}
 	for in, want := range cases {
-		args := words(in)
-		spec := Lookup(args[0])
-		err := spec.CheckArity(args)
-		if err == nil {
-			_, err = spec.Parse(args, nil)
-		}
-		var e, we *engine.Error
-		switch {
-		case err == nil:
-			t.Errorf("%s: no error, want %q", in, want)
-		case errors.As(want, &we):
-			if !errors.As(err, &e) || e.Code != we.Code || err.Error() != we.Msg {
-				t.Errorf("%s: error %#v, want engine error %#v", in, err, want)
-			}
-		case err.Error() != want.Error():
-			t.Errorf("%s: error %v, want %q", in, err, want)
-		}
+		checkParseError(t, in, want)
 	}
 	if err := Lookup([]byte("rl.sliding")).CheckArity(words("RL.SLIDING k 100")); err == nil ||
 		err.Error() != "ERR wrong number of arguments for 'rl.sliding' command" {
@@ -207,5 +191,27 @@ func TestParseAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per parse", allocs)
+	}
+}
+
+// checkParseError parses in and fails the test unless it fails with want.
+func checkParseError(t *testing.T, in string, want error) {
+	t.Helper()
+	args := words(in)
+	spec := Lookup(args[0])
+	err := spec.CheckArity(args)
+	if err == nil {
+		_, err = spec.Parse(args, nil)
+	}
+	var e, we *engine.Error
+	switch {
+	case err == nil:
+		t.Errorf("%s: no error, want %q", in, want)
+	case errors.As(want, &we):
+		if !errors.As(err, &e) || e.Code != we.Code || err.Error() != we.Msg {
+			t.Errorf("%s: error %#v, want engine error %#v", in, err, want)
+		}
+	case err.Error() != want.Error():
+		t.Errorf("%s: error %v, want %q", in, err, want)
 	}
 }

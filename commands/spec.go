@@ -122,6 +122,9 @@ const (
 	// operators
 	IDTop
 	IDBackup
+	// budget leases
+	IDShare
+	IDUnshare
 )
 
 // Arg documents one argument for COMMAND DOCS and the reference docs.

@@ -151,7 +151,7 @@ var (
 	policyWriteCats = []string{"@write", "@admin", "@slow", "@dangerous"}
 )
 
-var table = append(append(append(append([]*Spec{}, baseTable...), collectionSpecs...), scriptingSpecs...), operatorSpecs...)
+var table = append(append(append(append(append([]*Spec{}, baseTable...), shareSpecs...), collectionSpecs...), scriptingSpecs...), operatorSpecs...)
 
 // baseTable is the commands of the limiters and the server.
 var baseTable = []*Spec{
@@ -376,8 +376,9 @@ var baseTable = []*Spec{
 			sub("cluster", "myid", 2, []string{"loading", "stale"}, slowCats, "This node's id."),
 			sub("cluster", "moveshard", 5, adminFlags, adminCats, "Moves a shard's replica from a node to another, online.",
 				Arg{Name: "shard", Type: "integer"}, Arg{Name: "from-node-id", Type: "string"}, Arg{Name: "to-node-id", Type: "string"}),
-			sub("cluster", "rebalance", -2, adminFlags, adminCats, "Plans and moves replicas until every shard has three on distinct nodes, spread evenly; DRYRUN prints the plan.",
-				Arg{Name: "dryrun", Type: "pure-token", Token: "DRYRUN", Optional: true}),
+			sub("cluster", "rebalance", -2, adminFlags, adminCats, "Plans and moves replicas until every shard has three on distinct nodes, spread evenly; DRYRUN prints the plan, STATUS the rebalance's state.",
+				Arg{Name: "mode", Type: "oneof", Optional: true, Args: []Arg{
+					{Name: "dryrun", Type: "pure-token", Token: "DRYRUN"}, {Name: "status", Type: "pure-token", Token: "STATUS"}}}),
 			sub("cluster", "forget", -3, adminFlags, adminCats, "Removes a node that holds no replica; FORCE first re-creates its replicas on the others.",
 				Arg{Name: "node-id", Type: "string"}, Arg{Name: "force", Type: "pure-token", Token: "FORCE", Optional: true}),
 			sub("cluster", "help", 2, []string{"loading", "stale"}, slowCats, "Lists the CLUSTER subcommands."),

@@ -36,9 +36,12 @@ func appendEntry(b []byte, ks *keyspace, i int32, now int64) []byte {
 }
 
 // appendCollection appends a hash's fields and values, in order, or a
-// list's elements, tail first, each after its count.
+// list's elements, tail first, each after its count, or a share key's
+// holders (appendShares).
 func appendCollection(b []byte, ks *keyspace, i int32, kind Kind) []byte {
 	switch kind {
+	case KindShare:
+		b = appendShares(b, ks, i)
 	case KindHash:
 		h := ks.hashes[i]
 		b = wire.AppendUvarint(b, uint64(len(h)))
@@ -135,7 +138,7 @@ func entryLen(ks *keyspace, i int32, now int64, scratch *[]byte) int {
 		return 1
 	}
 	kind := ks.kind(i)
-	if kinds[kind].log != nil || kind == KindString && r.state[2] == 1 || kind == KindHash || kind == KindList {
+	if kinds[kind].log != nil || kind == KindString && r.state[2] == 1 || kind == KindHash || kind == KindList || kind == KindShare {
 		*scratch = appendEntry((*scratch)[:0], ks, i, now)
 		return len(*scratch)
 	}
@@ -278,4 +281,7 @@ func (d *decoder) entry(s *Shard) {
 		s.keys.setValue(i, string(value), true)
 	}
 	d.collection(&s.keys, i, kind)
+	if kind == KindShare {
+		d.shares(&s.keys, i)
+	}
 }

@@ -60,6 +60,9 @@ const (
 	// ResValues is a reply that is not one value (an array, a map, a
 	// script's reply), in Values.
 	ResValues
+	// ResRecord is a reply of named integers, Fields, read by position:
+	// an array of their values in RESP2, a map in RESP3 (RL.SHARE's).
+	ResRecord
 	// ResNilArray is a null where an array was asked for (LPOP key count
 	// of a missing key): RESP2's null array, RESP3's null.
 	ResNilArray

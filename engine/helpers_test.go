@@ -87,4 +87,14 @@ func checkCounters(t *testing.T, s *Shard) {
 		t.Fatalf("counters: live %d (counted %d), persistent %d (%d), log entries %d (%d)",
 			ks.live, live, ks.persistent, persistent, ks.logLen, logLen)
 	}
+	var shareLen int64
+	for i, set := range ks.shareSets {
+		if ks.kind(i) != KindShare || set.charged != sharesBytes(set.holders) {
+			t.Fatalf("record %d: holders of a %v key, charged %d for %d", i, ks.kind(i), set.charged, sharesBytes(set.holders))
+		}
+		shareLen += set.charged
+	}
+	if shareLen != ks.shareLen {
+		t.Fatalf("share keys charged %d, counted %d", ks.shareLen, shareLen)
+	}
 }

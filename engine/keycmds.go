@@ -59,7 +59,9 @@ func (s *Shard) applyKeyspaceOp(now int64, c *Command, r *Result) {
 	case OpScan:
 		s.scan(now, c, r)
 	case OpFlush:
+		counts := s.keys.shareStat // counters, which outlive the keys as the shard's others do
 		s.keys = newKeyspace()
+		s.keys.shareStat = counts
 		r.Type = ResOK
 	case OpDigest:
 		r.Type, r.Text = ResBulk, s.digest()

@@ -39,6 +39,12 @@ type keyspace struct {
 	// keyspace line does not count among the keys that expire.
 	persistent int
 	touched    int32 // what prefetch read, for nothing
+
+	// shareSets are the share keys' holders (sharestate.go), by record;
+	// shareLen is what they are charged, shareStat RL.SHARE's counters.
+	shareSets map[int32]*shareSet
+	shareLen  int64
+	shareStat shareCounts
 }
 
 // inlineKey is the longest key kept inside its record.
@@ -74,6 +80,8 @@ func newKeyspace() keyspace {
 		hashes: make(map[int32][]hashField),
 		lists:  make(map[int32][]string),
 		params: newParamTable(),
+
+		shareSets: make(map[int32]*shareSet),
 	}
 }
 
@@ -197,9 +205,11 @@ func (ks *keyspace) set(i int32, kind Kind, params [3]int64, state [3]int64) {
 }
 
 // dropExtras removes what record i holds outside its record: a log, a
-// lease list, a string value, a hash's fields or a list's elements.
+// lease list, a string value, a hash's fields, a list's elements or a
+// share key's holders.
 func (ks *keyspace) dropExtras(i int32) {
 	ks.dropCollection(i)
+	ks.dropShares(i)
 	if log, ok := ks.logs[i]; ok {
 		ks.logCap -= int64(cap(log))
 		ks.logLen -= int64(len(log))
@@ -244,7 +254,7 @@ func (ks *keyspace) len() int { return ks.live }
 func (ks *keyspace) bytes() int64 {
 	return ks.records.bytes() + ks.index.bytes() + ks.longLen + 48*int64(len(ks.long)) +
 		logEntrySize*ks.logCap + 48*int64(len(ks.logs)) + ks.valLen + 48*int64(len(ks.vals)) + ks.params.bytes() +
-		ks.collBytes()
+		ks.collBytes() + ks.shareLen
 }
 
 // usage estimates the bytes record i holds.
@@ -258,6 +268,9 @@ func (ks *keyspace) usage(i int32) int64 {
 	}
 	if v, ok := ks.vals[i]; ok {
 		n += 48 + int64(len(v))
+	}
+	if set, ok := ks.shareSets[i]; ok {
+		n += set.charged
 	}
 	return n + ks.collUsage(i)
 }
@@ -274,7 +287,7 @@ func (ks *keyspace) reclaim(now int64, budget int) {
 			ks.sweep = 0
 		}
 		if i := int32(ks.sweep); ks.records.at(i).params != 0 && ks.expiresAt(i) <= now {
-			ks.remove(i)
+			ks.expire(i)
 		}
 		ks.sweep++
 	}

@@ -21,6 +21,7 @@ const (
 	KindString // INCR, SET ...: a Redis string
 	KindHash   // HSET ...: a Redis hash
 	KindList   // LPUSH ...: a Redis list
+	KindShare  // RL.SHARE: budget leases
 	kindCount
 )
 
@@ -58,6 +59,7 @@ var kinds = func() (t [kindCount]kindSpec) {
 	t[KindString] = kindSpec{name: "string", keyKind: stringKind{}}
 	t[KindHash] = kindSpec{name: "hash", keyKind: collectionKind{}}
 	t[KindList] = kindSpec{name: "list", keyKind: collectionKind{}}
+	t[KindShare] = kindSpec{name: "rl.share", keyKind: shareKind{}}
 	for op := range ops {
 		if spec := &ops[op]; spec.algo != nil {
 			name := spec.typeName

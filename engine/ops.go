@@ -80,6 +80,10 @@ const (
 
 	OpTop // Args[0]: 1 denied, 0 allowed; Args[1]: count; Fields: the heaviest keys (topkeys.go)
 
+	// Budget leases (share.go).
+	OpShare   // Args: limit, window, TTL, demand; Value: holder packed, BURST, ACK; ResRecord
+	OpUnshare // Value: holder; Int 1 if it held a share
+
 	opCount // one past the latest op
 )
 
@@ -210,6 +214,8 @@ var ops = [opCount]OpSpec{
 	OpScriptExists: {check: packedCheck(1, 1)},
 	OpScriptFlush:  {},
 	OpTop:          {Params: []Param{{Name: "outcome", Max: 1}, {Name: "count", Min: 1, Max: MaxTopCount}}},
+	OpShare:        {Params: shareParams, check: checkShare, scripted: true},
+	OpUnshare:      {check: checkUnshare, scripted: true},
 }
 
 func init() { ops[OpPolicySet].check = checkPolicySet }

@@ -9,7 +9,7 @@ func TestScriptsCallTheOpsOnKeys(t *testing.T) {
 	for _, op := range []Op{OpSliding, OpFixed, OpLog, OpToken, OpLeaky, OpGCRA, OpThrottle, OpShape, OpQuota,
 		OpAcquire, OpRelease, OpCheck, OpAll, OpDel, OpExists, OpType, OpPTTL, OpTTL, OpInfo, OpUsage,
 		OpGet, OpSet, OpIncrBy, OpExpire, OpHGet, OpHSet, OpHMGet, OpHIncrBy, OpHIncrByFloat, OpHDel, OpHExists,
-		OpHGetAll, OpHLen, OpPush, OpPop, OpLIndex, OpLRange, OpLTrim, OpLLen, OpRename} {
+		OpHGetAll, OpHLen, OpPush, OpPop, OpLIndex, OpLRange, OpLTrim, OpLLen, OpRename, OpShare, OpUnshare} {
 		onKeys[op] = true
 	}
 	for op := Op(0); op < 255; op++ {

@@ -200,7 +200,7 @@ func randomCommands(seed uint64, n int) ([]int64, []Command) {
 		now += rng.Int64N(300)
 		times[i] = now
 		c := Command{Key: []byte(keys[rng.IntN(len(keys))])}
-		switch k := rng.IntN(20); {
+		switch k := rng.IntN(22); {
 		case k < 7:
 			c.Op = OpSliding + Op(rng.IntN(7))
 			c.Args = [4]int64{1 + rng.Int64N(10), 1 + rng.Int64N(5), 100 + rng.Int64N(2000), rng.Int64N(6) - 1}
@@ -243,7 +243,9 @@ func randomCommands(seed uint64, n int) ([]int64, []Command) {
 			c.Op = OpExpire
 			c.Args = [4]int64{rng.Int64N(3000) - 100, ExpiryRelative}
 			c.Flags = []Flags{0, FlagNX, FlagXX, FlagGT, FlagLT}[rng.IntN(5)]
-		case k < 19:
+		case k < 20:
+			c = randomShare(rng, c.Key, now)
+		case k < 21:
 			c.Op = OpCheck
 			c.Value = []byte([]string{"p", "q"}[rng.IntN(2)])
 			c.Args[3] = rng.Int64N(4)

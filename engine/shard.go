@@ -30,6 +30,9 @@ type Shard struct {
 	parts, pairs [][]byte
 	call         ScriptCall   // the script running
 	scriptReply  []resp.Value // scratch for a script's reply, copied into its Result
+	// Scratch for filling a share key's budget (Shard.grant).
+	shareWants, shareTargets, shareExtra []int64
+	shareKeys                            []uint64
 	// The batch being applied's time in microseconds, and the scripts it
 	// has run: each script's TIME (scriptMicros). Not state: a function
 	// of the batch alone.
@@ -69,6 +72,16 @@ type Stats struct {
 	Scripts                  int
 	ScriptBytes              int64
 	ScriptRuns, ScriptErrors int64
+	// ShareKeys are the RL.SHARE keys held, ShareHolders their holders
+	// with a grant in force, and ShareCommitted the sum of those
+	// holders' committed rates (each in units per its key's window).
+	ShareKeys, ShareHolders int64
+	ShareCommitted          int64
+	// ShareGrants counts RL.SHARE's grants (of any rate, 0 included);
+	// ShareReturned, the committed units freed before they expired
+	// (RL.UNSHARE, ACK); ShareLapsed, the holders dropped because every
+	// grant of theirs expired.
+	ShareGrants, ShareReturned, ShareLapsed int64
 }
 
 // DecisionCount is how many decisions allowed and denied.
@@ -112,6 +125,13 @@ func (s *Shard) Stats() Stats {
 	st.Policies = len(s.policies)
 	st.Charged, st.MemoryLimit, st.MemoryPolicy = s.charged(), s.memLimit, s.memPolicy
 	st.Scripts, st.ScriptBytes = len(s.scripts.byName), s.scripts.bytes
+	st.ShareKeys = int64(len(s.keys.shareSets))
+	for _, set := range s.keys.shareSets {
+		n, c := liveShares(set.holders, s.now)
+		st.ShareHolders, st.ShareCommitted = st.ShareHolders+n, satAdd(st.ShareCommitted, c)
+	}
+	sc := s.keys.shareStat
+	st.ShareGrants, st.ShareReturned, st.ShareLapsed = sc.grants, sc.returned, sc.lapsed
 	return st
 }
 
@@ -189,6 +209,10 @@ func (s *Shard) applyCommands(now int64, cmds []Command, out []Result, readAhead
 			i = end - 1
 		case OpRelease:
 			s.release(now, c, r)
+		case OpShare:
+			s.share(now, c, r)
+		case OpUnshare:
+			s.unshare(now, c, r)
 		case OpGet, OpSet, OpIncrBy, OpExpire:
 			s.stringCommand(now, c, r)
 		case OpHGet, OpHSet, OpHMGet, OpHIncrBy, OpHIncrByFloat, OpHDel, OpHExists, OpHGetAll, OpHLen:
@@ -226,7 +250,7 @@ func (s *Shard) applyCommands(now int64, cmds []Command, out []Result, readAhead
 func (s *Shard) lookup(key []byte, now int64) int32 {
 	i := s.keys.find(key)
 	if i >= 0 && s.keys.expiresAt(i) <= now {
-		s.keys.remove(i)
+		s.keys.expire(i)
 		return -1
 	}
 	return i

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
 )
 
@@ -29,6 +30,9 @@ type collector struct {
 	maxMemory *prometheus.Desc
 	topKeys   *prometheus.Desc
 
+	shareKeys, shareHolders, shareCommitted *prometheus.Desc
+	shareGrants, shareReturned, shareLapsed *prometheus.Desc
+
 	clients   *prometheus.Desc
 	onLoops   *prometheus.Desc
 	maxClient *prometheus.Desc
@@ -42,6 +46,10 @@ type collector struct {
 	raftCommit      *prometheus.Desc
 	raftApplied     *prometheus.Desc
 	raftContact     *prometheus.Desc
+
+	rebalanceState   *prometheus.Desc
+	rebalanceSteps   *prometheus.Desc
+	rebalancePlanned *prometheus.Desc
 }
 
 // raftStates are the values of rlserver_raft_state's state label, as
@@ -76,6 +84,16 @@ func newCollector(src Sources, notReady func() error) *collector {
 				"from the shards' heavy-hitter sketches (RL.TOP); approximate, never under the true count.",
 			[]string{"key", "outcome"}, nil),
 
+		shareKeys:    d("rlserver_share_keys", "Budget-lease keys (RL.SHARE) a shard's replica holds (INFO rl_share_keys, summed).", shard, nil),
+		shareHolders: d("rlserver_share_holders", "Holders of a shard's budget-lease keys with a grant in force (INFO rl_share_holders, summed).", shard, nil),
+		shareCommitted: d("rlserver_share_committed_units",
+			"Units per window the holders of a shard's budget-lease keys may spend now, each key's in its own window (INFO rl_share_committed, summed).", shard, nil),
+		shareGrants: d("rlserver_share_grants_total", "RL.SHARE requests a shard's replica granted, a rate of 0 included (INFO rl_share_grants, summed).", shard, nil),
+		shareReturned: d("rlserver_share_returned_units_total",
+			"Committed units freed before they expired, by RL.UNSHARE and ACK (INFO rl_share_returned, summed).", shard, nil),
+		shareLapsed: d("rlserver_share_lapsed_total",
+			"Holders dropped because every grant of theirs expired, never returned (INFO rl_share_lapsed, summed).", shard, nil),
+
 		clients:   d("rlserver_connected_clients", "Client connections open now (INFO connected_clients).", nil, nil),
 		onLoops:   d("rlserver_event_loop_clients", "Of the client connections, those an event loop serves (--event-loops; INFO event_loop_clients).", nil, nil),
 		maxClient: d("rlserver_maxclients", "The bound on client connections, --maxclients (INFO maxclients).", nil, nil),
@@ -90,6 +108,12 @@ func newCollector(src Sources, notReady func() error) *collector {
 		raftApplied:     d("rlserver_raft_applied_index", "The last log index this node's replica of a shard has applied.", shard, nil),
 		raftContact: d("rlserver_raft_last_contact_seconds",
 			"Since this node's replica of a shard last heard from its leader; 0 on the leader, absent before the first contact.", shard, nil),
+
+		rebalanceState: d("rlserver_rebalance_state",
+			"1 for the state the cluster's rebalance is in (CLUSTER REBALANCE STATUS: none, running, waiting for nodes that do not answer, done), 0 for the others.", []string{"state"}, nil),
+		rebalanceSteps: d("rlserver_rebalance_steps", "The steps the current or last rebalance started (CLUSTER REBALANCE STATUS's steps).", nil, nil),
+		rebalancePlanned: d("rlserver_rebalance_planned_steps",
+			"The steps CLUSTER REBALANCE DRYRUN plans now: above 0 with no rebalance running, the cluster is unbalanced.", nil, nil),
 	}
 }
 
@@ -97,7 +121,9 @@ func newCollector(src Sources, notReady func() error) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.buildInfo, c.ready, c.decisions, c.keys, c.dataset, c.evicted, c.oom, c.shadow, c.charged, c.maxMemory, c.topKeys, c.clients, c.onLoops, c.maxClient, c.received, c.rejected, c.commands,
+		c.shareKeys, c.shareHolders, c.shareCommitted, c.shareGrants, c.shareReturned, c.shareLapsed,
 		c.raftState, c.raftLeaderKnown, c.raftTerm, c.raftCommit, c.raftApplied, c.raftContact,
+		c.rebalanceState, c.rebalanceSteps, c.rebalancePlanned,
 	} {
 		ch <- d
 	}
@@ -121,6 +147,24 @@ func (c *collector) collectTopKeys(gauge func(d *prometheus.Desc, v float64, lab
 			gauge(c.topKeys, float64(k.Count), k.Key, outcome)
 		}
 	}
+}
+
+// collectRebalance exports the cluster's rebalance, when the sources give
+// it (a cluster's node).
+func (c *collector) collectRebalance(gauge func(d *prometheus.Desc, v float64, labels ...string)) {
+	if c.src.Rebalance == nil {
+		return
+	}
+	st := c.src.Rebalance.RebalanceStatus()
+	for _, state := range cluster.RebalanceStates {
+		v := 0.0
+		if state == st.State {
+			v = 1
+		}
+		gauge(c.rebalanceState, v, state)
+	}
+	gauge(c.rebalanceSteps, float64(st.Run.Steps))
+	gauge(c.rebalancePlanned, float64(len(st.Plan)))
 }
 
 // Collect implements prometheus.Collector.
@@ -147,6 +191,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.oom, float64(st.RejectedOOM), label)
 		counter(c.shadow, float64(st.ShadowDenied), label)
 		gauge(c.charged, float64(st.Charged), label)
+		gauge(c.shareKeys, float64(st.ShareKeys), label)
+		gauge(c.shareHolders, float64(st.ShareHolders), label)
+		gauge(c.shareCommitted, float64(st.ShareCommitted), label)
+		counter(c.shareGrants, float64(st.ShareGrants), label)
+		counter(c.shareReturned, float64(st.ShareReturned), label)
+		counter(c.shareLapsed, float64(st.ShareLapsed), label)
 		for op, d := range st.Decisions {
 			if d != (engine.DecisionCount{}) {
 				name := engine.Op(op).Spec().Name
@@ -165,6 +215,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.commands, float64(st.CommandsProcessed))
 	gauge(c.maxMemory, float64(st.MaxMemory))
 	c.collectTopKeys(gauge)
+	c.collectRebalance(gauge)
 
 	if c.src.Raft == nil {
 		return

@@ -20,6 +20,10 @@ type fakeRaft []cluster.RaftState
 
 func (f fakeRaft) RaftStates() []cluster.RaftState { return f }
 
+type fakeRebalance cluster.RebalanceStatus
+
+func (f fakeRebalance) RebalanceStatus() cluster.RebalanceStatus { return cluster.RebalanceStatus(f) }
+
 type fakeServer server.Stats
 
 func (f fakeServer) Stats() server.Stats { return server.Stats(f) }
@@ -47,7 +51,8 @@ func testSources() Sources {
 	s0 := engine.Stats{Keys: 4, Bytes: 400, Allowed: 9, Denied: 3}
 	s0.Decisions[engine.OpSliding] = engine.DecisionCount{Allowed: 7, Denied: 3}
 	s0.Decisions[engine.OpThrottle] = engine.DecisionCount{Allowed: 2}
-	s1 := engine.Stats{Keys: 1, Bytes: 100, Denied: 5, Evicted: 6, RejectedOOM: 7, ShadowDenied: 8}
+	s1 := engine.Stats{Keys: 1, Bytes: 100, Denied: 5, Evicted: 6, RejectedOOM: 7, ShadowDenied: 8,
+		ShareKeys: 2, ShareHolders: 9, ShareCommitted: 1000, ShareGrants: 40, ShareReturned: 300, ShareLapsed: 3}
 	s1.Decisions[engine.OpToken] = engine.DecisionCount{Denied: 5}
 	return Sources{
 		Version: "9.9.9",
@@ -58,7 +63,9 @@ func testSources() Sources {
 			{Shard: 1, State: "Candidate", Term: 5, CommitIndex: 8, AppliedIndex: 8, LastContact: "never", SinceContact: -1},
 		},
 		Ready: &fakeReady{},
-		Top:   fakeTop{},
+		Rebalance: fakeRebalance{State: cluster.RebalanceWaiting, WaitingFor: []string{"n4"},
+			Run: cluster.RebalanceRun{Began: 1, Steps: 3}, Plan: []string{"shard 0: move the replica on n1 to n4", "shard 1: preferred leader n4"}},
+		Top: fakeTop{},
 	}
 }
 

@@ -38,6 +38,9 @@ func TestReadyzFlipsToReady(t *testing.T) {
 	if code, body := get(t, h, "/readyz"); code != 503 || !strings.Contains(body, "shard 1 has no known leader") {
 		t.Errorf("/readyz while not ready: %d %q", code, body)
 	}
+	if code, _ := get(t, h, "/healthcheck"); code != 503 {
+		t.Errorf("/healthcheck while not ready: %d", code)
+	}
 	if v := readyGauge(); v != 0 {
 		t.Errorf("rlserver_ready = %v while not ready", v)
 	}
@@ -48,6 +51,9 @@ func TestReadyzFlipsToReady(t *testing.T) {
 	ready.set(nil)
 	if code, body := get(t, h, "/readyz"); code != 200 || body != "ready\n" {
 		t.Errorf("/readyz once ready: %d %q", code, body)
+	}
+	if code, body := get(t, h, "/healthcheck"); code != 200 || body != "ready\n" {
+		t.Errorf("/healthcheck (envoyproxy/ratelimit's /readyz) once ready: %d %q", code, body)
 	}
 	if v := readyGauge(); v != 1 {
 		t.Errorf("rlserver_ready = %v once ready", v)

@@ -48,6 +48,9 @@ func New(src Sources) (*Metrics, error) {
 	if src.RLS != nil {
 		cs = append(cs, newRLSCollector(src.RLS))
 	}
+	if src.RLQS != nil {
+		cs = append(cs, newRLQSCollector(src.RLQS))
+	}
 	for _, c := range cs {
 		if err := m.registry.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)
@@ -66,12 +69,16 @@ func (m *Metrics) AddRoutes(register func(mux *http.ServeMux)) {
 	m.routes = append(m.routes, register)
 }
 
-// Handler serves /metrics, /healthz and /readyz, and the routes added.
+// Handler serves /metrics, /healthz, /readyz (also as /healthcheck), and
+// the routes added.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", m.healthz)
 	mux.HandleFunc("GET /readyz", m.readyz)
+	// envoyproxy/ratelimit's path for the same question, which the probes
+	// of a deployment made for it (Envoy Gateway's) ask.
+	mux.HandleFunc("GET /healthcheck", m.readyz)
 	for _, register := range m.routes {
 		register(mux)
 	}

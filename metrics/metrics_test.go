@@ -78,6 +78,7 @@ func TestRegistryHoldsEveryMetric(t *testing.T) {
 		"rlserver_command_duration_seconds",
 		"rlserver_raft_state", "rlserver_raft_leader_known", "rlserver_raft_term", "rlserver_raft_commit_index",
 		"rlserver_raft_applied_index", "rlserver_raft_last_contact_seconds", "rlserver_raft_state_changes_total",
+		"rlserver_rebalance_state", "rlserver_rebalance_steps", "rlserver_rebalance_planned_steps",
 		"go_goroutines", "go_memstats_heap_alloc_bytes", "process_resident_memory_bytes",
 	} {
 		if len(got[name]) == 0 {
@@ -103,6 +104,13 @@ func TestRegistryHoldsEveryMetric(t *testing.T) {
 		{"rlserver_evicted_keys_total", "shard=1", 6},
 		{"rlserver_rejected_oom_total", "shard=1", 7},
 		{"rlserver_shadow_denied_total", "shard=1", 8},
+		{"rlserver_share_keys", "shard=1", 2},
+		{"rlserver_share_holders", "shard=1", 9},
+		{"rlserver_share_committed_units", "shard=1", 1000},
+		{"rlserver_share_grants_total", "shard=1", 40},
+		{"rlserver_share_returned_units_total", "shard=1", 300},
+		{"rlserver_share_lapsed_total", "shard=1", 3},
+		{"rlserver_share_keys", "shard=0", 0},
 		{"rlserver_connected_clients", "", 3},
 		{"rlserver_event_loop_clients", "", 2},
 		{"rlserver_maxclients", "", 100},
@@ -126,6 +134,11 @@ func TestRegistryHoldsEveryMetric(t *testing.T) {
 		{"rlserver_top_key_decisions", "key=user:ada,outcome=denied", 90},
 		{"rlserver_top_key_decisions", "key=user:bob,outcome=allowed", 70},
 		{"rlserver_top_key_decisions", "key=user:cy,outcome=allowed", 5},
+		{"rlserver_rebalance_state", "state=waiting", 1},
+		{"rlserver_rebalance_state", "state=running", 0},
+		{"rlserver_rebalance_state", "state=done", 0},
+		{"rlserver_rebalance_steps", "", 3},
+		{"rlserver_rebalance_planned_steps", "", 2},
 	} {
 		v, ok := find(t, got, want.name, want.labels)
 		if !ok || v != want.value {
@@ -152,14 +165,14 @@ func TestRegistryHoldsEveryMetric(t *testing.T) {
 // In memory there is no Raft: no Raft series, and no error.
 func TestRegistryWithoutRaft(t *testing.T) {
 	src := testSources()
-	src.Raft, src.Ready = nil, nil
+	src.Raft, src.Ready, src.Rebalance = nil, nil, nil
 	m, err := New(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := gather(t, m)
-	if len(got["rlserver_raft_state"]) != 0 {
-		t.Errorf("raft series in memory: %v", got["rlserver_raft_state"])
+	if len(got["rlserver_raft_state"]) != 0 || len(got["rlserver_rebalance_state"]) != 0 {
+		t.Errorf("raft or rebalance series in memory: %v %v", got["rlserver_raft_state"], got["rlserver_rebalance_state"])
 	}
 	if v, _ := find(t, got, "rlserver_ready", ""); v != 1 {
 		t.Errorf("rlserver_ready = %v without a readiness source, want 1", v)
@@ -212,5 +225,43 @@ func TestRegistryHoldsTheRateLimitServiceCounters(t *testing.T) {
 	}
 	if _, ok := got["rlserver_rls_requests_total"]; !ok {
 		t.Error("no requests counter")
+	}
+}
+
+// fakeRLQS is a quota service with fixed counters.
+type fakeRLQS struct{}
+
+func (fakeRLQS) Stats() rls.QuotaStats {
+	return rls.QuotaStats{Streams: 12, ActiveStreams: 10, ActiveBuckets: 30, Reports: 900, TokenBuckets: 700,
+		AllowAll: 5, DenyAll: 6, Abandons: 2, Grants: 800, GrantErrors: 3, Unshares: 4, Refused: 1}
+}
+
+func TestRegistryHoldsTheQuotaServiceCounters(t *testing.T) {
+	src := testSources()
+	src.RLQS = fakeRLQS{}
+	m, err := New(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := gather(t, m)
+	for name, want := range map[string]sample{
+		"rlserver_rlqs_streams_total":         {"", 12},
+		"rlserver_rlqs_streams":               {"", 10},
+		"rlserver_rlqs_buckets":               {"", 30},
+		"rlserver_rlqs_reports_total":         {"", 900},
+		"rlserver_rlqs_abandons_total":        {"", 2},
+		"rlserver_rlqs_grants_total":          {"", 800},
+		"rlserver_rlqs_grant_errors_total":    {"", 3},
+		"rlserver_rlqs_unshares_total":        {"", 4},
+		"rlserver_rlqs_refused_buckets_total": {"", 1},
+	} {
+		if s := got[name]; len(s) != 1 || s[0] != want {
+			t.Errorf("%s: %v, want %v", name, s, want)
+		}
+	}
+	for labels, want := range map[string]float64{"strategy=token_bucket": 700, "strategy=allow_all": 5, "strategy=deny_all": 6} {
+		if v, ok := find(t, got, "rlserver_rlqs_assignments_total", labels); !ok || v != want {
+			t.Errorf("assignments{%s} = %v, want %v", labels, v, want)
+		}
 	}
 }

@@ -35,6 +35,11 @@ type Readiness interface {
 	Ready() error
 }
 
+// Rebalance describes the cluster's rebalance (cluster/placement.Node).
+type Rebalance interface {
+	RebalanceStatus() cluster.RebalanceStatus
+}
+
 // Sources are what a Metrics reads when scraped. Shards and Server are
 // required; Raft is nil in memory, and a nil Ready counts as always ready.
 type Sources struct {
@@ -52,7 +57,12 @@ type Sources struct {
 	// RLS, when set, is Envoy's rate limit service (--grpc-port); its
 	// counters are exported.
 	RLS RLS
+	// RLQS, when set, is Envoy's quota service (on --grpc-port too); its
+	// counters are exported.
+	RLQS RLQS
 	// Top, when set, gives rlserver_top_key_decisions: the TopKeysMetric
 	// heaviest keys of each outcome.
 	Top TopKeys
+	// Rebalance, when set (a cluster's node), gives rlserver_rebalance_*.
+	Rebalance Rebalance
 }

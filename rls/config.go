@@ -14,13 +14,16 @@ import (
 	"github.com/rlserver/rlserver/engine"
 )
 
-// Config is a loaded set of rate limit files: every domain, its descriptor
-// tree and its rules. It is never changed once loaded; a reload builds a
-// new one.
+// Config is a loaded set of rate limit files (Load) or of RateLimitConfig
+// resources received over xDS (LoadXDS): every domain, its descriptor tree
+// and its rules. It is never changed once loaded; a reload builds a new
+// one. The zero Config defines no domain: every request is for an unknown
+// one.
 type Config struct {
 	domains map[string]*node
-	files   []string // the files read, in order
-	rules   int      // rate_limit entries
+	quotas  map[string][]*quotaRule // each domain's quota section (quota.go)
+	files   []string                // the files read, in order
+	rules   int                     // rate_limit entries
 }
 
 // Domains is how many domains the config defines.
@@ -29,7 +32,8 @@ func (c *Config) Domains() int { return len(c.domains) }
 // Rules is how many rate_limit entries the config holds.
 func (c *Config) Rules() int { return c.rules }
 
-// Files are the files the config was read from.
+// Files are the files the config was read from (none for one received
+// over xDS).
 func (c *Config) Files() []string { return c.files }
 
 // algorithm is how a rule counts: envoyproxy/ratelimit's fixed window by
@@ -169,7 +173,7 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{domains: map[string]*node{}, files: files}
+	c := &Config{domains: map[string]*node{}, quotas: map[string][]*quotaRule{}, files: files}
 	seen := map[string]string{} // domain -> the file:line that defined it
 	for _, f := range files {
 		data, err := readFile(f)
@@ -180,14 +184,29 @@ func Load(path string) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		if first, dup := seen[d.name]; dup {
-			return nil, &ConfigError{Where: d.where, Msg: fmt.Sprintf("duplicate domain %q: already defined at %s", d.name, first)}
+		if err := c.add(d, seen); err != nil {
+			return nil, err
 		}
-		seen[d.name] = d.where
-		c.domains[d.name] = d.root
-		c.rules += d.rules
 	}
 	return c, nil
+}
+
+// add puts a checked domain into c, refusing one already defined; seen maps
+// each domain to where it was defined.
+func (c *Config) add(d *domainTree, seen map[string]string) error {
+	if first, dup := seen[d.name]; dup {
+		return &ConfigError{Where: d.where, Msg: fmt.Sprintf("duplicate domain %q: already defined at %s", d.name, first)}
+	}
+	seen[d.name] = d.where
+	c.domains[d.name] = d.root
+	c.rules += d.rules
+	if len(d.quota) > 0 {
+		if c.quotas == nil {
+			c.quotas = map[string][]*quotaRule{}
+		}
+		c.quotas[d.name] = d.quota
+	}
+	return nil
 }
 
 // configFiles lists the files Load reads at path, sorted.

@@ -30,22 +30,31 @@ type domainTree struct {
 	where string // file:line of the domain key
 	root  *node
 	rules int
+	quota []*quotaRule // its quota section, in file order (quota.go)
 }
 
 // The keys of each kind of mapping, and what they mean.
 var (
-	rootKeys       = []string{"domain", "descriptors"}
+	rootKeys       = []string{"domain", "descriptors", "quota"}
 	descriptorKeys = []string{"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
 		"value_to_metric", "share_threshold", "quota_mode"}
 	rateLimitKeys = []string{"unit", "requests_per_unit", "unlimited", "name", "replaces",
 		"algorithm", "unit_multiplier", "count_refused"}
 )
 
-// fileParser reads one file's nodes.
+// fileParser reads one file's nodes. The same checks read a RateLimitConfig
+// received over xDS, made into nodes (xds_config.go): there place names a
+// node by its path in the resource instead of by its line.
 type fileParser struct {
 	file   string
 	domain string
 	rules  int
+	// place, when set, names a node's place in a message; nil for
+	// file:line.
+	place func(n *yaml.Node) string
+	// earlier, when set, names where an earlier node is, for a message
+	// about a duplicate ("at descriptors[0]"); nil for "on line N".
+	earlier func(n *yaml.Node) string
 }
 
 // parseFile reads one config file: one YAML document holding one domain.
@@ -70,14 +79,20 @@ func parseFile(file string, data []byte) (*domainTree, error) {
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
-	fields, err := p.mapping(root, "the file", rootKeys, nil)
+	return p.domainTree(root, "the file")
+}
+
+// domainTree checks a domain's root mapping (what names it in messages)
+// and builds its tree.
+func (p *fileParser) domainTree(root *yaml.Node, what string) (*domainTree, error) {
+	fields, err := p.mapping(root, what, rootKeys, nil)
 	if err != nil {
 		return nil, err
 	}
 	d := &domainTree{root: newNode()}
 	keyNode, ok := fields["domain"]
 	if !ok {
-		return nil, p.fail(root, "no domain: a config file must name its domain")
+		return nil, p.fail(root, "no domain: %s must name its domain", what)
 	}
 	if d.name, err = p.str(keyNode.value); err != nil {
 		return nil, err
@@ -92,6 +107,11 @@ func parseFile(file string, data []byte) (*domainTree, error) {
 		}
 	}
 	d.rules = p.rules
+	if list, ok := fields["quota"]; ok {
+		if d.quota, err = p.quota(list.value); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
 }
 
@@ -115,7 +135,7 @@ func (p *fileParser) mapping(n *yaml.Node, what string, known []string, misplace
 			return nil, p.fail(k, "a key must be a plain name")
 		}
 		if prev, dup := out[k.Value]; dup {
-			return nil, p.fail(k, "%q is given twice in %s (first on line %d)", k.Value, what, prev.key.Line)
+			return nil, p.fail(k, "%q is given twice in %s (first %s)", k.Value, what, p.before(prev.key))
 		}
 		if !slices.Contains(known, k.Value) {
 			if where, ok := misplaced[k.Value]; ok {
@@ -138,7 +158,7 @@ func (p *fileParser) descriptors(parent *node, path string, list *yaml.Node) err
 	if list.Kind != yaml.SequenceNode {
 		return p.fail(list, "descriptors must be a list")
 	}
-	first := map[entry]int{}
+	first := map[entry]*yaml.Node{}
 	for _, item := range list.Content {
 		misplaced := map[string]string{}
 		for _, k := range rateLimitKeys {
@@ -165,10 +185,10 @@ func (p *fileParser) descriptors(parent *node, path string, list *yaml.Node) err
 		if e.value != "" {
 			name += "_" + e.value
 		}
-		if line, dup := first[e]; dup {
-			return p.fail(item, "duplicate descriptor %q (first on line %d)", name, line)
+		if prev, dup := first[e]; dup {
+			return p.fail(item, "duplicate descriptor %q (first %s)", name, p.before(prev))
 		}
-		first[e] = resolve(item).Line
+		first[e] = resolve(item)
 		child := newNode()
 		key := name
 		if path != "" {
@@ -421,8 +441,22 @@ func resolve(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-// at is n's place: file:line.
-func (p *fileParser) at(n *yaml.Node) string { return p.file + ":" + strconv.Itoa(n.Line) }
+// at is n's place: file:line, or what place says.
+func (p *fileParser) at(n *yaml.Node) string {
+	if p.place != nil {
+		return p.place(n)
+	}
+	return p.file + ":" + strconv.Itoa(n.Line)
+}
+
+// before names where an earlier node n is: "on line N", or what earlier
+// says.
+func (p *fileParser) before(n *yaml.Node) string {
+	if p.earlier != nil {
+		return p.earlier(n)
+	}
+	return "on line " + strconv.Itoa(n.Line)
+}
 
 // fail is a ConfigError at n.
 func (p *fileParser) fail(n *yaml.Node, format string, args ...any) error {

@@ -167,18 +167,7 @@ func (in *interp) resultValue(r *engine.Result) lua.LValue {
 		for _, e := range r.Extras[:r.NExtras] {
 			names, vals = append(names, e.Name), append(vals, e.Value)
 		}
-		if in.resp3 {
-			m := L.CreateTable(0, len(names))
-			for i, n := range names {
-				m.RawSetString(n, in.boxes.boxInt(vals[i]))
-			}
-			return mapTable(L, m)
-		}
-		t := L.CreateTable(len(vals), 0)
-		for _, v := range vals {
-			t.Append(in.boxes.boxInt(v))
-		}
-		return t
+		return in.namedInts(names, vals)
 	case engine.ResThrottle:
 		th := r.Throttle
 		limited := int64(0)
@@ -190,6 +179,12 @@ func (in *interp) resultValue(r *engine.Result) lua.LValue {
 			t.Append(lua.LNumber(v))
 		}
 		return t
+	case engine.ResRecord: // as a decision's
+		names, vals := make([]string, len(r.Fields)), make([]int64, len(r.Fields))
+		for i, f := range r.Fields {
+			names[i], vals[i] = f.Name, f.Int
+		}
+		return in.namedInts(names, vals)
 	case engine.ResFields:
 		t, m := L.CreateTable(2*len(r.Fields), 0), L.CreateTable(0, len(r.Fields))
 		for _, f := range r.Fields {
@@ -212,6 +207,24 @@ func (in *interp) resultValue(r *engine.Result) lua.LValue {
 		return errorTable(L, in.errorText(r.Err))
 	}
 	return in.null()
+}
+
+// namedInts is a reply of named integers (a decision's, RL.SHARE's) as the
+// client would read it: an array of the integers in RESP2, a map of their
+// names in RESP3.
+func (in *interp) namedInts(names []string, vals []int64) lua.LValue {
+	if in.resp3 {
+		m := in.L.CreateTable(0, len(names))
+		for i, n := range names {
+			m.RawSetString(n, in.boxes.boxInt(vals[i]))
+		}
+		return mapTable(in.L, m)
+	}
+	t := in.L.CreateTable(len(vals), 0)
+	for _, v := range vals {
+		t.Append(in.boxes.boxInt(v))
+	}
+	return t
 }
 
 // null is the nil of the script's protocol: false in RESP2, nil in RESP3.

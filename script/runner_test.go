@@ -93,6 +93,24 @@ func TestKeysAndArgvAreFreshEveryRun(t *testing.T) {
 	}
 }
 
+// RL.SHARE's reply reaches a script as a client would read it: six
+// integers by position in RESP2, a map by name in RESP3.
+func TestShareReplyInScripts(t *testing.T) {
+	ts := newTestShard(t)
+	seq := ":" + "1782579200000000000"
+	if got, want := ts.eval("return redis.call('RL.SHARE', KEYS[1], 10, 1000, 'h', 'DEMAND', 3)", []string{"k"}),
+		lines("*6", ":10", ":1", ":10000", seq, ":10", ":1"); got != want {
+		t.Errorf("RESP2: %q, want %q", got, want)
+	}
+	if got := ts.eval("redis.setresp(3) local r = redis.call('RL.SHARE', KEYS[1], 10, 1000, 'h') return {r.map.rate, r.map.fair_share, r.map.ttl_ms}",
+		[]string{"k"}); got != lines("*3", ":10", ":10", ":10000") {
+		t.Errorf("RESP3: %q", got)
+	}
+	if got := ts.eval("return redis.call('RL.UNSHARE', KEYS[1], 'h')", []string{"k"}); got != lines(":1") {
+		t.Errorf("RL.UNSHARE: %q", got)
+	}
+}
+
 // TestRedisLibrary checks the redis table and the read-only globals
 // against the replies redis-server 7.0.15 gave to the same scripts (the
 // script's SHA1 and line elided): the arity and argument checks of

@@ -82,6 +82,9 @@ type ClusterChanger interface {
 	MoveShard(ctx context.Context, shard int, from, to string) error
 	Rebalance(ctx context.Context, dryRun bool) ([]string, error)
 	Forget(ctx context.Context, id string, force bool) error
+	// RebalanceStatus describes the current or last rebalance, without
+	// waiting (CLUSTER REBALANCE STATUS, INFO).
+	RebalanceStatus() cluster.RebalanceStatus
 }
 
 // clusterChanger is the cluster's changer, nil (and the error to answer)
@@ -99,18 +102,18 @@ func (c *conn) clusterMoveShard(_ *commands.Spec, args [][]byte, out []byte) []b
 	if err != nil {
 		return appendError(out, err)
 	}
-	shard, err := strconv.Atoi(string(args[2]))
-	if err != nil {
+	shard, ok := commands.ParseInt(args[2]) // as Redis parses integers: no "+1", no "01"
+	if !ok {
 		return appendError(out, commands.ErrNotInteger)
 	}
-	if err := ch.MoveShard(context.Background(), shard, string(args[3]), string(args[4])); err != nil {
-		return appendError(out, err)
+	if err := ch.MoveShard(context.Background(), int(shard), string(args[3]), string(args[4])); err != nil {
+		return appendChangeError(out, err)
 	}
 	return resp.AppendOK(out)
 }
 
-// clusterRebalance is CLUSTER REBALANCE [DRYRUN]: the steps taken, or
-// planned.
+// clusterRebalance is CLUSTER REBALANCE [DRYRUN | STATUS]: the steps
+// taken, or planned, or the rebalance's state.
 func (c *conn) clusterRebalance(_ *commands.Spec, args [][]byte, out []byte) []byte {
 	ch, err := c.clusterChanger()
 	if err != nil {
@@ -120,14 +123,53 @@ func (c *conn) clusterRebalance(_ *commands.Spec, args [][]byte, out []byte) []b
 	switch {
 	case len(args) == 3 && strings.EqualFold(string(args[2]), "dryrun"):
 		dry = true
+	case len(args) == 3 && strings.EqualFold(string(args[2]), "status"):
+		return appendRebalanceStatus(out, ch.RebalanceStatus(), c.resp3.Load())
 	case len(args) > 2:
 		return appendError(out, commands.ErrSyntax)
 	}
 	steps, err := ch.Rebalance(context.Background(), dry)
 	if err != nil {
-		return appendError(out, err)
+		return appendChangeError(out, err)
 	}
 	return resp.AppendBulkStrings(out, steps)
+}
+
+// appendChangeError answers a change of the cluster that failed: with the
+// word of its kind (ERR for a refusal, TRYAGAIN when a retry may mend it),
+// and ERR for any other (a peer's answer that did not decode), never with
+// a first word of its text.
+func appendChangeError(out []byte, err error) []byte {
+	if errorWord(err) == "" {
+		return resp.AppendError(out, "ERR", err.Error())
+	}
+	return appendError(out, err)
+}
+
+// appendRebalanceStatus is CLUSTER REBALANCE STATUS: a map (a flat array
+// in RESP2) of the rebalance's state, why, the nodes it waits for, when it
+// began and who began it, its steps, when it ended and why, and the plan
+// as it stands.
+func appendRebalanceStatus(out []byte, st cluster.RebalanceStatus, resp3 bool) []byte {
+	out = resp.AppendMap(out, 9, resp3)
+	for _, kv := range [][2]string{{"state", st.State}, {"reason", st.Reason}} {
+		out = resp.AppendBulkString(out, kv[0])
+		out = resp.AppendBulkString(out, kv[1])
+	}
+	out = resp.AppendBulkString(out, "waiting-for")
+	out = resp.AppendBulkStrings(out, st.WaitingFor)
+	out = resp.AppendBulkString(out, "began")
+	out = resp.AppendInt(out, st.Run.Began)
+	out = resp.AppendBulkString(out, "by")
+	out = resp.AppendBulkString(out, st.Run.By)
+	out = resp.AppendBulkString(out, "steps")
+	out = resp.AppendInt(out, int64(st.Run.Steps))
+	out = resp.AppendBulkString(out, "ended")
+	out = resp.AppendInt(out, st.Run.Ended)
+	out = resp.AppendBulkString(out, "outcome")
+	out = resp.AppendBulkString(out, st.Run.Outcome)
+	out = resp.AppendBulkString(out, "plan")
+	return resp.AppendBulkStrings(out, st.Plan)
 }
 
 // clusterForget is CLUSTER FORGET node-id [FORCE].
@@ -144,7 +186,7 @@ func (c *conn) clusterForget(_ *commands.Spec, args [][]byte, out []byte) []byte
 		return appendError(out, commands.ErrSyntax)
 	}
 	if err := ch.Forget(context.Background(), string(args[2]), force); err != nil {
-		return appendError(out, err)
+		return appendChangeError(out, err)
 	}
 	return resp.AppendOK(out)
 }

@@ -1,7 +1,12 @@
 package server
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rlserver/rlserver/cluster"
@@ -203,4 +208,105 @@ func TestStandaloneClusterCommands(t *testing.T) {
 	c.expect("+OK\r\n", "READONLY")
 	// READONLY on a standalone server does not turn on MOVED or CROSSSLOT.
 	c.expect(intReply(0), "DEL", localKey, remoteKey)
+}
+
+// fakeChanger is a cluster that changes nothing: each change fails with
+// err (errNoChange when nil); its rebalance is status.
+// fakeChanger answers every change with err (errNoChange when nil). A test
+// sets err between commands with setErr: the server reads it on the
+// connection's goroutine, and the race detector does not see the order a
+// reply over the socket gives the two.
+type fakeChanger struct {
+	status cluster.RebalanceStatus
+	mu     sync.Mutex
+	err    error
+}
+
+func (f *fakeChanger) setErr(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.err = err
+}
+
+func (f *fakeChanger) fail() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	return errNoChange
+}
+
+func (f *fakeChanger) MoveShard(context.Context, int, string, string) error { return f.fail() }
+func (f *fakeChanger) Rebalance(context.Context, bool) ([]string, error)    { return nil, f.fail() }
+func (f *fakeChanger) Forget(context.Context, string, bool) error           { return f.fail() }
+func (f *fakeChanger) RebalanceStatus() cluster.RebalanceStatus             { return f.status }
+
+var errNoChange = &cluster.MembershipError{Code: cluster.MemberConflict, Msg: "this fake changes nothing"}
+
+// CLUSTER REBALANCE STATUS answers the rebalance's state as a map (a flat
+// array in RESP2), and INFO's cluster section says the same in its lines.
+func TestClusterRebalanceStatus(t *testing.T) {
+	fc := newFakeCluster(2, "n1", "n2")
+	ch := &fakeChanger{status: cluster.RebalanceStatus{
+		State: cluster.RebalanceWaiting, Reason: "nodes n3 do not answer", WaitingFor: []string{"n3"},
+		Run:  cluster.RebalanceRun{Began: 1700000000000, By: "CLUSTER REBALANCE", Steps: 2},
+		Plan: []string{"shard 1: move the replica on n1 to n3"},
+	}}
+	s := startServer(t, withShards(2), withConfig(func(c *Config) { c.Cluster, c.ClusterChanges = fc, ch }))
+	c := s.dial(t)
+	want := []any{"state", "waiting", "reason", "nodes n3 do not answer", "waiting-for", []any{"n3"},
+		"began", int64(1700000000000), "by", "CLUSTER REBALANCE", "steps", int64(2), "ended", int64(0), "outcome", "",
+		"plan", []any{"shard 1: move the replica on n1 to n3"}}
+	if got := parse(t, c.do("CLUSTER", "REBALANCE", "status")); !reflect.DeepEqual(got, want) {
+		t.Errorf("CLUSTER REBALANCE STATUS:\n got %v\nwant %v", got, want)
+	}
+	c.do("HELLO", "3")
+	if got := parse(t, c.do("CLUSTER", "REBALANCE", "STATUS")); !reflect.DeepEqual(got, respMap(want)) {
+		t.Errorf("CLUSTER REBALANCE STATUS in RESP3:\n got %v\nwant %v", got, respMap(want))
+	}
+	info, _ := parse(t, c.do("INFO", "cluster")).(string)
+	for _, line := range []string{"rebalance_state:waiting", "rebalance_waiting_for:n3", "rebalance_began_ms:1700000000000",
+		"rebalance_steps:2", "rebalance_ended_ms:0", "rebalance_outcome:", "rebalance_planned_steps:1"} {
+		if !strings.Contains(info, "\r\n"+line+"\r\n") {
+			t.Errorf("INFO cluster lacks %q:\n%s", line, info)
+		}
+	}
+	c.expect(errReply("ERR syntax error"), "CLUSTER", "REBALANCE", "STATUS", "NOW")
+	c.expect(errReply("ERR syntax error"), "CLUSTER", "REBALANCE", "LATER")
+}
+
+// CLUSTER MOVESHARD's shard is an integer as Redis parses them: "+1" and
+// "01" were taken for shard 1.
+func TestClusterMoveShardParsesItsShardAsRedis(t *testing.T) {
+	fc := newFakeCluster(2, "n1", "n2")
+	s := startServer(t, withShards(2), withConfig(func(c *Config) { c.Cluster, c.ClusterChanges = fc, &fakeChanger{} }))
+	c := s.dial(t)
+	for _, shard := range []string{"+1", "01", "1.0", " 1", "x", "99999999999999999999"} {
+		c.expect(errReply("ERR value is not an integer or out of range"), "CLUSTER", "MOVESHARD", shard, "n1", "n2")
+	}
+	c.expect(errReply("ERR this fake changes nothing"), "CLUSTER", "MOVESHARD", "1", "n1", "n2")
+}
+
+// A change that failed for a reason without a word of Redis's (a peer's
+// answer that did not decode) is answered ERR, not with its text's first
+// word; the others with theirs.
+func TestClusterChangeErrorsHaveRedisWords(t *testing.T) {
+	fc := newFakeCluster(2, "n1", "n2")
+	ch := &fakeChanger{}
+	s := startServer(t, withShards(2), withConfig(func(c *Config) { c.Cluster, c.ClusterChanges = fc, ch }))
+	c := s.dial(t)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{errors.New("malformed batch: a catalogue reply from 127.0.0.1:17002"), "ERR malformed batch: a catalogue reply from 127.0.0.1:17002"},
+		{fmt.Errorf("the cluster's catalogue has no leader: %w", cluster.ErrNotApplied), "TRYAGAIN the cluster's catalogue has no leader: nothing was counted, retry"},
+		{&cluster.MembershipError{Code: cluster.MemberUnknown, Msg: "Unknown node n9"}, "ERR Unknown node n9"},
+	} {
+		ch.setErr(tc.err)
+		c.expect(errReply(tc.want), "CLUSTER", "FORGET", "n9")
+		c.expect(errReply(tc.want), "CLUSTER", "REBALANCE")
+		c.expect(errReply(tc.want), "CLUSTER", "MOVESHARD", "0", "n1", "n9")
+	}
 }

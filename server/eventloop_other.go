@@ -20,6 +20,6 @@ func startEventLoops(int, bool) (*eventLoops, error) {
 }
 
 func (*eventLoops) adopt(sock net.Conn) net.Conn { return sock }
-func (*eventLoops) serve(net.Conn, *client) bool { return false }
+func (*eventLoops) serve(net.Conn, *conn) bool   { return false }
 func (*eventLoops) stop()                        {}
 func (*eventLoops) clients() int64               { return 0 }

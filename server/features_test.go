@@ -34,6 +34,33 @@ func TestExtraFieldsOnTheWire(t *testing.T) {
 		"RL.SHAPE", "q", "3", "1", "1000")
 }
 
+// RL.SHARE answers an array of six integers in RESP2, a map in RESP3;
+// RL.UNSHARE an integer; INFO shares counts them.
+func TestShareOnTheWire(t *testing.T) {
+	s := startServer(t)
+	c := s.dial(t)
+	seq := int64(testNow) << 20
+	share := func(rate, burst, seq, fair, holders int64) string {
+		return arrayReply(intReply(rate), intReply(burst), intReply(10_000), intReply(seq), intReply(fair), intReply(holders))
+	}
+	c.expect(share(1000, 100, seq, 1000, 1), "RL.SHARE", "api", "1000", "1000", "envoy-1")
+	c.expect(share(0, 0, seq+1, 500, 2), "RL.SHARE", "api", "1000", "1000", "envoy-2", "DEMAND", "900")
+	c.expect("+rl.share\r\n", "TYPE", "api")
+	c.expect(errReply("ERR ttl must be an integer from 1 to 86400000"), "RL.SHARE", "api", "1000", "1000", "envoy-2", "TTL", "0")
+	c.expect(errReply("WRONGTYPE Operation against a key holding the wrong kind of value"), "RL.SLIDING", "api", "5", "1000")
+	c.do("HELLO", "3")
+	c.expect("%6\r\n"+bulkReply("rate")+intReply(0)+bulkReply("burst")+intReply(0)+bulkReply("ttl_ms")+intReply(5000)+
+		bulkReply("seq")+intReply(seq+2)+bulkReply("fair_share")+intReply(500)+bulkReply("holders")+intReply(2),
+		"RL.SHARE", "api", "1000", "1000", "envoy-2", "TTL", "5000", "ACK", strconv.FormatInt(seq+1, 10))
+	c.expect(intReply(1), "RL.UNSHARE", "api", "envoy-1")
+	c.expect(intReply(0), "RL.UNSHARE", "api", "envoy-1")
+	info, _ := parse(t, c.do("INFO", "shares")).(string)
+	if want := "# Shares\r\nrl_share_keys:1\r\nrl_share_holders:1\r\nrl_share_committed:0\r\nrl_share_grants:3\r\n" +
+		"rl_share_returned:1000\r\nrl_share_lapsed:0\r\n"; info != want {
+		t.Errorf("INFO shares: %q, want %q", info, want)
+	}
+}
+
 func TestAllOnTheWire(t *testing.T) {
 	s := startServer(t) // four shards: the keys of one RL.ALL must share a slot
 	c := s.dial(t)

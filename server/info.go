@@ -31,6 +31,7 @@ var infoSections = []infoSection{
 	{"cpu", (*Server).writeCPUInfo},
 	{"ratelimit", (*Server).writeRateLimitInfo},
 	{"policies", (*Server).writePolicyInfo},
+	{"shares", (*Server).writeSharesInfo},
 	{"topkeys", (*Server).writeTopKeys},
 	{"scripting", (*Server).writeScriptingInfo},
 	{"raft", (*Server).writeRaftInfo},
@@ -185,12 +186,36 @@ func (s *Server) writeRateLimitInfo(b *strings.Builder, t *engine.Stats) {
 	infoLine(b, "rl_clock_ms", s.cfg.Clock.Now())
 }
 
+// writeSharesInfo writes the budget leases' figures (RL.SHARE): keys,
+// holders with a grant in force and their committed units, now; grants,
+// units returned early and holders lapsed, since the start.
+func (s *Server) writeSharesInfo(b *strings.Builder, t *engine.Stats) {
+	infoLine(b, "rl_share_keys", t.ShareKeys)
+	infoLine(b, "rl_share_holders", t.ShareHolders)
+	infoLine(b, "rl_share_committed", t.ShareCommitted)
+	infoLine(b, "rl_share_grants", t.ShareGrants)
+	infoLine(b, "rl_share_returned", t.ShareReturned)
+	infoLine(b, "rl_share_lapsed", t.ShareLapsed)
+}
+
 func (s *Server) writeClusterInfo(b *strings.Builder, _ *engine.Stats) {
-	if s.cfg.Cluster != nil {
-		infoLine(b, "cluster_enabled", 1)
-	} else {
+	if s.cfg.Cluster == nil {
 		infoLine(b, "cluster_enabled", 0)
+		return
 	}
+	infoLine(b, "cluster_enabled", 1)
+	if s.cfg.ClusterChanges == nil {
+		return
+	}
+	// The rebalance, as CLUSTER REBALANCE STATUS shows it, less its words.
+	st := s.cfg.ClusterChanges.RebalanceStatus()
+	infoLine(b, "rebalance_state", st.State)
+	infoLine(b, "rebalance_waiting_for", strings.Join(st.WaitingFor, ","))
+	infoLine(b, "rebalance_began_ms", st.Run.Began)
+	infoLine(b, "rebalance_steps", st.Run.Steps)
+	infoLine(b, "rebalance_ended_ms", st.Run.Ended)
+	infoLine(b, "rebalance_outcome", st.Run.Outcome)
+	infoLine(b, "rebalance_planned_steps", len(st.Plan))
 }
 
 func (s *Server) writeKeyspaceInfo(b *strings.Builder, t *engine.Stats) {

@@ -134,6 +134,12 @@ func (s *Server) total() engine.Stats {
 		t.ScriptBytes += st.ScriptBytes
 		t.ScriptRuns += st.ScriptRuns
 		t.ScriptErrors += st.ScriptErrors
+		t.ShareKeys += st.ShareKeys
+		t.ShareHolders += st.ShareHolders
+		t.ShareCommitted += st.ShareCommitted
+		t.ShareGrants += st.ShareGrants
+		t.ShareReturned += st.ShareReturned
+		t.ShareLapsed += st.ShareLapsed
 	}
 	return t
 }

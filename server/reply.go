@@ -87,6 +87,24 @@ func appendFields(b []byte, fields []engine.Field, resp3 bool) []byte {
 	return b
 }
 
+// appendRecord encodes a reply of named integers (RL.SHARE's) as the
+// decisions' is: an array of the integers in RESP2, read by position, a
+// map with their names in RESP3.
+func appendRecord(b []byte, fields []engine.Field, resp3 bool) []byte {
+	if !resp3 {
+		b = resp.AppendArray(b, len(fields))
+		for _, f := range fields {
+			b = resp.AppendInt(b, f.Int)
+		}
+		return b
+	}
+	b = resp.AppendMap(b, len(fields), true)
+	for _, f := range fields {
+		b = resp.AppendInt(resp.AppendBulkString(b, f.Name), f.Int)
+	}
+	return b
+}
+
 // appendResult encodes one engine result.
 func appendResult(b []byte, r *engine.Result, resp3 bool) []byte {
 	switch r.Type {
@@ -110,6 +128,8 @@ func appendResult(b []byte, r *engine.Result, resp3 bool) []byte {
 		return resp.AppendNullArray(b, resp3)
 	case engine.ResFields:
 		return appendFields(b, r.Fields, resp3)
+	case engine.ResRecord:
+		return appendRecord(b, r.Fields, resp3)
 	case engine.ResError:
 		return appendError(b, r.Err)
 	case engine.ResValues:

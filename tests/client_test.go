@@ -98,37 +98,48 @@ var decisionFields = []string{"allowed", "limit", "remaining", "retry_after_ms",
 // parseDecision reads a decision from either shape rlserver sends: an array
 // of five integers (RESP2) or a map of the five names (RESP3).
 func parseDecision(v any) (decision, error) {
-	var n [5]int64
-	switch r := v.(type) {
-	case []any:
-		if len(r) != 5 {
-			return decision{}, fmt.Errorf("array of %d elements, want 5: %v", len(r), r)
-		}
-		for i, e := range r {
-			x, ok := e.(int64)
-			if !ok {
-				return decision{}, fmt.Errorf("element %d is %T, want int64: %v", i, e, r)
-			}
-			n[i] = x
-		}
-	case map[any]any:
-		if len(r) != 5 {
-			return decision{}, fmt.Errorf("map of %d pairs, want 5: %v", len(r), r)
-		}
-		for i, name := range decisionFields {
-			x, ok := r[name].(int64)
-			if !ok {
-				return decision{}, fmt.Errorf("field %q is %T, want int64: %v", name, r[name], r)
-			}
-			n[i] = x
-		}
-	default:
-		return decision{}, fmt.Errorf("reply is %T, want an array or a map: %v", v, v)
+	n, err := namedInts(v, decisionFields)
+	if err != nil {
+		return decision{}, err
 	}
 	if n[0] != 0 && n[0] != 1 {
 		return decision{}, fmt.Errorf("allowed is %d", n[0])
 	}
 	return decision{Allowed: n[0] == 1, Limit: n[1], Remaining: n[2], RetryAfter: n[3], ResetAfter: n[4]}, nil
+}
+
+// namedInts reads a reply of named integers (a decision, RL.SHARE's grant)
+// from either shape rlserver sends: an array of the integers (RESP2) or a
+// map of their names (RESP3).
+func namedInts(v any, names []string) ([]int64, error) {
+	n := make([]int64, len(names))
+	switch r := v.(type) {
+	case []any:
+		if len(r) != len(n) {
+			return nil, fmt.Errorf("array of %d elements, want %d: %v", len(r), len(n), r)
+		}
+		for i, e := range r {
+			x, ok := e.(int64)
+			if !ok {
+				return nil, fmt.Errorf("element %d is %T, want int64: %v", i, e, r)
+			}
+			n[i] = x
+		}
+	case map[any]any:
+		if len(r) != len(n) {
+			return nil, fmt.Errorf("map of %d pairs, want %d: %v", len(r), len(n), r)
+		}
+		for i, name := range names {
+			x, ok := r[name].(int64)
+			if !ok {
+				return nil, fmt.Errorf("field %q is %T, want int64: %v", name, r[name], r)
+			}
+			n[i] = x
+		}
+	default:
+		return nil, fmt.Errorf("reply is %T, want an array or a map: %v", v, v)
+	}
+	return n, nil
 }
 
 // decide sends a decision command (its words split on spaces) and parses

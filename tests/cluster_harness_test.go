@@ -65,6 +65,16 @@ func (tc *testCluster) stop(i int) {
 	}
 }
 
+// The cluster as the fault load drives it (loadTarget): every node, its
+// clients always sent to it (a node that is down refuses them).
+func (tc *testCluster) shardCount() int    { return tc.Shards }
+func (tc *testCluster) nodeCount() int     { return len(tc.Nodes) }
+func (tc *testCluster) running(i int) bool { return tc.Nodes[i].Running() }
+func (tc *testCluster) routed(int) bool    { return true }
+func (tc *testCluster) clientOf(i int, tweak ...func(*redis.Options)) *redis.Client {
+	return tc.node(i).Client(tc.t, 2, tweak...)
+}
+
 // client is a plain client of node i (retries off: each decision is sent
 // once).
 func (tc *testCluster) client(i int) *redis.Client {
@@ -100,16 +110,23 @@ func (tc *testCluster) converge() string {
 			clients = append(clients, tc.client(i))
 		}
 	}
-	var digests []string
 	defer func() {
 		if tc.t.Failed() {
 			tc.logTroubles()
 		}
 	}()
-	poll.Until(tc.t, 20*time.Second, "the replicas to hold identical state", func() (bool, error) {
+	return sameDigests(tc.t, clients)
+}
+
+// sameDigests waits until the nodes of clients all answer DEBUG DIGEST with
+// the same digest (their replicas hold identical state), and returns it.
+func sameDigests(t *testing.T, clients []*redis.Client) string {
+	t.Helper()
+	var digests []string
+	poll.Until(t, 20*time.Second, "the replicas to hold identical state", func() (bool, error) {
 		digests = digests[:0]
 		for _, c := range clients {
-			d, err := c.Do(ctx(tc.t), "DEBUG", "DIGEST").Text()
+			d, err := c.Do(ctx(t), "DEBUG", "DIGEST").Text()
 			if err != nil {
 				return false, err
 			}

@@ -220,8 +220,9 @@ func repoRoot() (string, error) {
 // take up to 60 s to resolve; static addresses make every start and restart
 // take the same time (containers.md, section 2.4).
 type testNetwork struct {
-	Name   string
-	Prefix string // the /24's first three bytes: "10.89.3"
+	Name    string
+	Prefix  string // the /24's first three bytes: "10.89.3"
+	Gateway string // the host's address on it
 }
 
 // IP is the address of the network's host number n (from 2; 1 is the
@@ -237,7 +238,8 @@ func newNetwork(t *testing.T, name string) testNetwork {
 	t.Cleanup(func() { podmanErr(podmanTimeout, "network", "rm", "--force", full) })
 	var nets []struct {
 		Subnets []struct {
-			Subnet string `json:"subnet"`
+			Subnet  string `json:"subnet"`
+			Gateway string `json:"gateway"`
 		} `json:"subnets"`
 	}
 	if err := json.Unmarshal([]byte(podman(t, "network", "inspect", full)), &nets); err != nil {
@@ -251,7 +253,7 @@ func newNetwork(t *testing.T, name string) testNetwork {
 		t.Fatalf("network %s: subnet %s, want an IPv4 /24 (%v)", full, nets[0].Subnets[0].Subnet, err)
 	}
 	v4 := ip.To4()
-	return testNetwork{Name: full, Prefix: fmt.Sprintf("%d.%d.%d", v4[0], v4[1], v4[2])}
+	return testNetwork{Name: full, Prefix: fmt.Sprintf("%d.%d.%d", v4[0], v4[1], v4[2]), Gateway: nets[0].Subnets[0].Gateway}
 }
 
 // newVolume makes a named volume, removed when the test ends, and returns
@@ -293,6 +295,17 @@ type container struct {
 // it; it is removed, with its anonymous volumes, when the test ends.
 func startContainer(t *testing.T, spec containerSpec) *container {
 	t.Helper()
+	c, err := runContainer(t, spec, rlproc.Ports(t, len(spec.Publish)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// runContainer is startContainer with the ports of 127.0.0.1 to publish
+// spec.Publish at, for a goroutine of the test: it returns podman's error
+// rather than failing the test.
+func runContainer(t *testing.T, spec containerSpec, hostPorts []int) (*container, error) {
 	c := &container{Name: owned + "-" + spec.Name, ports: map[int]int{}}
 	args := []string{"run", "--detach", "--name", c.Name}
 	if spec.Hostname != "" {
@@ -313,10 +326,9 @@ func startContainer(t *testing.T, spec containerSpec) *container {
 	for _, v := range spec.Volumes {
 		args = append(args, "--volume", v)
 	}
-	free := rlproc.Ports(t, len(spec.Publish))
 	for i, port := range spec.Publish {
-		c.ports[port] = free[i]
-		args = append(args, "--publish", fmt.Sprintf("127.0.0.1:%d:%d", free[i], port))
+		c.ports[port] = hostPorts[i]
+		args = append(args, "--publish", fmt.Sprintf("127.0.0.1:%d:%d", hostPorts[i], port))
 	}
 	if spec.StopTimeout > 0 {
 		args = append(args, "--stop-timeout", strconv.Itoa(int(spec.StopTimeout.Seconds())))
@@ -324,8 +336,10 @@ func startContainer(t *testing.T, spec containerSpec) *container {
 	args = append(append(args, spec.Extra...), spec.Image)
 	args = append(args, spec.Args...)
 	t.Cleanup(func() { podmanErr(podmanTimeout, "rm", "--force", "--volumes", "--time", "0", c.Name) })
-	podman(t, args...)
-	return c
+	if _, err := podmanErr(podmanTimeout, args...); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Addr is where the container's port is published: 127.0.0.1:<free port>.
@@ -348,11 +362,21 @@ func (c *container) Client(t *testing.T, port int, password string) *redis.Clien
 // Logs is what the container wrote, standard output and error together.
 func (c *container) Logs(t testing.TB) string {
 	t.Helper()
-	out, err := exec.Command("podman", "logs", c.Name).CombinedOutput()
+	out, err := containerLogs(c.Name)
 	if err != nil {
-		t.Fatalf("podman logs %s: %v: %s", c.Name, err, out)
+		t.Fatal(err)
 	}
-	return podmanNoise(string(out))
+	return out
+}
+
+// containerLogs is what container name wrote, standard output and error
+// together.
+func containerLogs(name string) (string, error) {
+	out, err := exec.Command("podman", "logs", name).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("podman logs %s: %w: %s", name, err, out)
+	}
+	return podmanNoise(string(out)), nil
 }
 
 // Stop sends the stop signal (SIGTERM) and waits until the container has
@@ -361,7 +385,9 @@ func (c *container) Logs(t testing.TB) string {
 func (c *container) Stop(t testing.TB, timeout time.Duration) (code int, took time.Duration) {
 	t.Helper()
 	began := time.Now()
-	podman(t, "stop", "--time", strconv.Itoa(int(timeout.Seconds())), c.Name)
+	if _, err := podmanErr(timeout+podmanTimeout, "stop", "--time", strconv.Itoa(int(timeout.Seconds())), c.Name); err != nil {
+		t.Fatal(err)
+	}
 	took = time.Since(began)
 	code, err := strconv.Atoi(podman(t, "inspect", "--format", "{{.State.ExitCode}}", c.Name))
 	if err != nil {

@@ -91,30 +91,54 @@ type faultOp struct {
 	err        string
 }
 
+// loadTarget is a cluster the fault load drives, its nodes numbered from 0:
+// processes on this machine (testCluster), or pods in containers
+// (statefulSet).
+type loadTarget interface {
+	// shardCount is the cluster's number of shards.
+	shardCount() int
+	// nodeCount is the number of nodes the load may send to, running or
+	// not.
+	nodeCount() int
+	// running reports whether node i's process runs: its clock can be set,
+	// and it can be asked.
+	running(i int) bool
+	// routed reports whether the clients of node i are sent to it now.
+	routed(i int) bool
+	// clientOf is a RESP2 client of node i, without retries, with tweak
+	// applied to its options, closed when the test ends.
+	clientOf(i int, tweak ...func(*redis.Options)) *redis.Client
+	// converge waits until every running node holds the same state, and
+	// returns its digest.
+	converge() string
+}
+
 // faultLoad sends decisions to every node and records each reply.
 type faultLoad struct {
 	t     *testing.T
-	tc    *testCluster
+	tc    loadTarget
 	keys  []faultKey
 	phase atomic.Int64
 
 	mu  sync.Mutex
 	ops []faultOp
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop    chan struct{}
+	stopped bool // stop is closed
+	wg      sync.WaitGroup
 }
 
 // newFaultLoad prepares a load over a tight key (limit tight) and a wide one
-// (never exhausted) on every shard of tc, which must be running.
-func newFaultLoad(t *testing.T, tc *testCluster, tight int64) *faultLoad {
+// (never exhausted) on every shard of tc, whose node 0 must be running.
+func newFaultLoad(t *testing.T, tc loadTarget, tight int64) *faultLoad {
 	t.Helper()
 	l := &faultLoad{t: t, tc: tc}
-	c := tc.node(0).Client(t, 2)
-	for shard := range tc.Shards {
+	c := tc.clientOf(0)
+	shards := tc.shardCount()
+	for shard := range shards {
 		l.keys = append(l.keys,
-			faultKey{name: keyOnShard(t, c, "tight", shard, tc.Shards), shard: shard, limit: tight},
-			faultKey{name: keyOnShard(t, c, "wide", shard, tc.Shards), shard: shard, limit: 1_000_000})
+			faultKey{name: keyOnShard(t, c, "tight", shard, shards), shard: shard, limit: tight},
+			faultKey{name: keyOnShard(t, c, "wide", shard, shards), shard: shard, limit: 1_000_000})
 	}
 	return l
 }
@@ -124,7 +148,7 @@ func newFaultLoad(t *testing.T, tc *testCluster, tight int64) *faultLoad {
 // hold a request (an election, a forward to a frozen node). A restarted node
 // keeps its port, so the client reaches it again.
 func (l *faultLoad) faultClient(i int) *redis.Client {
-	return l.tc.node(i).Client(l.t, 2, func(o *redis.Options) {
+	return l.tc.clientOf(i, func(o *redis.Options) {
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = time.Second, 20*time.Second, 5*time.Second
 		o.PoolSize = 1
 	})
@@ -134,8 +158,8 @@ func (l *faultLoad) faultClient(i int) *redis.Client {
 func (l *faultLoad) setPhase(phase int) {
 	l.t.Helper()
 	l.phase.Store(int64(phase))
-	for i, n := range l.tc.Nodes {
-		if n.Running() {
+	for i := range l.tc.nodeCount() {
+		if l.tc.running(i) {
 			l.setClock(i)
 		}
 	}
@@ -146,7 +170,7 @@ func (l *faultLoad) setPhase(phase int) {
 func (l *faultLoad) setClock(i int) {
 	l.t.Helper()
 	at := faultTime(int(l.phase.Load()))
-	c := l.tc.node(i).Client(l.t, 2)
+	c := l.tc.clientOf(i)
 	defer c.Close()
 	poll.Until(l.t, 20*time.Second, fmt.Sprintf("DEBUG CLOCK SET on n%d", i+1), func() (bool, error) {
 		got, err := c.Do(ctx(l.t), "DEBUG", "CLOCK", "SET", at).Int64()
@@ -156,8 +180,8 @@ func (l *faultLoad) setClock(i int) {
 
 // start runs workers per node until stopLoad.
 func (l *faultLoad) start(workers int) {
-	l.stop = make(chan struct{})
-	for i := range l.tc.Nodes {
+	l.stop, l.stopped = make(chan struct{}), false
+	for i := range l.tc.nodeCount() {
 		for w := range workers {
 			c := l.faultClient(i)
 			l.wg.Add(1)
@@ -169,19 +193,31 @@ func (l *faultLoad) start(workers int) {
 	}
 }
 
-// stopLoad stops the workers and waits for their last requests.
+// stopLoad stops the workers and waits for their last requests; once
+// stopped, it does nothing.
 func (l *faultLoad) stopLoad() {
-	close(l.stop)
+	if !l.stopped {
+		close(l.stop)
+		l.stopped = true
+	}
 	l.wg.Wait()
 }
 
-// work sends decisions for random keys to node i through c until stopped.
+// work sends decisions for random keys to node i through c until stopped,
+// while its clients are sent to it.
 func (l *faultLoad) work(c *redis.Client, i int, rng *rand.Rand) {
 	for {
 		select {
 		case <-l.stop:
 			return
 		default:
+		}
+		if !l.tc.routed(i) {
+			select {
+			case <-l.stop:
+			case <-time.After(20 * time.Millisecond):
+			}
+			continue
 		}
 		op := l.send(c, i, rng.IntN(len(l.keys)))
 		if op.out == unknown || op.out == notApplied {
@@ -272,6 +308,20 @@ func (l *faultLoad) waitServed(what string, node int, since time.Time, n int, ke
 	})
 }
 
+// slowest is the request of the current phase that took longest.
+func (l *faultLoad) slowest() faultOp {
+	phase := int(l.phase.Load())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out faultOp
+	for _, op := range l.ops {
+		if op.phase == phase && op.done.Sub(op.sent) > out.done.Sub(out.sent) {
+			out = op
+		}
+	}
+	return out
+}
+
 // exhaust spends what is left of key's budget through node i, until a
 // refusal sent after since.
 func (l *faultLoad) exhaust(key faultKey, i int, since time.Time) {
@@ -356,9 +406,9 @@ func (l *faultLoad) check() string {
 
 // anyClient returns a client of a running node, with retries off.
 func (l *faultLoad) anyClient() *redis.Client {
-	for _, n := range l.tc.Nodes {
-		if n.Running() {
-			return redis.NewClient(&redis.Options{Addr: n.Addr, Protocol: 2, MaxRetries: -1})
+	for i := range l.tc.nodeCount() {
+		if l.tc.running(i) {
+			return l.tc.clientOf(i)
 		}
 	}
 	l.t.Fatal("no node is running")
@@ -526,3 +576,13 @@ func (l *laps) lap(name string) {
 
 // String lists the laps.
 func (l *laps) String() string { return strings.Join(l.out, ", ") }
+
+// startMembershipLoad starts the load every membership test runs under:
+// 40 limiters, two workers per node, in the load's first phase.
+func startMembershipLoad(t *testing.T, tc *testCluster) *faultLoad {
+	t.Helper()
+	l := newFaultLoad(t, tc, 40)
+	l.setPhase(1)
+	l.start(2)
+	return l
+}

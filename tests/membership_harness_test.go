@@ -45,10 +45,22 @@ func (tc *testCluster) shards(i int) ([][]rlproc.Replica, error) {
 // and ok accepts the placement (nil: any); it returns the placement.
 func (tc *testCluster) waitPlacement(i, want int, what string, ok func([][]rlproc.Replica) error, excused ...string) [][]rlproc.Replica {
 	tc.t.Helper()
+	got, err := settledPlacement(func() ([][]rlproc.Replica, error) { return tc.shards(i) }, want, what, ok, excused...)
+	if err != nil {
+		tc.t.Fatalf("%v\nthe cluster's placement decisions:\n%s", err, tc.placementLog())
+	}
+	return got
+}
+
+// settledPlacement waits until the placement read returns has want
+// replicas on every shard, all online but those on the nodes excused, and
+// ok accepts it (nil: any); it returns the placement, or what it waited
+// for in vain.
+func settledPlacement(read func() ([][]rlproc.Replica, error), want int, what string, ok func([][]rlproc.Replica) error, excused ...string) ([][]rlproc.Replica, error) {
 	var got [][]rlproc.Replica
 	err := poll.Wait(settleTimeout, what, func() (bool, error) {
 		var err error
-		if got, err = tc.shards(i); err != nil {
+		if got, err = read(); err != nil {
 			return false, err
 		}
 		for s, reps := range got {
@@ -68,10 +80,7 @@ func (tc *testCluster) waitPlacement(i, want int, what string, ok func([][]rlpro
 		}
 		return true, nil
 	})
-	if err != nil {
-		tc.t.Fatalf("%v\nthe cluster's placement decisions:\n%s", err, tc.placementLog())
-	}
-	return got
+	return got, err
 }
 
 // holds lists the shards whose replicas include node id.
@@ -88,9 +97,16 @@ func holdsOf(placement [][]rlproc.Replica, id string) []int {
 // waitNodes waits until CLUSTER NODES through node i lists exactly ids.
 func (tc *testCluster) waitNodes(i int, ids ...string) {
 	tc.t.Helper()
+	waitMembers(tc.t, func() ([]string, error) { return tc.Members(ctx(tc.t), tc.Nodes[i]) }, ids...)
+}
+
+// waitMembers waits until the members read returns (sorted) are exactly
+// ids.
+func waitMembers(t *testing.T, read func() ([]string, error), ids ...string) {
+	t.Helper()
 	want := slices.Sorted(slices.Values(ids))
-	poll.Until(tc.t, settleTimeout, fmt.Sprintf("CLUSTER NODES to list %v", ids), func() (bool, error) {
-		have, err := tc.Members(ctx(tc.t), tc.Nodes[i])
+	poll.Until(t, settleTimeout, fmt.Sprintf("CLUSTER NODES to list %v", ids), func() (bool, error) {
+		have, err := read()
 		return err == nil && slices.Equal(have, want), fmt.Errorf("it lists %v (%v)", have, err)
 	})
 }
@@ -163,14 +179,4 @@ func (tc *testCluster) placementLog() string {
 		}
 	}
 	return b.String()
-}
-
-// startMembershipLoad starts the load every membership test runs under:
-// 40 limiters, two workers per node, in the load's first phase.
-func startMembershipLoad(t *testing.T, tc *testCluster) *faultLoad {
-	t.Helper()
-	l := newFaultLoad(t, tc, 40)
-	l.setPhase(1)
-	l.start(2)
-	return l
 }

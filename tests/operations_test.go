@@ -148,6 +148,10 @@ func TestOperationsMetricsAgreeWithInfo(t *testing.T) {
 		t.Errorf("a new key at maxmemory 1: %q, want OOM", err)
 	}
 	do(t, c, "CONFIG", "SET", "maxmemory", "0")
+	// Budget leases: two holders, one of which gives its share back.
+	share(t, c, "ops:share", 100, 1000, "h1")
+	share(t, c, "ops:share", 100, 1000, "h2", "DEMAND", 10)
+	doInt(t, c, "RL.UNSHARE", "ops:share", "h1")
 	after := scrape(t, base)
 	if d := after.sum("rlserver_shadow_denied_total") - before.sum("rlserver_shadow_denied_total"); d != 1 {
 		t.Errorf("rlserver_shadow_denied_total moved by %v, want 1", d)
@@ -177,6 +181,12 @@ func TestOperationsMetricsAgreeWithInfo(t *testing.T) {
 		{"rlserver_evicted_keys_total", "", "stats", "evicted_keys"},
 		{"rlserver_rejected_oom_total", "", "stats", "rl_rejected_oom"},
 		{"rlserver_shadow_denied_total", "", "ratelimit", "rl_shadow_denied"},
+		{"rlserver_share_keys", "", "shares", "rl_share_keys"},
+		{"rlserver_share_holders", "", "shares", "rl_share_holders"},
+		{"rlserver_share_committed_units", "", "shares", "rl_share_committed"},
+		{"rlserver_share_grants_total", "", "shares", "rl_share_grants"},
+		{"rlserver_share_returned_units_total", "", "shares", "rl_share_returned"},
+		{"rlserver_share_lapsed_total", "", "shares", "rl_share_lapsed"},
 		{"rlserver_connected_clients", "", "clients", "connected_clients"},
 		{"rlserver_event_loop_clients", "", "clients", "event_loop_clients"},
 		{"rlserver_maxclients", "", "clients", "maxclients"},
@@ -187,6 +197,11 @@ func TestOperationsMetricsAgreeWithInfo(t *testing.T) {
 		if got, want := after.sum(check.metric, check.with), float64(infoInt(t, c, check.section, check.field)); got != want {
 			t.Errorf("%s{%s} = %v, INFO %s = %v", check.metric, check.with, got, check.field, want)
 		}
+	}
+	if after.sum("rlserver_share_grants_total") != 2 || after.sum("rlserver_share_returned_units_total") != 100 ||
+		after.sum("rlserver_share_holders") != 1 {
+		t.Errorf("share metrics: grants %v, returned %v, holders %v; want 2, 100, 1", after.sum("rlserver_share_grants_total"),
+			after.sum("rlserver_share_returned_units_total"), after.sum("rlserver_share_holders"))
 	}
 	if n := after.sum("rlserver_command_duration_seconds_count", `class="keyed"`); n < 10 {
 		t.Errorf("keyed commands timed: %v, want at least 10", n)

@@ -16,12 +16,24 @@ import (
 // unless RLSERVER_REQUIRE_TOOLS=1 says the machine must have it (CI).
 func redisCLI(t testing.TB) string {
 	t.Helper()
-	path, err := exec.LookPath("redis-cli")
+	return requireTool(t, "redis-cli", "")
+}
+
+// requireTool returns the path of the program name: the one the
+// environment variable env names when it is set, else name on PATH.
+// Without it the test is skipped, unless RLSERVER_REQUIRE_TOOLS=1 says the
+// machine must have it (CI).
+func requireTool(t testing.TB, name, env string) string {
+	t.Helper()
+	if path := os.Getenv(env); env != "" && path != "" {
+		name = path
+	}
+	path, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("RLSERVER_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("redis-cli is not on PATH and RLSERVER_REQUIRE_TOOLS=1")
+			t.Fatalf("%s: %v (and RLSERVER_REQUIRE_TOOLS=1)", name, err)
 		}
-		t.Skip("redis-cli is not on PATH")
+		t.Skipf("%s: %v", name, err)
 	}
 	return path
 }

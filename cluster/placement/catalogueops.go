@@ -56,8 +56,12 @@ type catalogueOp struct {
 	Target    []string           `json:"target,omitempty"`    // target
 	Expect    []string           `json:"expect,omitempty"`    // target: the target it replaces
 	PopMove   bool               `json:"pop_move,omitempty"`  // target: starts the first queued move
+	Step      bool               `json:"step,omitempty"`      // target: a step of the plan (counted in the rebalance's steps)
 	Move      *cluster.Move      `json:"move,omitempty"`      // moveshard
 	On        bool               `json:"on,omitempty"`        // rebalance
+	At        int64              `json:"at,omitempty"`        // rebalance: the proposer's clock, Unix ms
+	By        string             `json:"by,omitempty"`        // rebalance on: who began it
+	Why       string             `json:"why,omitempty"`       // rebalance off: why it ended
 }
 
 // encode is the op as a catalogue entry.
@@ -133,14 +137,13 @@ func nextCatalogue(c *cluster.Catalogue, op catalogueOp, index uint64) (*cluster
 		next, err = catalogue{c}.config(op.Shard, op.Voters, op.Learners, op.Index, op.Recovered)
 	case opTarget:
 		next, err = catalogue{c}.target(op.Shard, op.Target, op.Expect, op.PopMove)
+		if err == nil && op.Step && next.Rebalance && next.LastRebalance != nil {
+			next.LastRebalance.Steps++
+		}
 	case opMoveShard:
 		next, err = catalogue{c}.moveShard(op.Move)
 	case opRebalance:
-		if c.Rebalance == op.On {
-			return nil, errNoChange
-		}
-		next = c.Clone()
-		next.Rebalance = op.On
+		next, err = catalogue{c}.rebalance(op)
 	default:
 		return nil, errUnknownOp
 	}
@@ -318,6 +321,25 @@ func (c catalogue) target(shard int, target, expect []string, popMove bool) (*cl
 	next.Placement[shard].Target = slices.Clone(target)
 	if popMove && len(next.Moves) > 0 {
 		next.Moves = next.Moves[1:]
+	}
+	return next, nil
+}
+
+// rebalance begins a rebalance (op.On) or ends it, and records when, who
+// began it and why it ended.
+func (c catalogue) rebalance(op catalogueOp) (*cluster.Catalogue, error) {
+	if c.Rebalance == op.On {
+		return nil, errNoChange
+	}
+	next := c.Clone()
+	next.Rebalance = op.On
+	switch {
+	case op.On:
+		next.LastRebalance = &cluster.RebalanceRun{Began: op.At, By: op.By}
+	case next.LastRebalance != nil:
+		next.LastRebalance.Ended, next.LastRebalance.Outcome = op.At, op.Why
+	default: // begun by a release that did not record it
+		next.LastRebalance = &cluster.RebalanceRun{Ended: op.At, Outcome: op.Why}
 	}
 	return next, nil
 }

@@ -92,18 +92,36 @@ func (n *Node) driveOnce() {
 	}
 	steps := plan(cat, down, dead, cat.Rebalance)
 	if len(steps) == 0 {
-		switch {
-		case cat.Rebalance:
-			n.decide("the rebalance is done", catalogueOp{Op: opRebalance, On: false})
-		case n.cfg.AutoRebalance && len(down) == 0 && len(plan(cat, down, dead, true)) > 0:
-			// Not while a node is down: a rolling restart would move
-			// leaderships, and replicas, back and forth.
-			n.decide("rebalancing by itself (--auto-rebalance)", catalogueOp{Op: opRebalance, On: true})
-		}
+		n.planDone(cat, down, dead)
 		return
 	}
+	n.waiting.nodes = nil
 	st := steps[0]
-	n.decide("starting: "+st.String(), catalogueOp{Op: opTarget, Shard: st.shard, Target: st.target, Expect: cat.Placement[st.shard].Target})
+	n.decide("starting: "+st.String(), catalogueOp{Op: opTarget, Shard: st.shard, Target: st.target, Expect: cat.Placement[st.shard].Target, Step: true})
+}
+
+// planDone decides what follows when the plan made around the nodes that
+// are down has no step left. A rebalance ends once the plan is empty with
+// every node answering too, as DRYRUN then prints nothing; while a node
+// that is down would still be given (or rid of) replicas or leaderships,
+// it waits for it (CLUSTER REBALANCE STATUS says so), however long: a node
+// gone for good is forgotten (CLUSTER FORGET ... FORCE) or, with
+// --replace-dead-after, replaced, and the plan no longer counts it.
+func (n *Node) planDone(cat *cluster.Catalogue, down, dead map[string]bool) {
+	switch {
+	case cat.Rebalance && len(plan(cat, nil, dead, true)) > 0:
+		if waits := waitingFor(cat, down, dead); !slices.Equal(waits, n.waiting.nodes) {
+			n.waiting.nodes = waits
+			n.cfg.Log.Warn("the rebalance waits for nodes that do not answer: it goes on once they are back", "nodes", joinIDs(waits))
+		}
+	case cat.Rebalance:
+		n.waiting.nodes = nil
+		n.decide("the rebalance is done", catalogueOp{Op: opRebalance, On: false, At: time.Now().UnixMilli(), Why: cluster.RebalanceBalanced})
+	case n.cfg.AutoRebalance && len(down) == 0 && len(plan(cat, down, dead, true)) > 0:
+		// Not while a node is down: a rolling restart would move
+		// leaderships, and replicas, back and forth.
+		n.decide("rebalancing by itself (--auto-rebalance)", catalogueOp{Op: opRebalance, On: true, At: time.Now().UnixMilli(), By: byAutoRebalance})
+	}
 }
 
 // queuedMoveGrace is how long the driver holds a queued move whose target

@@ -29,22 +29,55 @@ import (
 // The questions travel on the bus's joining stream (cluster/joining.go);
 // the answers are given here (controlPlane's Hello and Join).
 
-// Hello says what this node knows of node id with incarnation.
+// Hello says what this node knows of node id with incarnation: what its
+// committed catalogue says, or, for an initial member the catalogue does
+// not know with an incarnation yet, what this node vouched for
+// (vouch.go).
 func (c *controlPlane) Hello(id, incarnation string) cluster.HelloReply {
-	n := (*Node)(c)
+	return (*Node)(c).hello(id, incarnation, false)
+}
+
+// Vouch is Hello for a new initial member that asks this node to vouch
+// for it: it records its incarnation unless it knows another.
+func (c *controlPlane) Vouch(id, incarnation string) cluster.HelloReply {
+	return (*Node)(c).hello(id, incarnation, true)
+}
+
+// hello answers Hello, and Vouch when vouch is set.
+func (n *Node) hello(id, incarnation string, vouch bool) cluster.HelloReply {
 	cat := n.committedCatalogue()
-	if cat == nil {
-		return cluster.HelloReply{Cluster: n.id, Shards: n.cfg.Shards}
+	r := cluster.HelloReply{Cluster: n.id, Shards: n.cfg.Shards}
+	if cat != nil {
+		r = cluster.HelloReply{Index: cat.Index, Cluster: n.id, Shards: cat.Shards}
+		r.Verdict = catalogue{cat}.admits(id, incarnation)
+		if r.Verdict == nil && cat.Node(id) == nil {
+			r.Verdict = refused(cluster.MemberUnknown, "the cluster already exists and node %s is not a member: add it with --join", id)
+		}
 	}
-	r := cluster.HelloReply{Index: cat.Index, Cluster: n.id, Shards: cat.Shards}
-	r.Verdict = catalogue{cat}.admits(id, incarnation)
-	if r.Verdict == nil && cat.Node(id) == nil {
-		r.Verdict = refused(cluster.MemberUnknown, "the cluster already exists and node %s is not a member: add it with --join", id)
+	switch {
+	case r.Verdict != nil:
+	case n.vouchable(cat, id) && vouch:
+		var err error
+		if r.Vouched, err = n.vouchers.vouch(id, incarnation); err != nil && !isRefusal(err) {
+			n.cfg.Log.Error("recording a new initial member's incarnation failed", "node", id, "err", err)
+			err = nil // not vouched: the node asks again
+		}
+		r.Verdict = err
+	case n.vouchable(cat, id):
+		r.Verdict = n.vouchers.check(id, incarnation)
+	default:
+		r.Vouched = cat != nil && cat.Node(id).Incarnation == incarnation // the catalogue knows it
 	}
 	if r.Verdict != nil {
 		n.refusedPeer(id, r.Verdict)
 	}
 	return r
+}
+
+// isRefusal reports whether err refuses a node (a *cluster.MembershipError).
+func isRefusal(err error) bool {
+	var me *cluster.MembershipError
+	return errors.As(err, &me)
 }
 
 // Join commits node's join in the catalogue and returns the catalogue
@@ -155,11 +188,11 @@ func (n *Node) existsWithout(formation cluster.ClusterID) (bool, error) {
 
 // checkNewMember is asked by a node whose data directory is new, started
 // with --cluster, before it bootstraps: it asks the other initial members
-// until one that holds the cluster's catalogue admits it as an initial
-// member that never started, or a majority of the members (this one
-// included) say no cluster exists yet. A cluster that knows this node's id
-// with another data directory, or has forgotten it, or does not list it,
-// refuses it.
+// to vouch for its incarnation (vouch.go), until a majority of them have
+// recorded it, and only then takes part in any vote. A member that knows
+// this node's id with another data directory (it vouched for another one,
+// or its catalogue holds another), or whose cluster has forgotten it or
+// does not list it, or that belongs to another formation, refuses it.
 func (n *Node) checkNewMember() error {
 	others := make([]cluster.Member, 0, len(n.cfg.Members))
 	for _, m := range n.cfg.Members {
@@ -167,42 +200,18 @@ func (n *Node) checkNewMember() error {
 			others = append(others, m)
 		}
 	}
-	majority := len(n.cfg.Members)/2 + 1
+	need := vouchersNeeded(len(n.cfg.Members))
 	for attempt := 0; ; attempt++ {
-		type answer struct {
-			m   cluster.Member
-			r   cluster.HelloReply
-			err error
+		vouched, err := n.askVouchers(others)
+		if err != nil {
+			return err
 		}
-		answers := make(chan answer, len(others))
-		for _, m := range others {
-			go func() {
-				r, err := n.joiner.Hello(m.Bus, n.cfg.Self.ID, n.cfg.Incarnation, time.Second)
-				answers <- answer{m, r, err}
-			}()
-		}
-		empty := 1 // this node
-		for range others {
-			a := <-answers
-			switch {
-			case a.err != nil:
-			case a.r.Verdict != nil:
-				return n.formedWithout(a.r.Verdict)
-			case a.r.Cluster != n.id:
-				return n.formedWithout(refused(cluster.MemberUnknown,
-					"member %s belongs to a cluster formed without this node (cluster id %s, where this node's --cluster list and shard count make %s): "+
-						"every initial member must be started with the same --cluster list and --shards", a.m.ID, a.r.Cluster, n.id))
-			case a.r.Index == 0:
-				empty++
-			default:
-				return nil // an initial member the cluster still waits for
-			}
-		}
-		if empty >= majority {
+		if vouched >= need {
 			return nil
 		}
 		if attempt%10 == 0 {
-			n.cfg.Log.Info("waiting for the other members to say whether this node is new", "answered", empty-1, "of", len(others))
+			n.cfg.Log.Info("waiting for the other initial members to record this node's data directory before it takes part in any vote",
+				"recorded_by", vouched, "needed", need, "of", len(others))
 		}
 		select {
 		case <-time.After(500 * time.Millisecond):
@@ -210,6 +219,40 @@ func (n *Node) checkNewMember() error {
 			return cluster.ErrShuttingDown
 		}
 	}
+}
+
+// askVouchers asks each of others, at once, to vouch for this node, and
+// returns how many did, or the refusal one of them answered.
+func (n *Node) askVouchers(others []cluster.Member) (int, error) {
+	type answer struct {
+		m   cluster.Member
+		r   cluster.HelloReply
+		err error
+	}
+	answers := make(chan answer, len(others))
+	for _, m := range others {
+		go func() {
+			r, err := n.joiner.Vouch(m.Bus, n.cfg.Self.ID, n.cfg.Incarnation, time.Second)
+			answers <- answer{m, r, err}
+		}()
+	}
+	vouched := 0
+	var refusal error
+	for range others {
+		a := <-answers
+		switch {
+		case a.err != nil || refusal != nil:
+		case a.r.Verdict != nil:
+			refusal = n.formedWithout(a.r.Verdict)
+		case a.r.Cluster != n.id:
+			refusal = n.formedWithout(refused(cluster.MemberUnknown,
+				"member %s belongs to a cluster formed without this node (cluster id %s, where this node's --cluster list and shard count make %s): "+
+					"every initial member must be started with the same --cluster list and --shards", a.m.ID, a.r.Cluster, n.id))
+		case a.r.Vouched:
+			vouched++
+		}
+	}
+	return vouched, refusal
 }
 
 // formedWithout is checkNewMember's answer to a cluster that exists, or is

@@ -14,12 +14,13 @@ import (
 )
 
 // helloOnly is the control plane of a fake member: it answers every hello
-// with reply, and nothing else.
+// and vouch with reply, and nothing else.
 type helloOnly struct{ reply cluster.HelloReply }
 
 func (helloOnly) Catalogue() *cluster.Catalogue                  { return &cluster.Catalogue{} }
 func (helloOnly) Judge(string, string) cluster.Judgement         { return cluster.Judgement{} }
 func (h helloOnly) Hello(string, string) cluster.HelloReply      { return h.reply }
+func (h helloOnly) Vouch(string, string) cluster.HelloReply      { return h.reply }
 func (helloOnly) CommitForwarded([]byte) (uint64, string, error) { return 0, "", cluster.ErrNotApplied }
 func (helloOnly) Join(cluster.NodeInfo) (*cluster.Catalogue, error) {
 	return nil, cluster.ErrNotApplied
@@ -38,6 +39,13 @@ func tcpDial(addr string, timeout time.Duration) (net.Conn, error) {
 // hellos with what reply makes of its member entry, and returns the entry.
 func fakeMember(t *testing.T, id string, reply func(self cluster.Member) cluster.HelloReply) cluster.Member {
 	t.Helper()
+	return fakeMemberWith(t, id, func(self cluster.Member) cluster.ControlPlane { return helloOnly{reply(self)} })
+}
+
+// fakeMemberWith starts a data plane on loopback with the control plane
+// ctl makes of its member entry, and returns the entry.
+func fakeMemberWith(t *testing.T, id string, ctl func(self cluster.Member) cluster.ControlPlane) cluster.Member {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +56,7 @@ func fakeMember(t *testing.T, id string, reply func(self cluster.Member) cluster
 		t.Fatal(err)
 	}
 	cfg := cluster.DefaultRaftConfig(m, 1)
-	cfg.Layout, cfg.Bus, cfg.Control = opened.Layout, ln, helloOnly{reply(m)}
+	cfg.Layout, cfg.Bus, cfg.Control = opened.Layout, ln, ctl(m)
 	data, err := cluster.StartRaft(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -38,12 +38,17 @@ type Node struct {
 	health  health
 	joiner  *cluster.Joiner
 	// waiting is the queued move the placement driver holds while its
-	// target does not answer, and since when; only the driver's goroutine
+	// target does not answer, and since when, and the nodes a rebalance
+	// waits for (logged when they change); only the driver's goroutine
 	// touches it.
 	waiting struct {
 		move  cluster.Move
 		since time.Time
+		nodes []string
 	}
+	// vouchers are the initial members' incarnations this node vouched
+	// for, while the cluster was being created (vouch.go).
+	vouchers vouchBook
 	// warnedPeer spaces the warnings about refused nodes.
 	warnedPeer atomic.Int64
 	// opened is closed once the node has opened its replicas: at once,

@@ -21,6 +21,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, stop: make(chan struct{}), opened: make(chan struct{})}
+	n.vouchers.layout = cfg.Layout
 	if !cfg.clustered() {
 		if err := n.startSingle(); err != nil {
 			return nil, err

@@ -82,8 +82,10 @@ func invalid(name, format string, args ...any) *settingError {
 // layers applies the environment and the config file to fs, whose command
 // line has been parsed, and returns where each setting came from: "" for
 // the command line, else the variable or file:line. lookupEnv is
-// os.LookupEnv outside tests; configPath is the file, "" for none.
-func layers(fs *flag.FlagSet, lookupEnv func(string) (string, bool), configPath string) (map[string]string, error) {
+// os.LookupEnv outside tests; compat are the settings read from
+// envoyproxy/ratelimit's variables (ratelimitenv.go), below the RLSERVER_
+// ones; configPath is the file, "" for none.
+func layers(fs *flag.FlagSet, lookupEnv func(string) (string, bool), compat []ratelimitSetting, configPath string) (map[string]string, error) {
 	sources := map[string]string{}
 	fs.Visit(func(f *flag.Flag) { sources[f.Name] = "" })
 	var err error
@@ -101,6 +103,14 @@ func layers(fs *flag.FlagSet, lookupEnv func(string) (string, bool), configPath 
 			}
 		}
 	})
+	for _, c := range compat {
+		if _, done := sources[c.flag]; done || err != nil {
+			continue
+		}
+		if err = set(fs, fs.Lookup(c.flag), c.value, c.source); err == nil {
+			sources[c.flag] = c.source
+		}
+	}
 	if err != nil || configPath == "" {
 		return sources, err
 	}

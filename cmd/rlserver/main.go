@@ -85,6 +85,9 @@ func run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string
 		return 0
 	}
 	log := newLogger(o, stderr)
+	if len(o.ratelimitIgnored) > 0 {
+		log.Info("envoyproxy/ratelimit's variables that rlserver has no use for (docs/envoy.md says why)", "ignored", strings.Join(o.ratelimitIgnored, ","))
+	}
 	if o.pprof != "" {
 		if err := servePprof(o.pprof, log); err != nil {
 			fmt.Fprintln(stderr, "rlserver: --pprof:", err)
@@ -208,7 +211,12 @@ func start(o options, log *slog.Logger) (*running, error) {
 		return nil, err
 	}
 	if lns.grpc != nil {
-		r.front = startRLS(o, lns.grpc, r.shards, clock, log, r.served)
+		if r.front, err = startRLS(o, lns.grpc, r.shards, clock, log, r.served); err != nil {
+			lns.close()
+			obs.close()
+			r.shards.Close()
+			return nil, err
+		}
 	}
 	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, log); err != nil {
 		lns.close()

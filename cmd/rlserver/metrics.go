@@ -51,9 +51,15 @@ func (ob observing) serve(o options, shards backend, node *placement.Node, srv *
 	}
 	if node != nil {
 		src.Raft = node // not a nil *Node in the interface
+		if o.cluster != "" || o.join != "" {
+			src.Rebalance = node
+		}
 	}
 	if front != nil {
 		src.RLS = front.service
+	}
+	if front != nil {
+		src.RLQS = front.server.Quota()
 	}
 	m, err := metrics.New(src)
 	if err != nil {

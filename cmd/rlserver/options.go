@@ -51,6 +51,9 @@ type options struct {
 	sec         security    // access: users, protected mode, TLS, timeout
 	access      access      // what sec loads, once validated
 	rls         rlsSettings // Envoy's rate limit service (rls.go)
+	// ratelimitIgnored are envoyproxy/ratelimit's variables set in the
+	// environment that set nothing here (ratelimitenv.go), for the log.
+	ratelimitIgnored []string
 	// gcPercent is false when GOGC is set in the environment: the
 	// operator paces the collector, and gcpacer only returns idle memory.
 	gcPercent bool
@@ -78,7 +81,12 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	if v, ok := lookupEnv("GOGC"); !ok || v == "" {
 		o.gcPercent = true
 	}
-	sources, err := layers(fs, lookupEnv, o.configPath)
+	compat, ignored, err := ratelimitEnv(lookupEnv)
+	if err != nil {
+		return o, err
+	}
+	o.ratelimitIgnored = ignored
+	sources, err := layers(fs, lookupEnv, compat, o.configPath)
 	if err != nil {
 		return o, err
 	}
@@ -103,7 +111,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	if err = o.validate(); err != nil {
 		return o, err
 	}
-	if err = o.validateRLS(); err != nil {
+	if err = o.validateRLS(sources); err != nil {
 		return o, err
 	}
 	o.access, err = o.loadAccess()

@@ -101,10 +101,13 @@ func (o options) validateSecurity() error {
 	case s.timeout < 0 || s.timeout > 100*365*24*3600:
 		return invalid("timeout", "--timeout %d: must be from 0 (never) to 3153600000 seconds", s.timeout)
 	}
-	if s.tlsPort != 0 || s.tlsCluster {
+	grpcTLS := bool(o.rls.grpcTLS) && o.rls.grpcPort != 0 // without a port, validateRLS refuses it
+	if s.tlsPort != 0 || bool(s.tlsCluster) || grpcTLS {
 		needs := "--tls-port"
 		if s.tlsCluster {
 			needs = "--tls-cluster"
+		} else if s.tlsPort == 0 {
+			needs = "--grpc-tls"
 		}
 		if s.tlsCertFile == "" {
 			return invalid("tls-cert-file", "%s needs --tls-cert-file", needs)
@@ -116,7 +119,7 @@ func (o options) validateSecurity() error {
 	if s.tlsCluster && s.tlsCAFile == "" {
 		return invalid("tls-ca-cert-file", "--tls-cluster needs --tls-ca-cert-file: the CA the other nodes' certificates must chain to")
 	}
-	if s.tlsPort != 0 && s.tlsAuthClients != "no" && s.tlsCAFile == "" {
+	if (s.tlsPort != 0 || grpcTLS) && s.tlsAuthClients != "no" && s.tlsCAFile == "" {
 		return invalid("tls-ca-cert-file", "--tls-auth-clients %s needs --tls-ca-cert-file, to check the clients' certificates (or --tls-auth-clients no)", s.tlsAuthClients)
 	}
 	return nil
@@ -136,7 +139,7 @@ func (o options) loadAccess() (access, error) {
 	} else {
 		a.users = acl.New(o.requirePass)
 	}
-	if s.tlsPort == 0 && !s.tlsCluster {
+	if s.tlsPort == 0 && !s.tlsCluster && !o.rls.grpcTLS {
 		return a, nil
 	}
 	cert, err := tls.LoadX509KeyPair(s.tlsCertFile, s.tlsKeyFile)
@@ -154,7 +157,7 @@ func (o options) loadAccess() (access, error) {
 			return a, invalid("tls-ca-cert-file", "--tls-ca-cert-file %s: no PEM certificate in it", s.tlsCAFile)
 		}
 	}
-	if s.tlsPort != 0 {
+	if s.tlsPort != 0 || o.rls.grpcTLS {
 		a.clientTLS = &tls.Config{
 			Certificates: []tls.Certificate{cert},
 			ClientCAs:    cas,

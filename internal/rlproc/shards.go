@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // RedisID is the id CLUSTER NODES and CLUSTER SHARDS give the node whose
@@ -32,11 +34,21 @@ func (r Replica) String() string { return r.Node + "/" + r.Role + "/" + r.Health
 // Placement reads CLUSTER SHARDS through node via: per shard, its replicas
 // (the leader first).
 func (c *Cluster) Placement(ctx context.Context, via *Node) ([][]Replica, error) {
-	v, err := via.Client().Do(ctx, "CLUSTER", "SHARDS").Slice()
+	out, err := PlacementVia(ctx, via.Client(), c.byRedisID())
 	if err != nil {
-		return nil, fmt.Errorf("%s: CLUSTER SHARDS: %w", via.ID, err)
+		return nil, fmt.Errorf("%s: %w", via.ID, err)
 	}
-	ids := c.byRedisID()
+	return out, nil
+}
+
+// PlacementVia reads CLUSTER SHARDS through the node rc is a client of:
+// per shard, its replicas (the leader first), each named by ids (from the
+// id CLUSTER SHARDS gives it to its node id; see ByRedisID).
+func PlacementVia(ctx context.Context, rc *redis.Client, ids map[string]string) ([][]Replica, error) {
+	v, err := rc.Do(ctx, "CLUSTER", "SHARDS").Slice()
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER SHARDS: %w", err)
+	}
 	var out [][]Replica
 	for _, s := range v {
 		nodes, _ := fields(s)["nodes"].([]any)
@@ -57,11 +69,21 @@ func (c *Cluster) Placement(ctx context.Context, via *Node) ([][]Replica, error)
 // lists (the hex id CLUSTER NODES gives, for a node the Cluster does not
 // know), sorted.
 func (c *Cluster) Members(ctx context.Context, via *Node) ([]string, error) {
-	text, err := via.Client().ClusterNodes(ctx).Result()
+	out, err := MembersVia(ctx, via.Client(), c.byRedisID())
 	if err != nil {
-		return nil, fmt.Errorf("%s: CLUSTER NODES: %w", via.ID, err)
+		return nil, fmt.Errorf("%s: %w", via.ID, err)
 	}
-	ids := c.byRedisID()
+	return out, nil
+}
+
+// MembersVia reads CLUSTER NODES through the node rc is a client of: the
+// ids of the nodes it lists, named by ids as PlacementVia names them (the
+// hex id CLUSTER NODES gives, for a node ids does not know), sorted.
+func MembersVia(ctx context.Context, rc *redis.Client, ids map[string]string) ([]string, error) {
+	text, err := rc.ClusterNodes(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER NODES: %w", err)
+	}
 	var out []string
 	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
 		id := strings.Fields(line)[0]
@@ -77,9 +99,19 @@ func (c *Cluster) Members(ctx context.Context, via *Node) ([]string, error) {
 // byRedisID maps the id CLUSTER SHARDS and NODES give each node of the
 // Cluster to its node id.
 func (c *Cluster) byRedisID() map[string]string {
-	ids := make(map[string]string, len(c.Nodes))
+	var names []string
 	for _, n := range c.Nodes {
-		ids[RedisID(n.ID)] = n.ID
+		names = append(names, n.ID)
+	}
+	return ByRedisID(names...)
+}
+
+// ByRedisID maps the id CLUSTER SHARDS and NODES give each of the node ids
+// to the node id.
+func ByRedisID(nodeIDs ...string) map[string]string {
+	ids := make(map[string]string, len(nodeIDs))
+	for _, id := range nodeIDs {
+		ids[RedisID(id)] = id
 	}
 	return ids
 }

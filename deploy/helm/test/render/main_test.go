@@ -46,6 +46,42 @@ func TestRenderPrintsRunnablePods(t *testing.T) {
 	}
 }
 
+// TestRenderPrintsWhatTheControllerDoes checks that the output says how
+// the pods are started, stopped, probed and reached, as the emulation
+// needs it: the policy, the grace period, the readiness probe, the preStop
+// hook, and the Services with their target ports as numbers.
+func TestRenderPrintsWhatTheControllerDoes(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := run([]string{"-release", "edge"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var spec chart.PodSpec
+	if err := json.Unmarshal(out.Bytes(), &spec); err != nil {
+		t.Fatal(err)
+	}
+	if spec.PodManagementPolicy != "Parallel" || spec.WhenScaled != "Retain" || spec.TerminationGracePeriodSeconds < 60 {
+		t.Errorf("policy %q, claims %q when scaled, grace %d s", spec.PodManagementPolicy, spec.WhenScaled, spec.TerminationGracePeriodSeconds)
+	}
+	if p := spec.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" || p.HTTPGet.Port.StrVal != "metrics" {
+		t.Errorf("readiness probe %+v", p)
+	}
+	if l := spec.Lifecycle; l == nil || l.PreStop == nil || l.PreStop.Sleep == nil {
+		t.Errorf("lifecycle %+v, want a preStop sleep", l)
+	}
+	services := map[string]chart.Service{}
+	for _, s := range spec.Services {
+		services[s.Name] = s
+	}
+	headless, join := services["edge-rlserver-headless"], services["edge-rlserver-join"]
+	if !headless.Headless || !headless.PublishNotReadyAddresses || len(services) != 3 {
+		t.Errorf("services %+v", spec.Services)
+	}
+	if join.Headless || len(join.Ports) != 1 || join.Ports[0].Port != 16380 || join.Ports[0].TargetPort != 16380 {
+		t.Errorf("join Service %+v, want the bus port of the ready pods", join)
+	}
+}
+
 // TestRenderNeedsTheSecrets checks that a Secret the pods read and that
 // was not given is an error, not an empty password.
 func TestRenderNeedsTheSecrets(t *testing.T) {
