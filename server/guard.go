@@ -363,8 +363,12 @@ func (g *guardConn) headerError() error {
 // endHeader acts on a complete "*<n>" or "$<n>" line.
 func (g *guardConn) endHeader() {
 	if g.state == inCount {
-		g.args = g.num
-		if g.args <= 0 || g.neg {
+		// neg is consumed here: wholeHeader does not reset it, and a
+		// negative count walked byte by byte must not make the next
+		// header, taken whole, look empty too.
+		neg := g.neg
+		g.args, g.neg = g.num, false
+		if g.args <= 0 || neg {
 			g.state = atCommand
 		} else {
 			g.state = atBulk

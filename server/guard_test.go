@@ -240,6 +240,9 @@ func TestGuardScanCut(t *testing.T) {
 		{"whole header without its LF", []string{"*1\r\r\n"}, 0, errTooManyArgs},
 		{"empty count", []string{"*\r\n"}, 0, errTooManyArgs},
 		{"count of zero", []string{"*0\r\n" + ping}, 0, nil},
+		// A negative count is walked; the count after it, read whole,
+		// must not inherit its sign (FuzzGuard found this in CI).
+		{"negative count, then a count read whole", []string{"*-1\r\n*1\r\n", "$11\r\n"}, 0, errBulkTooLong},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
