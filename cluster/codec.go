@@ -116,8 +116,11 @@ func decodeBatch(data []byte, cmds []engine.Command) (int64, []engine.Command, e
 		if version >= entryVersion2 {
 			flags := d.Uvarint()
 			c.Flags = engine.Flags(flags)
-			if uint64(c.Flags) != flags {
-				d.Fail("bad flags")
+			if uint64(c.Flags) != flags || c.Known() && c.Flags&^c.Op.Spec().Flags != 0 {
+				// A flag this release's op does not take is one a newer
+				// release gave it (FORCE, GLOBAL): halting until upgraded
+				// keeps this replica from applying the command otherwise.
+				d.FailWith(fmt.Errorf("%w (op %d, flags %#x)", ErrNewerEntry, c.Op, flags))
 			}
 		}
 		c.Key = d.Bytes(maxWireKey)

@@ -102,7 +102,6 @@ func TestDecodeRefusesInvalidCommands(t *testing.T) {
 	for _, c := range []engine.Command{
 		{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{0, 60_000, 0, 1}},                          // zero limit
 		{Op: engine.OpThrottle, Key: []byte("k"), Args: [4]int64{1, 1, 1, -1}},                             // refund on CL.THROTTLE
-		{Op: engine.OpSet, Key: []byte("k"), Flags: engine.FlagPartial},                                    // a flag SET has not
 		{Op: engine.OpPolicySet, Value: []byte("p"), Args: [4]int64{1, 1000, 0, int64(engine.OpThrottle)}}, // not a policy algorithm
 		{Op: engine.OpCheck, Key: []byte("k"), Args: [4]int64{3: 1}},                                       // no policy name
 		shareCommand("k", "", 1, 0), // no holder
@@ -113,6 +112,30 @@ func TestDecodeRefusesInvalidCommands(t *testing.T) {
 		if _, _, err := decodeBatch(data, nil); !errors.Is(err, errBadEntry) {
 			t.Errorf("%+v decoded: %v", c, err)
 		}
+	}
+}
+
+// A flag a known op does not take in this release is one a newer release
+// gave it: the replica halts until upgraded (ErrNewerEntry) rather than
+// skip the command or apply it without the flag, and so diverge.
+func TestDecodeHaltsOnFlagsOfANewerRelease(t *testing.T) {
+	for _, flags := range []engine.Flags{engine.FlagPartial, 1 << 15} {
+		c := engine.Command{Op: engine.OpSet, Key: []byte("k"), Flags: flags}
+		data := appendBatch(nil, 5_000, []*Request{{Cmds: []engine.Command{c}}})
+		if _, _, err := decodeBatch(data, nil); !errors.Is(err, ErrNewerEntry) {
+			t.Errorf("SET with flags %#x: %v, want ErrNewerEntry", flags, err)
+		}
+	}
+	// PARTIAL (1), so that the entry carries flags; then 1 | 1<<16.
+	c := engine.Command{Op: engine.OpSliding, Flags: engine.FlagPartial, Key: []byte("k"), Args: [4]int64{10, 60_000, 0, 1}}
+	data := appendBatch(nil, 5_000, []*Request{{Cmds: []engine.Command{c}}})
+	flagsAt := bytes.Index(data, []byte{byte(engine.OpSliding), 1, 1, 'k'}) + 1
+	if flagsAt == 0 {
+		t.Fatalf("no RL.SLIDING command in %x", data)
+	}
+	wide := append(append(append([]byte{}, data[:flagsAt]...), 0x81, 0x80, 0x04), data[flagsAt+1:]...)
+	if _, _, err := decodeBatch(wide, nil); !errors.Is(err, ErrNewerEntry) {
+		t.Errorf("flags past 16 bits: %v, want ErrNewerEntry", err)
 	}
 }
 
