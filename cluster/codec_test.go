@@ -22,6 +22,8 @@ func TestBatchRoundTripKeepsFlagsAndValues(t *testing.T) {
 		{Op: engine.OpCheck, Key: []byte("user:ada"), Value: []byte("orders"), Args: [4]int64{3: 1}},
 		shareCommand("api", "envoy-1", 700, 42),
 		{Op: engine.OpUnshare, Key: []byte("api"), Value: []byte("envoy-2")},
+		{Op: engine.OpWatch, Key: []byte("w"), Value: bytes.Repeat([]byte{0xfe}, engine.FingerprintLen), Args: [4]int64{engine.WatchGuard, 2}},
+		{Op: engine.OpWatch, Key: []byte("w"), Args: [4]int64{engine.WatchRead}},
 	}
 	data := appendBatch(nil, 1_700_000_000_000, []*Request{{Cmds: cmds}})
 	if data[0] != entryVersion2 {
@@ -176,11 +178,41 @@ func TestShareResultRoundTrip(t *testing.T) {
 }
 
 // RL.SHARE and RL.UNSHARE are ops added after every op of the releases
-// before them, which therefore halt on an entry that holds one
-// (ErrNewerEntry) rather than skip it.
+// before them, and WATCH's after theirs, so that a release without them
+// halts on an entry that holds one (ErrNewerEntry) rather than skip it.
 func TestShareOpsComeLast(t *testing.T) {
-	if engine.OpShare != engine.OpTop+1 || engine.OpUnshare != engine.OpShare+1 || (engine.OpUnshare + 1).Known() {
+	if engine.OpShare != engine.OpTop+1 || engine.OpUnshare != engine.OpShare+1 {
 		t.Fatalf("RL.SHARE's ops are %d and %d after OpTop %d", engine.OpShare, engine.OpUnshare, engine.OpTop)
+	}
+	if engine.OpWatch != engine.OpUnshare+1 || (engine.OpWatch + 1).Known() {
+		t.Fatalf("WATCH's op is %d, after OpUnshare %d, and not the last", engine.OpWatch, engine.OpUnshare)
+	}
+}
+
+// A guard (OpWatch) carries a live key's fingerprint or none, and guards a
+// count of commands; a command read from a log that holds anything else is
+// refused, as one of a known op with bad parameters is.
+func TestWatchGuardsAreChecked(t *testing.T) {
+	fp := strings.Repeat("f", engine.FingerprintLen)
+	cmds := []engine.Command{
+		{Op: engine.OpWatch, Key: []byte("k"), Args: [4]int64{engine.WatchRead}},
+		{Op: engine.OpWatch, Key: []byte("k"), Value: []byte(fp), Args: [4]int64{engine.WatchGuard, 3}},
+		{Op: engine.OpWatch, Key: []byte("k"), Args: [4]int64{engine.WatchGuard, 0}},
+	}
+	for _, c := range cmds {
+		if err := c.Check(); err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+	}
+	for _, c := range []engine.Command{
+		{Op: engine.OpWatch, Key: []byte("k"), Value: []byte("short"), Args: [4]int64{engine.WatchGuard, 1}},
+		{Op: engine.OpWatch, Key: []byte("k"), Value: []byte(fp), Args: [4]int64{engine.WatchRead}},
+		{Op: engine.OpWatch, Key: []byte("k"), Args: [4]int64{2}},
+		{Op: engine.OpWatch, Key: []byte("k"), Args: [4]int64{engine.WatchGuard, -1}},
+	} {
+		if c.Check() == nil {
+			t.Errorf("%+v passed Check", c)
+		}
 	}
 }
 

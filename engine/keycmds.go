@@ -145,6 +145,11 @@ func (s *Shard) Inspect(c *Command) Result {
 		r = s.listPolicies(string(c.Value))
 	case OpTop:
 		r = s.topResult(c)
+	case OpWatch:
+		if c.Args[0] != WatchRead {
+			return Result{Type: ResError, Err: ErrUnknownOp}
+		}
+		r.Type, r.Text = ResBulk, s.fingerprint(c.Key, s.now)
 	default:
 		r.Type, r.Err = ResError, ErrUnknownOp
 	}

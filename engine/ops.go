@@ -84,6 +84,11 @@ const (
 	OpShare   // Args: limit, window, TTL, demand; Value: holder packed, BURST, ACK; ResRecord
 	OpUnshare // Value: holder; Int 1 if it held a share
 
+	// WATCH (watch.go): Args[0] WatchRead answers Key's fingerprint;
+	// WatchGuard compares it with Value and skips the Args[1] commands after
+	// it when they differ.
+	OpWatch
+
 	opCount // one past the latest op
 )
 
@@ -216,6 +221,8 @@ var ops = [opCount]OpSpec{
 	OpTop:          {Params: []Param{{Name: "outcome", Max: 1}, {Name: "count", Min: 1, Max: MaxTopCount}}},
 	OpShare:        {Params: shareParams, check: checkShare, scripted: true},
 	OpUnshare:      {check: checkUnshare, scripted: true},
+	OpWatch: {Params: []Param{{Name: "mode", Max: WatchGuard}, {Name: "guarded", Max: math.MaxInt32}},
+		check: checkWatch},
 }
 
 func init() { ops[OpPolicySet].check = checkPolicySet }
