@@ -125,6 +125,13 @@ const (
 	// budget leases
 	IDShare
 	IDUnshare
+	// strings over several keys, and the keyspace
+	IDMGet
+	IDMSet
+	IDKeys
+	// optimistic locking
+	IDWatch
+	IDUnwatch
 )
 
 // Arg documents one argument for COMMAND DOCS and the reference docs.
@@ -214,6 +221,9 @@ func (s *Spec) KeyUse() KeyUse {
 // CheckArity returns the arity error for args, if any.
 func (s *Spec) CheckArity(args [][]byte) error {
 	if (s.Arity > 0 && len(args) != s.Arity) || (s.Arity < 0 && len(args) < -s.Arity) {
+		return WrongArity(s.Name)
+	}
+	if s.KeyStep == 2 && s.LastKey == -1 && len(args)%2 == 0 { // key value pairs (MSET)
 		return WrongArity(s.Name)
 	}
 	return nil

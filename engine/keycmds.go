@@ -128,7 +128,7 @@ func (ks *keyspace) describe(i int32, now int64) []Field {
 	return kinds[kind].describe(ks, i, now, []Field{{Name: "algorithm", Text: kind.String()}})
 }
 
-// Inspect answers a read-only, shard-wide command (OpDBSize, OpScan,
+// Inspect answers a read-only command (OpDBSize, OpScan, OpWatch's read,
 // OpDigest, OpPolicyList, OpTop) at the shard's own time and changes nothing, not even the clock
 // or the expiry sweep: a replica may answer it between batches and still
 // agree with every other replica about its state.
