@@ -212,7 +212,7 @@ func (s *Spec) KeyUse() KeyUse {
 	switch {
 	case s.ID == IDDel || s.ID == IDUnlink || s.ID == IDReset:
 		return KeysDeleted
-	case len(s.Flags) > 0 && s.Flags[0] == "readonly":
+	case s.ID == IDWatch || len(s.Flags) > 0 && s.Flags[0] == "readonly":
 		return KeysRead
 	}
 	return KeysUpdated
