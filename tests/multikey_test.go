@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // MGET, MSET, KEYS, WATCH and UNWATCH, which limiter libraries and the
@@ -79,12 +80,8 @@ func wireReply(r *bufio.Reader, b []byte) ([]byte, error) {
 func TestMultiKeyCommandsSameAsRedis(t *testing.T) {
 	t.Parallel()
 	ref := startRedisServer(t)
-	for _, durable := range []bool{false, true} {
-		srv := startServer(t)
-		if durable {
-			srv = startDurableServer(t)
-		}
-		sameAsRedis(t, ref.Options().Addr, srv.Addr)
+	for _, start := range []func(testing.TB, ...string) *rlproc.Process{startServer, startDurableServer} {
+		sameAsRedis(t, ref.Options().Addr, start(t).Addr)
 	}
 }
 
