@@ -32,12 +32,8 @@ type wireConn struct {
 
 func dialWire(t testing.TB, addr string) *wireConn {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, cmdTimeout)
-	if err != nil {
-		t.Fatalf("dial %s: %v", addr, err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return &wireConn{t: t, conn: conn, r: bufio.NewReader(conn)}
+	rc := dialRaw(t, addr)
+	return &wireConn{t: t, conn: rc.conn, r: rc.r}
 }
 
 // do sends args and returns the reply's bytes.
