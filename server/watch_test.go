@@ -75,16 +75,27 @@ func TestWatchPipelinedAndSlots(t *testing.T) {
 	if cluster.Slot([]byte("a")) == cluster.Slot([]byte("b")) {
 		t.Fatal("a and b share a slot")
 	}
-	s := startServer(t)
-	a, b := s.dial(t), s.dial(t)
-	a.run([]step{{cmd("WATCH", "a"), "+OK\r\n"}})
-	b.run([]step{{cmd("SET", "a", "1"), "+OK\r\n"}})
-	a.write(encode("MULTI") + encode("INCR", "a") + encode("EXEC") + encode("INCR", "a") + encode("GET", "a"))
-	for _, want := range []string{"+OK\r\n", wireQueued, wireNullArray, intReply(2), bulkReply("2")} {
-		if got := a.read(); got != want {
-			t.Fatalf("pipelined: %q, want %q", got, want)
+	for _, opts := range [][]option{nil, {withLoops()}} {
+		s := startServer(t, opts...)
+		a, b := s.dial(t), s.dial(t)
+		a.run([]step{{cmd("WATCH", "a"), "+OK\r\n"}})
+		b.run([]step{{cmd("SET", "a", "1"), "+OK\r\n"}})
+		a.write(encode("MULTI") + encode("INCR", "a") + encode("EXEC") + encode("INCR", "a") + encode("GET", "a"))
+		for _, want := range []string{"+OK\r\n", wireQueued, wireNullArray, intReply(2), bulkReply("2")} {
+			if got := a.read(); got != want {
+				t.Fatalf("pipelined: %q, want %q", got, want)
+			}
+		}
+		// WATCH waits for its shard; what follows it in the pipeline waits for it.
+		a.write(encode("WATCH", "a") + encode("MULTI") + encode("INCR", "a") + encode("EXEC") + encode("GET", "a"))
+		for _, want := range []string{"+OK\r\n", "+OK\r\n", wireQueued, arrayReply(intReply(3)), bulkReply("3")} {
+			if got := a.read(); got != want {
+				t.Fatalf("pipelined after WATCH: %q, want %q", got, want)
+			}
 		}
 	}
+	s := startServer(t)
+	a := s.dial(t)
 	a.run([]step{
 		{cmd("WATCH", "a", "b"), wireCrossSlot},
 		{cmd("WATCH", "a"), "+OK\r\n"},
