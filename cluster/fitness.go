@@ -8,7 +8,10 @@ import (
 )
 
 // Whether this node should lead a group: a node whose clock is not trusted
-// (clockcheck.go), or whose log for the group cannot be written, must not:
+// (clockcheck.go), or one of whose logs cannot be written, must not (the
+// logs share the data directory's disk: a full disk fails them all, each
+// at its next append, and a group whose log has not been written since is
+// no safer to lead):
 // it stays out of the group's elections (raftfix's abstention), its
 // proposer stamps nothing (the clock), and the control plane hands the
 // leadership over. A node whose log for the group is slow to write should
@@ -25,7 +28,42 @@ import (
 const DefaultSlowLogWrite = 500 * time.Millisecond
 
 // mustNotLead is why this node must not lead g now; nil when it may.
-func (g *Group) mustNotLead() error { return mustNotLead(g.clock, g.disk) }
+func (g *Group) mustNotLead() error {
+	if g.node.mustNotLead != nil {
+		return g.node.mustNotLead()
+	}
+	if err := g.node.clock.untrusted(); err != nil || g.disk == nil {
+		return err
+	}
+	return g.disk.Failing()
+}
+
+// mustNotLead is why this node must not lead any group now: its clock is
+// not trusted, or one of its logs cannot be written. Nil when it may.
+func (n *RaftShards) mustNotLead() error {
+	if err := n.clock.untrusted(); err != nil {
+		return err
+	}
+	return n.logFailing()
+}
+
+// logFailing is why one of this node's logs cannot be written, nil when
+// every one can.
+func (n *RaftShards) logFailing() error {
+	if d := n.catalogueDisk.Load(); d != nil {
+		if err := d.Failing(); err != nil {
+			return fmt.Errorf("the catalogue: %w", err)
+		}
+	}
+	for shard := range n.groups {
+		if g := n.groups[shard].Load(); g != nil && g.disk != nil {
+			if err := g.disk.Failing(); err != nil {
+				return fmt.Errorf("shard %d: %w", shard, err)
+			}
+		}
+	}
+	return nil
+}
 
 // Unfit says why this node should not lead the group now, nil when it may:
 // must when it must not (its clock is not trusted, the group's log cannot
@@ -47,11 +85,9 @@ func (g *Group) Unfit() (must bool, why error) {
 func (n *RaftShards) CheckClock(offsets []ClockOffset) { n.clock.check(offsets) }
 
 // CatalogueMustNotLead is why this node must not lead the catalogue's
-// group: its clock is not trusted, or the catalogue's log cannot be
-// written. Nil when it may.
-func (n *RaftShards) CatalogueMustNotLead() error {
-	return mustNotLead(n.clock, n.catalogueDisk.Load())
-}
+// group: its clock is not trusted, or one of its logs cannot be written.
+// Nil when it may.
+func (n *RaftShards) CatalogueMustNotLead() error { return n.mustNotLead() }
 
 // Fitness is what this node's checks found: its clock against the others',
 // and its logs' disk (INFO).
@@ -63,11 +99,14 @@ type Fitness struct {
 	// LogFailing names the groups whose log cannot be written, with why;
 	// LogSlow those whose log is slow.
 	LogFailing, LogSlow []error
+	// MustNotLead is why this node leads no group now (its clock, a log
+	// that cannot be written); nil when it may lead.
+	MustNotLead error
 }
 
 // Fitness returns what this node's checks found.
 func (n *RaftShards) Fitness() Fitness {
-	f := Fitness{Clock: n.clock.state(), SlowLogWrite: n.cfg.SlowLogWrite}
+	f := Fitness{Clock: n.clock.state(), SlowLogWrite: n.cfg.SlowLogWrite, MustNotLead: n.mustNotLead()}
 	add := func(what string, disk *persistence.DiskHealth) {
 		if disk == nil {
 			return
@@ -94,11 +133,8 @@ func (n *RaftShards) Fitness() Fitness {
 // serves: its clock is not trusted, or a log it holds cannot be written.
 // Nil when neither.
 func (n *RaftShards) unfitError() error {
-	if err := n.clock.untrusted(); err != nil {
+	if err := n.mustNotLead(); err != nil {
 		return fmt.Errorf("%w: %w", errNotReady, err)
-	}
-	if f := n.Fitness(); len(f.LogFailing) > 0 {
-		return fmt.Errorf("%w: %w", errNotReady, f.LogFailing[0])
 	}
 	return nil
 }

@@ -29,10 +29,11 @@ type Group struct {
 	fsm             *shardFSM
 	prop            *proposer
 
-	// clock is this node's clock check, and disk what the group's log
-	// says of its disk: whether this node may lead the group (Unfit).
-	clock *clockGuard
-	disk  *persistence.DiskHealth
+	// node says whether this node may lead any group (its clock, its
+	// disk), disk what the group's own log says of the disk: whether this
+	// node may lead the group (Unfit).
+	node nodeFitness
+	disk *persistence.DiskHealth
 
 	leader atomic.Pointer[Member] // nil while unknown
 	load   loadLatch              // whether the replica has loaded its state
@@ -97,14 +98,13 @@ func startGroup(cfg *RaftConfig, name string, fsm raft.FSM, st stores, stream ra
 	})
 }
 
-// mustNotLead says why this node must not lead a group whose log says disk
-// of its disk: its clock is not trusted, or the log cannot be written.
-// Nil when it may.
-func mustNotLead(clock *clockGuard, disk *persistence.DiskHealth) error {
-	if err := clock.untrusted(); err != nil || disk == nil {
-		return err
-	}
-	return disk.Failing()
+// nodeFitness is what a group takes from its node to know whether the node
+// may lead it (fitness.go).
+type nodeFitness struct {
+	clock *clockGuard // stamps the group's entries
+	// mustNotLead says why the node must not lead any group; nil: only
+	// the clock and the group's own log count.
+	mustNotLead func() error
 }
 
 // openGroup opens a shard's stores and starts its Raft instance. bootstrap,
@@ -113,21 +113,21 @@ func mustNotLead(clock *clockGuard, disk *persistence.DiskHealth) error {
 // empty until a leader adds it to its configuration and sends it the
 // shard. requireState refuses stores that are new: the catalogue counts
 // this node among the shard's voters, so the state it lacks held votes.
-// clock is the node's clock check (nil: one that never compares, so
-// trusts cfg.Clock). It owns stream (nil for a single node) from the call
-// on.
-func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool, stream raft.StreamLayer, observer *observerSlot, halt chan<- error, clock *clockGuard) (g *Group, err error) {
+// node is what it takes from its node (a nil clock: one that never
+// compares, so trusts cfg.Clock). It owns stream (nil for a single node)
+// from the call on.
+func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool, stream raft.StreamLayer, observer *observerSlot, halt chan<- error, node nodeFitness) (g *Group, err error) {
 	started := false
 	defer func() {
 		if err != nil && !started && stream != nil {
 			stream.Close() // else it stays on the bus, accepting for nobody
 		}
 	}()
-	if clock == nil {
-		clock = newClockGuard(cfg.Clock, cfg.MaxClockOffset, cfg.Log)
+	if node.clock == nil {
+		node.clock = newClockGuard(cfg.Clock, cfg.MaxClockOffset, cfg.Log)
 	}
 	g = &Group{
-		shard: shard, self: cfg.Self.ID, electionTimeout: cfg.ElectionTimeout, log: cfg.Log, clock: clock,
+		shard: shard, self: cfg.Self.ID, electionTimeout: cfg.ElectionTimeout, log: cfg.Log, node: node,
 		fsm: newShardFSM(shard, observer, halt, cfg.Scripts), change: make(chan struct{}), stop: make(chan struct{}),
 	}
 	dir, err := cfg.Layout.ShardDir(shard)
@@ -159,7 +159,7 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 			return nil, fmt.Errorf("shard %d bootstrap: %w", shard, err)
 		}
 	}
-	g.prop = newProposer(shard, cfg.Self.ID, g.raft.Raft, g.fsm, clock)
+	g.prop = newProposer(shard, cfg.Self.ID, g.raft.Raft, g.fsm, node.clock)
 	g.prop.start()
 	return g, nil
 }
