@@ -39,14 +39,16 @@ type DebugClock struct {
 	offset atomic.Int64 // this host's error, added to every reading
 }
 
-// Now returns the fixed instant, or the system time moved by Advance, plus
-// the host's offset.
-func (c *DebugClock) Now() int64 {
-	base := time.Now().UnixMilli() + c.shift.Load()
+// Now returns the test's time plus the host's offset.
+func (c *DebugClock) Now() int64 { return c.Test() + c.offset.Load() }
+
+// Test returns the test's time: the fixed instant, or the system time
+// moved by Advance.
+func (c *DebugClock) Test() int64 {
 	if c.fixed.Load() {
-		base = c.at.Load()
+		return c.at.Load()
 	}
-	return base + c.offset.Load()
+	return time.Now().UnixMilli() + c.shift.Load()
 }
 
 // Wall returns the system time plus the host's offset.

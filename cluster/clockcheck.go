@@ -135,11 +135,19 @@ type clockGuard struct {
 	clock     Clock
 	maxOffset time.Duration
 	log       *slog.Logger
-	verdict   atomic.Pointer[clockVerdict] // nil before the first comparison
+	// strict trusts the clock only once it has been compared: a node of a
+	// cluster (restarted with its clock off, it must not lead before the
+	// first round of health polls). A single node has no other clock.
+	strict  bool
+	verdict atomic.Pointer[clockVerdict] // nil before the first comparison
 }
 
-func newClockGuard(clock Clock, maxOffset time.Duration, log *slog.Logger) *clockGuard {
-	return &clockGuard{clock: clock, maxOffset: maxOffset, log: log}
+// errNotCompared is why a node of a cluster does not trust its clock
+// before the first round of health polls.
+var errNotCompared = fmt.Errorf("%w: it has not been compared with theirs yet", ErrClockOffset)
+
+func newClockGuard(clock Clock, maxOffset time.Duration, log *slog.Logger, strict bool) *clockGuard {
+	return &clockGuard{clock: clock, maxOffset: maxOffset, log: log, strict: strict}
 }
 
 // check takes a new comparison, and logs when the clock stops or starts
@@ -158,14 +166,18 @@ func (g *clockGuard) check(offsets []ClockOffset) {
 }
 
 // untrusted says why the clock may not stamp a batch, nor its node lead:
-// it is off, or it has jumped since the last comparison. Nil when it may,
-// and before any comparison, or when no other node answered: there is
-// nothing to compare it with. A nil guard trusts the clock.
+// it is off, or it has jumped since the last comparison, or (strict) it
+// has not been compared yet. Nil when it may, and when no other node
+// answered the last comparison: there is nothing to compare it with. A nil
+// guard trusts the clock.
 func (g *clockGuard) untrusted() error {
 	if g == nil {
 		return nil
 	}
 	v := g.verdict.Load()
+	if v == nil && g.strict {
+		return errNotCompared
+	}
 	if v == nil || v.Peers == 0 {
 		return nil
 	}
@@ -190,12 +202,12 @@ func (g *clockGuard) stamp() (int64, error) {
 
 // state is the latest comparison, for INFO.
 func (g *clockGuard) state() ClockState {
+	st := ClockState{MaxOffset: g.maxOffset}
 	if v := g.verdict.Load(); v != nil {
-		st := v.ClockState
-		st.Off = g.untrusted()
-		return st
+		st = v.ClockState
 	}
-	return ClockState{MaxOffset: g.maxOffset}
+	st.Off = g.untrusted()
+	return st
 }
 
 func abs(d time.Duration) time.Duration {

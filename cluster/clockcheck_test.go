@@ -63,7 +63,7 @@ func TestJudgeClock(t *testing.T) {
 // back.
 func TestClockGuardCatchesAJumpBeforeTheNextComparison(t *testing.T) {
 	clock := new(DebugClock)
-	g := newClockGuard(clock, 500*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g := newClockGuard(clock, 500*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)), false)
 	if _, err := g.stamp(); err != nil {
 		t.Fatalf("before any comparison: %v", err)
 	}
@@ -124,5 +124,19 @@ func TestStatusCarriesTheClock(t *testing.T) {
 	d.Byte()
 	if got, err = decodeStatus(d); err != nil || got.Wall != 0 || got.Shards[0].Commit != 4 {
 		t.Fatalf("a status without the clock decoded as %+v, %v", got, err)
+	}
+}
+
+// A node of a cluster does not trust its clock before it has been
+// compared; a comparison that no other node answered is enough (nothing to
+// compare with).
+func TestClockGuardOfAClusterWaitsForTheFirstComparison(t *testing.T) {
+	g := newClockGuard(new(DebugClock), 500*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
+	if _, err := g.stamp(); !errors.Is(err, ErrClockOffset) {
+		t.Fatalf("before the first comparison: %v, want ErrClockOffset", err)
+	}
+	g.check(nil)
+	if _, err := g.stamp(); err != nil {
+		t.Fatalf("after a comparison nobody answered: %v", err)
 	}
 }

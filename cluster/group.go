@@ -124,7 +124,7 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 		}
 	}()
 	if node.clock == nil {
-		node.clock = newClockGuard(cfg.Clock, cfg.MaxClockOffset, cfg.Log)
+		node.clock = newClockGuard(cfg.Clock, cfg.MaxClockOffset, cfg.Log, false)
 	}
 	g = &Group{
 		shard: shard, self: cfg.Self.ID, electionTimeout: cfg.ElectionTimeout, log: cfg.Log, node: node,

@@ -9,13 +9,15 @@ import (
 )
 
 // DEBUG CLOCK OFFSET makes the host's clock wrong: decisions use it at
-// once, and the shards are not told (they are, after SET and ADVANCE).
+// once, and the shards are not told; SET then moves the test's time, which
+// the clock reads with the offset added.
 func TestDebugClockOffset(t *testing.T) {
 	s := startServer(t)
 	s.dial(t).run([]step{
 		{cmd("DEBUG", "CLOCK", "OFFSET", "300000"), intReply(testNow + 300000)},
 		{cmd("DEBUG", "CLOCK", "GET"), intReply(testNow + 300000)},
 		{cmd("RL.FIXED", "k", "1", "1000000"), decision2(1, 1, 0, 0, 1000000-(testNow+300000)%1000000)},
+		{cmd("DEBUG", "CLOCK", "SET", "1700000000000"), intReply(testNow + 300000)},
 		{cmd("DEBUG", "CLOCK", "OFFSET", "-86400001"), "-ERR the offset must be within a day either way (86400000 ms)\r\n"},
 		{cmd("DEBUG", "CLOCK", "OFFSET", "soon"), "-ERR value is not an integer or out of range\r\n"},
 		{cmd("DEBUG", "CLOCK", "OFFSET"), "-ERR DEBUG CLOCK SET <unix_ms> | ADVANCE <ms> | GET | REAL | OFFSET <ms>\r\n"},

@@ -70,13 +70,15 @@ type Clock interface {
 	Now() int64
 }
 
-// DebugClock is a Clock that DEBUG CLOCK can stop and move, and make wrong
-// (SetOffset: the host's clock off by ms, as the clock check sees it).
+// DebugClock is a Clock that DEBUG CLOCK can stop and move (the test's
+// time, Test), and make wrong (SetOffset: the host's clock off by ms, as
+// the clock check sees it; Now is Test plus it).
 type DebugClock interface {
 	Clock
 	Set(ms int64)
 	Advance(ms int64) int64
 	Real()
+	Test() int64
 	SetOffset(ms int64)
 }
 
