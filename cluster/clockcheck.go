@@ -74,9 +74,10 @@ func measureOffset(peer string, peerWall, sentWall int64, sent time.Time, rtt ti
 // ClockState is what the last comparison of the clocks found (INFO).
 type ClockState struct {
 	MaxOffset time.Duration
-	// Peers is how many other nodes' clocks were compared (those that
-	// answered lately), Far how many of them are further than MaxOffset.
-	Peers, Far int
+	// Others is how many other nodes the cluster has, Peers how many of
+	// their clocks were compared (those that answered lately), Far how
+	// many of those are further than MaxOffset.
+	Others, Peers, Far int
 	// Offset is this node's clock minus the median of theirs.
 	Offset time.Duration
 	// Off is why this node's clock is not trusted; nil when it is.
@@ -93,12 +94,23 @@ type clockVerdict struct {
 	// send, on the monotonic clock and the wall clock.
 	at   time.Time
 	wall int64
+	// settled says the clock has been compared with another node's once,
+	// or no other node answered for clockPatience since the first
+	// comparison: the node may then trust its clock when none answers.
+	settled bool
 }
 
+// clockPatience is how long a node of a cluster that no other node answers
+// waits, from its first comparison, before it trusts its clock unchecked:
+// long enough for the others to answer when they run (a node restarted
+// with its clock off is found off before it leads), short for a survivor
+// that serves alone (the break-glass recovery).
+const clockPatience = 2 * time.Second
+
 // judgeClock compares this node's clock with offsets, those of the other
-// nodes that answered lately, against maxOffset.
-func judgeClock(offsets []ClockOffset, maxOffset time.Duration) clockVerdict {
-	v := clockVerdict{ClockState: ClockState{MaxOffset: maxOffset, Peers: len(offsets)}}
+// nodes that answered lately (of others in all), against maxOffset.
+func judgeClock(offsets []ClockOffset, others int, maxOffset time.Duration) clockVerdict {
+	v := clockVerdict{ClockState: ClockState{MaxOffset: maxOffset, Others: others, Peers: len(offsets)}}
 	if len(offsets) == 0 {
 		return v
 	}
@@ -140,6 +152,7 @@ type clockGuard struct {
 	// first round of health polls). A single node has no other clock.
 	strict  bool
 	verdict atomic.Pointer[clockVerdict] // nil before the first comparison
+	first   time.Time                    // the first comparison; only check touches it
 }
 
 // errNotCompared is why a node of a cluster does not trust its clock
@@ -150,11 +163,16 @@ func newClockGuard(clock Clock, maxOffset time.Duration, log *slog.Logger, stric
 	return &clockGuard{clock: clock, maxOffset: maxOffset, log: log, strict: strict}
 }
 
-// check takes a new comparison, and logs when the clock stops or starts
-// being trusted.
-func (g *clockGuard) check(offsets []ClockOffset) {
-	v := judgeClock(offsets, g.maxOffset)
-	old := g.verdict.Swap(&v)
+// check takes a new comparison with offsets, of others other nodes, and
+// logs when the clock is found off and when it is back.
+func (g *clockGuard) check(offsets []ClockOffset, others int) {
+	v := judgeClock(offsets, others, g.maxOffset)
+	if g.first.IsZero() {
+		g.first = time.Now()
+	}
+	old := g.verdict.Load()
+	v.settled = len(offsets) > 0 || others == 0 || time.Since(g.first) >= clockPatience || (old != nil && old.settled)
+	g.verdict.Store(&v)
 	switch wasOff := old != nil && old.Off != nil; {
 	case v.Off != nil && !wasOff:
 		g.log.Error("this node's clock is off from the other nodes': it hands over the leaderships it holds and stands in no election until it is back",
@@ -167,22 +185,25 @@ func (g *clockGuard) check(offsets []ClockOffset) {
 
 // untrusted says why the clock may not stamp a batch, nor its node lead:
 // it is off, or it has jumped since the last comparison, or (strict) it
-// has not been compared yet. Nil when it may, and when no other node
-// answered the last comparison: there is nothing to compare it with. A nil
-// guard trusts the clock.
+// has not been compared yet: no other node has answered since the first
+// comparison, for less than clockPatience. Nil when it may, and when no
+// other node answered lately after that: there is nothing to compare it
+// with (and a node that none answers has no majority to lead with, but for
+// a survivor recovered to lead alone). A nil guard trusts the clock.
 func (g *clockGuard) untrusted() error {
 	if g == nil {
 		return nil
 	}
 	v := g.verdict.Load()
-	if v == nil && g.strict {
+	switch {
+	case g.strict && (v == nil || !v.settled):
 		return errNotCompared
-	}
-	if v == nil || v.Peers == 0 {
+	case v == nil:
 		return nil
-	}
-	if v.Off != nil {
+	case v.Off != nil:
 		return v.Off
+	case v.Peers == 0:
+		return nil
 	}
 	drift := time.Duration(g.clock.Wall()-v.wall)*time.Millisecond - time.Since(v.at)
 	if abs(drift) > v.slack+driftGrain {

@@ -46,7 +46,7 @@ func TestJudgeClock(t *testing.T) {
 		{"far from one of three", offsetsOf(ms, 10*ms, 20*ms, time.Minute), false, 1, -20 * ms, maxOffset - 21*ms},
 	}
 	for _, c := range cases {
-		v := judgeClock(c.offsets, maxOffset)
+		v := judgeClock(c.offsets, 2, maxOffset)
 		if (v.Off != nil) != c.off || v.Far != c.far || v.Offset != c.mine || v.slack != c.slack || v.Peers != len(c.offsets) {
 			t.Errorf("%s: off %v, far %d, offset %v, slack %v; want off %v, far %d, offset %v, slack %v",
 				c.name, v.Off, v.Far, v.Offset, v.slack, c.off, c.far, c.mine, c.slack)
@@ -67,7 +67,7 @@ func TestClockGuardCatchesAJumpBeforeTheNextComparison(t *testing.T) {
 	if _, err := g.stamp(); err != nil {
 		t.Fatalf("before any comparison: %v", err)
 	}
-	g.check(offsetsOf(time.Millisecond, 5*time.Millisecond, -5*time.Millisecond))
+	g.check(offsetsOf(time.Millisecond, 5*time.Millisecond, -5*time.Millisecond), 2)
 	if _, err := g.stamp(); err != nil {
 		t.Fatalf("in step with the others: %v", err)
 	}
@@ -83,12 +83,12 @@ func TestClockGuardCatchesAJumpBeforeTheNextComparison(t *testing.T) {
 		t.Errorf("INFO's state does not say the clock jumped: %+v", st)
 	}
 	// The next comparison finds it five minutes ahead of both others.
-	g.check(offsetsOf(time.Millisecond, -5*time.Minute, -5*time.Minute))
+	g.check(offsetsOf(time.Millisecond, -5*time.Minute, -5*time.Minute), 2)
 	clock.SetOffset(0)
 	if _, err := g.stamp(); !errors.Is(err, ErrClockOffset) {
 		t.Fatalf("found off, back before the next comparison: %v, want ErrClockOffset until one", err)
 	}
-	g.check(offsetsOf(time.Millisecond, 0, 0))
+	g.check(offsetsOf(time.Millisecond, 0, 0), 2)
 	if now, err := g.stamp(); err != nil || now != clock.Now() {
 		t.Fatalf("compared again, in step: %d, %v", now, err)
 	}
@@ -128,15 +128,38 @@ func TestStatusCarriesTheClock(t *testing.T) {
 }
 
 // A node of a cluster does not trust its clock before it has been
-// compared; a comparison that no other node answered is enough (nothing to
-// compare with).
-func TestClockGuardOfAClusterWaitsForTheFirstComparison(t *testing.T) {
-	g := newClockGuard(new(DebugClock), 500*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
+// compared with another node's, for clockPatience from its first
+// comparison at most; once compared, or with no other node to compare
+// with, it does, even when no other node answers.
+func TestClockGuardOfAClusterWaitsForAComparison(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g := newClockGuard(new(DebugClock), 500*time.Millisecond, quiet, true)
 	if _, err := g.stamp(); !errors.Is(err, ErrClockOffset) {
 		t.Fatalf("before the first comparison: %v, want ErrClockOffset", err)
 	}
-	g.check(nil)
+	g.check(nil, 2)
+	if _, err := g.stamp(); !errors.Is(err, ErrClockOffset) {
+		t.Fatalf("neither of two others answered: %v, want ErrClockOffset", err)
+	}
+	g.check(offsetsOf(time.Millisecond, 0), 2)
 	if _, err := g.stamp(); err != nil {
-		t.Fatalf("after a comparison nobody answered: %v", err)
+		t.Fatalf("one of two others answered, in step: %v", err)
+	}
+	g.check(nil, 2)
+	if _, err := g.stamp(); err != nil {
+		t.Fatalf("compared before, nobody answers now: %v", err)
+	}
+
+	alone := newClockGuard(new(DebugClock), 500*time.Millisecond, quiet, true)
+	alone.check(nil, 0)
+	if _, err := alone.stamp(); err != nil {
+		t.Fatalf("no other node: %v", err)
+	}
+	patient := newClockGuard(new(DebugClock), 500*time.Millisecond, quiet, true)
+	patient.check(nil, 2)
+	patient.first = time.Now().Add(-clockPatience) // as if it had waited
+	patient.check(nil, 2)
+	if _, err := patient.stamp(); err != nil {
+		t.Fatalf("nobody answered for %v: %v", clockPatience, err)
 	}
 }

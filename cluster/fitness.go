@@ -80,9 +80,10 @@ func (g *Group) Unfit() (must bool, why error) {
 }
 
 // CheckClock takes the offsets of the other nodes' clocks that the latest
-// health polls measured (those that answered lately), and decides whether
-// this node's clock is trusted (clockcheck.go).
-func (n *RaftShards) CheckClock(offsets []ClockOffset) { n.clock.check(offsets) }
+// health polls measured (those that answered lately, of others other
+// nodes in the cluster), and decides whether this node's clock is trusted
+// (clockcheck.go).
+func (n *RaftShards) CheckClock(offsets []ClockOffset, others int) { n.clock.check(offsets, others) }
 
 // CatalogueMustNotLead is why this node must not lead the catalogue's
 // group: its clock is not trusted, or one of its logs cannot be written.

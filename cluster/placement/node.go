@@ -76,7 +76,7 @@ type dataPlane interface {
 	LearnLeader(shard int, leader *cluster.Member)
 	StartCatalogueGroup(fsm raft.FSM) (r *raftfix.Raft, existing bool, err error)
 	AskStatus(addr, incarnation string, timeout time.Duration) (cluster.NodeStatus, error)
-	CheckClock(offsets []cluster.ClockOffset)
+	CheckClock(offsets []cluster.ClockOffset, others int)
 	CatalogueMustNotLead() error
 	SendCatalogueOp(addr string, op []byte, deadline time.Time) (index uint64, leader string, err error)
 	RaftStates() []cluster.RaftState

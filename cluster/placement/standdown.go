@@ -32,9 +32,13 @@ const strandedWarning = time.Minute
 // answered lately (cluster.RaftShards.CheckClock).
 func (n *Node) checkClock(cat *cluster.Catalogue) {
 	var offsets []cluster.ClockOffset
+	others := 0
 	now := time.Now()
 	for _, m := range cat.Members() {
-		if m.ID == n.cfg.Self.ID || n.health.silentFor(m.ID, now) > clockFresh {
+		if m.ID == n.cfg.Self.ID {
+			continue
+		}
+		if others++; n.health.silentFor(m.ID, now) > clockFresh {
 			continue
 		}
 		if p, ok := n.health.peer(m.ID); ok && p.status.Offset != nil {
@@ -43,7 +47,7 @@ func (n *Node) checkClock(cat *cluster.Catalogue) {
 			offsets = append(offsets, o)
 		}
 	}
-	n.data.CheckClock(offsets)
+	n.data.CheckClock(offsets, others)
 }
 
 // standDown hands over the leaderships this node should not hold.
