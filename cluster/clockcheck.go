@@ -128,7 +128,7 @@ func judgeClock(offsets []ClockOffset, others int, maxOffset time.Duration) cloc
 		}
 	}
 	slices.Sort(mine)
-	v.Offset = mine[len(mine)/2]
+	v.Offset = mine[len(mine)/2].Round(time.Millisecond)
 	if 2*v.Far > len(offsets) {
 		v.Off = fmt.Errorf("%w: it is %v from the median of the others' (more than --max-clock-offset %v from %d of the %d that answered): "+
 			"it leads nothing until its clock is back within", ErrClockOffset, signed(v.Offset), maxOffset, v.Far, len(offsets))
