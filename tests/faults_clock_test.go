@@ -23,22 +23,14 @@ const clockJump = 5 * 60 * 1000
 // leads nothing while its clock is off, and leads again once it is back.
 func TestFaultLeaderClockJumps(t *testing.T) {
 	t.Parallel()
-	began := time.Now()
-	tc := startCluster(t, 3)
-	tc.waitPreferredLeaders()
+	r := startFitnessRun(t)
+	tc, l := r.tc, r.l
 	const victim = 0 // n1 leads shard 0
-	l := newFaultLoad(t, tc, 300)
-	l.setPhase(1)
-	lap := newLaps()
-	l.start(3)
-	l.waitServed("decisions before the jump", -1, began, 100, nil)
-	lap.lap("load")
-
 	l.offsetClock(victim, clockJump)
 	jumped := time.Now()
 	tc.waitSteppedDown(victim)
 	stoodDown := time.Since(jumped)
-	lap.lap("step down")
+	r.lap.lap("step down")
 	watch := tc.watchLeads(victim)
 	for shard := range tc.Shards {
 		l.waitServed("every shard served with n1's clock off", -1, jumped, 10, func(k faultKey) bool { return k.shard == shard })
@@ -52,7 +44,7 @@ func TestFaultLeaderClockJumps(t *testing.T) {
 	}
 	// Its clients are answered all along, by the others' clocks.
 	l.waitServed("n1 to answer while its clock is off", victim, time.Now(), 20, nil)
-	lap.lap("served while off")
+	r.lap.lap("served while off")
 	if led := watch.end(); len(led) > 0 {
 		t.Errorf("n1 led %v with its clock off", led)
 	}
@@ -63,16 +55,9 @@ func TestFaultLeaderClockJumps(t *testing.T) {
 	trusted := time.Since(back)
 	tc.waitPreferredLeaders() // n1 leads shard 0 again
 	ledAgain := time.Since(back)
-	lap.lap("leads again")
-	l.stopLoad()
-	tc.waitLeaders()
-	summary := l.check()
-	slowest := l.slowest()
-	lap.lap("checked")
-	t.Logf("n1's clock 5 min ahead: it led nothing after %v; back, it trusted its clock after %v and led shard 0 again after %v; "+
-		"slowest request %v (%s); %s; %v in all (%v)",
-		stoodDown.Round(time.Millisecond), trusted.Round(time.Millisecond), ledAgain.Round(time.Millisecond),
-		slowest.done.Sub(slowest.sent).Round(time.Millisecond), slowest.err, summary, time.Since(began).Round(100*time.Millisecond), lap)
+	r.lap.lap("leads again")
+	t.Logf("n1's clock 5 min ahead: it led nothing after %v; back, it trusted its clock after %v and led shard 0 again after %v; %s",
+		stoodDown.Round(time.Millisecond), trusted.Round(time.Millisecond), ledAgain.Round(time.Millisecond), r.finish())
 }
 
 // A node started with its clock five minutes off (--debug-clock-offset)
@@ -81,39 +66,32 @@ func TestFaultLeaderClockJumps(t *testing.T) {
 // time. Once its clock is right it takes its shard back.
 func TestFaultNodeStartedWithItsClockOff(t *testing.T) {
 	t.Parallel()
-	began := time.Now()
-	tc := newCluster(t, 3)
+	r := &fitnessRun{began: time.Now(), tc: newCluster(t, 3)}
+	tc := r.tc
 	const victim = 2 // n3, the preferred leader of shard 2
 	tc.Nodes[victim].Config.Args = append(tc.Nodes[victim].Config.Args, "--debug-clock-offset", fmt.Sprintf("%dms", clockJump))
 	tc.Launch(t)
 	watch := tc.watchLeads(victim)
 	tc.waitLeaders()
-	lap := newLaps()
-	lap.lap("start")
-	l := newFaultLoad(t, tc, 300)
-	l.offsets.Store(victim, int64(clockJump))
-	l.setPhase(1)
-	l.start(3)
-	l.waitServed("decisions with n3's clock off", -1, began, 300, nil)
-	l.waitServed("n3 to answer decisions", victim, began, 20, nil)
-	lap.lap("load")
+	r.lap = newLaps()
+	r.lap.lap("start")
+	r.l = newFaultLoad(t, tc, 300)
+	r.l.offsets.Store(victim, int64(clockJump))
+	r.l.setPhase(1)
+	r.l.start(3)
+	r.l.waitServed("decisions with n3's clock off", -1, r.began, 300, nil)
+	r.l.waitServed("n3 to answer decisions", victim, r.began, 20, nil)
+	r.lap.lap("load")
 	info := tc.waitInfo(victim, "cluster", map[string]string{"clock_ok": "0", "may_lead": "0"})
 	if led := watch.end(); len(led) > 0 {
 		t.Errorf("n3 led %v with its clock off", led)
 	}
 
-	l.offsetClock(victim, 0)
+	r.l.offsetClock(victim, 0)
 	back := time.Now()
 	tc.waitPreferredLeaders() // n3 leads shard 2
 	ledAfter := time.Since(back)
-	lap.lap("leads")
-	l.stopLoad()
-	tc.waitLeaders()
-	summary := l.check()
-	slowest := l.slowest()
-	lap.lap("checked")
-	t.Logf("n3 started 5 min off (INFO: clock_offset_ms %s, may_lead_reason %q); right again, it led shard 2 after %v; "+
-		"slowest request %v (%s); %s; %v in all (%v)",
-		info["clock_offset_ms"], info["may_lead_reason"], ledAfter.Round(time.Millisecond),
-		slowest.done.Sub(slowest.sent).Round(time.Millisecond), slowest.err, summary, time.Since(began).Round(100*time.Millisecond), lap)
+	r.lap.lap("leads")
+	t.Logf("n3 started 5 min off (INFO: clock_offset_ms %s, may_lead_reason %q); right again, it led shard 2 after %v; %s",
+		info["clock_offset_ms"], info["may_lead_reason"], ledAfter.Round(time.Millisecond), r.finish())
 }

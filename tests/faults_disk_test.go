@@ -17,22 +17,14 @@ import (
 // works it catches up and leads again. Every reply of the load is checked.
 func TestFaultLeaderDiskFails(t *testing.T) {
 	t.Parallel()
-	began := time.Now()
-	tc := startCluster(t, 3)
-	tc.waitPreferredLeaders()
+	r := startFitnessRun(t)
+	tc, l := r.tc, r.l
 	const victim = 0 // n1 leads shard 0
-	l := newFaultLoad(t, tc, 300)
-	l.setPhase(1)
-	lap := newLaps()
-	l.start(3)
-	l.waitServed("decisions before the disk fails", -1, began, 100, nil)
-	lap.lap("load")
-
 	tc.mustDo(victim, "DEBUG", "DISK", "FAIL", "EIO")
 	failed := time.Now()
 	tc.waitSteppedDown(victim)
 	stoodDown := time.Since(failed)
-	lap.lap("step down")
+	r.lap.lap("step down")
 	watch := tc.watchLeads(victim)
 	for shard := range tc.Shards {
 		l.waitServed("every shard served with n1's disk failing", -1, failed, 10, func(k faultKey) bool { return k.shard == shard })
@@ -48,7 +40,7 @@ func TestFaultLeaderDiskFails(t *testing.T) {
 	// It stays out while the others go on: many elections' worth of time.
 	l.waitServed("the others to go on serving", -1, time.Now(), 500, nil)
 	l.waitServed("n1 to answer by forwarding", victim, time.Now(), 20, nil)
-	lap.lap("served without n1")
+	r.lap.lap("served without n1")
 	if led := watch.end(); len(led) > 0 {
 		t.Errorf("n1 led %v with its disk failing", led)
 	}
@@ -59,16 +51,9 @@ func TestFaultLeaderDiskFails(t *testing.T) {
 	works := time.Since(fixed)
 	tc.waitPreferredLeaders() // n1 leads shard 0 again
 	ledAgain := time.Since(fixed)
-	lap.lap("leads again")
-	l.stopLoad()
-	tc.waitLeaders()
-	summary := l.check()
-	slowest := l.slowest()
-	lap.lap("checked")
-	t.Logf("n1's disk failed: it led nothing after %v, every shard was served by the others after %v; working again, it could lead after %v and led shard 0 after %v; "+
-		"slowest request %v (%s); %s; %v in all (%v)",
-		stoodDown.Round(time.Millisecond), served.Round(time.Millisecond), works.Round(time.Millisecond), ledAgain.Round(time.Millisecond),
-		slowest.done.Sub(slowest.sent).Round(time.Millisecond), slowest.err, summary, time.Since(began).Round(100*time.Millisecond), lap)
+	r.lap.lap("leads again")
+	t.Logf("n1's disk failed: it led nothing after %v, every shard was served by the others after %v; working again, it could lead after %v and led shard 0 after %v; %s",
+		stoodDown.Round(time.Millisecond), served.Round(time.Millisecond), works.Round(time.Millisecond), ledAgain.Round(time.Millisecond), r.finish())
 }
 
 // A shard leader whose disk turns slow (DEBUG DISK SLOW 1000: every append
@@ -78,40 +63,26 @@ func TestFaultLeaderDiskFails(t *testing.T) {
 // reply of the load is checked.
 func TestFaultLeaderDiskSlow(t *testing.T) {
 	t.Parallel()
-	began := time.Now()
-	tc := startCluster(t, 3)
-	tc.waitPreferredLeaders()
+	r := startFitnessRun(t)
+	tc, l := r.tc, r.l
 	const victim, shard = 0, 0 // n1 leads shard 0
-	l := newFaultLoad(t, tc, 300)
-	l.setPhase(1)
-	lap := newLaps()
-	l.start(3)
-	l.waitServed("decisions before the disk slows down", -1, began, 100, nil)
-	lap.lap("load")
-
 	tc.mustDo(victim, "DEBUG", "DISK", "SLOW", "1000")
 	slowed := time.Now()
 	successor := tc.waitOtherLeader(shard, victim)
 	moved := time.Since(slowed)
-	lap.lap("moved")
+	r.lap.lap("moved")
 	raft := tc.waitInfo(victim, "raft", map[string]string{"raft_logs_failing": "0"})
 	if n, _ := strconv.Atoi(raft["raft_logs_slow"]); n == 0 {
 		t.Errorf("n1's INFO raft with its disk slow: %v", raft)
 	}
 	l.waitServed("shard 0 served by another leader", -1, time.Now(), 50, func(k faultKey) bool { return k.shard == shard })
-	lap.lap("served")
+	r.lap.lap("served")
 
 	tc.mustDo(victim, "DEBUG", "DISK", "OK")
 	fast := time.Now()
 	tc.waitPreferredLeaders() // n1 leads shard 0 again
 	ledAgain := time.Since(fast)
-	lap.lap("leads again")
-	l.stopLoad()
-	tc.waitLeaders()
-	summary := l.check()
-	slowest := l.slowest()
-	lap.lap("checked")
-	t.Logf("n1's appends a second slower: shard 0 moved to n%d after %v; fast again, n1 led it after %v; slowest request %v (%s); %s; %v in all (%v)",
-		successor+1, moved.Round(time.Millisecond), ledAgain.Round(time.Millisecond),
-		slowest.done.Sub(slowest.sent).Round(time.Millisecond), slowest.err, summary, time.Since(began).Round(100*time.Millisecond), lap)
+	r.lap.lap("leads again")
+	t.Logf("n1's appends a second slower: shard 0 moved to n%d after %v; fast again, n1 led it after %v; %s",
+		successor+1, moved.Round(time.Millisecond), ledAgain.Round(time.Millisecond), r.finish())
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/rlserver/rlserver/internal/poll"
@@ -14,6 +15,44 @@ import (
 
 // The helpers of the tests of a node that should not lead: its clock off
 // (faults_clock_test.go), its disk failing or slow (faults_disk_test.go).
+
+// fitnessRun is one such test: a three-node cluster of three shards under
+// the fault load, in its first phase, timed.
+type fitnessRun struct {
+	tc    *testCluster
+	l     *faultLoad
+	lap   *laps
+	began time.Time
+}
+
+// startFitnessRun starts a cluster whose shards are led by their preferred
+// nodes (shard s by node s), and a load over it that has served 100
+// decisions.
+func startFitnessRun(t *testing.T) *fitnessRun {
+	t.Helper()
+	r := &fitnessRun{began: time.Now()}
+	r.tc = startCluster(t, 3)
+	r.tc.waitPreferredLeaders()
+	r.l = newFaultLoad(t, r.tc, 300)
+	r.l.setPhase(1)
+	r.lap = newLaps()
+	r.l.start(3)
+	r.l.waitServed("decisions before the fault", -1, r.began, 100, nil)
+	r.lap.lap("load")
+	return r
+}
+
+// finish stops the load, checks the history, and describes the run for
+// the log: its slowest request, the history's summary and the laps.
+func (r *fitnessRun) finish() string {
+	r.l.stopLoad()
+	r.tc.waitLeaders()
+	summary := r.l.check()
+	slowest := r.l.slowest()
+	r.lap.lap("checked")
+	return fmt.Sprintf("slowest request %v (%s); %s; %v in all (%v)", slowest.done.Sub(slowest.sent).Round(time.Millisecond), slowest.err,
+		summary, time.Since(r.began).Round(100*time.Millisecond), r.lap)
+}
 
 // infoOf reads node i's INFO section as its fields.
 func (tc *testCluster) infoOf(i int, section string) (map[string]string, error) {
