@@ -7,17 +7,17 @@ import (
 	"github.com/rlserver/rlserver/persistence"
 )
 
-// Whether this node should lead a group: a node whose clock is not trusted
-// (clockcheck.go), or one of whose logs cannot be written, must not (the
-// logs share the data directory's disk: a full disk fails them all, each
-// at its next append, and a group whose log has not been written since is
-// no safer to lead):
-// it stays out of the group's elections (raftfix's abstention), its
-// proposer stamps nothing (the clock), and the control plane hands the
-// leadership over. A node whose log for the group is slow to write should
-// not, when another voter can take the leadership: the control plane hands
-// it to a voter that is fit, and the node still stands in elections, so
-// that a shard whose every replica is slow still has a leader.
+// Whether this node should lead a group. A node whose clock is not trusted
+// (clockcheck.go), or one of whose logs cannot be written, must not lead
+// any (the logs share the data directory's disk: a full disk fails them
+// all, each at its next append, and a group whose log has not been written
+// since is no safer to lead): it stays out of the elections (raftfix's
+// abstention), its proposers stamp nothing (the clock), and the control
+// plane hands its leaderships over. A node whose log for a group is slow
+// to write should not lead that group when another voter can: the control
+// plane hands it to a voter that is fit, and the node still stands in
+// elections, so that a shard whose every replica is slow still has a
+// leader.
 
 // DefaultSlowLogWrite is how long an append to a log, fsync included, may
 // take before it counts as slow (RaftConfig.SlowLogWrite): a disk in good
