@@ -3,13 +3,17 @@ package cluster
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/rlserver/rlserver/engine"
 )
 
-// Clock is the time a shard's leader stamps on each batch, in Unix ms, and
-// the host's wall clock the node compares with the others' (clockcheck.go).
+// Clock is the time a shard's leader stamps on each batch, and the host's
+// wall clock the node compares with the others' (clockcheck.go).
 type Clock interface {
-	// Now is the time a leader stamps on a batch.
+	// Now and NowMicro are the time a leader stamps on a batch, in Unix
+	// ms and µs.
 	Now() int64
+	NowMicro() int64
 	// Wall is this host's wall clock, in Unix ms, as the other nodes'
 	// clocks are compared with it. For the system clock it is Now; a
 	// DebugClock's Now may be fixed by a test while its Wall runs on.
@@ -21,6 +25,9 @@ type SystemClock struct{}
 
 // Now returns the current Unix time in milliseconds.
 func (SystemClock) Now() int64 { return time.Now().UnixMilli() }
+
+// NowMicro returns the current Unix time in microseconds.
+func (SystemClock) NowMicro() int64 { return time.Now().UnixMicro() }
 
 // Wall returns the current Unix time in milliseconds.
 func (SystemClock) Wall() int64 { return time.Now().UnixMilli() }
@@ -41,6 +48,16 @@ type DebugClock struct {
 
 // Now returns the test's time plus the host's offset.
 func (c *DebugClock) Now() int64 { return c.Test() + c.offset.Load() }
+
+// NowMicro returns Now in microseconds: the fixed instant's first, or the
+// system time moved by Advance; plus the host's offset.
+func (c *DebugClock) NowMicro() int64 {
+	us := time.Now().UnixMicro() + c.shift.Load()*1000
+	if c.fixed.Load() {
+		us = c.at.Load() * 1000
+	}
+	return us + c.offset.Load()*1000
+}
 
 // Test returns the test's time: the fixed instant, or the system time
 // moved by Advance.
@@ -84,3 +101,36 @@ func (c *DebugClock) SetOffset(ms int64) { c.offset.Store(ms) }
 
 // Offset returns the host's offset, in ms.
 func (c *DebugClock) Offset() int64 { return c.offset.Load() }
+
+// stamper stamps a shard's batches: the clock's microseconds, but past the
+// scripts of the batch before within the clock's millisecond. A batch's
+// k-th script sees its stamp plus k-1 (engine.Shard.ApplyMicros), so
+// successive scripts see TIME move, as they do in Redis, even when the
+// clock has not; the millisecond, which decisions use, is the clock's.
+type stamper struct {
+	next int64 // the first microsecond after the last batch's scripts, at most its millisecond's end
+}
+
+// stamp returns the time of a batch with scripts scripts, the clock
+// reading us: us, or, while the clock is in the millisecond of the last
+// batch's scripts, the microsecond after them (at most the millisecond's
+// last, as the engine never takes a script past it).
+func (s *stamper) stamp(us, scripts int64) int64 {
+	t := us
+	if ms := us - us%1000; s.next > us && s.next <= ms+1000 {
+		t = min(s.next, ms+999)
+	}
+	s.next = min(t+scripts, t-t%1000+1000)
+	return t
+}
+
+// scriptsIn counts the scripts among cmds.
+func scriptsIn(cmds []engine.Command) int64 {
+	n := int64(0)
+	for i := range cmds {
+		if cmds[i].Op == engine.OpEval {
+			n++
+		}
+	}
+	return n
+}

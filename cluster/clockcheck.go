@@ -213,12 +213,12 @@ func (g *clockGuard) untrusted() error {
 	return nil
 }
 
-// stamp reads the clock for a batch, unless it is not trusted.
+// stamp reads the clock for a batch, in µs, unless it is not trusted.
 func (g *clockGuard) stamp() (int64, error) {
 	if err := g.untrusted(); err != nil {
 		return 0, err
 	}
-	return g.clock.Now(), nil
+	return g.clock.NowMicro(), nil
 }
 
 // state is the latest comparison, for INFO.

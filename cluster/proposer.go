@@ -36,8 +36,9 @@ type proposer struct {
 	quit    chan struct{}
 	done    chan struct{}
 
-	group groupCommit
-	timer *time.Timer // bounds a group wait; reused
+	group   groupCommit
+	timer   *time.Timer // bounds a group wait; reused
+	stamper stamper     // the entries' times
 }
 
 // inflightEntry is an entry waiting to commit, or a marker (drained closes
@@ -226,10 +227,12 @@ func (p *proposer) propose(batch []*Request) {
 		return
 	}
 	n := 0
+	scripts := int64(0)
 	for _, r := range taken {
 		n += len(r.Cmds)
+		scripts += scriptsIn(r.Cmds)
 	}
-	data := appendBatch(nil, now, taken)
+	data := appendBatch(nil, p.stamper.stamp(now, scripts), taken)
 	claim := p.fsm.claims.register(data, p.buffer(n))
 	for _, r := range taken {
 		r.markSent(p.self)

@@ -84,7 +84,7 @@ func (s *Server) writeServerInfo(b *strings.Builder, _ *engine.Stats) {
 	infoLine(b, "process_id", os.Getpid())
 	infoLine(b, "run_id", s.runID)
 	infoLine(b, "tcp_port", s.port())
-	infoLine(b, "server_time_usec", s.cfg.Clock.Now()*1000)
+	infoLine(b, "server_time_usec", s.cfg.Clock.NowMicro())
 	infoLine(b, "uptime_in_seconds", int64(uptime.Seconds()))
 	infoLine(b, "uptime_in_days", int64(uptime.Hours()/24))
 	infoLine(b, "executable", executable())
@@ -115,6 +115,15 @@ func (s *Server) writeMemoryInfo(b *strings.Builder, t *engine.Stats) {
 	infoLine(b, "rl_heap_released", m.released)
 	infoLine(b, "rl_gc_percent", m.gcPercent)
 	infoLine(b, "rl_gc_cycles", m.gcCycles)
+	// Redis 7 has its scripts' figures here as well as under scripting,
+	// and tools read them here. rlserver has no functions: used_memory_scripts
+	// (EVAL's and functions') is EVAL's.
+	infoLine(b, "used_memory_scripts_eval", t.ScriptBytes)
+	infoLine(b, "number_of_cached_scripts", t.Scripts)
+	infoLine(b, "number_of_functions", 0)
+	infoLine(b, "number_of_libraries", 0)
+	infoLine(b, "used_memory_scripts", t.ScriptBytes)
+	infoLine(b, "used_memory_scripts_human", humanBytes(uint64(t.ScriptBytes)))
 	limit := s.memoryLimit()
 	infoLine(b, "maxmemory", limit.Bytes)
 	infoLine(b, "maxmemory_human", humanBytes(uint64(limit.Bytes)))

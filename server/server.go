@@ -65,9 +65,10 @@ type RaftInfo interface {
 	Fitness() cluster.Fitness
 }
 
-// Clock is the time decisions use, in Unix ms (for TIME).
+// Clock is the time decisions use (for TIME).
 type Clock interface {
-	Now() int64
+	Now() int64      // Unix ms
+	NowMicro() int64 // Unix µs
 }
 
 // DebugClock is a Clock that DEBUG CLOCK can stop and move (the test's
