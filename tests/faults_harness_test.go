@@ -126,6 +126,11 @@ type faultLoad struct {
 	stop    chan struct{}
 	stopped bool // stop is closed
 	wg      sync.WaitGroup
+
+	// offsets are the nodes' host clock offsets, in ms, that offsetClock
+	// gave them (DEBUG CLOCK OFFSET): such a node's clock reads the
+	// phase's instant plus its offset.
+	offsets sync.Map // node -> int64
 }
 
 // newFaultLoad prepares a load over a tight key (limit tight) and a wide one
@@ -174,8 +179,27 @@ func (l *faultLoad) setClock(i int) {
 	defer c.Close()
 	poll.Until(l.t, 20*time.Second, fmt.Sprintf("DEBUG CLOCK SET on n%d", i+1), func() (bool, error) {
 		got, err := c.Do(ctx(l.t), "DEBUG", "CLOCK", "SET", at).Int64()
-		return err == nil && got == at, err
+		return err == nil && got == at+l.offsetOf(i), err
 	})
+}
+
+// offsetClock makes node i's host clock ms off (DEBUG CLOCK OFFSET): its
+// clock check sees it, the test's time does not move.
+func (l *faultLoad) offsetClock(i int, ms int64) {
+	l.t.Helper()
+	l.offsets.Store(i, ms)
+	c := l.tc.clientOf(i)
+	defer c.Close()
+	if _, err := c.Do(ctx(l.t), "DEBUG", "CLOCK", "OFFSET", ms).Int64(); err != nil {
+		l.t.Fatalf("DEBUG CLOCK OFFSET %d on n%d: %v", ms, i+1, err)
+	}
+}
+
+// offsetOf is node i's host clock offset (offsetClock), in ms.
+func (l *faultLoad) offsetOf(i int) int64 {
+	ms, _ := l.offsets.Load(i)
+	v, _ := ms.(int64)
+	return v
 }
 
 // start runs workers per node until stopLoad.

@@ -49,8 +49,9 @@ func (n *Node) balance() {
 }
 
 // handBack transfers g's leadership to its preferred node when this node
-// leads it and the preferred node is a voter and ready; it reports whether
-// it tried. A shard that is moving is left to its move.
+// leads it and the preferred node is a voter, ready, and says it may lead
+// the shard (its clock and its log are fine, standdown.go); it reports
+// whether it tried. A shard that is moving is left to its move.
 func (n *Node) handBack(g *cluster.Group, p cluster.Placement) bool {
 	preferred := n.member(p.Preferred())
 	if preferred == nil || preferred.ID == n.cfg.Self.ID || !g.Leads() ||
@@ -59,7 +60,7 @@ func (n *Node) handBack(g *cluster.Group, p cluster.Placement) bool {
 	}
 	status, err := n.data.AskStatus(preferred.Bus, n.cfg.Incarnation, callTimeout)
 	applied, _ := g.Progress()
-	if err != nil || g.Shard() >= len(status.Shards) || status.Shards[g.Shard()].Applied+caughtUp < applied {
+	if err != nil || g.Shard() >= len(status.Shards) || status.Shards[g.Shard()].Applied+caughtUp < applied || status.Shards[g.Shard()].Unfit {
 		return false
 	}
 	return g.HandOver(*preferred, "handing the leadership back to the shard's preferred node")

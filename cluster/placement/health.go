@@ -16,6 +16,9 @@ import (
 // (CLUSTER SHARDS' replication offset, and whether a non-voter has caught up
 // enough to vote), and whether the cluster still has this node: a node the
 // catalogue has forgotten, or knows with another data directory, stops.
+// Each answer carries the peer's clock too: after each round the node
+// compares its clock with the others', and hands over the leaderships it
+// should not hold (standdown.go).
 
 const (
 	healthInterval = 500 * time.Millisecond
@@ -139,6 +142,8 @@ func (n *Node) pollOnce() {
 	}
 	wg.Wait()
 	n.learnForeignLeaders(cat)
+	n.checkClock(cat)
+	n.standDown()
 }
 
 // learnForeignLeaders tells the data plane, for each shard this node holds
