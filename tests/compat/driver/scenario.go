@@ -29,7 +29,10 @@ type target struct {
 	// membership is the membership scenario's run, for CONTROL membership;
 	// nil in the other modes.
 	membership *membership
-	timeout    time.Duration
+	// faults is the faults scenario's run, for CONTROL faults and the
+	// CALLS lines; nil in the other modes.
+	faults  *faultRun
+	timeout time.Duration
 }
 
 // runScenario runs p against t and returns its results. A program that
@@ -92,6 +95,10 @@ func runScenario(p scenarioProgram, t target, prefix string) []result {
 			version = r.version
 			logf("  %-9s %-8s %-10s %-8s %-18s %s", r.status, r.client, r.version, r.mode, r.name, r.detail)
 			results = append(results, r)
+		case strings.HasPrefix(line, "CALLS\t") && t.faults != nil:
+			if err := t.faults.record(p.client, strings.Split(line, "\t")[1:]); err != nil {
+				other = append(other, err.Error())
+			}
 		case strings.HasPrefix(line, "CONTROL\t"):
 			answer := control(t, strings.Split(line, "\t")[1:])
 			logf("  control %s -> %s", strings.Join(strings.Split(line, "\t")[1:], " "), answer)
@@ -129,6 +136,8 @@ func control(t target, args []string) string {
 	switch {
 	case len(args) == 2 && args[0] == "membership" && t.membership != nil:
 		return t.membership.arrive(args[1])
+	case len(args) == 2 && args[0] == "faults" && args[1] == "run" && t.faults != nil:
+		return t.faults.arrive()
 	case len(args) == 2 && args[0] == "kill-leader":
 		killed, err := t.cluster.killLeaderOf(args[1])
 		if err != nil {
