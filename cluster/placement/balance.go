@@ -15,8 +15,9 @@ import (
 // dead node would stall the shard for an election timeout. And only to one
 // that has answered every health poll for handBackSteady: a node whose
 // network flaps would lose the leadership again at its next failure, an
-// election each time, for as long as it flaps (tests/partition_test.go
-// measured 7 elections in 30 s for one shard before this rule, 1 after).
+// election each time, for as long as it flaps (tests/partition_test.go,
+// TestPartitionFlappingLink: the shard's leadership changed hands 9 times
+// in 30 s without this rule, once with it).
 
 const (
 	balanceInterval = 2 * time.Second
