@@ -276,8 +276,18 @@ func (l *faultLoad) servedBy(nodes int, since, until time.Time) []int {
 // shard last, and when.
 func (l *faultLoad) waitEveryNodeServes(what string, since time.Time, n int) string {
 	l.t.Helper()
+	nodes := make([]int, l.tc.nodeCount())
+	for i := range nodes {
+		nodes[i] = i
+	}
+	return l.waitNodesServe(what, nodes, since, n)
+}
+
+// waitNodesServe is waitEveryNodeServes for the nodes nodes.
+func (l *faultLoad) waitNodesServe(what string, nodes []int, since time.Time, n int) string {
+	l.t.Helper()
 	last, lastAt := "", since
-	for i := range l.tc.nodeCount() {
+	for _, i := range nodes {
 		for shard := range l.tc.shardCount() {
 			l.waitServed(fmt.Sprintf("%s: n%d to serve shard %d", what, i+1, shard), i, since, n,
 				func(k faultKey) bool { return k.shard == shard })
