@@ -33,8 +33,8 @@ func appendError(b []byte, err error) []byte {
 // suite's faults scenario (tests/compat/driver/faults.go, a minute of
 // leaders killed and frozen), 7 decisions through each of go-redis's
 // clients, 12 through ioredis's Cluster, 5 through RedisCluster; with
-// UNCERTAIN 0, 0, 1 and 1, the last from their retries after a broken
-// connection. No client retries a word it does not know, so the caller
+// UNCERTAIN none through go-redis, and 1 or 2 through the others, from
+// their own retries after a broken connection. No client retries a word it does not know, so the caller
 // sees it and chooses: fail open, fail closed, or retry knowing what a
 // retry may cost. TRYAGAIN stays for what nothing was counted of, which any
 // client may retry safely.

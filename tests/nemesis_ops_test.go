@@ -273,34 +273,28 @@ const (
 	snapCutTarget    = "cut the new replica off while a snapshot is sent"
 )
 
-func (nm *nemesis) killLeader() (string, string) {
+// toALeader waits up to a second, then does fault to the node leading a
+// shard; kind names the fault.
+func (nm *nemesis) toALeader(kind string, fault func(i int)) (string, string) {
 	nm.pause(0, time.Second)
 	i, shard := nm.aLeader()
 	if i < 0 {
-		return "kill a leader", "none to kill: no shard had a leader"
+		return kind, "none: no shard had a leader"
 	}
-	nm.killFor(i, time.Second, 3*time.Second)
-	return "kill a leader", fmt.Sprintf("kill -9 %s, the leader of shard %d", nm.Nodes[i].ID, shard)
+	fault(i)
+	return kind, fmt.Sprintf("%s: %s, the leader of shard %d", kind, nm.Nodes[i].ID, shard)
+}
+
+func (nm *nemesis) killLeader() (string, string) {
+	return nm.toALeader("kill a leader", func(i int) { nm.killFor(i, time.Second, 3*time.Second) })
 }
 
 func (nm *nemesis) freezeLeader() (string, string) {
-	nm.pause(0, time.Second)
-	i, shard := nm.aLeader()
-	if i < 0 {
-		return "freeze a leader", "none to freeze: no shard had a leader"
-	}
-	nm.freezeFor(i, time.Second, 3*time.Second)
-	return "freeze a leader", fmt.Sprintf("freeze %s, the leader of shard %d", nm.Nodes[i].ID, shard)
+	return nm.toALeader("freeze a leader", func(i int) { nm.freezeFor(i, time.Second, 3*time.Second) })
 }
 
 func (nm *nemesis) isolateLeader() (string, string) {
-	nm.pause(0, time.Second)
-	i, shard := nm.aLeader()
-	if i < 0 {
-		return "cut a leader off", "none to cut off: no shard had a leader"
-	}
-	nm.cutFor(isolation(i, len(nm.Nodes)), 2*time.Second, 5*time.Second)
-	return "cut a leader off", fmt.Sprintf("cut %s, the leader of shard %d, off", nm.Nodes[i].ID, shard)
+	return nm.toALeader("cut a leader off", func(i int) { nm.cutFor(isolation(i, len(nm.Nodes)), 2*time.Second, 5*time.Second) })
 }
 
 func (nm *nemesis) cutLeaderFromFollower() (string, string) {

@@ -106,19 +106,7 @@ func runFaults(dir string, filter *regexp.Regexp) []result {
 	f := &faultRun{c: c, parties: len(progs)}
 	f.cond = sync.NewCond(&f.mu)
 	t := target{mode: "faults", addrs: c.Addrs(), authAddrs: c.Addrs(), cluster: c, faults: f, timeout: faultsTimeout}
-	var mu sync.Mutex
-	var results []result
-	var wg sync.WaitGroup
-	for _, p := range progs {
-		wg.Go(func() {
-			r := runScenario(p, t, p.client+":")
-			f.leave()
-			mu.Lock()
-			results = append(results, r...)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
+	results := runTogether(progs, t, f.leave)
 	if _, err := c.waitHealthy(); err != nil {
 		return append(results, result{client: "rlserver", mode: "faults", name: "recover", status: statusFail, detail: err.Error()})
 	}

@@ -60,10 +60,10 @@ func (s *scenario) faults(clients []faultClient, config string) {
 	for i, c := range clients {
 		fc := calls[i]
 		ids := make([]int64, 0, len(fc.failed))
-		kinds := map[string]int{}
+		byWord := map[string]int{}
 		for id, word := range fc.failed {
 			ids = append(ids, id)
-			kinds[word]++
+			byWord[word]++
 		}
 		sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
 		var items []string
@@ -71,7 +71,7 @@ func (s *scenario) faults(clients []faultClient, config string) {
 			items = append(items, fmt.Sprintf("%d=%s", id, fc.failed[id]))
 		}
 		fmt.Printf("CALLS\t%s\t%d\t%s\n", c.kind, fc.next.Load(), strings.Join(items, ","))
-		status, detail := "PASS", fmt.Sprintf("%s; %d calls, errors: %s; faults: %s", config, fc.next.Load(), summarizeKinds(kinds), answer)
+		status, detail := "PASS", fmt.Sprintf("%s; %d calls, errors: %s; faults: %s", config, fc.next.Load(), kinds(byWord), answer)
 		if err != nil {
 			status, detail = "FAIL", err.Error()
 		}
@@ -107,19 +107,6 @@ func faultWord(err error) string {
 		return errKind(err) + "?"
 	}
 	return errKind(err)
-}
-
-// summarizeKinds lists error counts by kind: "none" or "TRYAGAIN 3, EOF 1".
-func summarizeKinds(kinds map[string]int) string {
-	if len(kinds) == 0 {
-		return "none"
-	}
-	var out []string
-	for k, n := range kinds {
-		out = append(out, fmt.Sprintf("%s %d", k, n))
-	}
-	sort.Strings(out)
-	return strings.Join(out, ", ")
 }
 
 // goredisFaults runs the faults scenario through go-redis with its default
