@@ -29,7 +29,8 @@ import (
 //
 //   - every reply is a well-formed decision for the command sent, stamped
 //     with the time the test set, or an error a client can act on
-//     (TRYAGAIN, CLUSTERDOWN, MOVED); never anything else;
+//     (TRYAGAIN, CLUSTERDOWN, MOVED: nothing was counted; UNCERTAIN: it may
+//     have been); never anything else;
 //   - per key and window, the allowed replies number at most the limit, and
 //     they are linearizable: each grant spends exactly one unit, so no two
 //     grants report the same remaining budget, a grant that ended before
@@ -283,8 +284,12 @@ func classify(v any, err error, limit int64, phase int) (outcome, decision, stri
 		}
 		msg := err.Error()
 		switch {
-		case strings.HasPrefix(msg, "TRYAGAIN") && strings.Contains(msg, "may have been counted"):
+		case strings.HasPrefix(msg, "UNCERTAIN ") && strings.HasSuffix(msg, "it may have been counted"):
 			return unknown, decision{}, msg
+		case strings.HasPrefix(msg, "TRYAGAIN ") && strings.Contains(msg, "may have been counted"):
+			// An uncertain outcome under the word clients retry on their
+			// own: a violation (see server/errors.go).
+			return invalid, decision{}, msg
 		case strings.HasPrefix(msg, "TRYAGAIN"), strings.HasPrefix(msg, "CLUSTERDOWN"), strings.HasPrefix(msg, "MOVED"):
 			return notApplied, decision{}, msg
 		}
