@@ -12,6 +12,9 @@ var (
 	argKeys    = Arg{Name: "key", Type: "key", Multiple: true}
 	argCost    = Arg{Name: "cost", Type: "integer", Token: "COST", Optional: true}
 	argPartial = Arg{Name: "partial", Type: "pure-token", Token: "PARTIAL", Optional: true}
+	argGlobal  = Arg{Name: "global", Type: "block", Token: "GLOBAL", Optional: true, Args: []Arg{
+		{Name: "mode", Type: "oneof", Optional: true, Args: []Arg{
+			{Name: "strict", Type: "pure-token", Token: "STRICT"}, {Name: "relaxed", Type: "pure-token", Token: "RELAXED"}}}}}
 )
 
 // allAlgorithmArgs documents the words RL.ALL's limits start with: the
@@ -34,12 +37,15 @@ func decisionSpec(id ID, op engine.Op, fast bool, summary string) *Spec {
 	if !fast {
 		flags, cats, complexity = flags[:2], []string{"@write", "@ratelimit", "@slow"}, "O(N) where N is the number of distinct milliseconds with grants in the window"
 	}
+	args := append(limitArgs(op), argCost, argPartial)
+	if op.Spec().Flags&engine.FlagGlobal != 0 {
+		args = append(args, argGlobal)
+	}
 	return &Spec{
 		ID: id, Name: op.Spec().Name, Arity: -(2 + requiredParams(op)), Flags: flags,
 		FirstKey: 1, LastKey: 1, KeyStep: 1, Categories: cats,
 		Group: "ratelimit", Since: "1.0.0", Complexity: complexity, Summary: summary,
-		Args: append(limitArgs(op), argCost, argPartial), Route: RouteKey,
-		parse: decisionParser(op),
+		Args: args, Route: RouteKey, parse: decisionParser(op),
 	}
 }
 
