@@ -118,15 +118,13 @@ type homeState struct {
 // the blocks granted it and not yet reported, and the running totals
 // that reconcile what it was granted with what it used.
 type regionLease struct {
-	region  string
-	req     int64
-	answer  leaseAnswer
-	demand  int64 // units per rate period, or UnknownDemand
-	need    int64 // units it asked for in its last request
-	seen    int64 // when its last request was applied
-	accrued int64 // its fair share accrued while units are contended, in units × rate period
-	accAt   int64 // when accrued was last brought up to date
-	out     []outBlock
+	region string
+	req    int64
+	answer leaseAnswer
+	demand int64 // units per rate period, or UnknownDemand
+	need   int64 // units it asked for in its last request
+	seen   int64 // when its last request was applied
+	out    []outBlock
 	// The ledger: units granted, refunded, reported used, reported under
 	// the partition floor; and the floor units the algorithm had no room
 	// for when they were reported (admitted over the limit).
@@ -254,3 +252,16 @@ func (g *globalState) giveBack(n int64) {
 		}
 	}
 }
+
+// GlobalRate is the rate of op's limit with the command's parameters p:
+// units per period (ms). Demands and fair shares are in units per that
+// period.
+func GlobalRate(op Op, p [3]int64) (units, period int64) { return rateOf(op, p) }
+
+// GlobalLimit is the budget a decision on op with the command's
+// parameters p reports as its limit.
+func GlobalLimit(op Op, p [3]int64) int64 { return limitOf(op, p) }
+
+// GlobalWindowCount is the window start and the current window's count
+// in a relaxed key's state st (GlobalKey.State).
+func GlobalWindowCount(op Op, st [3]int64) (start, count int64) { return st[0], st[curWord(op)] }

@@ -167,7 +167,9 @@ func TestGlobalStrictNeverOverTheLimitInAnyWindow(t *testing.T) {
 						used, windows = used+n, windows+1
 					}
 				}
-				if share := float64(used) / float64(windows*tc.p[0]); share < 0.9 {
+				share := float64(used) / float64(windows*tc.p[0])
+				t.Logf("used %.3f of the limit", share)
+				if share < 0.9 {
 					t.Errorf("used %.2f of the limit", share)
 				}
 				sim.reconcile(t, end)

@@ -16,8 +16,8 @@ import (
 //	dropped, floor, floorAt, nextReq, asked, askedAt, retry, share, bound varints
 //	peers uvarint, each: region (uvarint length, bytes), state 3 varints, peak varint
 //	home byte (0: none), then: live byte, lastID varint, leases uvarint, each:
-//	  region, then req, demand, need, seen, accrued, accAt, granted,
-//	  refunded, used, floor, floorOver varints, its answer (block, n,
+//	  region, then req, demand, need, seen, granted, refunded, used,
+//	  floor, floorOver varints, its answer (block, n,
 //	  until, share, floor, dropped varints, acked uvarint and ids), its
 //	  blocks out (uvarint, each id, n, until, wstart, wlen varints)
 //
@@ -60,8 +60,7 @@ func appendGlobal(b []byte, ks *keyspace, i int32) []byte {
 // appendLease appends one region's lease at the home.
 func appendLease(b []byte, l *regionLease) []byte {
 	b = wire.AppendString(b, l.region)
-	b = wire.AppendVarints(b, l.req, l.demand, l.need, l.seen, l.accrued, l.accAt,
-		l.granted, l.refunded, l.used, l.floor, l.floorOver)
+	b = wire.AppendVarints(b, l.req, l.demand, l.need, l.seen, l.granted, l.refunded, l.used, l.floor, l.floorOver)
 	a := &l.answer
 	b = wire.AppendVarints(b, a.block, a.n, a.until, a.share, a.floor, a.dropped)
 	b = wire.AppendUvarint(b, uint64(len(a.acked)))
@@ -178,7 +177,7 @@ func (d *decoder) home(g *globalState) {
 	}
 	for range n {
 		l := regionLease{region: string(d.Bytes(MaxRegionLen))}
-		v := []*int64{&l.req, &l.demand, &l.need, &l.seen, &l.accrued, &l.accAt, &l.granted, &l.refunded,
+		v := []*int64{&l.req, &l.demand, &l.need, &l.seen, &l.granted, &l.refunded,
 			&l.used, &l.floor, &l.floorOver, &l.answer.block, &l.answer.n, &l.answer.until, &l.answer.share,
 			&l.answer.floor, &l.answer.dropped}
 		for _, p := range v {

@@ -19,13 +19,13 @@ import (
 // are reported, as far as the algorithm has room.
 //
 // Grants: a region asks for Need units, what it expects to admit in the
-// next Period beyond what it holds. While every active region's need fits
-// in what the algorithm has available, each gets its need; when they do
-// not, each gets what its fair share of the limit's rate (max-min by
-// demand, as RL.SHARE splits) has accrued since its last grant, at most a
-// Period's worth. The algorithm then counts the block at once (as a COST n
-// decision, PARTIAL): whatever the sizing, the units all regions may admit
-// are units the algorithm granted.
+// next Period beyond what it holds. What the algorithm has available now
+// is split among the active regions' needs, max-min (as RL.SHARE splits a
+// rate), and the region gets its part: its need while everyone's fits,
+// and never the part of a region that needs it too. The algorithm then
+// counts the block at once (as a COST n decision, PARTIAL): whatever the
+// sizing, the units all regions may admit are units the algorithm
+// granted.
 
 // globalLease applies OpGlobalLease.
 func (s *Shard) globalLease(now int64, c *Command, r *Result) {
@@ -57,7 +57,7 @@ func (s *Shard) answerLease(now int64, i int32, g *globalState, l *regionLease, 
 	l.demand, l.need, l.seen = q.Demand, q.Need, now
 	units, period := rateOf(g.algo, g.params)
 	ans.share = g.home.fairShare(l, units, now, q.TTL)
-	n, contended := s.blockSize(now, i, g, l, q, ans.share)
+	n := s.blockSize(now, i, g, l, q)
 	until := now + q.TTL
 	if windowed(g.algo) {
 		until = min(until, windowEnd(g.params, now))
@@ -66,9 +66,6 @@ func (s *Shard) answerLease(now int64, i int32, g *globalState, l *regionLease, 
 		n = min(n, mulDivCeil(l.demand, max(until-now-q.Lag, 0), period))
 	}
 	got := s.homeSpend(now, i, g, n, true)
-	if contended {
-		l.accrued = max(l.accrued-mulSat(got, period), 0)
-	}
 	if got > 0 {
 		g.home.lastID = leaseID(g.home.lastID, now)
 		ob := outBlock{id: g.home.lastID, n: got, until: until}
@@ -129,27 +126,25 @@ func refundable(g *globalState, ob outBlock, now int64) bool {
 	return windowed(g.algo) && ob.wlen == g.params[1] && ob.wstart == now-now%ob.wlen
 }
 
-// blockSize is the units to grant lease l for request q, and whether the
-// active regions' needs are contended (more than the algorithm has).
-func (s *Shard) blockSize(now int64, i int32, g *globalState, l *regionLease, q *GlobalLeaseRequest, share int64) (int64, bool) {
-	_, period := rateOf(g.algo, g.params)
-	full := mulSat(share, q.Period)
-	if l.accAt == 0 {
-		l.accrued = full
-	} else if now > l.accAt {
-		l.accrued = min(full, satAdd(l.accrued, mulSat(share, now-l.accAt)))
-	}
-	l.accrued, l.accAt = min(l.accrued, full), now
-	var needs int64
-	for _, o := range g.home.leases {
-		if o.seen+q.TTL > now {
-			needs = satAdd(needs, o.need)
+// blockSize is the units to grant lease l for request q: its part of
+// what the algorithm has available, split max-min among the needs of the
+// regions that asked within the TTL.
+func (s *Shard) blockSize(now int64, i int32, g *globalState, l *regionLease, q *GlobalLeaseRequest) int64 {
+	var needs []int64
+	me := 0
+	for j := range g.home.leases {
+		o := &g.home.leases[j]
+		if o.seen+q.TTL <= now {
+			continue
 		}
+		if o == l {
+			me = len(needs)
+		}
+		needs = append(needs, o.need)
 	}
-	if needs <= homeAvailable(&s.keys, i, g, now) {
-		return q.Need, false
-	}
-	return min(q.Need, l.accrued/period), true
+	got := make([]int64, len(needs))
+	waterFill(homeAvailable(&s.keys, i, g, now), needs, make([]uint64, len(needs)), got)
+	return min(q.Need, got[me])
 }
 
 // fairShare is lease l's max-min fair share of the limit's rate, units
@@ -242,6 +237,3 @@ func (h *homeState) prune(now int64) {
 		})
 	}
 }
-
-// mulSat is a × b for a, b >= 0, saturated at math.MaxInt64.
-func mulSat(a, b int64) int64 { return mulDivFloor(a, b, 1) }

@@ -52,6 +52,10 @@ func (q *GlobalLeaseRequest) Command(key []byte) Command {
 	return Command{Op: OpGlobalLease, Key: key, Value: v, Args: [4]int64{q.Params[0], q.Params[1], q.Params[2]}}
 }
 
+// DecodeGlobalLease reads the request an OpGlobalLease carries (the
+// federation's server checks its region against the link's).
+func DecodeGlobalLease(c *Command) (GlobalLeaseRequest, error) { return globalLeaseOf(c) }
+
 // globalLeaseOf decodes what Command encoded.
 func globalLeaseOf(c *Command) (GlobalLeaseRequest, error) {
 	r := wire.NewReader(c.Value, errGlobalWire)
@@ -225,6 +229,9 @@ func (q *GlobalCounts) Command(key []byte) Command {
 	v = wire.AppendVarints(v, int64(q.Algo), q.State[0], q.State[1], q.State[2], q.Peak, q.Bound)
 	return Command{Op: OpGlobalCounts, Key: key, Value: v, Args: [4]int64{q.Params[0], q.Params[1], q.Params[2]}}
 }
+
+// DecodeGlobalCounts reads the counts an OpGlobalCounts carries.
+func DecodeGlobalCounts(c *Command) (GlobalCounts, error) { return globalCountsOf(c) }
 
 // globalCountsOf decodes what Command encoded.
 func globalCountsOf(c *Command) (GlobalCounts, error) {
