@@ -26,6 +26,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/cluster/placement"
+	"github.com/rlserver/rlserver/federation"
 	"github.com/rlserver/rlserver/internal/gcpacer"
 	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/persistence"
@@ -150,9 +151,10 @@ type running struct {
 	node   *placement.Node // nil in memory
 	mode   string          // the node's mode, for the log
 	srv    *server.Server
-	front  *rlsFront        // nil without --grpc-port
-	m      *metrics.Metrics // nil without --metrics-port
-	served chan error       // a listener that failed
+	front  *rlsFront              // nil without --grpc-port
+	fed    *federation.Federation // nil without --region
+	m      *metrics.Metrics       // nil without --metrics-port
+	served chan error             // a listener that failed
 }
 
 // start takes the listeners and starts every layer, releasing what it took
@@ -210,8 +212,17 @@ func start(o options, log *slog.Logger) (*running, error) {
 	if lns.grpc != nil {
 		r.front = startRLS(o, lns.grpc, r.shards, clock, log, r.served)
 	}
-	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, log); err != nil {
+	if lns.fed != nil {
+		if r.fed, err = startFederation(o, lns.fed, r.shards, r.node, log, r.served); err != nil {
+			lns.close()
+			r.front.close()
+			r.shards.Close()
+			return nil, err
+		}
+	}
+	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, r.fed, log); err != nil {
 		lns.close()
+		r.closeFederation()
 		r.front.close()
 		r.shards.Close()
 		return nil, err
@@ -245,6 +256,9 @@ func (r *running) announce(o options, log *slog.Logger) {
 	if r.lns.grpc != nil {
 		ready = append(ready, "grpc_addr", r.lns.grpc.Addr().String())
 	}
+	if r.lns.fed != nil {
+		ready = append(ready, "federation_addr", r.lns.fed.Addr().String(), "region", o.fed.region)
+	}
 	log.Info("rlserver ready", append(ready, "shards", r.shards.Shards(), "mode", r.mode, "debug", o.debug)...)
 }
 
@@ -266,6 +280,7 @@ func (r *running) stop(err error, log *slog.Logger) error {
 		r.m.Stopping()
 	}
 	r.front.close() // its calls in progress still reach the shards
+	r.closeFederation()
 	r.srv.Close()
 	if cerr := r.shards.Close(); cerr != nil {
 		log.Error("closing shards", "err", cerr)
@@ -276,6 +291,13 @@ func (r *running) stop(err error, log *slog.Logger) error {
 	}
 	log.Info("stopped")
 	return err
+}
+
+// closeFederation stops the federation's agent and server, if on.
+func (r *running) closeFederation() {
+	if r.fed != nil {
+		r.fed.Close()
+	}
 }
 
 // raftSettings is the shard layer's configuration for a durable node: its

@@ -51,6 +51,7 @@ type options struct {
 	sec         security    // access: users, protected mode, TLS, timeout
 	access      access      // what sec loads, once validated
 	rls         rlsSettings // Envoy's rate limit service (rls.go)
+	fed         fedSettings // the federation of regions (federation.go)
 	// gcPercent is false when GOGC is set in the environment: the
 	// operator paces the collector, and gcpacer only returns idle memory.
 	gcPercent bool
@@ -106,8 +107,10 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	if err = o.validateRLS(); err != nil {
 		return o, err
 	}
-	o.access, err = o.loadAccess()
-	return o, err
+	if o.access, err = o.loadAccess(); err != nil {
+		return o, err
+	}
+	return o, o.validateFederation()
 }
 
 // addFlags declares every setting on fs, with its default and its help.
@@ -148,6 +151,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	o.fleet.addFlags(fs)
 	o.sec.addFlags(fs)
 	o.rls.addFlags(fs)
+	o.fed.addFlags(fs)
 }
 
 // halfTheCPUs is the default of both --shards on a single node and

@@ -40,6 +40,7 @@ type access struct {
 	users     *acl.Users
 	clientTLS *tls.Config
 	busTLS    *cluster.BusTLS
+	fedTLS    *cluster.BusTLS // the federation's links (--federation-tls)
 }
 
 // yesNo is a boolean setting that takes a value, as redis.conf writes them:
@@ -101,10 +102,13 @@ func (o options) validateSecurity() error {
 	case s.timeout < 0 || s.timeout > 100*365*24*3600:
 		return invalid("timeout", "--timeout %d: must be from 0 (never) to 3153600000 seconds", s.timeout)
 	}
-	if s.tlsPort != 0 || s.tlsCluster {
+	if s.tlsPort != 0 || s.tlsCluster || o.fed.tls {
 		needs := "--tls-port"
-		if s.tlsCluster {
+		switch {
+		case bool(s.tlsCluster):
 			needs = "--tls-cluster"
+		case bool(o.fed.tls):
+			needs = "--federation-tls"
 		}
 		if s.tlsCertFile == "" {
 			return invalid("tls-cert-file", "%s needs --tls-cert-file", needs)
@@ -112,6 +116,9 @@ func (o options) validateSecurity() error {
 		if s.tlsKeyFile == "" {
 			return invalid("tls-key-file", "%s needs --tls-key-file", needs)
 		}
+	}
+	if o.fed.tls && s.tlsCAFile == "" {
+		return invalid("tls-ca-cert-file", "--federation-tls needs --tls-ca-cert-file: the CA the other regions' certificates must chain to")
 	}
 	if s.tlsCluster && s.tlsCAFile == "" {
 		return invalid("tls-ca-cert-file", "--tls-cluster needs --tls-ca-cert-file: the CA the other nodes' certificates must chain to")
@@ -136,7 +143,7 @@ func (o options) loadAccess() (access, error) {
 	} else {
 		a.users = acl.New(o.requirePass)
 	}
-	if s.tlsPort == 0 && !s.tlsCluster {
+	if s.tlsPort == 0 && !s.tlsCluster && !o.fed.tls {
 		return a, nil
 	}
 	cert, err := tls.LoadX509KeyPair(s.tlsCertFile, s.tlsKeyFile)
@@ -164,6 +171,9 @@ func (o options) loadAccess() (access, error) {
 	}
 	if s.tlsCluster {
 		a.busTLS = &cluster.BusTLS{Certificate: cert, CAs: cas}
+	}
+	if o.fed.tls {
+		a.fedTLS = &cluster.BusTLS{Certificate: cert, CAs: cas}
 	}
 	return a, nil
 }
