@@ -32,7 +32,7 @@ type fedSettings struct {
 func (s *fedSettings) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.region, "region", "", "this region's name in a federation (letters, digits, -_.); with --federation")
 	fs.StringVar(&s.peers, "federation", "", "the other regions of this region's federation: name@host:port,... (their --federation-port; a name given twice lists two of its nodes); see docs/federation.md")
-	fs.IntVar(&s.port, "federation-port", 0, "serve the other regions on this port of --bind (0: off); needs --region")
+	fs.IntVar(&s.port, "federation-port", 0, "serve the other regions on this port of --bind, with --region (0: any free port, logged at start)")
 	fs.StringVar(&s.secret, "federation-secret", "", "the secret every node of every region shares, at least 16 bytes: each end of a link proves it knows it (set it in the environment or the config file rather than on the command line)")
 	fs.Var(&s.tls, "federation-tls", "yes: the links between regions are mutual TLS with --tls-cert-file, each end checking the other's against --tls-ca-cert-file: yes or no (default no)")
 	fs.DurationVar(&s.sync, "federation-sync", federation.DefaultSync, "how often a region renews its global keys' blocks and sends its relaxed keys' counts (10ms to 1m)")
@@ -46,15 +46,15 @@ func (s *fedSettings) addFlags(fs *flag.FlagSet) {
 func (o *options) validateFederation() error {
 	s := &o.fed
 	switch {
-	case s.region == "" && (s.peers != "" || s.port != 0):
-		return invalid("region", "--federation and --federation-port need --region: this region's name")
+	case s.region == "" && (s.peers != "" || s.port != 0 || s.secret != ""):
+		return invalid("region", "--federation, --federation-port and --federation-secret need --region: this region's name")
 	case s.region == "":
 		return nil
 	case s.peers == "":
 		return invalid("federation", "--region needs --federation: the other regions")
-	case s.port < 1 || s.port > 65535:
-		return invalid("federation-port", "--federation-port %d: must be from 1 to 65535", s.port)
-	case s.port == o.port || s.port == o.sec.tlsPort || s.port == o.metricsPort || s.port == o.rls.grpcPort:
+	case s.port < 0 || s.port > 65535:
+		return invalid("federation-port", "--federation-port %d: must be from 1 to 65535, or 0 for any free port", s.port)
+	case s.port != 0 && (s.port == o.port || s.port == o.sec.tlsPort || s.port == o.metricsPort || s.port == o.rls.grpcPort):
 		return invalid("federation-port", "--federation-port %d: is already another of this node's ports", s.port)
 	}
 	peers, err := federation.ParsePeers(s.peers)

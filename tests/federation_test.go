@@ -1,0 +1,158 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlserver/rlserver/federation"
+	"github.com/rlserver/rlserver/internal/poll"
+)
+
+// The load: twice the limit's rate, 60% in the first region and
+// 20% in each other, then 80% in the last region from shift on.
+func skewedDemand(total float64, shift time.Time) func(int, time.Time) float64 {
+	return func(r int, now time.Time) float64 {
+		shares := []float64{0.6, 0.2, 0.2}
+		if !now.Before(shift) {
+			shares = []float64{0.1, 0.1, 0.8}
+		}
+		return total * shares[r]
+	}
+}
+
+// fedInfo is RL.INFO of key in a region, by field.
+func fedInfo(t *testing.T, c *redis.Client, key string) map[string]any {
+	t.Helper()
+	v, err := c.Do(context.Background(), "RL.INFO", key).Slice()
+	if err != nil {
+		t.Fatalf("RL.INFO %s: %v", key, err)
+	}
+	m := map[string]any{}
+	for i := 0; i+1 < len(v); i += 2 {
+		m[fmt.Sprint(v[i])] = v[i+1]
+	}
+	return m
+}
+
+// windowOf is the aligned window of w ms a strict sliding key's grant was
+// counted in: the reply's reset_after_ms is the time to the end of that
+// window plus one window, and the decision was taken between the
+// request's send and its reply. ok is false when that does not name one
+// window.
+func windowOf(g fedGrant, w int64) (start int64, ok bool) {
+	lo, hi := ms(g.send)+g.reset-w, ms(g.recv)+g.reset-w
+	end := (lo + w - 1) / w * w
+	return end - w, end <= hi
+}
+
+// mostWithin is the most grants within any span of d.
+func mostWithin(grants []fedGrant, d time.Duration) int {
+	most, j := 0, 0
+	for i, g := range grants {
+		for g.recv.Sub(grants[j].recv) >= d {
+			j++
+		}
+		most = max(most, i-j+1)
+	}
+	return most
+}
+
+// reconciled waits until key's home counts, for every region, exactly the
+// units the load saw it admit: nothing lost, nothing counted twice.
+func reconciled(t *testing.T, rig *fedRig, l *fedLoad, key string) {
+	t.Helper()
+	home := rig.region(federation.Home([]byte(key), rig.names()))
+	want := map[string]int64{}
+	for _, g := range l.of(key) {
+		want[rig.regions[g.region].name] += g.units
+	}
+	var f map[string]any
+	poll.Until(t, 30*time.Second, "the home's ledger of "+key+" matches the grants", func() (bool, error) {
+		f = fedInfo(t, home.client, key)
+		for _, r := range rig.regions {
+			if f["region:"+r.name+":used"] != want[r.name] || f["region:"+r.name+":outstanding"] != int64(0) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	t.Logf("%s: admitted %v, the home's ledger agrees", key, want)
+}
+
+func TestFederationStrictUnderSkewedLoad(t *testing.T) {
+	rig := startFederation(t, []string{"eu", "us", "ap"}, 50*time.Millisecond)
+	const (
+		sliding, window, limit = "skew:sliding", 2000, 1000 // 500 a second
+		token, capacity, rate  = "skew:token", 500, 1000   // 1000 a second
+		sync, ttl              = 100 * time.Millisecond, time.Second
+	)
+	start := time.Now()
+	shift, end := start.Add(8*time.Second), start.Add(16*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), end)
+	defer cancel()
+	l := &fedLoad{}
+	w1 := l.drive(ctx, rig, sliding, []any{"RL.SLIDING", sliding, limit, window, "GLOBAL"}, skewedDemand(2*limit*1000/window, shift))
+	w2 := l.drive(ctx, rig, token, []any{"RL.TOKEN", token, capacity, rate, 1000, "GLOBAL"}, skewedDemand(2*rate, shift))
+	w1.Wait()
+	w2.Wait()
+
+	// The sliding window: every aligned window within the limit.
+	perWindow := map[int64]int{}
+	for _, g := range l.of(sliding) {
+		w, ok := windowOf(g, window)
+		if !ok {
+			t.Fatalf("a grant whose window is ambiguous: %+v", g)
+		}
+		perWindow[w]++
+	}
+	var windows []int64
+	for w, n := range perWindow {
+		windows = append(windows, w)
+		if n > limit {
+			t.Errorf("window %d admitted %d, limit %d", w, n, limit)
+		}
+	}
+	sort.Slice(windows, func(i, j int) bool { return windows[i] < windows[j] })
+	var used []int
+	for _, w := range windows[1 : len(windows)-1] { // the whole ones
+		used = append(used, perWindow[w])
+	}
+	t.Logf("sliding %d per %d ms: admitted per window %v", limit, window, used)
+
+	// The bucket: within capacity + rate × (span + TTL), and the rate used
+	// from two sync intervals after the shift.
+	grants := l.of(token)
+	slack := time.Duration(0)
+	for _, g := range grants {
+		slack = max(slack, g.recv.Sub(g.send))
+	}
+	for _, span := range []time.Duration{100 * time.Millisecond, time.Second, 5 * time.Second} {
+		bound := capacity + int(float64(rate)*(span+ttl+slack).Seconds())
+		most := mostWithin(grants, span)
+		t.Logf("token: at most %d within %v (bound %d)", most, span, bound)
+		if most > bound {
+			t.Errorf("%d admitted within %v, bound %d", most, span, bound)
+		}
+	}
+	var perSecond []int
+	for from := shift.Add(2 * sync); !from.Add(time.Second).After(end); from = from.Add(time.Second) {
+		n := 0
+		for _, g := range grants {
+			if !g.recv.Before(from) && g.recv.Before(from.Add(time.Second)) {
+				n++
+			}
+		}
+		perSecond = append(perSecond, n)
+		if n < rate*9/10 {
+			t.Errorf("%d admitted in the second from %v after the shift, want at least 90%% of %d", n, from.Sub(shift), rate)
+		}
+	}
+	t.Logf("token %d/s: admitted per second from 200 ms after the shift %v", rate, perSecond)
+	reconciled(t, rig, l, sliding)
+	reconciled(t, rig, l, token)
+}
