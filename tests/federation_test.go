@@ -88,7 +88,7 @@ func TestFederationStrictUnderSkewedLoad(t *testing.T) {
 	rig := startFederation(t, []string{"eu", "us", "ap"}, 50*time.Millisecond)
 	const (
 		sliding, window, limit = "skew:sliding", 2000, 1000 // 500 a second
-		token, capacity, rate  = "skew:token", 500, 1000   // 1000 a second
+		token, capacity, rate  = "skew:token", 500, 1000    // 1000 a second
 		sync, ttl              = 100 * time.Millisecond, time.Second
 	)
 	start := time.Now()
