@@ -81,7 +81,9 @@ func TestGlobalStrictDecidesFromItsBlocks(t *testing.T) {
 	q := GlobalLeaseRequest{Region: "eu", Algo: OpSliding, Params: p, Req: k.NextReq, Demand: UnknownDemand,
 		Need: 10, Period: 1000, TTL: 5000}
 	a := askHome(t, home, t0+50, "k", q)
-	if a.Units != 10 || a.Block == 0 || a.TTL != 5000 || a.Share != 100 {
+	// Its need, and, as nothing else is asked for, three times it more
+	// from half of what is left.
+	if a.Units != 40 || a.Block == 0 || a.TTL != 5000 || a.Share != 100 {
 		t.Fatalf("grant: %+v", a)
 	}
 	if !install(t, region, t0+100, "k", GlobalInstall{Algo: OpSliding, Params: p, Req: k.NextReq, Base: sc.Now, Grant: a, Retry: 150}) {
@@ -90,8 +92,8 @@ func TestGlobalStrictDecidesFromItsBlocks(t *testing.T) {
 	if install(t, region, t0+101, "k", GlobalInstall{Algo: OpSliding, Params: p, Req: k.NextReq, Base: sc.Now, Grant: a}) {
 		t.Fatal("installed twice")
 	}
-	for j := range 10 {
-		if d := globalDecide(t, region, t0+200, OpSliding, "k", false, p, 1); !d.Allowed || d.Remaining != int64(9-j) {
+	for j := range 40 {
+		if d := globalDecide(t, region, t0+200, OpSliding, "k", false, p, 1); !d.Allowed || d.Remaining != int64(39-j) {
 			t.Fatalf("unit %d: %+v", j, d)
 		}
 	}
@@ -99,14 +101,14 @@ func TestGlobalStrictDecidesFromItsBlocks(t *testing.T) {
 		t.Fatalf("block used up: %+v", d)
 	}
 	// The home counted the block at once: 90 left.
-	if f := info(t, home, t0+300, "k"); f["home_available"] != int64(90) || f["region:eu:granted"] != int64(10) {
+	if f := info(t, home, t0+300, "k"); f["home_available"] != int64(60) || f["region:eu:granted"] != int64(40) {
 		t.Fatalf("home: %v", f)
 	}
 	// The used-up block is reported with the next request, and the ledger
 	// says so; nothing is refunded, since it was all used.
 	sc = scanGlobal(t, region, t0+400)
 	k = sc.Keys[0]
-	if len(k.Retired) != 1 || k.Retired[0].Used != 10 || k.Retired[0].ID != a.Block {
+	if len(k.Retired) != 1 || k.Retired[0].Used != 40 || k.Retired[0].ID != a.Block {
 		t.Fatalf("reports: %+v", k)
 	}
 	q.Req, q.Retired, q.Need = k.NextReq, k.Retired, 0
@@ -114,7 +116,7 @@ func TestGlobalStrictDecidesFromItsBlocks(t *testing.T) {
 	if len(a2.Acked) != 1 || a2.Acked[0] != a.Block || a2.Units != 0 {
 		t.Fatalf("second grant: %+v", a2)
 	}
-	if f := info(t, home, t0+460, "k"); f["region:eu:used"] != int64(10) || f["region:eu:refunded"] != int64(0) ||
+	if f := info(t, home, t0+460, "k"); f["region:eu:used"] != int64(40) || f["region:eu:refunded"] != int64(0) ||
 		f["region:eu:outstanding"] != int64(0) {
 		t.Fatalf("home after the report: %v", f)
 	}
@@ -130,7 +132,7 @@ func TestGlobalLeaseRetryGetsTheSameAnswer(t *testing.T) {
 	if a.Block != b.Block || a.Units != b.Units || b.TTL != a.TTL-400 {
 		t.Fatalf("retry: %+v, first %+v", b, a)
 	}
-	if f := info(t, home, t0+500, "k"); f["home_available"] != int64(70) {
+	if f := info(t, home, t0+500, "k"); f["home_available"] != 100-a.Units {
 		t.Fatalf("counted twice: %v", f)
 	}
 	q.Req = 6
@@ -154,7 +156,7 @@ func TestGlobalRefundOnlyInTheBlocksWindow(t *testing.T) {
 			home := NewShard()
 			q := GlobalLeaseRequest{Region: "eu", Algo: OpFixed, Params: p, Req: 1, Demand: UnknownDemand, Need: 40, Period: 1000, TTL: 90_000}
 			a := askHome(t, home, w0+1000, "k", q)
-			if a.Units != 40 || a.TTL != 59_000 { // a block never outlives its window
+			if a.Units != 70 || a.TTL != 59_000 { // 40 and 30 of the 60 left; a block never outlives its window
 				t.Fatalf("grant: %+v", a)
 			}
 			q.Req, q.Need, q.Retired = 2, 0, []GlobalUse{{ID: a.Block, Used: 4}}

@@ -128,7 +128,11 @@ func refundable(g *globalState, ob outBlock, now int64) bool {
 
 // blockSize is the units to grant lease l for request q: its part of
 // what the algorithm has available, split max-min among the needs of the
-// regions that asked within the TTL.
+// regions that asked within the TTL. When every need is met, half of
+// what is left is split the same way among up to three times each need
+// more: a region whose demand jumps then keeps admitting until its next
+// request says so (the other half stays for regions that have not asked
+// yet).
 func (s *Shard) blockSize(now int64, i int32, g *globalState, l *regionLease, q *GlobalLeaseRequest) int64 {
 	var needs []int64
 	me := 0
@@ -142,9 +146,17 @@ func (s *Shard) blockSize(now int64, i int32, g *globalState, l *regionLease, q 
 		}
 		needs = append(needs, o.need)
 	}
-	got := make([]int64, len(needs))
-	waterFill(homeAvailable(&s.keys, i, g, now), needs, make([]uint64, len(needs)), got)
-	return min(q.Need, got[me])
+	got, keys := make([]int64, len(needs)), make([]uint64, len(needs))
+	left := waterFill(homeAvailable(&s.keys, i, g, now), needs, keys, got)
+	n := min(q.Need, got[me])
+	if left > 0 {
+		for j := range needs {
+			needs[j] = min(3*needs[j], MaxCount)
+		}
+		waterFill(left/2, needs, keys, got)
+		n += got[me]
+	}
+	return n
 }
 
 // fairShare is lease l's max-min fair share of the limit's rate, units

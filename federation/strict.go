@@ -11,9 +11,9 @@ import (
 )
 
 // A strict key's round: measure its demand since the last round, and ask
-// its home for what it needs over the next two intervals and the link's
-// round trip (the reserve that keeps it admitting until the next answer
-// arrives), reporting the blocks it is done with. A key without demand
+// its home for what it needs until the answer to its next request is
+// recorded, two intervals and two round trips (the reserve that keeps it
+// admitting meanwhile), reporting the blocks it is done with. A key without demand
 // and nothing to report sends nothing; after sealAfter such rounds its
 // blocks are retired here, to be reported, and refunded, at once.
 
@@ -48,7 +48,10 @@ func (f *Federation) planStrict(p *plan, shard int, now int64, k *engine.GlobalK
 		f.planFloor(p, shard, now, k)
 	}
 	demand := mulDivCeil(delta, period, max(dt, 1))
-	horizon := 2*sync + lag
+	// The next request goes once this one's answer is recorded (its id
+	// is the record's), at the round after a round trip; its answer
+	// takes another: the reserve covers both.
+	horizon := 2 * (sync + lag)
 	q := engine.GlobalLeaseRequest{Region: f.cfg.Region, Algo: k.Algo, Params: k.Params, Req: k.NextReq,
 		Demand: demand, Need: max(0, mulDivCeil(demand, horizon, period)-k.Held), Period: horizon,
 		TTL: f.cfg.LeaseTTL.Milliseconds(), Lag: lag, Floor: k.Floor, Dropped: k.Dropped, Retired: k.Retired}

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"testing"
@@ -29,6 +30,9 @@ func skewedDemand(total float64, shift time.Time) func(int, time.Time) float64 {
 func fedInfo(t *testing.T, c *redis.Client, key string) map[string]any {
 	t.Helper()
 	v, err := c.Do(context.Background(), "RL.INFO", key).Slice()
+	if errors.Is(err, redis.Nil) {
+		return map[string]any{}
+	}
 	if err != nil {
 		t.Fatalf("RL.INFO %s: %v", key, err)
 	}
@@ -155,4 +159,129 @@ func TestFederationStrictUnderSkewedLoad(t *testing.T) {
 	t.Logf("token %d/s: admitted per second from 200 ms after the shift %v", rate, perSecond)
 	reconciled(t, rig, l, sliding)
 	reconciled(t, rig, l, token)
+}
+
+func TestFederationRelaxedOvershootWithinItsBound(t *testing.T) {
+	rig := startFederation(t, []string{"eu", "us", "ap"}, 50*time.Millisecond)
+	const (
+		key, window, limit = "skew:relaxed", 2000, 1000 // 500 a second
+		sync, delay        = 100 * time.Millisecond, 50 * time.Millisecond
+	)
+	start := time.Now()
+	shift, end := start.Add(8*time.Second), start.Add(16*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), end)
+	defer cancel()
+	l := &fedLoad{}
+	w := l.drive(ctx, rig, key, []any{"RL.SLIDING", key, limit, window, "GLOBAL", "RELAXED"}, skewedDemand(2*limit*1000/window, shift))
+	var reported int64 // the largest bound any region's RL.INFO stated
+	for time.Now().Before(end) {
+		for _, r := range rig.regions {
+			if b, ok := fedInfo(t, r.client, key)["overshoot_bound"].(int64); ok {
+				reported = max(reported, b)
+			}
+		}
+		time.Sleep(200 * time.Millisecond) // sampling the bound, not waiting for it
+	}
+	w.Wait()
+	byWindow := map[int64][]fedGrant{}
+	for _, g := range l.of(key) {
+		w, ok := windowOf(g, window)
+		if !ok {
+			t.Fatalf("a grant whose window is ambiguous: %+v", g)
+		}
+		byWindow[w] = append(byWindow[w], g)
+	}
+	// How stale another region's counts may be: a sync interval, the
+	// link's round trip (a bound on its delay), and a sync interval's
+	// jitter for the rounds' phases and their processing.
+	staleness := 2*sync + 2*delay
+	worst := 0
+	for w, gs := range byWindow {
+		over := max(len(gs)-limit, 0)
+		bound := logBound(gs, len(rig.regions), staleness)
+		t.Logf("window %d: admitted %d, over by %d; the log's bound %d", w/window, len(gs), over, bound)
+		if over > bound {
+			t.Errorf("window %d: %d over the limit, beyond the bound %d", w, over, bound)
+		}
+		if int64(over) > reported {
+			t.Errorf("window %d: %d over the limit, beyond the bound RL.INFO stated, %d", w, over, reported)
+		}
+		worst = max(worst, over)
+	}
+	t.Logf("relaxed %d per %d ms at %v sync, %v each way: worst overshoot %d (%.1f%% of the limit); RL.INFO's bound %d",
+		limit, window, sync, delay, worst, 100*float64(worst)/limit, reported)
+}
+
+// logBound is the overshoot bound of a window computed from its grants:
+// the most, over the region that admits last, of what the other regions
+// admitted within any span of staleness.
+func logBound(grants []fedGrant, regions int, staleness time.Duration) int {
+	per := make([][]fedGrant, regions)
+	for _, g := range grants {
+		per[g.region] = append(per[g.region], g)
+	}
+	peaks := make([]int, regions)
+	sum, least := 0, -1
+	for r := range per {
+		peaks[r] = mostWithin(per[r], staleness)
+		sum += peaks[r]
+		if least < 0 || peaks[r] < least {
+			least = peaks[r]
+		}
+	}
+	return sum - least
+}
+
+func TestFederationLocalLatencyIgnoresTheLinks(t *testing.T) {
+	rig := startFederation(t, []string{"eu", "us", "ap"}, 0)
+	const key = "latency:token" // far from its limit: every decision is a grant
+	cmd := []any{"RL.TOKEN", key, 100_000, 100_000, 1000, "GLOBAL"}
+	probe := rig.region(federation.Home([]byte(key), rig.names())) // a region that is not the key's home
+	for _, r := range rig.regions {
+		if r != probe {
+			probe = r
+			break
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l := &fedLoad{}
+	bg := l.drive(ctx, rig, key, cmd, func(int, time.Time) float64 { return 300 })
+	measure := func() (p50, p99 time.Duration, allowed float64) {
+		var lat []time.Duration
+		granted := 0
+		tick := time.NewTicker(time.Millisecond) // 1000 a second: a demand the region renews for
+		defer tick.Stop()
+		for i := range 3000 { // the first second, the region's demand rising to it, is not measured
+			<-tick.C
+			start := time.Now()
+			v, err := probe.client.Do(context.Background(), cmd...).Slice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i < 1000 {
+				continue
+			}
+			lat = append(lat, time.Since(start))
+			if v[0] == int64(1) {
+				granted++
+			}
+		}
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		return lat[len(lat)/2], lat[len(lat)*99/100], float64(granted) / float64(len(lat))
+	}
+	a50, a99, aok := measure()
+	rig.setDelay(50 * time.Millisecond)
+	b50, b99, bok := measure()
+	cancel()
+	bg.Wait()
+	t.Logf("local decisions of a strict global key in region %s, 2000 at 1000/s (after a second of it) beside 900/s in the three regions:", probe.name)
+	t.Logf("  links without delay:   p50 %v, p99 %v, %.1f%% allowed", a50, a99, 100*aok)
+	t.Logf("  links 50 ms each way:  p50 %v, p99 %v, %.1f%% allowed", b50, b99, 100*bok)
+	if b99 > a99+10*time.Millisecond || b99 > 50*time.Millisecond {
+		t.Errorf("p99 %v with 100 ms round trips between regions, %v without", b99, a99)
+	}
+	if bok < 0.99 {
+		t.Errorf("%.1f%% allowed far from the limit", 100*bok)
+	}
 }
