@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -284,4 +285,96 @@ func TestFederationLocalLatencyIgnoresTheLinks(t *testing.T) {
 	if bok < 0.99 {
 		t.Errorf("%.1f%% allowed far from the limit", 100*bok)
 	}
+}
+
+func TestFederationRegionCutOff(t *testing.T) {
+	// The cut-off lasts 30 s; nothing here scales with it beyond
+	// the lease TTL (1 s), which the cut outlasts five times over, so 5 s
+	// shows the same: the cut region's blocks expire, the others go on,
+	// and everything reconciles when it returns.
+	names := []string{"eu", "us", "ap"}
+	rig := startFederation(t, names, 50*time.Millisecond, "--global-lease-ttl", "1s")
+	const (
+		capacity, rate = 300, 600 // each strict key: 600 a second
+		relaxed, limit = "cut:relaxed", 100_000
+		ttl, interval  = time.Second, 100 * time.Millisecond
+	)
+	cutOff := "ap"
+	keys := map[string]string{} // by home
+	for _, home := range names {
+		keys[home] = keyHomedAt("cut", home, rig.names())
+	}
+	start := time.Now()
+	cutAt, healAt, end := start.Add(3*time.Second), start.Add(8*time.Second), start.Add(12*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), end)
+	defer cancel()
+	l := &fedLoad{}
+	even := func(int, time.Time) float64 { return 2 * rate / 3 } // twice the rate, a third in each region
+	var loads []*sync.WaitGroup
+	for _, k := range keys {
+		loads = append(loads, l.drive(ctx, rig, k, []any{"RL.TOKEN", k, capacity, rate, 1000, "GLOBAL"}, even))
+	}
+	loads = append(loads, l.drive(ctx, rig, relaxed, []any{"RL.SLIDING", relaxed, limit, 60_000, "GLOBAL", "RELAXED"},
+		func(int, time.Time) float64 { return 200 }))
+	time.Sleep(time.Until(cutAt)) // the load runs meanwhile: this is the test's timeline
+	rig.cut(cutOff)
+	time.Sleep(time.Until(healAt))
+	rig.heal(cutOff)
+	for _, w := range loads {
+		w.Wait()
+	}
+	// While cut off, from a TTL and two intervals after the cut on.
+	from, to := cutAt.Add(ttl+2*interval), healAt
+	for home, k := range keys {
+		grants := l.of(k)
+		per := map[string]int{}
+		for _, g := range grants {
+			if !g.recv.Before(from) && g.recv.Before(to) {
+				per[rig.regions[g.region].name]++
+			}
+		}
+		secs := to.Sub(from).Seconds()
+		t.Logf("key homed in %s, while %s was cut off: admitted %v in %.1f s", home, cutOff, per, secs)
+		for _, r := range names {
+			switch {
+			case home == cutOff && r != cutOff, home != cutOff && r == cutOff:
+				if per[r] > 0 {
+					t.Errorf("%s admitted %d of %s's key while cut off from it", r, per[r], home)
+				}
+			}
+		}
+		if home != cutOff && float64(per[names[0]]+per[names[1]]) < 0.9*rate*secs {
+			t.Errorf("the two regions left admitted %d of %s's key, under 90%% of its rate", per[names[0]]+per[names[1]], home)
+		}
+		for _, span := range []time.Duration{time.Second, 5 * time.Second} {
+			if most, bound := mostWithin(grants, span), capacity+int(rate*(span+ttl+200*time.Millisecond).Seconds()); most > bound {
+				t.Errorf("%s: %d within %v, bound %d", k, most, span, bound)
+			}
+		}
+		reconciled(t, rig, l, k)
+	}
+	relaxedReconciled(t, rig, l, relaxed)
+}
+
+// relaxedReconciled waits until every region counts, of a relaxed key in
+// the window in progress, its own grants as its own and the others' as
+// theirs: nothing lost, nothing counted twice.
+func relaxedReconciled(t *testing.T, rig *fedRig, l *fedLoad, key string) {
+	t.Helper()
+	own := map[int]int64{}
+	var total int64
+	for _, g := range l.of(key) {
+		own[g.region]++
+		total++
+	}
+	poll.Until(t, 30*time.Second, "every region's counts of "+key+" agree with the grants", func() (bool, error) {
+		for i, r := range rig.regions {
+			f := fedInfo(t, r.client, key)
+			if f["own_count"] != own[i] || f["others_count"] != total-own[i] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	t.Logf("%s: every region counts the %d grants (%v by region), each once", key, total, own)
 }
