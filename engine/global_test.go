@@ -312,3 +312,41 @@ func TestGlobalOpsOnAnyKey(t *testing.T) {
 	}
 	checkRestore(t, s)
 }
+
+func TestGlobalPartitionFloorIsCountedOnReturn(t *testing.T) {
+	p := [3]int64{10, 60_000}
+	region, home := NewShard(), NewShard()
+	const t0 = 1_700_000_040_000
+	globalDecide(t, region, t0, OpFixed, "k", false, p, 1)
+	// Cut off, holding nothing: the federation gives it the floor.
+	install(t, region, t0+10, "k", GlobalInstall{Algo: OpFixed, Params: p, FloorUnits: 4, FloorUntil: t0 + 210})
+	n := 0
+	for range 6 {
+		if globalDecide(t, region, t0+20, OpFixed, "k", false, p, 1).Allowed {
+			n++
+		}
+	}
+	if n != 4 {
+		t.Fatalf("admitted %d under a floor of 4", n)
+	}
+	// Meanwhile another region took 8 of the 10 (7 and 1 more). Back, the
+	// region reports its 4: the home counts them as far as it has room,
+	// 2, and the ledger says 2 went over the limit.
+	askHome(t, home, t0+30, "k", GlobalLeaseRequest{Region: "us", Algo: OpFixed, Params: p, Req: 1, Demand: UnknownDemand, Need: 7, Period: 100, TTL: 1000})
+	sc := scanGlobal(t, region, t0+300)
+	k := sc.Keys[0]
+	if k.Floor != 4 {
+		t.Fatalf("floor units to report: %+v", k)
+	}
+	q := GlobalLeaseRequest{Region: "eu", Algo: OpFixed, Params: p, Req: k.NextReq, Demand: 0, Need: 0, Period: 100, TTL: 1000, Floor: k.Floor}
+	a := askHome(t, home, t0+310, "k", q)
+	f := info(t, home, t0+320, "k")
+	if f["region:eu:floor"] != int64(4) || f["region:eu:floor_over"] != int64(2) || f["home_available"] != int64(0) ||
+		f["region:us:granted"] != int64(8) {
+		t.Fatalf("home: %v", f)
+	}
+	install(t, region, t0+330, "k", GlobalInstall{Algo: OpFixed, Params: p, Req: q.Req, Base: sc.Now, Grant: a})
+	if k := scanGlobal(t, region, t0+340).Keys[0]; k.Floor != 0 {
+		t.Fatalf("the floor units reported stay: %+v", k)
+	}
+}

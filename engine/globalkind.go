@@ -176,7 +176,8 @@ func describeHome(ks *keyspace, i int32, g *globalState, now int64, f []Field) [
 		p := "region:" + l.region + ":"
 		f = append(f, Field{Name: p + "granted", Int: l.granted}, Field{Name: p + "used", Int: l.used},
 			Field{Name: p + "refunded", Int: l.refunded}, Field{Name: p + "outstanding", Int: out},
-			Field{Name: p + "floor", Int: l.floor}, Field{Name: p + "demand", Int: l.demand})
+			Field{Name: p + "floor", Int: l.floor}, Field{Name: p + "floor_over", Int: l.floorOver},
+			Field{Name: p + "demand", Int: l.demand})
 	}
 	return f
 }
