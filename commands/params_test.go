@@ -163,3 +163,27 @@ func TestGlobalOption(t *testing.T) {
 		}
 	}
 }
+
+func TestGlobalPolicyOption(t *testing.T) {
+	for line, want := range map[string]engine.Flags{
+		"RL.POLICY SET p SLIDING 100 60000 GLOBAL":        engine.FlagGlobal,
+		"RL.POLICY SET p SLIDING 100 60000 global strict": engine.FlagGlobal,
+		"RL.POLICY SET p FIXED 100 60000 GLOBAL RELAXED":  engine.FlagGlobal | engine.FlagRelaxed,
+		"RL.POLICY SET p TOKEN 10 1 1000 GLOBAL":          engine.FlagGlobal,
+		"RL.POLICY SET p SLIDING 100 60000 SHADOW":        engine.FlagShadow,
+	} {
+		set, err := ParsePolicySet(words(line))
+		if err != nil || set.Flags != want {
+			t.Errorf("%s: %+v %v, want flags %#x", line, set, err, want)
+		}
+	}
+	for _, line := range []string{
+		"RL.POLICY SET p TOKEN 10 1 1000 GLOBAL RELAXED",
+		"RL.POLICY SET p LOG 10 1000 GLOBAL",
+		"RL.POLICY SET p SLIDING 100 60000 GLOBAL SHADOW",
+	} {
+		if _, err := ParsePolicySet(words(line)); err == nil {
+			t.Errorf("%s parsed", line)
+		}
+	}
+}

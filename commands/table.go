@@ -210,9 +210,10 @@ var baseTable = []*Spec{
 		Since: "1.1.0", Complexity: "O(1)", Summary: "Named limits kept on the server, replicated with the data.", Route: RouteServer,
 		Sub: []*Spec{
 			sub("rl.policy", "set", -5, []string{"write", "denyoom"}, policyWriteCats,
-				"Defines or changes a policy: RL.POLICY SET name ALGORITHM parameters... [SHADOW]. Takes effect at once for every client.",
+				"Defines or changes a policy: RL.POLICY SET name ALGORITHM parameters... [SHADOW | GLOBAL [STRICT|RELAXED]]. Takes effect at once for every client.",
 				Arg{Name: "name", Type: "string"}, Arg{Name: "algorithm", Type: "string"},
-				Arg{Name: "parameters", Type: "string", Multiple: true}, Arg{Name: "shadow", Type: "pure-token", Token: "SHADOW", Optional: true}),
+				Arg{Name: "parameters", Type: "string", Multiple: true}, Arg{Name: "mode", Type: "oneof", Optional: true,
+					Args: []Arg{{Name: "shadow", Type: "pure-token", Token: "SHADOW"}, argGlobal}}),
 			sub("rl.policy", "get", 3, []string{"readonly"}, policyReadCats, "A policy's definition and counters (checks, denied, shadow_denied); nil if none.",
 				Arg{Name: "name", Type: "string"}),
 			sub("rl.policy", "list", 2, []string{"readonly"}, policyReadCats, "Every policy: its name and its definition."),

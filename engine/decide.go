@@ -37,6 +37,12 @@ func (s *Shard) decide(now int64, c *Command, r *Result) {
 		s.decideGlobal(now, c, r)
 		return
 	}
+	if c.Op == OpCheck {
+		if p := s.policies[string(c.Value)]; p != nil && p.global {
+			s.checkGlobal(now, c, p, r)
+			return
+		}
+	}
 	i := s.lookup(c.Key, now)
 	v := &s.verdict
 	err := s.evaluate(now, c, i, v)

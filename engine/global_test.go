@@ -350,3 +350,33 @@ func TestGlobalPartitionFloorIsCountedOnReturn(t *testing.T) {
 		t.Fatalf("the floor units reported stay: %+v", k)
 	}
 }
+
+func TestGlobalPolicy(t *testing.T) {
+	s := NewShard()
+	set := Command{Op: OpPolicySet, Flags: FlagGlobal, Value: []byte("orders"), Args: [4]int64{100, 60_000, 0, int64(OpSliding)}}
+	for _, bad := range []Command{
+		{Op: OpPolicySet, Flags: FlagGlobal | FlagShadow, Value: []byte("x"), Args: [4]int64{100, 60_000, 0, int64(OpSliding)}},
+		{Op: OpPolicySet, Flags: FlagGlobal, Value: []byte("x"), Args: [4]int64{100, 60_000, 0, int64(OpLog)}},
+		{Op: OpPolicySet, Flags: FlagGlobal | FlagRelaxed, Value: []byte("x"), Args: [4]int64{10, 1, 1000, int64(OpToken)}},
+	} {
+		if bad.Check() == nil {
+			t.Errorf("%+v passes its check", bad)
+		}
+	}
+	if err := set.Check(); err != nil {
+		t.Fatal(err)
+	}
+	run(s, 1000, set)
+	r := run(s, 1000, Command{Op: OpCheck, Key: []byte("k"), Value: []byte("orders"), Args: [4]int64{3: 1}})[0]
+	if r.Type != ResDecision || r.Decision.Allowed || r.NExtras != 1 || r.Extras[0].Name != "shadow_denied" {
+		t.Fatalf("RL.CHECK of a global policy, nothing held yet: %+v", r)
+	}
+	if f := info(t, s, 1000, "k"); f["mode"] != "strict" || f["global_algorithm"] != "rl.sliding" {
+		t.Fatalf("the key is not global: %v", f)
+	}
+	list := run(s, 1000, Command{Op: OpPolicyList})[0]
+	if len(list.Fields) != 1 || list.Fields[0].Text != "SLIDING 100 60000 GLOBAL" {
+		t.Fatalf("RL.POLICY LIST: %+v", list)
+	}
+	checkRestore(t, s)
+}

@@ -9,11 +9,25 @@ var ErrGlobalMode = &Error{CodeParam, "the key is global in the other mode (STRI
 
 // decideGlobal decides c on a global key.
 func (s *Shard) decideGlobal(now int64, c *Command, r *Result) {
-	p := [3]int64{c.Args[0], c.Args[1], c.Args[2]}
-	i, g, err := s.globalFor(now, c.Key, c.Op, c.Flags&FlagRelaxed != 0, p)
+	d, granted, err := s.globalDecision(now, c)
 	if err != nil {
 		r.Type, r.Err = ResError, err
 		return
+	}
+	s.count(c, d.Allowed)
+	r.Type, r.Decision = ResDecision, d
+	if c.Flags&FlagPartial != 0 {
+		r.addExtra("granted", granted)
+	}
+}
+
+// globalDecision decides c on a global key: the decision and the units
+// granted.
+func (s *Shard) globalDecision(now int64, c *Command) (Decision, int64, error) {
+	p := [3]int64{c.Args[0], c.Args[1], c.Args[2]}
+	i, g, err := s.globalFor(now, c.Key, c.Op, c.Flags&FlagRelaxed != 0, p)
+	if err != nil {
+		return Decision{}, 0, err
 	}
 	var d Decision
 	var granted int64
@@ -23,11 +37,7 @@ func (s *Shard) decideGlobal(now int64, c *Command, r *Result) {
 		d, granted = decideStrict(now, c, g)
 	}
 	s.keys.recharge(i)
-	s.count(c, d.Allowed)
-	r.Type, r.Decision = ResDecision, d
-	if c.Flags&FlagPartial != 0 {
-		r.addExtra("granted", granted)
-	}
+	return d, granted, nil
 }
 
 // globalFor returns key's record and side state, creating them for op in

@@ -188,7 +188,7 @@ var ops = [opCount]OpSpec{
 	OpScan:       {Params: []Param{{Name: "cursor", Max: math.MaxInt64}, {Name: "count", Min: 1, Max: math.MaxInt64}, {Name: "type", Max: math.MaxUint8}}},
 	OpSetClock:   {Params: []Param{{Name: "time", Max: MaxTime}}},
 	OpSweep:      {Params: []Param{{Name: "count", Max: math.MaxInt64}}},
-	OpPolicySet:  {Flags: FlagShadow}, // check: set in init, as it reads this table
+	OpPolicySet:  {Flags: FlagShadow | FlagGlobal | FlagRelaxed}, // check: set in init, as it reads this table
 	OpPolicyDel:  {check: checkPolicyName},
 	OpPolicyList: {check: checkPolicyListName},
 	OpGet:        {scripted: true},
