@@ -2,6 +2,7 @@ package server
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -173,4 +174,22 @@ func TestPoliciesOnANodeWithoutShardZero(t *testing.T) {
 			t.Errorf("INFO policies misses %q:\n%s", line, info)
 		}
 	}
+}
+
+// GLOBAL is refused on a node that is no region of a federation: no home
+// would ever grant its strict keys a block. A region takes it.
+func TestGlobalNeedsAFederation(t *testing.T) {
+	c := startServer(t).dial(t)
+	const refused = "-ERR GLOBAL needs a federation of regions: this node has no --region\r\n"
+	c.expect(refused, "RL.SLIDING", "k", "10", "1000", "GLOBAL")
+	c.expect(refused, "RL.POLICY", "SET", "p", "SLIDING", "10", "1000", "GLOBAL")
+	c.expect("+OK\r\n", "MULTI")
+	c.expect(refused, "RL.FIXED", "k", "10", "1000", "GLOBAL", "RELAXED")
+	c.expect("-EXECABORT Transaction discarded because of previous errors.\r\n", "EXEC")
+	f := startServer(t, withConfig(func(cfg *Config) { cfg.Federated = true })).dial(t)
+	f.expect("+OK\r\n", "RL.POLICY", "SET", "p", "SLIDING", "10", "1000", "GLOBAL")
+	if got := f.do("RL.SLIDING", "k", "10", "1000", "GLOBAL"); !strings.HasPrefix(got, "*5\r\n:0\r\n") {
+		t.Fatalf("a region's first GLOBAL decision, before any block: %q", got)
+	}
+	f.expect("+rl.global\r\n", "TYPE", "k")
 }

@@ -238,6 +238,7 @@ func serverConfig(o options, clock cluster.Clock, debug server.DebugClock) serve
 	cfg.Limits, cfg.MaxClients, cfg.MaxMemory, cfg.EventLoops = o.limits, o.maxClients, memory, o.eventLoops
 	cfg.Users, cfg.ProtectedMode, cfg.IdleTimeout = o.access.users, bool(o.sec.protectedMode), o.idleTimeout()
 	cfg.RequestTimeout = o.reqTimeout
+	cfg.Federated = o.fed.region != ""
 	cfg.Version, cfg.Clock, cfg.Debug = version, clock, debug
 	if o.configPath != "" {
 		cfg.ConfigFile = absPath(o.configPath)
