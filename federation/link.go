@@ -32,9 +32,11 @@ type link struct {
 	f    *Federation
 	peer Peer
 
-	mu   sync.Mutex // guards cur and next
-	cur  *linkConn  // nil while down
-	next int        // the address to dial next
+	mu      sync.Mutex // guards cur, next and the backoff
+	cur     *linkConn  // nil while down
+	next    int        // the address to dial next
+	retryAt time.Time  // no dial before then: the last one failed
+	backoff time.Duration
 
 	up      atomic.Bool
 	rtt     atomic.Int64 // ms, smoothed: a batch's round trip
@@ -97,9 +99,18 @@ func (l *link) send(ctx context.Context, b *batch, cmds [][][]byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cur == nil {
+		if time.Now().Before(l.retryAt) {
+			return fmt.Errorf("%w: %s: waiting %v to dial again", errLinkDown, l.peer.Name, l.backoff)
+		}
 		if err := l.dial(ctx); err != nil {
+			// A region out of reach is dialled again after a pause that
+			// doubles up to a few seconds: every round asks, and a dial
+			// that hangs must not hold each of them.
+			l.backoff = min(max(2*l.backoff, l.f.cfg.Sync), 2*time.Second)
+			l.retryAt = time.Now().Add(l.backoff)
 			return err
 		}
+		l.backoff = 0
 	}
 	var buf []byte
 	for _, c := range cmds {
