@@ -141,7 +141,14 @@ type fedGrant struct {
 type fedLoad struct {
 	mu     sync.Mutex
 	grants []fedGrant
-	asked  int64
+	asked  []fedAsk
+}
+
+// fedAsk is a pipeline of n decisions on key, sent at send.
+type fedAsk struct {
+	key  string
+	send time.Time
+	n    int
 }
 
 // drive sends, every 10 ms until ctx ends, the decisions rate(region, now)
@@ -187,7 +194,7 @@ func (l *fedLoad) send(c *redis.Client, region int, key string, cmd []any, n int
 	recv := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.asked += int64(n)
+	l.asked = append(l.asked, fedAsk{key: key, send: send, n: n})
 	for _, c := range cmds {
 		v, err := c.Slice()
 		if err != nil || len(v) < 5 || v[0] != int64(1) {
@@ -213,3 +220,16 @@ func (l *fedLoad) of(key string) []fedGrant {
 
 // ms is t in Unix milliseconds.
 func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// askedIn is how many decisions on key were sent in [from, to).
+func (l *fedLoad) askedIn(key string, from, to time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, a := range l.asked {
+		if a.key == key && !a.send.Before(from) && a.send.Before(to) {
+			n += a.n
+		}
+	}
+	return n
+}
