@@ -50,6 +50,7 @@ func main() {
 type fed struct {
 	clusters map[string]*rlproc.Cluster
 	proxies  map[[2]string]*testnet.DelayProxy
+	delay    time.Duration
 }
 
 func run(duration, delay time.Duration, kill bool) error {
@@ -78,7 +79,7 @@ func run(duration, delay time.Duration, kill bool) error {
 // start plans and starts every region's cluster and the proxies between
 // them, and waits until every shard has a leader.
 func start(work, bin string, delay time.Duration) (*fed, error) {
-	f := &fed{clusters: map[string]*rlproc.Cluster{}, proxies: map[[2]string]*testnet.DelayProxy{}}
+	f := &fed{clusters: map[string]*rlproc.Cluster{}, proxies: map[[2]string]*testnet.DelayProxy{}, delay: delay}
 	for _, r := range regions {
 		c, err := rlproc.PlanCluster(rlproc.ClusterConfig{Bin: bin, Dir: filepath.Join(work, r), Shards: 3})
 		if err != nil {

@@ -15,8 +15,8 @@ func (b *bench) report() error {
 	fail := func(format string, args ...any) {
 		failed = append(failed, fmt.Sprintf(format, args...))
 	}
-	fmt.Printf("three regions, each a 3-node cluster (3 shards), links %s; %v of load, shift at %v; killed: %s\n",
-		"delayed each way", b.duration, b.shift.Sub(b.start), b.killed)
+	fmt.Printf("three regions, each a 3-node cluster (3 shards), links delayed %v each way; %v of load, shift at %v; killed: %s\n",
+		b.f.delay, b.duration, b.shift.Sub(b.start), b.killed)
 	b.reportSliding(fail)
 	b.reportToken(fail)
 	b.reportRelaxed(fail)
