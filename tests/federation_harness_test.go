@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlserver/rlserver/federation"
+	"github.com/rlserver/rlserver/internal/fedload"
 	"github.com/rlserver/rlserver/internal/rlproc"
 	"github.com/rlserver/rlserver/internal/testnet"
 )
@@ -126,30 +127,8 @@ func keyHomedAt(prefix, region string, regions []string) string {
 	}
 }
 
-// fedGrant is one allowed decision: where, on which key, how many units,
-// when its request was sent and its reply came back, and its reply's
-// reset_after_ms.
-type fedGrant struct {
-	region     int
-	key        string
-	units      int64
-	send, recv time.Time
-	reset      int64
-}
-
 // fedLoad drives decisions into every region and records the grants.
-type fedLoad struct {
-	mu     sync.Mutex
-	grants []fedGrant
-	asked  []fedAsk
-}
-
-// fedAsk is a pipeline of n decisions on key, sent at send.
-type fedAsk struct {
-	key  string
-	send time.Time
-	n    int
-}
+type fedLoad struct{ fedload.Recorder }
 
 // drive sends, every 10 ms until ctx ends, the decisions rate(region, now)
 // asks for per second (one pipeline a region), each built by cmd.
@@ -170,66 +149,10 @@ func (l *fedLoad) drive(ctx context.Context, rig *fedRig, key string, cmd []any,
 					carry += rate(i, now) / 100
 					n := int(carry)
 					carry -= float64(n)
-					l.send(r.client, i, key, cmd, n)
+					l.Send(r.client, i, key, cmd, n)
 				}
 			}
 		}()
 	}
 	return &wg
-}
-
-// send sends n decisions as one pipeline and records the grants.
-func (l *fedLoad) send(c *redis.Client, region int, key string, cmd []any, n int) {
-	if n == 0 {
-		return
-	}
-	ctx := context.Background()
-	pipe := c.Pipeline()
-	cmds := make([]*redis.Cmd, n)
-	for j := range cmds {
-		cmds[j] = pipe.Do(ctx, cmd...)
-	}
-	send := time.Now()
-	pipe.Exec(ctx)
-	recv := time.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.asked = append(l.asked, fedAsk{key: key, send: send, n: n})
-	for _, c := range cmds {
-		v, err := c.Slice()
-		if err != nil || len(v) < 5 || v[0] != int64(1) {
-			continue
-		}
-		l.grants = append(l.grants, fedGrant{region: region, key: key, units: 1, send: send, recv: recv, reset: v[4].(int64)})
-	}
-}
-
-// of are the grants on key.
-func (l *fedLoad) of(key string) []fedGrant {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []fedGrant
-	for _, g := range l.grants {
-		if g.key == key {
-			out = append(out, g)
-		}
-	}
-	slices.SortFunc(out, func(a, b fedGrant) int { return a.recv.Compare(b.recv) })
-	return out
-}
-
-// ms is t in Unix milliseconds.
-func ms(t time.Time) int64 { return t.UnixMilli() }
-
-// askedIn is how many decisions on key were sent in [from, to).
-func (l *fedLoad) askedIn(key string, from, to time.Time) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, a := range l.asked {
-		if a.key == key && !a.send.Before(from) && a.send.Before(to) {
-			n += a.n
-		}
-	}
-	return n
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/fedload"
 )
 
 // The keys, their limits, and the load: twice each limit's rate, 60/20/20
@@ -24,21 +23,14 @@ const (
 	interval, ttl                 = 100 * time.Millisecond, time.Second
 )
 
-// grant is one decision the clients saw allowed.
-type grant struct {
-	region     int
-	send, recv time.Time
-	reset      int64
-}
-
 // bench is one run's load and what it saw.
 type bench struct {
 	f                *fed
 	duration, killAt time.Duration
 	start, shift     time.Time
 
-	mu      sync.Mutex
-	grants  map[string][]grant
+	load    fedload.Recorder
+	mu      sync.Mutex     // guards what follows
 	maybe   map[string]int // requests that may have been counted, by region
 	errs    map[string]int // by first word
 	probe   []time.Duration
@@ -47,7 +39,13 @@ type bench struct {
 }
 
 func newBench(f *fed, duration time.Duration) *bench {
-	return &bench{f: f, duration: duration, grants: map[string][]grant{}, maybe: map[string]int{}, errs: map[string]int{}}
+	b := &bench{f: f, duration: duration, maybe: map[string]int{}, errs: map[string]int{}}
+	b.load.OnError = func(region int, err error) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.noteError(regions[region], err)
+	}
+	return b
 }
 
 // run drives the load until the duration is over.
@@ -100,32 +98,8 @@ func (b *bench) drive(ctx context.Context, region int, r, key string, cmd []any,
 			nodes := b.f.nodes(r)
 			next = (next + 1) % len(nodes)
 			if n > 0 && nodes[next].Running() {
-				b.send(nodes[next].Client(), region, key, cmd, n)
+				b.load.Send(nodes[next].Client(), region, key, cmd, n)
 			}
-		}
-	}
-}
-
-// send sends n decisions as one pipeline and records what came back.
-func (b *bench) send(c *redis.Client, region int, key string, cmd []any, n int) {
-	ctx := context.Background()
-	pipe := c.Pipeline()
-	cmds := make([]*redis.Cmd, n)
-	for j := range cmds {
-		cmds[j] = pipe.Do(ctx, cmd...)
-	}
-	send := time.Now()
-	pipe.Exec(ctx)
-	recv := time.Now()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, c := range cmds {
-		v, err := c.Slice()
-		switch {
-		case err != nil:
-			b.noteError(regions[region], err)
-		case v[0] == int64(1):
-			b.grants[key] = append(b.grants[key], grant{region: region, send: send, recv: recv, reset: v[4].(int64)})
 		}
 	}
 }
@@ -163,10 +137,11 @@ func (b *bench) probeLatency(ctx context.Context) {
 		b.probe = append(b.probe, recv.Sub(send))
 		if err != nil {
 			b.noteError(regions[0], err)
-		} else if v[0] == int64(1) {
-			b.grants[tokenKey] = append(b.grants[tokenKey], grant{region: 0, send: send, recv: recv, reset: v[4].(int64)})
 		}
 		b.mu.Unlock()
+		if err == nil && v[0] == int64(1) {
+			b.load.Add(fedload.Grant{Region: 0, Key: tokenKey, Send: send, Recv: recv, Reset: v[4].(int64)})
+		}
 	}
 }
 
@@ -224,33 +199,6 @@ func (b *bench) info(r, key string) (map[string]any, error) {
 		return m, nil
 	}
 	return nil, errors.New("no node answers")
-}
-
-// sorted are key's grants in the order their replies came.
-func (b *bench) sorted(key string) []grant {
-	gs := slices.Clone(b.grants[key])
-	sort.Slice(gs, func(i, j int) bool { return gs[i].recv.Before(gs[j].recv) })
-	return gs
-}
-
-// windowOf is the aligned window a sliding key's grant counted in (see
-// tests/federation_test.go's windowOf).
-func windowOf(g grant, w int64) (int64, bool) {
-	lo, hi := g.send.UnixMilli()+g.reset-w, g.recv.UnixMilli()+g.reset-w
-	end := (lo + w - 1) / w * w
-	return end - w, end <= hi
-}
-
-// mostWithin is the most grants within any span of d.
-func mostWithin(gs []grant, d time.Duration) int {
-	most, j := 0, 0
-	for i, g := range gs {
-		for g.recv.Sub(gs[j].recv) >= d {
-			j++
-		}
-		most = max(most, i-j+1)
-	}
-	return most
 }
 
 // shardOf is the shard of key in a cluster of shards.

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/rlserver/rlserver/internal/fedload"
 	"github.com/rlserver/rlserver/internal/poll"
 )
 
@@ -34,8 +35,8 @@ func (b *bench) report() error {
 // reportSliding: every aligned window of the strict window within its limit.
 func (b *bench) reportSliding(fail func(string, ...any)) {
 	per := map[int64]int{}
-	for _, g := range b.sorted(slidingKey) {
-		w, ok := windowOf(g, window)
+	for _, g := range b.load.Of(slidingKey) {
+		w, ok := fedload.WindowOf(g, window)
 		if !ok {
 			fail("a sliding grant whose window is ambiguous")
 			continue
@@ -60,14 +61,14 @@ func (b *bench) reportSliding(fail func(string, ...any)) {
 // reportToken: the bucket within capacity + rate x (span + TTL), and the
 // rate used after the shift.
 func (b *bench) reportToken(fail func(string, ...any)) {
-	gs := b.sorted(tokenKey)
+	gs := b.load.Of(tokenKey)
 	var slack time.Duration
 	for _, g := range gs {
-		slack = max(slack, g.recv.Sub(g.send))
+		slack = max(slack, g.Recv.Sub(g.Send))
 	}
 	for _, span := range []time.Duration{time.Second, 5 * time.Second} {
 		bound := tokenCap + int(float64(tokenRate)*(span+ttl+slack).Seconds())
-		most := mostWithin(gs, span)
+		most := fedload.MostWithin(gs, span)
 		fmt.Printf("strict RL.TOKEN %d/s, %d deep: at most %d within %v (bound %d)\n", tokenRate, tokenCap, most, span, bound)
 		if most > bound {
 			fail("token: %d within %v, bound %d", most, span, bound)
@@ -76,13 +77,7 @@ func (b *bench) reportToken(fail func(string, ...any)) {
 	var per []int
 	end := b.start.Add(b.duration)
 	for from := b.shift.Add(2 * interval); !from.Add(time.Second).After(end); from = from.Add(time.Second) {
-		n := 0
-		for _, g := range gs {
-			if !g.recv.Before(from) && g.recv.Before(from.Add(time.Second)) {
-				n++
-			}
-		}
-		per = append(per, n)
+		per = append(per, fedload.AdmittedIn(gs, from, from.Add(time.Second)))
 	}
 	fmt.Printf("strict RL.TOKEN: admitted per second from two intervals after the shift %v\n", per)
 }
@@ -90,8 +85,8 @@ func (b *bench) reportToken(fail func(string, ...any)) {
 // reportRelaxed: each window's overshoot, and the bound RL.INFO stated.
 func (b *bench) reportRelaxed(fail func(string, ...any)) {
 	per := map[int64]int{}
-	for _, g := range b.sorted(relaxedKey) {
-		if w, ok := windowOf(g, window); ok {
+	for _, g := range b.load.Of(relaxedKey) {
+		if w, ok := fedload.WindowOf(g, window); ok {
 			per[w]++
 		}
 	}
@@ -148,8 +143,8 @@ func (b *bench) reconcile(key string, fail func(string, ...any)) {
 		return
 	}
 	seen := map[string]int64{}
-	for _, g := range b.grants[key] {
-		seen[regions[g.region]]++
+	for _, g := range b.load.Of(key) {
+		seen[regions[g.Region]]++
 	}
 	for _, r := range regions {
 		used, _ := f["region:"+r+":used"].(int64)
