@@ -62,6 +62,9 @@ type Config struct {
 	// GLOBAL decisions and policies are refused otherwise, as no other
 	// region could ever grant them a block.
 	Federated bool
+	// Federation, when set, is the region's federation, for INFO
+	// federation.
+	Federation Federation
 	// Backups, when set, takes shards' state for RL.BACKUP
 	// (cluster.RaftShards, cluster.MemoryShards). Nil: RL.BACKUP is
 	// refused.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/federation"
 	"github.com/rlserver/rlserver/internal/resp"
 )
 
@@ -58,6 +59,12 @@ type RaftInfo interface {
 	// Registered reports whether the cluster's catalogue holds this
 	// node's data directory (a cluster node only).
 	Registered() bool
+}
+
+// Federation is a region's part in a federation (federation.Federation),
+// for INFO.
+type Federation interface {
+	Stats() federation.Stats
 }
 
 // Clock is the time decisions use, in Unix ms (for TIME).

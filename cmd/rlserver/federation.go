@@ -88,10 +88,9 @@ func listenFederation(o options) (net.Listener, error) {
 	return ln, nil
 }
 
-// startFederation starts the region's federation on shards: the agent
-// works the shards this node leads (every shard in memory), the server
-// answers on ln. served receives the listener's error if it fails.
-func startFederation(o options, ln net.Listener, shards backend, node *placement.Node, log *slog.Logger, served chan<- error) (*federation.Federation, error) {
+// newFederation is the region's federation on shards, not started: its
+// agent works the shards this node leads (every shard in memory).
+func newFederation(o options, shards backend, node *placement.Node, log *slog.Logger) (*federation.Federation, error) {
 	cfg := o.fed.parsed
 	cfg.Log = log.With("component", "federation")
 	if node != nil {
@@ -100,20 +99,23 @@ func startFederation(o options, ln net.Listener, shards backend, node *placement
 			return ok && local
 		}
 	}
-	fed, err := federation.New(cfg, shards)
-	if err != nil {
-		return nil, err
-	}
+	return federation.New(cfg, shards)
+}
+
+// startFederation starts fed: its server answers on ln, its agent
+// renews. served receives the listener's error if it fails.
+func startFederation(o options, fed *federation.Federation, ln net.Listener, log *slog.Logger, served chan<- error) {
+	cfg := o.fed.parsed
+	log = log.With("component", "federation")
 	go func() {
 		if err := fed.Serve(ln); err != nil {
 			served <- fmt.Errorf("--federation-port: %w", err)
 		}
 	}()
 	fed.Start()
-	cfg.Log.Info("federation", "region", cfg.Region, "addr", ln.Addr().String(), "regions", len(cfg.Peers)+1,
+	log.Info("federation", "region", cfg.Region, "addr", ln.Addr().String(), "regions", len(cfg.Peers)+1,
 		"sync", cfg.Sync, "lease_ttl", cfg.LeaseTTL, "partition_floor", cfg.Floor.String(), "tls", cfg.ServerTLS != nil)
 	if cfg.ServerTLS == nil && !isLoopbackBind(o.bind) {
-		cfg.Log.Warn("the links between regions are not encrypted: anyone on the path reads the global keys' names; use --federation-tls")
+		log.Warn("the links between regions are not encrypted: anyone on the path reads the global keys' names; use --federation-tls")
 	}
-	return fed, nil
 }

@@ -203,6 +203,15 @@ func start(o options, log *slog.Logger) (*running, error) {
 	} else {
 		cfg.AnswersInSubmit = true // memory shards answer within Submit
 	}
+	if lns.fed != nil {
+		if r.fed, err = newFederation(o, r.shards, r.node, log); err != nil {
+			lns.close()
+			obs.close()
+			r.shards.Close()
+			return nil, err
+		}
+		cfg.Federation = r.fed
+	}
 	if r.srv, err = server.New(cfg, r.shards); err != nil {
 		lns.close()
 		obs.close()
@@ -212,13 +221,8 @@ func start(o options, log *slog.Logger) (*running, error) {
 	if lns.grpc != nil {
 		r.front = startRLS(o, lns.grpc, r.shards, clock, log, r.served)
 	}
-	if lns.fed != nil {
-		if r.fed, err = startFederation(o, lns.fed, r.shards, r.node, log, r.served); err != nil {
-			lns.close()
-			r.front.close()
-			r.shards.Close()
-			return nil, err
-		}
+	if r.fed != nil {
+		startFederation(o, r.fed, lns.fed, log, r.served)
 	}
 	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, r.fed, log); err != nil {
 		lns.close()
