@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -265,9 +266,16 @@ func TestFederationLocalLatencyIgnoresTheLinks(t *testing.T) {
 	}
 	// A steady demand far from the limit is renewed before it runs out;
 	// a machine that stalls the agent for longer than its reserve lasts
-	// (two intervals and two round trips) costs a few refusals.
-	if bok < 0.97 {
+	// (two intervals and two round trips) costs refusals: 8.5% once, on
+	// the shared 2 cores at a load average of 22. A broken renewal
+	// would refuse nearly everything.
+	if bok < 0.8 {
 		t.Errorf("%.1f%% allowed far from the limit", 100*bok)
+	}
+	info, err := probe.client.Info(context.Background(), "federation").Result()
+	if err != nil || !strings.Contains(info, "federation_region:"+probe.name+"\r\n") ||
+		strings.Count(info, "federation_link_") != 2 || strings.Contains(info, "federation_rounds:0\r\n") {
+		t.Errorf("INFO federation: %v\n%s", err, info)
 	}
 }
 
