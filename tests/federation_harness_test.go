@@ -45,6 +45,12 @@ var federationAddr = regexp.MustCompile(`msg="rlserver ready".* federation_addr=
 // each way, every region with args besides.
 func startFederation(t *testing.T, names []string, delay time.Duration, args ...string) *fedRig {
 	t.Helper()
+	return startFederationWith(t, names, delay, func(string) []string { return args })
+}
+
+// startFederationWith is startFederation with each region's own args.
+func startFederationWith(t *testing.T, names []string, delay time.Duration, args func(region string) []string) *fedRig {
+	t.Helper()
 	rig := &fedRig{proxies: map[[2]string]*testnet.DelayProxy{}}
 	for _, from := range names {
 		for _, to := range names {
@@ -66,7 +72,7 @@ func startFederation(t *testing.T, names []string, delay time.Duration, args ...
 			}
 		}
 		p := startServer(t, join([]string{"--region", name, "--federation", strings.Join(peers, ","),
-			"--federation-port", "0", "--federation-secret", fedSecret}, args)...)
+			"--federation-port", "0", "--federation-secret", fedSecret}, args(name))...)
 		m := federationAddr.FindStringSubmatch(p.Log())
 		if m == nil {
 			t.Fatalf("region %s logged no federation address:\n%s", name, p.Log())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/rlserver/rlserver/federation"
 	"github.com/rlserver/rlserver/internal/fedload"
 	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // The issue's load: twice the limit's rate, 60% in the first region and
@@ -369,4 +371,40 @@ func relaxedReconciled(t *testing.T, rig *fedRig, l *fedLoad, key string) {
 		return true, nil
 	})
 	t.Logf("%s: every region counts the %d grants (%v by region), each once", key, total, own)
+}
+
+// A region's rlserver_federation_* metrics say what its INFO federation
+// says, once the federation is idle.
+func TestFederationMetricsAgreeWithInfo(t *testing.T) {
+	port := strconv.Itoa(rlproc.Ports(t, 1)[0])
+	rig := startFederationWith(t, []string{"eu", "us"}, 0, func(region string) []string {
+		if region == "eu" {
+			return []string{"--metrics-port", port}
+		}
+		return nil
+	})
+	eu := rig.region("eu")
+	for i := range 20 { // keys homed in both regions, strict and relaxed
+		k := "metrics-" + strconv.Itoa(i)
+		eu.client.Do(context.Background(), "RL.TOKEN", k, 100, 10, 1000, "GLOBAL")
+		eu.client.Do(context.Background(), "RL.FIXED", k+"r", 100, 60000, "GLOBAL", "RELAXED")
+	}
+	base := "http://127.0.0.1:" + port
+	poll.Until(t, 20*time.Second, "the metrics to agree with INFO federation", func() (bool, error) {
+		m := scrape(t, base)
+		for _, check := range []struct{ metric, with, field string }{
+			{"rlserver_federation_lease_requests_total", `direction="sent"`, "federation_lease_requests_sent"},
+			{"rlserver_federation_lease_requests_total", `direction="served"`, "federation_lease_requests_served"},
+			{"rlserver_federation_grants_recorded_total", "", "federation_grants_recorded"},
+			{"rlserver_federation_units_granted_total", "", "federation_units_granted"},
+			{"rlserver_federation_counts_total", `direction="sent"`, "federation_counts_sent"},
+			{"rlserver_federation_counts_total", `direction="received"`, "federation_counts_received"},
+			{"rlserver_federation_auth_failures_total", "", "federation_auth_failures"},
+		} {
+			if m.sum(check.metric, check.with) != float64(infoInt(t, eu.client, "federation", check.field)) {
+				return false, nil
+			}
+		}
+		return m.sum("rlserver_federation_lease_requests_total") > 0 && m.sum("rlserver_federation_link_up", `region="us"`) == 1, nil
+	})
 }
