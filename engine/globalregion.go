@@ -47,8 +47,11 @@ func GlobalScanCommand(cursor, count int64) Command {
 	return Command{Op: OpGlobalScan, Args: [4]int64{cursor, count}}
 }
 
-// globalScan applies OpGlobalScan: the keys, by record number, from the
-// cursor; each settled to now first (its expired blocks retired).
+// globalScan answers OpGlobalScan: the keys, by record number, from the
+// cursor, each as settling it at now would leave it (its expired blocks
+// among its reports). It changes nothing, so that a node reads it from
+// its replica (Inspect) rather than through the log every interval; the
+// install that answers the request settles the key for real.
 func (s *Shard) globalScan(now int64, c *Command, r *Result) {
 	ks := &s.keys
 	recs := make([]int32, 0, len(ks.globals))
@@ -65,10 +68,10 @@ func (s *Shard) globalScan(now int64, c *Command, r *Result) {
 	}
 	b = wire.AppendVarints(b, next, int64(len(recs)))
 	for _, i := range recs {
-		g := ks.global(i)
+		g := *ks.global(i)
+		g.blocks, g.retired = slices.Clone(g.blocks), slices.Clone(g.retired)
 		g.settle(now)
-		ks.recharge(i)
-		b = appendGlobalKey(b, ks, i, g, now)
+		b = appendGlobalKey(b, ks, i, &g, now)
 	}
 	r.Type, r.Text = ResBulk, string(b)
 }
@@ -147,7 +150,11 @@ func (s *Shard) globalInstall(now int64, c *Command, r *Result) {
 	if q.Req != 0 && q.Req == g.nextReq && !q.Grant.Stale {
 		a := q.Grant
 		g.nextReq = leaseID(g.nextReq, now)
-		g.retired = slices.DeleteFunc(g.retired, func(u GlobalUse) bool { return slices.Contains(a.Acked, u.ID) })
+		// The blocks reported are done with, even one a refund since the
+		// scan gave units back to: the home has counted what it used.
+		done := func(id int64) bool { return slices.Contains(a.Acked, id) }
+		g.retired = slices.DeleteFunc(g.retired, func(u GlobalUse) bool { return done(u.ID) })
+		g.blocks = slices.DeleteFunc(g.blocks, func(b globalBlock) bool { return done(b.id) })
 		g.floor, g.dropped = max(g.floor-a.Floor, 0), max(g.dropped-a.Dropped, 0)
 		g.share = a.Share
 		if a.Block > 0 {

@@ -85,7 +85,7 @@ const (
 	OpUnshare // Value: holder; Int 1 if it held a share
 
 	// Global keys, the federation layer's (global*.go).
-	OpGlobalScan    // Args: cursor, count; Text: GlobalScan
+	OpGlobalScan    // Args: cursor, count; Text: GlobalScan; read-only (Inspect)
 	OpGlobalLease   // Args: params; Value: GlobalLeaseRequest; Text: GlobalGrant
 	OpGlobalInstall // Args: params; Value: GlobalInstall; Int 1 if recorded
 	OpGlobalCounts  // Args: params; Value: GlobalCounts

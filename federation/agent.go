@@ -89,22 +89,23 @@ func (f *Federation) tick() {
 	p := &plan{leases: map[string][]leaseJob{}, local: map[int][]engine.Command{}}
 	for shard := range f.shards.Shards() {
 		if f.leads(shard) {
-			f.scanShard(ctx, shard, round, p)
+			f.scanShard(shard, round, p)
 		}
 	}
 	f.forget(round)
 	f.dispatch(ctx, p)
 }
 
-// scanShard lists shard's global keys and plans for each.
-func (f *Federation) scanShard(ctx context.Context, shard int, round int64, p *plan) {
+// scanShard lists shard's global keys, from this node's replica, and
+// plans for each.
+func (f *Federation) scanShard(shard int, round int64, p *plan) {
 	cursor := int64(0)
 	for {
-		res, err := cluster.Do(ctx, f.shards, shard, engine.GlobalScanCommand(cursor, scanPage))
+		res, err := f.shards.Read(shard, engine.GlobalScanCommand(cursor, scanPage))
 		if err != nil {
 			return // an election, a slow shard: the next round
 		}
-		sc, err := engine.DecodeGlobalScan(&res[0])
+		sc, err := engine.DecodeGlobalScan(&res)
 		if err != nil {
 			f.cfg.Log.Error("federation: a scan that does not decode", "shard", shard, "err", err)
 			return

@@ -9,16 +9,19 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/engine"
 )
 
 // Shards is what the federation needs of the shard layer: the slot table,
-// and a queue per shard that applies a request's commands as one atomic
-// step (cluster.MemoryShards and cluster.RaftShards; in Raft mode a shard
-// this node does not lead forwards the request to its leader).
+// a queue per shard that applies a request's commands as one atomic step
+// (cluster.MemoryShards and cluster.RaftShards; in Raft mode a shard this
+// node does not lead forwards the request to its leader), and a read of
+// this node's replica that goes through no log (the agent's scans).
 type Shards interface {
 	Shards() int
 	ShardOf(slot uint16) int
 	Submit(shard int, r *cluster.Request)
+	Read(shard int, cmd engine.Command) (engine.Result, error)
 }
 
 // Federation is one node's part in a federation: the agent, which renews
