@@ -179,8 +179,36 @@ func TestShareResultRoundTrip(t *testing.T) {
 // before them, which therefore halt on an entry that holds one
 // (ErrNewerEntry) rather than skip it.
 func TestShareOpsComeLast(t *testing.T) {
-	if engine.OpShare != engine.OpTop+1 || engine.OpUnshare != engine.OpShare+1 || (engine.OpUnshare + 1).Known() {
+	if engine.OpShare != engine.OpTop+1 || engine.OpUnshare != engine.OpShare+1 {
 		t.Fatalf("RL.SHARE's ops are %d and %d after OpTop %d", engine.OpShare, engine.OpUnshare, engine.OpTop)
+	}
+}
+
+// The global keys' ops come after RL.SHARE's, and last: a release before
+// them halts on an entry that holds one. A GLOBAL decision and each of
+// the federation's ops cross the bus (and the log) whole.
+func TestGlobalOpsComeLastAndRoundTrip(t *testing.T) {
+	if engine.OpGlobalScan != engine.OpUnshare+1 || engine.OpGlobalCounts != engine.OpGlobalScan+3 || (engine.OpGlobalCounts + 1).Known() {
+		t.Fatalf("the global ops are %d to %d after OpUnshare %d", engine.OpGlobalScan, engine.OpGlobalCounts, engine.OpUnshare)
+	}
+	p := [3]int64{100, 60_000}
+	lease := engine.GlobalLeaseRequest{Region: "eu", Algo: engine.OpSliding, Params: p, Req: 9, Demand: 5, Need: 3,
+		Period: 200, TTL: 1000, Retired: []engine.GlobalUse{{ID: 4, Used: 2}}}
+	install := engine.GlobalInstall{Algo: engine.OpSliding, Params: p, Req: 9, Base: 5, Grant: engine.GlobalGrant{Req: 9, Block: 7, Units: 3, TTL: 90, Acked: []int64{4}}}
+	counts := engine.GlobalCounts{Region: "us", Algo: engine.OpFixed, Params: p, State: [3]int64{60_000, 4}}
+	cmds := []engine.Command{
+		{Op: engine.OpFixed, Key: []byte("k"), Flags: engine.FlagGlobal | engine.FlagRelaxed, Args: [4]int64{100, 60_000, 0, 1}},
+		engine.GlobalScanCommand(0, 100), lease.Command([]byte("k")), install.Command([]byte("k")), counts.Command([]byte("k")),
+	}
+	_, got, err := decodeBatch(appendBatch(nil, 1000, []*Request{{Cmds: cmds}}), nil)
+	if err != nil || len(got) != len(cmds) {
+		t.Fatalf("decoded %d commands: %v", len(got), err)
+	}
+	for i, c := range cmds {
+		if g := got[i]; g.Op != c.Op || g.Flags != c.Flags || string(g.Key) != string(c.Key) ||
+			string(g.Value) != string(c.Value) || g.Args != c.Args {
+			t.Fatalf("command %+v came back %+v", c, g)
+		}
 	}
 }
 

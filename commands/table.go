@@ -12,6 +12,9 @@ var (
 	argKeys    = Arg{Name: "key", Type: "key", Multiple: true}
 	argCost    = Arg{Name: "cost", Type: "integer", Token: "COST", Optional: true}
 	argPartial = Arg{Name: "partial", Type: "pure-token", Token: "PARTIAL", Optional: true}
+	argGlobal  = Arg{Name: "global", Type: "block", Token: "GLOBAL", Optional: true, Args: []Arg{
+		{Name: "mode", Type: "oneof", Optional: true, Args: []Arg{
+			{Name: "strict", Type: "pure-token", Token: "STRICT"}, {Name: "relaxed", Type: "pure-token", Token: "RELAXED"}}}}}
 )
 
 // allAlgorithmArgs documents the words RL.ALL's limits start with: the
@@ -34,12 +37,15 @@ func decisionSpec(id ID, op engine.Op, fast bool, summary string) *Spec {
 	if !fast {
 		flags, cats, complexity = flags[:2], []string{"@write", "@ratelimit", "@slow"}, "O(N) where N is the number of distinct milliseconds with grants in the window"
 	}
+	args := append(limitArgs(op), argCost, argPartial)
+	if op.Spec().Flags&engine.FlagGlobal != 0 {
+		args = append(args, argGlobal)
+	}
 	return &Spec{
 		ID: id, Name: op.Spec().Name, Arity: -(2 + requiredParams(op)), Flags: flags,
 		FirstKey: 1, LastKey: 1, KeyStep: 1, Categories: cats,
 		Group: "ratelimit", Since: "1.0.0", Complexity: complexity, Summary: summary,
-		Args: append(limitArgs(op), argCost, argPartial), Route: RouteKey,
-		parse: decisionParser(op),
+		Args: args, Route: RouteKey, parse: decisionParser(op),
 	}
 }
 
@@ -204,9 +210,10 @@ var baseTable = []*Spec{
 		Since: "1.1.0", Complexity: "O(1)", Summary: "Named limits kept on the server, replicated with the data.", Route: RouteServer,
 		Sub: []*Spec{
 			sub("rl.policy", "set", -5, []string{"write", "denyoom"}, policyWriteCats,
-				"Defines or changes a policy: RL.POLICY SET name ALGORITHM parameters... [SHADOW]. Takes effect at once for every client.",
+				"Defines or changes a policy: RL.POLICY SET name ALGORITHM parameters... [SHADOW | GLOBAL [STRICT|RELAXED]]. Takes effect at once for every client.",
 				Arg{Name: "name", Type: "string"}, Arg{Name: "algorithm", Type: "string"},
-				Arg{Name: "parameters", Type: "string", Multiple: true}, Arg{Name: "shadow", Type: "pure-token", Token: "SHADOW", Optional: true}),
+				Arg{Name: "parameters", Type: "string", Multiple: true}, Arg{Name: "mode", Type: "oneof", Optional: true,
+					Args: []Arg{{Name: "shadow", Type: "pure-token", Token: "SHADOW"}, argGlobal}}),
 			sub("rl.policy", "get", 3, []string{"readonly"}, policyReadCats, "A policy's definition and counters (checks, denied, shadow_denied); nil if none.",
 				Arg{Name: "name", Type: "string"}),
 			sub("rl.policy", "list", 2, []string{"readonly"}, policyReadCats, "Every policy: its name and its definition."),

@@ -85,7 +85,7 @@ func checkGroup(cmds []Command) error {
 		return ErrAllMember
 	}
 	for j := range members {
-		if !allMember(members[j].Op) || members[j].Flags&FlagPartial != 0 {
+		if !allMember(members[j].Op) || members[j].Flags&(FlagPartial|FlagGlobal) != 0 {
 			return ErrAllMember
 		}
 		for k := range j {

@@ -33,6 +33,16 @@ type verdict struct {
 
 // decide evaluates and commits a decision op.
 func (s *Shard) decide(now int64, c *Command, r *Result) {
+	if c.Flags&FlagGlobal != 0 {
+		s.decideGlobal(now, c, r)
+		return
+	}
+	if c.Op == OpCheck {
+		if p := s.policies[string(c.Value)]; p != nil && p.global {
+			s.checkGlobal(now, c, p, r)
+			return
+		}
+	}
 	i := s.lookup(c.Key, now)
 	v := &s.verdict
 	err := s.evaluate(now, c, i, v)

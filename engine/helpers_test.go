@@ -97,4 +97,14 @@ func checkCounters(t *testing.T, s *Shard) {
 	if shareLen != ks.shareLen {
 		t.Fatalf("share keys charged %d, counted %d", ks.shareLen, shareLen)
 	}
+	var globalLen int64
+	for i, e := range ks.globals {
+		if ks.kind(i) != KindGlobal || e.charged != globalBytes(e.state) {
+			t.Fatalf("record %d: global state of a %v key, charged %d for %d", i, ks.kind(i), e.charged, globalBytes(e.state))
+		}
+		globalLen += e.charged
+	}
+	if globalLen != ks.globalLen {
+		t.Fatalf("global keys charged %d, counted %d", ks.globalLen, globalLen)
+	}
 }

@@ -129,7 +129,7 @@ func (ks *keyspace) describe(i int32, now int64) []Field {
 }
 
 // Inspect answers a read-only, shard-wide command (OpDBSize, OpScan,
-// OpDigest, OpPolicyList, OpTop) at the shard's own time and changes nothing, not even the clock
+// OpDigest, OpPolicyList, OpTop, OpGlobalScan) at the shard's own time and changes nothing, not even the clock
 // or the expiry sweep: a replica may answer it between batches and still
 // agree with every other replica about its state.
 func (s *Shard) Inspect(c *Command) Result {
@@ -145,6 +145,8 @@ func (s *Shard) Inspect(c *Command) Result {
 		r = s.listPolicies(string(c.Value))
 	case OpTop:
 		r = s.topResult(c)
+	case OpGlobalScan:
+		s.globalScan(s.now, c, &r)
 	default:
 		r.Type, r.Err = ResError, ErrUnknownOp
 	}

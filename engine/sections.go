@@ -55,8 +55,27 @@ func (s *Shard) appendSettings(b []byte) []byte {
 	return b
 }
 
+// policyFlagsByte is a policy's flags as its snapshot keeps them, one
+// byte: 1 shadow, 2 global, 4 relaxed. A release before global keys wrote
+// 0 or 1 there, and refuses a byte above: a global policy it would run as
+// a local one.
+func policyFlagsByte(f Flags) byte {
+	var b byte
+	if f&FlagShadow != 0 {
+		b |= 1
+	}
+	if f&FlagGlobal != 0 {
+		b |= 2
+	}
+	if f&FlagRelaxed != 0 {
+		b |= 4
+	}
+	return b
+}
+
 // appendPolicies appends the shard's policies, in name order: their count,
-// then each one's name, op, parameters, shadow mode and previous op.
+// then each one's name, op, parameters, flags (policyFlagsByte) and
+// previous op.
 func (s *Shard) appendPolicies(b []byte) []byte {
 	names := s.policyNames()
 	b = wire.AppendUvarint(b, uint64(len(names)))
@@ -67,7 +86,7 @@ func (s *Shard) appendPolicies(b []byte) []byte {
 		for _, v := range p.params {
 			b = wire.AppendVarint(b, v)
 		}
-		b = append(wire.AppendBool(b, p.shadow), byte(p.previous))
+		b = append(b, policyFlagsByte(p.flags()), byte(p.previous))
 	}
 	return b
 }
@@ -89,17 +108,18 @@ func (d *decoder) policies(s *Shard) {
 		for k := range p.params {
 			p.params[k] = d.Varint()
 		}
-		if d.Err() != nil || d.Len() == 0 || d.Rest()[0] > 1 {
+		if d.Err() != nil || d.Len() == 0 || d.Rest()[0] > 7 {
 			d.Fail("bad policy")
 			return
 		}
-		p.shadow = d.Byte() == 1
+		fl := d.Byte()
+		p.shadow, p.global, p.relaxed = fl&1 != 0, fl&2 != 0, fl&4 != 0
 		if d.Len() == 0 || (Op(d.Rest()[0]) != opNone && !policyOp(Op(d.Rest()[0]))) {
 			d.Fail("bad policy")
 			return
 		}
 		previous := Op(d.Byte())
-		set := Command{Op: OpPolicySet, Value: name, Args: [4]int64{p.params[0], p.params[1], p.params[2], int64(op)}}
+		set := Command{Op: OpPolicySet, Flags: p.flags(), Value: name, Args: [4]int64{p.params[0], p.params[1], p.params[2], int64(op)}}
 		if _, dup := s.policies[string(name)]; dup || !set.Valid() {
 			d.failf("policy %q: invalid or twice", name)
 			return

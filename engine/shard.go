@@ -213,6 +213,14 @@ func (s *Shard) applyCommands(now int64, cmds []Command, out []Result, readAhead
 			s.share(now, c, r)
 		case OpUnshare:
 			s.unshare(now, c, r)
+		case OpGlobalScan:
+			s.globalScan(now, c, r)
+		case OpGlobalLease:
+			s.globalLease(now, c, r)
+		case OpGlobalInstall:
+			s.globalInstall(now, c, r)
+		case OpGlobalCounts:
+			s.globalCounts(now, c, r)
 		case OpGet, OpSet, OpIncrBy, OpExpire:
 			s.stringCommand(now, c, r)
 		case OpHGet, OpHSet, OpHMGet, OpHIncrBy, OpHIncrByFloat, OpHDel, OpHExists, OpHGetAll, OpHLen:

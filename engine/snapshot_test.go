@@ -108,6 +108,7 @@ func FuzzRestoreShard(f *testing.F) {
 		q := shareReq(h, 5, 1000)
 		run(s, 1_700_000_000_000, q.Command([]byte("share")))
 	}
+	globalSeeds(s, 1_700_000_000_000)
 	f.Add(s.AppendSnapshot(nil))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -138,6 +139,7 @@ func FuzzRestoreShard(f *testing.F) {
 			q := shareReq("x", 5, 1000)
 			q.Ack = 1
 			r.Apply(r.now, []Command{q.Command(key), {Op: OpUnshare, Key: key, Value: []byte("y")}}, make([]Result, 2))
+			r.Apply(r.now+1, globalCommands(key), make([]Result, len(globalCommands(key))))
 		}
 		if _, err := RestoreShard(r.AppendSnapshot(nil), SnapshotFormat); err != nil {
 			t.Fatalf("re-encoding a restored shard fails: %v", err)

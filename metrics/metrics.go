@@ -45,6 +45,9 @@ func New(src Sources) (*Metrics, error) {
 	if src.RaftSink != nil {
 		cs = append(cs, src.RaftSink)
 	}
+	if src.Federation != nil {
+		cs = append(cs, newFederationCollector(src.Federation))
+	}
 	if src.RLS != nil {
 		cs = append(cs, newRLSCollector(src.RLS))
 	}

@@ -68,4 +68,6 @@ type Sources struct {
 	Top TopKeys
 	// Rebalance, when set (a cluster's node), gives rlserver_rebalance_*.
 	Rebalance Rebalance
+	// Federation, when set (--region), gives rlserver_federation_*.
+	Federation Federation
 }

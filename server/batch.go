@@ -103,6 +103,9 @@ func (b *batch) addKeyed(s *Server, spec *commands.Spec, args [][]byte) {
 	}
 	var err error
 	b.parsed, err = spec.Parse(args, b.parsed[:0])
+	if err == nil {
+		err = s.checkFederated(b.parsed)
+	}
 	if err != nil {
 		b.addError(err)
 		return

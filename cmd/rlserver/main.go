@@ -26,6 +26,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/cluster/placement"
+	"github.com/rlserver/rlserver/federation"
 	"github.com/rlserver/rlserver/internal/gcpacer"
 	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/persistence"
@@ -153,9 +154,10 @@ type running struct {
 	node   *placement.Node // nil in memory
 	mode   string          // the node's mode, for the log
 	srv    *server.Server
-	front  *rlsFront        // nil without --grpc-port
-	m      *metrics.Metrics // nil without --metrics-port
-	served chan error       // a listener that failed
+	front  *rlsFront              // nil without --grpc-port
+	fed    *federation.Federation // nil without --region
+	m      *metrics.Metrics       // nil without --metrics-port
+	served chan error             // a listener that failed
 }
 
 // start takes the listeners and starts every layer, releasing what it took
@@ -207,6 +209,15 @@ func start(o options, log *slog.Logger) (*running, error) {
 	} else {
 		cfg.AnswersInSubmit = true // memory shards answer within Submit
 	}
+	if lns.fed != nil {
+		if r.fed, err = newFederation(o, r.shards, r.node, log); err != nil {
+			lns.close()
+			obs.close()
+			r.shards.Close()
+			return nil, err
+		}
+		cfg.Federation = r.fed
+	}
 	if r.srv, err = server.New(cfg, r.shards); err != nil {
 		lns.close()
 		obs.close()
@@ -221,8 +232,12 @@ func start(o options, log *slog.Logger) (*running, error) {
 			return nil, err
 		}
 	}
-	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, log); err != nil {
+	if r.fed != nil {
+		startFederation(o, r.fed, lns.fed, log, r.served)
+	}
+	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, r.fed, log); err != nil {
 		lns.close()
+		r.closeFederation()
 		r.front.close()
 		r.shards.Close()
 		return nil, err
@@ -238,6 +253,7 @@ func serverConfig(o options, clock cluster.Clock, debug server.DebugClock) serve
 	cfg.Limits, cfg.MaxClients, cfg.MaxMemory, cfg.EventLoops = o.limits, o.maxClients, memory, o.eventLoops
 	cfg.Users, cfg.ProtectedMode, cfg.IdleTimeout = o.access.users, bool(o.sec.protectedMode), o.idleTimeout()
 	cfg.RequestTimeout = o.reqTimeout
+	cfg.Federated = o.fed.region != ""
 	cfg.Version, cfg.Clock, cfg.Debug = version, clock, debug
 	if o.configPath != "" {
 		cfg.ConfigFile = absPath(o.configPath)
@@ -255,6 +271,9 @@ func (r *running) announce(o options, log *slog.Logger) {
 	}
 	if r.lns.grpc != nil {
 		ready = append(ready, "grpc_addr", r.lns.grpc.Addr().String())
+	}
+	if r.lns.fed != nil {
+		ready = append(ready, "federation_addr", r.lns.fed.Addr().String(), "region", o.fed.region)
 	}
 	log.Info("rlserver ready", append(ready, "shards", r.shards.Shards(), "mode", r.mode, "debug", o.debug)...)
 }
@@ -277,6 +296,7 @@ func (r *running) stop(err error, log *slog.Logger) error {
 		r.m.Stopping()
 	}
 	r.front.close() // its calls in progress still reach the shards
+	r.closeFederation()
 	r.srv.Close()
 	if cerr := r.shards.Close(); cerr != nil {
 		log.Error("closing shards", "err", cerr)
@@ -287,6 +307,13 @@ func (r *running) stop(err error, log *slog.Logger) error {
 	}
 	log.Info("stopped")
 	return err
+}
+
+// closeFederation stops the federation's agent and server, if on.
+func (r *running) closeFederation() {
+	if r.fed != nil {
+		r.fed.Close()
+	}
 }
 
 // raftSettings is the shard layer's configuration for a durable node: its

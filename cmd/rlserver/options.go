@@ -52,6 +52,7 @@ type options struct {
 	access      access      // what sec loads, once validated
 	rls         rlsSettings // Envoy's rate limit service (rls.go)
 	checks      checks      // the clock and disk checks' bounds (checks.go)
+	fed         fedSettings // the federation of regions (federation.go)
 	// ratelimitIgnored are envoyproxy/ratelimit's variables set in the
 	// environment that set nothing here (ratelimitenv.go), for the log.
 	ratelimitIgnored []string
@@ -115,8 +116,10 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	if err = o.validateRLS(sources); err != nil {
 		return o, err
 	}
-	o.access, err = o.loadAccess()
-	return o, err
+	if o.access, err = o.loadAccess(); err != nil {
+		return o, err
+	}
+	return o, o.validateFederation()
 }
 
 // addFlags declares every setting on fs, with its default and its help.
@@ -158,6 +161,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	o.sec.addFlags(fs)
 	o.rls.addFlags(fs)
 	o.checks.addFlags(fs)
+	o.fed.addFlags(fs)
 }
 
 // halfTheCPUs is the default of both --shards on a single node and
