@@ -38,6 +38,11 @@ const (
 	FlagRight    // LPUSH, LPOP: at the tail (RPUSH, RPOP)
 	FlagSHA      // EVAL: the script is named by its SHA1 (EVALSHA)
 	FlagReadOnly // EVAL: the script may not write (EVAL_RO)
+	// FlagForce makes a decision count its cost even when it does not fit
+	// (FORCE): a charge for work already done, which takes the key past
+	// its limit, into a debt that refuses what follows until time has paid
+	// it off. The reply says whether it fitted.
+	FlagForce
 )
 
 // ResultType says which fields of a Result carry the answer.

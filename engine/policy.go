@@ -84,7 +84,7 @@ func (s *Shard) evaluateCheck(now int64, c *Command, i int32, v *verdict) error 
 	if !ok {
 		return &Error{CodeNoPolicy, fmt.Sprintf("%s '%s'", ErrNoPolicy.Msg, c.Value)}
 	}
-	run := Command{Op: p.op, Flags: c.Flags & FlagPartial, Key: c.Key}
+	run := Command{Op: p.op, Flags: c.Flags & (FlagPartial | FlagForce), Key: c.Key}
 	copy(run.Args[:3], p.params[:])
 	run.Args[3] = c.Args[3]
 	if i >= 0 {
@@ -97,7 +97,7 @@ func (s *Shard) evaluateCheck(now int64, c *Command, i int32, v *verdict) error 
 			i = -1
 		}
 	}
-	if err := s.evaluate(now, &run, i, v); err != nil {
+	if err := s.evaluate(now, &run, i, v, noSince); err != nil {
 		return err
 	}
 	v.policy, v.shadow = p, p.shadow
