@@ -13,15 +13,18 @@ import (
 // A Raft entry carries one batch: every command of every request the
 // proposer packed, after the time the leader stamped on it.
 //
-//	version  byte     1 or 2
+//	version  byte     1, 2 or 3
 //	now      varint   the leader's clock, Unix ms
 //	count    uvarint  commands
 //	commands          version 1: op byte, key (uvarint length, bytes), four varint args
-//	                  version 2: op byte, flags uvarint, key, value (as the key), four varint args
+//	                  versions 2 and 3: op byte, flags uvarint, key, value (as the key), four varint args
 //
 // A batch whose commands have no flags and no value is written as version 1,
 // which nodes that predate version 2 can still apply: a cluster upgraded
-// node by node keeps working until the new commands are used.
+// node by node keeps working until the new commands are used. Version 3 is
+// version 2 with a flag that releases before it do not know (FORCE): they
+// halt on it (ErrNewerEntry), where they would refuse its command as
+// invalid and skip it while the other replicas apply it.
 //
 // Forwarding between nodes sends commands in the same form, and results in
 // the form of appendResult.
@@ -29,7 +32,22 @@ import (
 const (
 	entryVersion1 = 1
 	entryVersion2 = 2
+	entryVersion3 = 3
 )
+
+// version3Flags are the flags a version 2 reader does not know.
+const version3Flags = engine.FlagForce
+
+// entryVersion is the version a batch holding c needs at least.
+func entryVersion(c *engine.Command) byte {
+	switch {
+	case c.Flags&version3Flags != 0:
+		return entryVersion3
+	case c.Flags != 0 || len(c.Value) > 0:
+		return entryVersion2
+	}
+	return entryVersion1
+}
 
 // maxWireKey bounds a key decoded from an entry or a peer.
 const maxWireKey = 1 << 20
@@ -52,9 +70,7 @@ func appendBatch(b []byte, now int64, reqs []*Request) []byte {
 	version := byte(entryVersion1)
 	for _, r := range reqs {
 		for i := range r.Cmds {
-			if r.Cmds[i].Flags != 0 || len(r.Cmds[i].Value) > 0 {
-				version = entryVersion2
-			}
+			version = max(version, entryVersion(&r.Cmds[i]))
 		}
 	}
 	b = append(b, version)
@@ -70,12 +86,12 @@ func appendBatch(b []byte, now int64, reqs []*Request) []byte {
 
 func appendCommand(b []byte, c *engine.Command, version byte) []byte {
 	b = append(b, byte(c.Op))
-	if version == entryVersion2 {
+	if version >= entryVersion2 {
 		b = binary.AppendUvarint(b, uint64(c.Flags))
 	}
 	b = binary.AppendUvarint(b, uint64(len(c.Key)))
 	b = append(b, c.Key...)
-	if version == entryVersion2 {
+	if version >= entryVersion2 {
 		b = binary.AppendUvarint(b, uint64(len(c.Value)))
 		b = append(b, c.Value...)
 	}
@@ -90,10 +106,10 @@ func appendCommand(b []byte, c *engine.Command, version byte) []byte {
 func decodeBatch(data []byte, cmds []engine.Command) (int64, []engine.Command, error) {
 	d := newReader(data)
 	version := d.Byte()
-	if version > entryVersion2 {
+	if version > entryVersion3 {
 		return 0, cmds, fmt.Errorf("%w (entry version %d)", ErrNewerEntry, version)
 	}
-	if version != entryVersion1 && version != entryVersion2 {
+	if version < entryVersion1 {
 		return 0, cmds, fmt.Errorf("%w: unknown version", errBadEntry)
 	}
 	now := d.Varint()
@@ -103,7 +119,7 @@ func decodeBatch(data []byte, cmds []engine.Command) (int64, []engine.Command, e
 	}
 	for i := uint64(0); i < n && d.Err() == nil; i++ {
 		c := engine.Command{Op: engine.Op(d.Byte())}
-		if version == entryVersion2 {
+		if version >= entryVersion2 {
 			flags := d.Uvarint()
 			c.Flags = engine.Flags(flags)
 			if uint64(c.Flags) != flags {
@@ -111,7 +127,7 @@ func decodeBatch(data []byte, cmds []engine.Command) (int64, []engine.Command, e
 			}
 		}
 		c.Key = d.Bytes(maxWireKey)
-		if version == entryVersion2 {
+		if version >= entryVersion2 {
 			if c.Value = d.Bytes(engine.MaxValue); len(c.Value) == 0 {
 				c.Value = nil
 			}

@@ -39,6 +39,33 @@ func TestBatchRoundTripKeepsFlagsAndValues(t *testing.T) {
 	}
 }
 
+// A FORCE charge needs version 3: a node of a release before it would
+// refuse the flag as invalid and skip the entry the others apply, where a
+// version it does not know halts it. Version 3 is read as version 2 is.
+func TestForceBatchesAreVersionThree(t *testing.T) {
+	cmds := []engine.Command{
+		{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{100, 60_000, 0, 1}},
+		{Op: engine.OpToken, Key: []byte("t"), Args: [4]int64{1000, 1000, 60_000, 1200}, Flags: engine.FlagForce},
+		{Op: engine.OpCheck, Key: []byte("user:ada"), Value: []byte("orders"), Args: [4]int64{3: 5}, Flags: engine.FlagForce},
+	}
+	data := appendBatch(nil, 1_700_000_000_000, []*Request{{Cmds: cmds}})
+	if data[0] != entryVersion3 {
+		t.Fatalf("version %d, want 3", data[0])
+	}
+	_, got, err := decodeBatch(data, nil)
+	if err != nil || len(got) != len(cmds) {
+		t.Fatalf("decode: %v, %d commands", err, len(got))
+	}
+	for i := range cmds {
+		if a, b := cmds[i], got[i]; a.Op != b.Op || a.Flags != b.Flags || a.Args != b.Args || !bytes.Equal(a.Key, b.Key) || !bytes.Equal(a.Value, b.Value) {
+			t.Fatalf("command %d: %+v, want %+v", i, b, a)
+		}
+	}
+	if v := appendBatch(nil, 1, []*Request{{Cmds: cmds[2:]}})[0]; v != entryVersion3 {
+		t.Fatalf("RL.CHECK FORCE alone: version %d", v)
+	}
+}
+
 // Batches of the commands version 1 knows stay in version 1, byte for byte,
 // so nodes not yet upgraded apply what upgraded leaders propose.
 func TestPlainBatchesStayVersionOne(t *testing.T) {
@@ -232,7 +259,7 @@ func FuzzDecodeResult(f *testing.F) {
 // applied index), and the node is told to stop.
 func TestNewerEntryHaltsTheReplica(t *testing.T) {
 	plain := appendBatch(nil, 5, []*Request{{Cmds: []engine.Command{{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{5, 1000, 0, 1}}}}})
-	newerVersion := append([]byte{entryVersion2 + 1}, plain[1:]...)
+	newerVersion := append([]byte{entryVersion3 + 1}, plain[1:]...)
 	unknownOp := bytes.Clone(plain)
 	unknownOp[3] = 200 // the first command's op
 	// A script stamped with a script runtime this release does not run.

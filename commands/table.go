@@ -12,6 +12,7 @@ var (
 	argKeys    = Arg{Name: "key", Type: "key", Multiple: true}
 	argCost    = Arg{Name: "cost", Type: "integer", Token: "COST", Optional: true}
 	argPartial = Arg{Name: "partial", Type: "pure-token", Token: "PARTIAL", Optional: true}
+	argForce   = Arg{Name: "force", Type: "pure-token", Token: "FORCE", Optional: true}
 )
 
 // allAlgorithmArgs documents the words RL.ALL's limits start with: the
@@ -38,7 +39,7 @@ func decisionSpec(id ID, op engine.Op, fast bool, summary string) *Spec {
 		ID: id, Name: op.Spec().Name, Arity: -(2 + requiredParams(op)), Flags: flags,
 		FirstKey: 1, LastKey: 1, KeyStep: 1, Categories: cats,
 		Group: "ratelimit", Since: "1.0.0", Complexity: complexity, Summary: summary,
-		Args: append(limitArgs(op), argCost, argPartial), Route: RouteKey,
+		Args: append(limitArgs(op), argCost, argPartial, argForce), Route: RouteKey,
 		parse: decisionParser(op),
 	}
 }
@@ -179,7 +180,7 @@ var baseTable = []*Spec{
 		"Throttling: a leaky-bucket queue that admits while it has room and says how long to wait first (delay_ms); refuses only when full."),
 	limitSpec(IDQuota, "rl.quota", -4, true,
 		"Calendar quota: units per day, ISO week, month or year, reset when the period turns (UTC, or OFFSET minutes east of it).",
-		decisionParser(engine.OpQuota), append(paramArgs(engine.OpQuota), argCost, argPartial)...),
+		decisionParser(engine.OpQuota), append(paramArgs(engine.OpQuota), argCost, argPartial, argForce)...),
 	limitSpec(IDAcquire, "rl.acquire", 4, true,
 		"Concurrency limit: takes a lease if fewer than limit are held; the reply's lease_id releases it, lease_ms expires it.",
 		parseAcquire, Arg{Name: "limit", Type: "integer"}, Arg{Name: "lease_ms", Type: "integer"}),
@@ -188,7 +189,7 @@ var baseTable = []*Spec{
 		parseRelease, Arg{Name: "lease_id", Type: "integer"}),
 	limitSpec(IDCheck, "rl.check", -3, true,
 		"Applies a policy defined with RL.POLICY SET to a key: the policy's algorithm and limits, the common reply.",
-		parseCheck, Arg{Name: "policy", Type: "string"}, argCost, argPartial),
+		parseCheck, Arg{Name: "policy", Type: "string"}, argCost, argPartial, argForce),
 	{
 		ID: IDAll, Name: "rl.all", Arity: -4, Flags: []string{"write", "denyoom", "movablekeys"},
 		FirstKey: 2, LastKey: 2, KeyStep: 1, Categories: []string{"@write", "@ratelimit", "@fast"},
@@ -196,7 +197,7 @@ var baseTable = []*Spec{
 		Summary: "Checks several limits as one, all or nothing: when one denies, nothing is consumed. Keys must share a hash slot.",
 		Args: []Arg{{Name: "limit", Type: "block", Multiple: true, Args: []Arg{
 			{Name: "algorithm", Type: "oneof", Args: allAlgorithmArgs()},
-			argKey, {Name: "parameters", Type: "string", Multiple: true}}}, argCost},
+			argKey, {Name: "parameters", Type: "string", Multiple: true}}}, argCost, argForce},
 		Route: RouteKey, SameSlot: true, parse: parseAll,
 	},
 	{
