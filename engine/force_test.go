@@ -14,67 +14,82 @@ func forced(op Op, key string, args ...int64) Command {
 	return c
 }
 
-// The example, through every algorithm that takes FORCE: a limit of
-// 1,000 a minute, a response of 1,200 tokens charged after the fact. The
-// charge counts, leaves -200, and the next request is refused for as long
-// as the debt implies; at that instant it is allowed, one millisecond
-// earlier not.
-func TestForceChargePastTheLimit(t *testing.T) {
-	const t0 = 1_700_000_040_000 // the start of a minute
-	cases := []struct {
-		name   string
-		op     Op
-		params []int64
-		// charge is the FORCE charge's reply (its wait: until the debt is
-		// paid off); next, the reply to one more unit at t0 (its wait:
-		// the debt and that unit).
-		charge, next Decision
-	}{
-		{"sliding: the 1,200 weigh on the next window until 1,000 are left of them", OpSliding, []int64{1000, 60_000},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 60_000 + 10_000, ResetAfter: 120_000},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 60_000 + 10_050, ResetAfter: 120_000}},
-		{"fixed: refused until the window ends", OpFixed, []int64{1000, 60_000},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 60_000, ResetAfter: 60_000},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 60_000, ResetAfter: 60_000}},
-		{"log: refused until the charge leaves the window", OpLog, []int64{1000, 60_000},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 60_000, ResetAfter: 60_000},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 60_000, ResetAfter: 60_000}},
-		{"token: 200 tokens owed, refilled at one every 60 ms", OpToken, []int64{1000, 1000, 60_000},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_000, ResetAfter: 72_000},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_060, ResetAfter: 72_000}},
-		{"leaky: 1,200 in a bucket of 1,000, leaking one every 60 ms", OpLeaky, []int64{1000, 1000, 60_000},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_000, ResetAfter: 72_000},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_060, ResetAfter: 72_000}},
-		{"gcra: the theoretical arrival time 200 intervals past the burst", OpGCRA, []int64{999, 1000, 60_000},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_000, ResetAfter: 72_000},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_060, ResetAfter: 72_000}},
-		{"shape: 1,200 queued in a queue of 1,000", OpShape, []int64{1000, 1000, 60_000},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_000, ResetAfter: 72_000},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_060, ResetAfter: 72_000}},
-		{"quota: 1,000 a day, refused until the day ends, 6,360 s after t0", OpQuota, []int64{1000, int64(calendar.Daily), 0},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 6_360_000, ResetAfter: 6_360_000},
-			Decision{Limit: 1000, Remaining: -200, RetryAfter: 6_360_000, ResetAfter: 6_360_000}},
+// debtCases are the example, through every algorithm that takes
+// FORCE: a limit of 1,000 a minute (RL.QUOTA: a day), 1,200 charged after
+// the fact at debtT0. The charge counts, leaves -200, and the next request
+// is refused for as long as the debt implies; at that instant it is
+// allowed, one millisecond earlier not.
+const debtT0 = 1_700_000_040_000 // the start of a minute
+
+var debtCases = []struct {
+	name   string
+	op     Op
+	params []int64
+	// charge is the FORCE charge's reply (its wait: until the debt is
+	// paid off); next, the reply to one more unit at t0 (its wait:
+	// the debt and that unit).
+	charge, next Decision
+}{
+	{"sliding: the 1,200 weigh on the next window until 1,000 are left of them", OpSliding, []int64{1000, 60_000},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 60_000 + 10_000, ResetAfter: 120_000},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 60_000 + 10_050, ResetAfter: 120_000}},
+	{"fixed: refused until the window ends", OpFixed, []int64{1000, 60_000},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 60_000, ResetAfter: 60_000},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 60_000, ResetAfter: 60_000}},
+	{"log: refused until the charge leaves the window", OpLog, []int64{1000, 60_000},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 60_000, ResetAfter: 60_000},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 60_000, ResetAfter: 60_000}},
+	{"token: 200 tokens owed, refilled at one every 60 ms", OpToken, []int64{1000, 1000, 60_000},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_000, ResetAfter: 72_000},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_060, ResetAfter: 72_000}},
+	{"leaky: 1,200 in a bucket of 1,000, leaking one every 60 ms", OpLeaky, []int64{1000, 1000, 60_000},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_000, ResetAfter: 72_000},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_060, ResetAfter: 72_000}},
+	{"gcra: the theoretical arrival time 200 intervals past the burst", OpGCRA, []int64{999, 1000, 60_000},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_000, ResetAfter: 72_000},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_060, ResetAfter: 72_000}},
+	{"shape: 1,200 queued in a queue of 1,000", OpShape, []int64{1000, 1000, 60_000},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_000, ResetAfter: 72_000},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 12_060, ResetAfter: 72_000}},
+	{"quota: 1,000 a day, refused until the day ends, 6,360 s after t0", OpQuota, []int64{1000, int64(calendar.Daily), 0},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 6_360_000, ResetAfter: 6_360_000},
+		Decision{Limit: 1000, Remaining: -200, RetryAfter: 6_360_000, ResetAfter: 6_360_000}},
+}
+
+// checkDebt checks what follows the charge of case c on key "k" of s: a
+// peek, the next request, and that request again as its wait ends.
+func checkDebt(t *testing.T, s *Shard, op Op, args []int64, charge, next Decision) {
+	t.Helper()
+	if d := decision(t, s, debtT0, op, "k", append(args, 0)...); d.Remaining != -200 || d.Allowed || d.RetryAfter != charge.RetryAfter {
+		t.Fatalf("a peek after the charge: %+v, want remaining -200, the charge's wait %d", d, charge.RetryAfter)
 	}
-	for _, c := range cases {
+	if d := decision(t, s, debtT0, op, "k", append(args, 1)...); d != next {
+		t.Fatalf("the next request: %+v, want %+v", d, next)
+	}
+	if d := decision(t, s, debtT0+next.RetryAfter-1, op, "k", append(args, 1)...); d.Allowed {
+		t.Fatalf("a millisecond before its wait: %+v, want a refusal", d)
+	}
+	if d := decision(t, s, debtT0+next.RetryAfter, op, "k", append(args, 1)...); !d.Allowed {
+		t.Fatalf("after its wait: %+v, want it allowed", d)
+	}
+	checkCounters(t, s)
+}
+
+// limitArgs are a case's parameters as a command's Args[:3].
+func limitArgs(params []int64) []int64 {
+	return append(append([]int64{}, params...), make([]int64, 3-len(params))...)
+}
+
+// The example with FORCE: the charge itself.
+func TestForceChargePastTheLimit(t *testing.T) {
+	for _, c := range debtCases {
 		t.Run(c.name, func(t *testing.T) {
 			s := NewShard()
-			args := append(append([]int64{}, c.params...), make([]int64, 3-len(c.params))...)
-			if r := run(s, t0, forced(c.op, "k", append(args, 1200)...))[0]; r.Type != ResDecision || r.Decision != c.charge {
+			args := limitArgs(c.params)
+			if r := run(s, debtT0, forced(c.op, "k", append(args, 1200)...))[0]; r.Type != ResDecision || r.Decision != c.charge {
 				t.Fatalf("FORCE 1200: %+v, want %+v", r, c.charge)
 			}
-			if d := decision(t, s, t0, c.op, "k", append(args, 0)...); d.Remaining != -200 || d.Allowed || d.RetryAfter != c.charge.RetryAfter {
-				t.Fatalf("a peek after the charge: %+v, want remaining -200, the charge's wait %d", d, c.charge.RetryAfter)
-			}
-			if d := decision(t, s, t0, c.op, "k", append(args, 1)...); d != c.next {
-				t.Fatalf("the next request: %+v, want %+v", d, c.next)
-			}
-			if d := decision(t, s, t0+c.next.RetryAfter-1, c.op, "k", append(args, 1)...); d.Allowed {
-				t.Fatalf("a millisecond before its wait: %+v, want a refusal", d)
-			}
-			if d := decision(t, s, t0+c.next.RetryAfter, c.op, "k", append(args, 1)...); !d.Allowed {
-				t.Fatalf("after its wait: %+v, want it allowed", d)
-			}
-			checkCounters(t, s)
+			checkDebt(t, s, c.op, args, c.charge, c.next)
 		})
 	}
 }

@@ -46,7 +46,7 @@ func (s *Shard) applyKeyspaceOp(now int64, c *Command, r *Result) {
 		i := s.lookup(c.Key, now)
 		r.Type = ResNil
 		if i >= 0 {
-			r.Type, r.Fields = ResFields, s.keys.describe(i, now)
+			r.Type, r.Fields = ResFields, s.reservationFields(s.keys.describe(i, now), c.Key, now)
 		}
 	case OpUsage:
 		i := s.lookup(c.Key, now)

@@ -84,6 +84,11 @@ const (
 	OpShare   // Args: limit, window, TTL, demand; Value: holder packed, BURST, ACK; ResRecord
 	OpUnshare // Value: holder; Int 1 if it held a share
 
+	// Reservations (reserve.go): a decision charged at an estimate, and
+	// its settlement at the actual cost.
+	OpReserve // Args: the algorithm's parameters, the estimate; Value: its op, the TTL; Extra: reservation
+	OpSettle  // Args[0]: the reservation's seq, Args[1]: the actual cost; a Decision
+
 	opCount // one past the latest op
 )
 
@@ -216,9 +221,14 @@ var ops = [opCount]OpSpec{
 	OpTop:          {Params: []Param{{Name: "outcome", Max: 1}, {Name: "count", Min: 1, Max: MaxTopCount}}},
 	OpShare:        {Params: shareParams, check: checkShare, scripted: true},
 	OpUnshare:      {check: checkUnshare, scripted: true},
+	OpReserve:      {Cost: Param{Name: "cost", Min: 1, Max: MaxCount}}, // check: set in init, as it reads this table
+	OpSettle:       {Params: []Param{{Name: "reservation", Min: 1, Max: math.MaxInt64}, {Name: "actual", Max: MaxCount}}},
 }
 
-func init() { ops[OpPolicySet].check = checkPolicySet }
+func init() {
+	ops[OpPolicySet].check = checkPolicySet
+	ops[OpReserve].check = checkReserve
+}
 
 // checkCountRefused refuses FlagCountRefused beside FlagPartial: a partial
 // grant takes what is available, so it has no refused cost to count.
