@@ -62,6 +62,7 @@ func (s *Shard) applyKeyspaceOp(now int64, c *Command, r *Result) {
 		counts := s.keys.shareStat // counters, which outlive the keys as the shard's others do
 		s.keys = newKeyspace()
 		s.keys.shareStat = counts
+		s.res.flush() // the reservations are the keys' too; policies and scripts stay
 		r.Type = ResOK
 	case OpDigest:
 		r.Type, r.Text = ResBulk, s.digest()

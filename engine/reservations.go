@@ -133,6 +133,14 @@ func (rs *reservedCharges) forget(seq int64, r *reservedCharge) {
 	rs.bytes -= int64(len(r.key)) + reservationBytes
 }
 
+// flush forgets every reservation (FLUSHALL), keeping the counters and
+// the last seq, which later ones must exceed.
+func (rs *reservedCharges) flush() {
+	fresh := newReservedCharges()
+	fresh.last, fresh.made, fresh.settled, fresh.expired = rs.last, rs.made, rs.settled, rs.expired
+	*rs = fresh
+}
+
 // outstanding is how many of key's reservedCharges are pending at now, and
 // the sum of their estimates.
 func (rs *reservedCharges) outstanding(key []byte, now int64) (n, units int64) {

@@ -26,7 +26,7 @@ const (
 // ExtraReservation is the extra field of RL.RESERVE's reply that holds the
 // reservation's seq (0 when refused); the server replies the id, built
 // from it and the key.
-const ExtraReservation = "reservation"
+const ExtraReservation = "reservation_id"
 
 // Errors of RL.SETTLE.
 var (

@@ -105,6 +105,17 @@ func TestSettle(t *testing.T) {
 			}
 		}
 	})
+	t.Run("FLUSHALL forgets them with the keys", func(t *testing.T) {
+		s := NewShard()
+		_, seq := reserved(t, s, 0, reserveCmd(OpToken, "k", token, 100, 1000))
+		run(s, 1, Command{Op: OpFlush})
+		if r := run(s, 2, settleCmd("k", seq, 1))[0]; !errors.Is(r.Err, ErrNoReservation) || s.res.bytes != 0 {
+			t.Fatalf("%+v", r)
+		}
+		if _, next := reserved(t, s, 2, reserveCmd(OpToken, "k", token, 1, 1000)); next <= seq {
+			t.Fatalf("seq %d after %d", next, seq)
+		}
+	})
 	t.Run("a key of another algorithm leaves it pending", func(t *testing.T) {
 		s := NewShard()
 		_, seq := reserved(t, s, 0, reserveCmd(OpToken, "k", token, 100, 1000))

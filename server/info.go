@@ -32,6 +32,7 @@ var infoSections = []infoSection{
 	{"ratelimit", (*Server).writeRateLimitInfo},
 	{"policies", (*Server).writePolicyInfo},
 	{"shares", (*Server).writeSharesInfo},
+	{"reservations", (*Server).writeReservationsInfo},
 	{"topkeys", (*Server).writeTopKeys},
 	{"scripting", (*Server).writeScriptingInfo},
 	{"raft", (*Server).writeRaftInfo},
@@ -187,6 +188,17 @@ func (s *Server) writeSharesInfo(b *strings.Builder, t *engine.Stats) {
 	infoLine(b, "rl_share_grants", t.ShareGrants)
 	infoLine(b, "rl_share_returned", t.ShareReturned)
 	infoLine(b, "rl_share_lapsed", t.ShareLapsed)
+}
+
+// writeReservationsInfo writes the reservations' figures (RL.RESERVE):
+// those pending and the units they hold, now; those made, settled and
+// expired (settled at their estimate), since the start.
+func (s *Server) writeReservationsInfo(b *strings.Builder, t *engine.Stats) {
+	infoLine(b, "rl_reservations_pending", t.ReservationsPending)
+	infoLine(b, "rl_reserved", t.Reserved)
+	infoLine(b, "rl_reservations_made", t.ReservationsMade)
+	infoLine(b, "rl_reservations_settled", t.ReservationsSettled)
+	infoLine(b, "rl_reservations_expired", t.ReservationsExpired)
 }
 
 func (s *Server) writeClusterInfo(b *strings.Builder, _ *engine.Stats) {
