@@ -262,7 +262,7 @@ func (d *reader) members() int {
 
 // extraNames are the names of the extra fields of a decision, so that a
 // forwarded result does not allocate them.
-var extraNames = []string{"granted", "delay_ms", "lease_id", "shadow_denied"}
+var extraNames = []string{"granted", "delay_ms", "lease_id", "shadow_denied", engine.ExtraReservation}
 
 func extraName(b []byte) string {
 	for _, n := range extraNames {
