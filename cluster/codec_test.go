@@ -132,12 +132,15 @@ func TestShareResultRoundTrip(t *testing.T) {
 	}
 }
 
-// RL.SHARE and RL.UNSHARE are ops added after every op of the releases
-// before them, which therefore halt on an entry that holds one
-// (ErrNewerEntry) rather than skip it.
-func TestShareOpsComeLast(t *testing.T) {
-	if engine.OpShare != engine.OpTop+1 || engine.OpUnshare != engine.OpShare+1 || (engine.OpUnshare + 1).Known() {
+// RL.SHARE and RL.UNSHARE, then RL.RESERVE and RL.SETTLE, are ops added
+// after every op of the releases before them, which therefore halt on an
+// entry that holds one (ErrNewerEntry) rather than skip it.
+func TestNewOpsComeLast(t *testing.T) {
+	if engine.OpShare != engine.OpTop+1 || engine.OpUnshare != engine.OpShare+1 {
 		t.Fatalf("RL.SHARE's ops are %d and %d after OpTop %d", engine.OpShare, engine.OpUnshare, engine.OpTop)
+	}
+	if engine.OpReserve != engine.OpUnshare+1 || engine.OpSettle != engine.OpReserve+1 || (engine.OpSettle + 1).Known() {
+		t.Fatalf("RL.RESERVE's ops are %d and %d after OpUnshare %d", engine.OpReserve, engine.OpSettle, engine.OpUnshare)
 	}
 }
 

@@ -41,18 +41,29 @@ const noSince = -1
 
 // decide evaluates and commits a decision op.
 func (s *Shard) decide(now int64, c *Command, r *Result) {
-	i := s.lookup(c.Key, now)
-	v := &s.verdict
-	err := s.evaluate(now, c, i, v, noSince)
-	if err == nil && v.write && i < 0 {
-		err = s.admit(now, 1, nil)
-	}
+	v, err := s.applyDecision(now, c, noSince)
 	if err != nil {
 		r.Type, r.Err = ResError, err
 		return
 	}
-	s.commit(now, c.Key, i, v)
 	s.reply(c, v, r)
+}
+
+// applyDecision evaluates decision op c, makes room for the key it
+// creates, and commits it; a refund settles the reservation made at since
+// (noSince: none). The verdict is the shard's scratch.
+func (s *Shard) applyDecision(now int64, c *Command, since int64) (*verdict, error) {
+	i := s.lookup(c.Key, now)
+	v := &s.verdict
+	err := s.evaluate(now, c, i, v, since)
+	if err == nil && v.write && i < 0 {
+		err = s.admit(now, 1, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.commit(now, c.Key, i, v)
+	return v, nil
 }
 
 // reply fills r from a verdict and counts the decision. The extra fields

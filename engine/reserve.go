@@ -118,17 +118,11 @@ func (s *Shard) settle(now int64, c *Command, r *Result) {
 	if run.Args[3] > 0 {
 		run.Flags = FlagForce
 	}
-	i := s.lookup(c.Key, now)
-	v := &s.verdict
-	err := s.evaluate(now, &run, i, v, res.at)
-	if err == nil && v.write && i < 0 {
-		err = s.admit(now, 1, nil)
-	}
+	v, err := s.applyDecision(now, &run, res.at)
 	if err != nil {
 		r.Type, r.Err = ResError, err
 		return
 	}
-	s.commit(now, c.Key, i, v)
 	s.res.settle(seq, res, now, actual, v.d)
 	r.Type, r.Decision = ResDecision, v.d
 }
