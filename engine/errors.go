@@ -28,7 +28,8 @@ const (
 	CodeNoScript           // EVALSHA of a script the cache does not hold
 	CodeScript             // a script's error: the message is the whole reply, its first word included
 	CodeNoSuchKey          // RENAME of a key that does not exist
-	CodeNoReservation      // RL.SETTLE of a reservation unknown, forgotten or expired
+	CodeNoReservation      // RL.SETTLE of a reservation unknown or forgotten
+	CodeExpired            // RL.SETTLE of a reservation whose TTL ended first
 	codeCount
 )
 

@@ -31,7 +31,7 @@ const ExtraReservation = "reservation_id"
 // Errors of RL.SETTLE.
 var (
 	ErrNoReservation      = &Error{CodeNoReservation, "no such reservation (never made, or settled or expired more than 30 s ago)"}
-	ErrReservationExpired = &Error{CodeNoReservation, "reservation expired: its TTL ended and it was settled at its estimate"}
+	ErrReservationExpired = &Error{CodeExpired, "reservation expired: its TTL ended and it was settled at its estimate"}
 )
 
 // ReserveOptions is RL.RESERVE's TTL option.
