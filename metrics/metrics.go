@@ -48,6 +48,9 @@ func New(src Sources) (*Metrics, error) {
 	if src.RLS != nil {
 		cs = append(cs, newRLSCollector(src.RLS))
 	}
+	if src.HTTP != nil {
+		cs = append(cs, newHTTPCollector(src.HTTP))
+	}
 	for _, c := range cs {
 		if err := m.registry.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)

@@ -57,6 +57,9 @@ type Sources struct {
 	// RLS, when set, is Envoy's rate limit service (--grpc-port); its
 	// counters are exported.
 	RLS RLS
+	// HTTP, when set, is the decision API over HTTP (--http-port); its
+	// requests and their durations are exported.
+	HTTP HTTP
 	// Top, when set, gives rlserver_top_key_decisions: the TopKeysMetric
 	// heaviest keys of each outcome.
 	Top TopKeys

@@ -26,6 +26,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/cluster/placement"
+	"github.com/rlserver/rlserver/httpapi"
 	"github.com/rlserver/rlserver/internal/gcpacer"
 	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/persistence"
@@ -151,6 +152,7 @@ type running struct {
 	mode   string          // the node's mode, for the log
 	srv    *server.Server
 	front  *rlsFront        // nil without --grpc-port
+	http   *httpapi.Server  // nil without --http-port
 	m      *metrics.Metrics // nil without --metrics-port
 	served chan error       // a listener that failed
 }
@@ -210,9 +212,13 @@ func start(o options, log *slog.Logger) (*running, error) {
 	if lns.grpc != nil {
 		r.front = startRLS(o, lns.grpc, r.shards, clock, log, r.served)
 	}
-	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, log); err != nil {
+	if lns.http != nil {
+		r.http = startHTTP(o, lns.http, r.shards, log, r.served)
+	}
+	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, r.http, log); err != nil {
 		lns.close()
 		r.front.close()
+		stopHTTP(r.http, log)
 		r.shards.Close()
 		return nil, err
 	}
@@ -245,6 +251,9 @@ func (r *running) announce(o options, log *slog.Logger) {
 	if r.lns.grpc != nil {
 		ready = append(ready, "grpc_addr", r.lns.grpc.Addr().String())
 	}
+	if r.lns.http != nil {
+		ready = append(ready, "http_addr", r.lns.http.Addr().String())
+	}
 	log.Info("rlserver ready", append(ready, "shards", r.shards.Shards(), "mode", r.mode, "debug", o.debug)...)
 }
 
@@ -266,6 +275,7 @@ func (r *running) stop(err error, log *slog.Logger) error {
 		r.m.Stopping()
 	}
 	r.front.close() // its calls in progress still reach the shards
+	stopHTTP(r.http, log)
 	r.srv.Close()
 	if cerr := r.shards.Close(); cerr != nil {
 		log.Error("closing shards", "err", cerr)

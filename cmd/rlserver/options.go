@@ -42,6 +42,7 @@ type options struct {
 	reqTimeout  time.Duration
 	pprof       string
 	metricsPort int
+	httpPort    int   // the decision API over HTTP (httpapi.go)
 	statusPage  yesNo // serve the status page beside the metrics
 	logLevel    string
 	logFormat   string
@@ -103,6 +104,9 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	if err = o.validate(); err != nil {
 		return o, err
 	}
+	if err = o.validateHTTP(); err != nil {
+		return o, err
+	}
 	if err = o.validateRLS(); err != nil {
 		return o, err
 	}
@@ -148,6 +152,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	o.fleet.addFlags(fs)
 	o.sec.addFlags(fs)
 	o.rls.addFlags(fs)
+	o.addHTTPFlags(fs)
 }
 
 // halfTheCPUs is the default of both --shards on a single node and
