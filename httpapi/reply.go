@@ -185,8 +185,10 @@ func setHeaders(w http.ResponseWriter, limits []limitInfo, ds []engine.Decision,
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
-	h.Set("RateLimit-Policy", policy)
-	h.Set("RateLimit", limit)
+	// As the draft spells them: Set would write Ratelimit (names are
+	// case-insensitive, but people read them).
+	h["RateLimit-Policy"] = []string{policy}
+	h["RateLimit"] = []string{limit}
 	if retry != "" {
 		h.Set("Retry-After", retry)
 	}
