@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"log/slog"
 	"mime"
 	"net"
@@ -57,6 +58,9 @@ type Server struct {
 	stats stats
 }
 
+// maxHeaderBytes bounds a request's headers: the API reads two of them.
+const maxHeaderBytes = 64 << 10
+
 // The endpoints.
 const (
 	pathDecide = "/v1/decide"
@@ -78,7 +82,7 @@ func New(cfg Config) *Server {
 	protocols.SetUnencryptedHTTP2(cfg.TLS == nil)
 	s.http = &http.Server{
 		Handler: s.Handler(), Protocols: &protocols, TLSConfig: cfg.TLS,
-		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.IdleTimeout,
+		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: maxHeaderBytes,
 		ErrorLog: slog.NewLogLogger(cfg.Log.Handler(), slog.LevelDebug),
 	}
 	return s
@@ -169,7 +173,7 @@ func quoted(s string) string {
 // limitedBody turns http.MaxBytesReader's error into one that says the
 // bound.
 type limitedBody struct {
-	r   interface{ Read([]byte) (int, error) }
+	r   io.ReadCloser
 	max int64
 }
 
@@ -182,4 +186,4 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *limitedBody) Close() error { return nil }
+func (b *limitedBody) Close() error { return b.r.Close() }
