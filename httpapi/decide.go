@@ -17,23 +17,9 @@ import (
 // decide answers POST /v1/decide.
 func (s *Server) decide(w http.ResponseWriter, r *http.Request, u *acl.User) int {
 	var req DecideRequest
-	if err := decode(r.Body, &req); err != nil {
-		return writeProblem(w, err)
-	}
-	args, err := req.args()
+	cmds, results, err := s.execute(r, u, &req, req.args)
 	if err != nil {
 		return writeProblem(w, err)
-	}
-	cmds, err := s.parse(args, u)
-	if err != nil {
-		return writeProblem(w, err)
-	}
-	results, err := s.run(r.Context(), cmds)
-	if err != nil {
-		return writeProblem(w, err)
-	}
-	if res := &results[0]; res.Type != engine.ResDecision {
-		return writeProblem(w, resultError(res))
 	}
 	limits := req.limitInfo(cmds)
 	if len(req.Limits) > 0 {
@@ -49,25 +35,36 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, u *acl.User) int
 // settle answers POST /v1/settle.
 func (s *Server) settle(w http.ResponseWriter, r *http.Request, u *acl.User) int {
 	var req SettleRequest
-	if err := decode(r.Body, &req); err != nil {
-		return writeProblem(w, err)
-	}
-	args, err := req.args()
+	_, results, err := s.execute(r, u, &req, req.args)
 	if err != nil {
 		return writeProblem(w, err)
 	}
-	cmds, err := s.parse(args, u)
+	return s.answer(w, &results[0], nil, false, []limitInfo{{name: "reservation"}})
+}
+
+// execute decodes r's body into req, runs the command args makes of it as
+// u, and returns its engine commands and their results, the first a
+// decision.
+func (s *Server) execute(r *http.Request, u *acl.User, req any, args func() ([][]byte, error)) ([]engine.Command, []engine.Result, error) {
+	if err := decode(r.Body, req); err != nil {
+		return nil, nil, err
+	}
+	words, err := args()
 	if err != nil {
-		return writeProblem(w, err)
+		return nil, nil, err
+	}
+	cmds, err := s.parse(words, u)
+	if err != nil {
+		return nil, nil, err
 	}
 	results, err := s.run(r.Context(), cmds)
 	if err != nil {
-		return writeProblem(w, err)
+		return nil, nil, err
 	}
 	if res := &results[0]; res.Type != engine.ResDecision {
-		return writeProblem(w, resultError(res))
+		return nil, nil, resultError(res)
 	}
-	return s.answer(w, &results[0], nil, false, []limitInfo{{name: "reservation"}})
+	return cmds, results, nil
 }
 
 // parse checks args as the RESP server checks a command (the user's

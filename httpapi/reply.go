@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/calendar"
+	"github.com/rlserver/rlserver/internal/sfv"
 )
 
 // A decision is answered as JSON, the fields of the RESP reply by their
@@ -103,42 +104,20 @@ func headers(limits []limitInfo, ds []engine.Decision, overall engine.Decision) 
 			l.WriteString(", ")
 		}
 		d := ds[i]
-		name := sfString(li.name)
+		name := sfv.String(li.name)
 		p.WriteString(name + ";q=" + strconv.FormatInt(d.Limit, 10))
 		if li.window > 0 {
 			p.WriteString(";w=" + strconv.FormatInt(li.window, 10))
 		}
 		l.WriteString(name + ";r=" + strconv.FormatInt(max(d.Remaining, 0), 10))
 		if !d.Allowed && d.RetryAfter > 0 {
-			l.WriteString(";t=" + strconv.FormatInt(secondsUp(d.RetryAfter), 10))
+			l.WriteString(";t=" + strconv.FormatInt(sfv.Seconds(d.RetryAfter), 10))
 		}
 	}
 	if !overall.Allowed && overall.RetryAfter > 0 {
-		retry = strconv.FormatInt(secondsUp(overall.RetryAfter), 10)
+		retry = strconv.FormatInt(sfv.Seconds(overall.RetryAfter), 10)
 	}
 	return p.String(), l.String(), retry
-}
-
-// secondsUp is ms in whole seconds, rounded up: delay-seconds.
-func secondsUp(ms int64) int64 { return (ms + 999) / 1000 }
-
-// sfString quotes s as a Structured Field String (RFC 9651): printable
-// ASCII only, with a backslash or double quote escaped; other bytes become
-// '?', as a name in a header must stay one line of ASCII.
-func sfString(s string) string {
-	b := make([]byte, 0, len(s)+2)
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\\' || c == '"':
-			b = append(b, '\\', c)
-		case c < 0x20 || c > 0x7e:
-			b = append(b, '?')
-		default:
-			b = append(b, c)
-		}
-	}
-	return string(append(b, '"'))
 }
 
 // answer writes one decision: its headers, and its JSON; with reserve, the
