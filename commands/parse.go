@@ -10,8 +10,8 @@ import (
 // parser appends to dst the engine commands that carry out args.
 type parser func(args [][]byte, dst []engine.Command) ([]engine.Command, error)
 
-// decisionParser parses "NAME key params... [COST n] [PARTIAL] [GLOBAL
-// [STRICT|RELAXED]]" into op,
+// decisionParser parses "NAME key params... [COST n] [PARTIAL] [FORCE]
+// [GLOBAL [STRICT|RELAXED]]" into op,
 // whose parameters the engine's table gives.
 func decisionParser(op engine.Op) parser {
 	n := requiredParams(op)
@@ -36,8 +36,9 @@ func decisionParser(op engine.Op) parser {
 }
 
 // parseOptions parses a decision's options: COST n (negative: a refund),
-// within the bounds of c's op, and, when partial is allowed, PARTIAL; and
-// GLOBAL [STRICT|RELAXED] where c's op may be global.
+// within the bounds of c's op; FORCE, a cost that counts even when it does
+// not fit; when partial is allowed, PARTIAL; and GLOBAL [STRICT|RELAXED]
+// where c's op may be global. Each at most once, in any order.
 func parseOptions(rest [][]byte, c *engine.Command, partial bool) error {
 	costGiven := false
 	for len(rest) > 0 {
@@ -58,9 +59,14 @@ func parseOptions(rest [][]byte, c *engine.Command, partial bool) error {
 			c.Args[3], rest = v, rest[2:]
 		case EqualFold(rest[0], "partial") && partial && c.Flags&engine.FlagPartial == 0:
 			c.Flags, rest = c.Flags|engine.FlagPartial, rest[1:]
+		case EqualFold(rest[0], "force") && c.Flags&engine.FlagForce == 0:
+			c.Flags, rest = c.Flags|engine.FlagForce, rest[1:]
 		default:
 			return ErrSyntax
 		}
+	}
+	if c.Flags&engine.FlagForce != 0 && c.Flags&engine.FlagPartial != 0 {
+		return c.Check() // the engine's words: FORCE charges the whole cost
 	}
 	return nil
 }

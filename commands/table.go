@@ -15,6 +15,7 @@ var (
 	argGlobal  = Arg{Name: "global", Type: "block", Token: "GLOBAL", Optional: true, Args: []Arg{
 		{Name: "mode", Type: "oneof", Optional: true, Args: []Arg{
 			{Name: "strict", Type: "pure-token", Token: "STRICT"}, {Name: "relaxed", Type: "pure-token", Token: "RELAXED"}}}}}
+	argForce = Arg{Name: "force", Type: "pure-token", Token: "FORCE", Optional: true}
 )
 
 // allAlgorithmArgs documents the words RL.ALL's limits start with: the
@@ -38,6 +39,9 @@ func decisionSpec(id ID, op engine.Op, fast bool, summary string) *Spec {
 		flags, cats, complexity = flags[:2], []string{"@write", "@ratelimit", "@slow"}, "O(N) where N is the number of distinct milliseconds with grants in the window"
 	}
 	args := append(limitArgs(op), argCost, argPartial)
+	if op.Spec().Flags&engine.FlagForce != 0 {
+		args = append(args, argForce)
+	}
 	if op.Spec().Flags&engine.FlagGlobal != 0 {
 		args = append(args, argGlobal)
 	}
@@ -157,7 +161,8 @@ var (
 	policyWriteCats = []string{"@write", "@admin", "@slow", "@dangerous"}
 )
 
-var table = append(append(append(append(append([]*Spec{}, baseTable...), shareSpecs...), collectionSpecs...), scriptingSpecs...), operatorSpecs...)
+var table = append(append(append(append(append(append([]*Spec{}, baseTable...), shareSpecs...), reserveSpecs...), collectionSpecs...),
+	scriptingSpecs...), operatorSpecs...)
 
 // baseTable is the commands of the limiters and the server.
 var baseTable = []*Spec{
@@ -185,7 +190,7 @@ var baseTable = []*Spec{
 		"Throttling: a leaky-bucket queue that admits while it has room and says how long to wait first (delay_ms); refuses only when full."),
 	limitSpec(IDQuota, "rl.quota", -4, true,
 		"Calendar quota: units per day, ISO week, month or year, reset when the period turns (UTC, or OFFSET minutes east of it).",
-		decisionParser(engine.OpQuota), append(paramArgs(engine.OpQuota), argCost, argPartial)...),
+		decisionParser(engine.OpQuota), append(paramArgs(engine.OpQuota), argCost, argPartial, argForce)...),
 	limitSpec(IDAcquire, "rl.acquire", 4, true,
 		"Concurrency limit: takes a lease if fewer than limit are held; the reply's lease_id releases it, lease_ms expires it.",
 		parseAcquire, Arg{Name: "limit", Type: "integer"}, Arg{Name: "lease_ms", Type: "integer"}),
@@ -194,7 +199,7 @@ var baseTable = []*Spec{
 		parseRelease, Arg{Name: "lease_id", Type: "integer"}),
 	limitSpec(IDCheck, "rl.check", -3, true,
 		"Applies a policy defined with RL.POLICY SET to a key: the policy's algorithm and limits, the common reply.",
-		parseCheck, Arg{Name: "policy", Type: "string"}, argCost, argPartial),
+		parseCheck, Arg{Name: "policy", Type: "string"}, argCost, argPartial, argForce),
 	{
 		ID: IDAll, Name: "rl.all", Arity: -4, Flags: []string{"write", "denyoom", "movablekeys"},
 		FirstKey: 2, LastKey: 2, KeyStep: 1, Categories: []string{"@write", "@ratelimit", "@fast"},
@@ -202,7 +207,7 @@ var baseTable = []*Spec{
 		Summary: "Checks several limits as one, all or nothing: when one denies, nothing is consumed. Keys must share a hash slot.",
 		Args: []Arg{{Name: "limit", Type: "block", Multiple: true, Args: []Arg{
 			{Name: "algorithm", Type: "oneof", Args: allAlgorithmArgs()},
-			argKey, {Name: "parameters", Type: "string", Multiple: true}}}, argCost},
+			argKey, {Name: "parameters", Type: "string", Multiple: true}}}, argCost, argForce},
 		Route: RouteKey, SameSlot: true, parse: parseAll,
 	},
 	{

@@ -43,6 +43,11 @@ const (
 	FlagGlobal
 	// FlagRelaxed makes a global key relaxed rather than strict.
 	FlagRelaxed
+	// FlagForce makes a decision count its cost even when it does not fit
+	// (FORCE): a charge for work already done, which takes the key past
+	// its limit, into a debt that refuses what follows until time has paid
+	// it off. The reply says whether it fitted.
+	FlagForce
 )
 
 // ResultType says which fields of a Result carry the answer.

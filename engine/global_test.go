@@ -189,6 +189,7 @@ func TestGlobalErrors(t *testing.T) {
 		{Op: OpSliding, Flags: FlagRelaxed, Args: [4]int64{10, 1000, 0, 1}},
 		{Op: OpSliding, Flags: FlagGlobal | FlagCountRefused, Args: [4]int64{10, 1000, 0, 1}},
 		{Op: OpLog, Flags: FlagGlobal, Args: [4]int64{10, 1000, 0, 1}},
+		{Op: OpToken, Flags: FlagGlobal | FlagForce, Args: [4]int64{10, 1, 100, 1}},
 	} {
 		if bad.Check() == nil {
 			t.Errorf("%+v passes its check", bad)
@@ -373,6 +374,10 @@ func TestGlobalPolicy(t *testing.T) {
 	}
 	if f := info(t, s, 1000, "k"); f["mode"] != "strict" || f["global_algorithm"] != "rl.sliding" {
 		t.Fatalf("the key is not global: %v", f)
+	}
+	forced := run(s, 1000, Command{Op: OpCheck, Flags: FlagForce, Key: []byte("k"), Value: []byte("orders"), Args: [4]int64{3: 1}})[0]
+	if !errors.Is(forced.Err, ErrForceGlobal) {
+		t.Fatalf("RL.CHECK FORCE of a global policy: %+v", forced)
 	}
 	list := run(s, 1000, Command{Op: OpPolicyList})[0]
 	if len(list.Fields) != 1 || list.Fields[0].Text != "SLIDING 100 60000 GLOBAL" {

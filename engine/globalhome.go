@@ -197,12 +197,12 @@ func (s *Shard) homeSpend(now int64, i int32, g *globalState, cost int64, partia
 	kind, v := g.algo.kind(), &s.verdict
 	want := cost
 	if partial && cost > 0 {
-		if s.evaluateCost(now, &c, j, kind, 0, v); !v.d.Allowed || v.d.Remaining <= 0 {
+		if s.evaluateCost(now, &c, j, kind, 0, v, noSince); !v.d.Allowed || v.d.Remaining <= 0 {
 			return 0
 		}
 		want = min(cost, v.d.Remaining)
 	}
-	s.evaluateCost(now, &c, j, kind, want, v)
+	s.evaluateCost(now, &c, j, kind, want, v, noSince)
 	if !v.write || (cost > 0 && !v.d.Allowed) {
 		return 0
 	}

@@ -105,10 +105,10 @@ func decideWindowed(op Op, p, st [3]int64, now, cost int64) ([3]int64, Decision)
 // refundWindowed takes n units back from the region's own counts.
 func refundWindowed(op Op, p, st [3]int64, now, n int64) [3]int64 {
 	if op == OpFixed {
-		c := fixedWindow{Limit: p[0], Window: p[1]}.refund(windowCount{Start: st[0], Count: st[1]}, now, n)
+		c := fixedWindow{Limit: p[0], Window: p[1]}.refund(windowCount{Start: st[0], Count: st[1]}, now, n, noSince)
 		return [3]int64{c.Start, c.Count}
 	}
-	c := slidingWindow{Limit: p[0], Window: p[1]}.refund(windowCounts{Start: st[0], Prev: st[1], Cur: st[2]}, now, n)
+	c := slidingWindow{Limit: p[0], Window: p[1]}.refund(windowCounts{Start: st[0], Prev: st[1], Cur: st[2]}, now, n, noSince)
 	return [3]int64{c.Start, c.Prev, c.Cur}
 }
 

@@ -46,7 +46,7 @@ func (s *Shard) applyKeyspaceOp(now int64, c *Command, r *Result) {
 		i := s.lookup(c.Key, now)
 		r.Type = ResNil
 		if i >= 0 {
-			r.Type, r.Fields = ResFields, s.keys.describe(i, now)
+			r.Type, r.Fields = ResFields, s.reservationFields(s.keys.describe(i, now), c.Key, now)
 		}
 	case OpUsage:
 		i := s.lookup(c.Key, now)
@@ -62,6 +62,7 @@ func (s *Shard) applyKeyspaceOp(now int64, c *Command, r *Result) {
 		counts := s.keys.shareStat // counters, which outlive the keys as the shard's others do
 		s.keys = newKeyspace()
 		s.keys.shareStat = counts
+		s.res.flush() // the reservations are the keys' too; policies and scripts stay
 		r.Type = ResOK
 	case OpDigest:
 		r.Type, r.Text = ResBulk, s.digest()

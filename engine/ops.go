@@ -90,6 +90,11 @@ const (
 	OpGlobalInstall // Args: params; Value: GlobalInstall; Int 1 if recorded
 	OpGlobalCounts  // Args: params; Value: GlobalCounts
 
+	// Reservations (reserve.go): a decision charged at an estimate, and
+	// its settlement at the actual cost.
+	OpReserve // Args: the algorithm's parameters, the estimate; Value: its op, the TTL; Extra: reservation
+	OpSettle  // Args[0]: the reservation's seq, Args[1]: the actual cost; a Decision
+
 	opCount // one past the latest op
 )
 
@@ -146,30 +151,30 @@ type OpSpec struct {
 // entry that holds one was written by a newer rlserver.
 var ops = [opCount]OpSpec{
 	OpSliding: {Name: "rl.sliding", Word: "SLIDING", Params: []Param{pLimit, pWindow}, Cost: pCost,
-		Flags: FlagPartial | FlagCountRefused | FlagGlobal | FlagRelaxed, kind: KindSliding, algo: slidingAlgorithm{}, check: checkCountRefused, scripted: true},
+		Flags: FlagPartial | FlagCountRefused | FlagGlobal | FlagRelaxed | FlagForce, kind: KindSliding, algo: slidingAlgorithm{}, check: checkCountRefused, scripted: true},
 	OpFixed: {Name: "rl.fixed", Word: "FIXED", Params: []Param{pLimit, pWindow}, Cost: pCost,
-		Flags: FlagPartial | FlagCountRefused | FlagGlobal | FlagRelaxed, kind: KindFixed, algo: fixedAlgorithm{}, check: checkCountRefused, scripted: true},
+		Flags: FlagPartial | FlagCountRefused | FlagGlobal | FlagRelaxed | FlagForce, kind: KindFixed, algo: fixedAlgorithm{}, check: checkCountRefused, scripted: true},
 	OpLog: {Name: "rl.log", Word: "LOG", Params: []Param{{Name: "limit", Min: 1, Max: MaxLogLimit, Role: RoleUnits}, pWindow}, Cost: pCost,
-		Flags: FlagPartial, kind: KindLog, algo: logAlgorithm{}, scripted: true},
+		Flags: FlagPartial | FlagForce, kind: KindLog, algo: logAlgorithm{}, scripted: true},
 	OpToken: {Name: "rl.token", Word: "TOKEN", Params: tokenParams, Cost: pCost,
-		Flags: FlagPartial | FlagGlobal, kind: KindToken, algo: bucketFor(OpToken, tokenParams, tokensLeft),
+		Flags: FlagPartial | FlagGlobal | FlagForce, kind: KindToken, algo: bucketFor(OpToken, tokenParams, tokensLeft),
 		check: drainCheck(tokenParams, "capacity * refill_ms / refill_tokens"), scripted: true},
 	OpLeaky: {Name: "rl.leaky", Word: "LEAKY", Params: leakyParams, Cost: pCost,
-		Flags: FlagPartial | FlagGlobal, kind: KindLeaky, algo: bucketFor(OpLeaky, leakyParams, levelHeld),
+		Flags: FlagPartial | FlagGlobal | FlagForce, kind: KindLeaky, algo: bucketFor(OpLeaky, leakyParams, levelHeld),
 		check: drainCheck(leakyParams, "capacity * leak_ms / leak_tokens"), scripted: true},
 	OpGCRA: {Name: "rl.gcra", Word: "GCRA", Params: gcraParams, Cost: pCost,
-		Flags: FlagPartial | FlagGlobal, kind: KindGCRA, algo: bucketFor(OpGCRA, gcraParams, arrivalTime),
+		Flags: FlagPartial | FlagGlobal | FlagForce, kind: KindGCRA, algo: bucketFor(OpGCRA, gcraParams, arrivalTime),
 		check: drainCheck(gcraParams, "(burst + 1) * period_ms / count"), scripted: true},
 	OpShape: {Name: "rl.shape", Word: "SHAPE", Params: leakyParams, Cost: pCost,
-		Flags: FlagPartial, kind: KindShape, algo: bucketFor(OpShape, leakyParams, queueAhead), extra: "delay_ms",
+		Flags: FlagPartial | FlagForce, kind: KindShape, algo: bucketFor(OpShape, leakyParams, queueAhead), extra: "delay_ms",
 		check: drainCheck(leakyParams, "capacity * leak_ms / leak_tokens"), scripted: true},
 	OpQuota: {Name: "rl.quota", Word: "QUOTA", Params: quotaParams, Cost: pCost,
-		Flags: FlagPartial | FlagCountRefused, kind: KindQuota, algo: quotaAlgorithm{}, check: checkCountRefused, scripted: true},
+		Flags: FlagPartial | FlagCountRefused | FlagForce, kind: KindQuota, algo: quotaAlgorithm{}, check: checkCountRefused, scripted: true},
 	OpThrottle: {Name: "cl.throttle", Params: throttleParams, Cost: Param{Name: "quantity", Max: MaxCount},
 		kind: KindThrottle, algo: throttleAlgorithm{}, check: checkThrottle, cellReply: true, scripted: true},
 	OpAcquire: {Name: "rl.acquire", Params: leaseParams, Cost: Param{Name: "cost", Max: 1},
 		kind: KindLease, typeName: "rl.lease", algo: leaseAlgorithm{}, extra: "lease_id", scripted: true},
-	OpCheck: {Name: "rl.check", Cost: pCost, Flags: FlagPartial, check: checkPolicyName, scripted: true},
+	OpCheck: {Name: "rl.check", Cost: pCost, Flags: FlagPartial | FlagForce, check: checkPolicyName, scripted: true},
 	OpAll:   {Name: "rl.all", Params: []Param{{Name: "limits", Min: 1, Max: MaxAllLimits}}, Cost: pCost, scripted: true},
 
 	// The ops that are not decisions take no parameters, or bounds that
@@ -227,6 +232,8 @@ var ops = [opCount]OpSpec{
 	OpGlobalLease:   {}, // checks: set in init, as they read this table
 	OpGlobalInstall: {},
 	OpGlobalCounts:  {},
+	OpReserve:       {Cost: Param{Name: "cost", Min: 1, Max: MaxCount}}, // check: set in init, as it reads this table
+	OpSettle:        {Params: []Param{{Name: "reservation", Min: 1, Max: math.MaxInt64}, {Name: "actual", Max: MaxCount}}},
 }
 
 func init() {
@@ -234,6 +241,7 @@ func init() {
 	ops[OpGlobalLease].check = checkGlobalLease
 	ops[OpGlobalInstall].check = checkGlobalInstall
 	ops[OpGlobalCounts].check = checkGlobalCounts
+	ops[OpReserve].check = checkReserve
 }
 
 // checkCountRefused refuses FlagCountRefused beside FlagPartial: a partial

@@ -92,7 +92,7 @@ func (s *Shard) evaluateCheck(now int64, c *Command, i int32, v *verdict) error 
 	if !ok {
 		return &Error{CodeNoPolicy, fmt.Sprintf("%s '%s'", ErrNoPolicy.Msg, c.Value)}
 	}
-	run := Command{Op: p.op, Flags: c.Flags & FlagPartial, Key: c.Key}
+	run := Command{Op: p.op, Flags: c.Flags & (FlagPartial | FlagForce), Key: c.Key}
 	copy(run.Args[:3], p.params[:])
 	run.Args[3] = c.Args[3]
 	if i >= 0 {
@@ -105,7 +105,7 @@ func (s *Shard) evaluateCheck(now int64, c *Command, i int32, v *verdict) error 
 			i = -1
 		}
 	}
-	if err := s.evaluate(now, &run, i, v); err != nil {
+	if err := s.evaluate(now, &run, i, v, noSince); err != nil {
 		return err
 	}
 	v.policy, v.shadow = p, p.shadow
@@ -250,6 +250,10 @@ func (p definition) flags() Flags {
 // checkGlobal applies RL.CHECK c with p, a global policy: a GLOBAL
 // decision of its algorithm on c's key, counted as RL.CHECK's.
 func (s *Shard) checkGlobal(now int64, c *Command, p *policy, r *Result) {
+	if c.Flags&FlagForce != 0 {
+		r.Type, r.Err = ResError, ErrForceGlobal
+		return
+	}
 	run := Command{Op: p.op, Key: c.Key, Flags: c.Flags&FlagPartial | p.flags()}
 	copy(run.Args[:3], p.params[:])
 	run.Args[3] = c.Args[3]

@@ -14,11 +14,12 @@ import (
 //	'M' memory:   the memory limit (uvarint bytes) and policy (byte); only
 //	              when one is set
 //	'P' policies: see appendPolicies; only when there are some
+//	'R' reservations: see reservecodec.go; only when there are some
 //	'S' scripts:  see appendScripts; only when some are cached
 //
 // Format 1 snapshots, written before sections existed, end after their
-// keys, with no free record among them. The digest covers the 'M', 'P' and
-// 'S' sections: they decide answers, where the layout only decides the
+// keys, with no free record among them. The digest covers the 'M', 'P', 'R'
+// and 'S' sections: they decide answers, where the layout only decides the
 // order of work.
 const (
 	sectionLayout   = 'L'
@@ -39,8 +40,8 @@ func (s *Shard) appendLayout(b []byte) []byte {
 	return wire.AppendUvarint(b, uint64(s.evictCursor))
 }
 
-// appendSettings appends the policies and memory sections, when there is
-// something to say.
+// appendSettings appends the memory, policies, reservations and scripts
+// sections, when there is something to say.
 func (s *Shard) appendSettings(b []byte) []byte {
 	if s.memLimit != 0 || s.memPolicy != NoEviction {
 		b = wire.AppendUvarint(append(b, sectionMemory), uint64(s.memLimit))
@@ -48,6 +49,9 @@ func (s *Shard) appendSettings(b []byte) []byte {
 	}
 	if len(s.policies) > 0 {
 		b = s.appendPolicies(append(b, sectionPolicies))
+	}
+	if s.res.written(s.now) {
+		b = s.res.appendReservations(append(b, sectionReservations))
 	}
 	if len(s.scripts.byName) > 0 {
 		b = s.scripts.appendScripts(append(b, sectionScripts))
@@ -141,7 +145,8 @@ func (d *decoder) sections(s *Shard, free []int32) {
 	last := byte(0)
 	for d.Err() == nil && d.Len() > 0 {
 		tag := d.Byte()
-		if tag <= last || (tag != sectionLayout && tag != sectionPolicies && tag != sectionMemory && tag != sectionScripts) {
+		if tag <= last || (tag != sectionLayout && tag != sectionPolicies && tag != sectionMemory && tag != sectionScripts &&
+			tag != sectionReservations) {
 			d.failf("section %q out of place", tag)
 			return
 		}
@@ -153,6 +158,8 @@ func (d *decoder) sections(s *Shard, free []int32) {
 			d.policies(s)
 		case sectionScripts:
 			d.scripts(s)
+		case sectionReservations:
+			d.reservations(s)
 		case sectionMemory:
 			limit := d.Uvarint()
 			if d.Err() != nil || d.Len() == 0 || d.Rest()[0] >= byte(memoryPolicies) || limit > 1<<62 {

@@ -57,6 +57,9 @@ func New(src Sources) (*Metrics, error) {
 	if src.XDS != nil {
 		cs = append(cs, newXDSCollector(src.XDS))
 	}
+	if src.HTTP != nil {
+		cs = append(cs, newHTTPCollector(src.HTTP))
+	}
 	for _, c := range cs {
 		if err := m.registry.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)

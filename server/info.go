@@ -34,6 +34,7 @@ var infoSections = []infoSection{
 	{"policies", (*Server).writePolicyInfo},
 	{"shares", (*Server).writeSharesInfo},
 	{"federation", (*Server).writeFederationInfo},
+	{"reservations", (*Server).writeReservationsInfo},
 	{"topkeys", (*Server).writeTopKeys},
 	{"scripting", (*Server).writeScriptingInfo},
 	{"raft", (*Server).writeRaftInfo},
@@ -239,6 +240,17 @@ func (s *Server) writeFederationInfo(b *strings.Builder, _ *engine.Stats) {
 		}
 		infoLine(b, "federation_link_"+l.Region, fmt.Sprintf("up=%d,rtt_ms=%d,calls=%d,failures=%d", up, l.RTTMillis, l.Calls, l.Fail))
 	}
+}
+
+// writeReservationsInfo writes the reservations' figures (RL.RESERVE):
+// those pending and the units they hold, now; those made, settled and
+// expired (settled at their estimate), since the start.
+func (s *Server) writeReservationsInfo(b *strings.Builder, t *engine.Stats) {
+	infoLine(b, "rl_reservations_pending", t.ReservationsPending)
+	infoLine(b, "rl_reserved", t.Reserved)
+	infoLine(b, "rl_reservations_made", t.ReservationsMade)
+	infoLine(b, "rl_reservations_settled", t.ReservationsSettled)
+	infoLine(b, "rl_reservations_expired", t.ReservationsExpired)
 }
 
 func (s *Server) writeClusterInfo(b *strings.Builder, _ *engine.Stats) {

@@ -13,6 +13,7 @@ type listeners struct {
 	plain, tls net.Listener // nil where off
 	grpc       net.Listener // nil without --grpc-port
 	fed        net.Listener // nil without --region
+	http       net.Listener // nil without --http-port
 }
 
 // listen opens the client ports the settings ask for, before anything else
@@ -41,6 +42,12 @@ func listen(o options) (*listeners, error) {
 		l.close()
 		return nil, err
 	}
+	if o.httpPort != 0 {
+		if l.http, err = net.Listen("tcp", net.JoinHostPort(o.bind, strconv.Itoa(o.httpPort))); err != nil {
+			l.close()
+			return nil, fmt.Errorf("--http-port: %w", err)
+		}
+	}
 	return l, nil
 }
 
@@ -55,7 +62,7 @@ func (l *listeners) clientAddr() string {
 
 // close closes the ports (once serving, the server closes them).
 func (l *listeners) close() {
-	for _, ln := range []net.Listener{l.plain, l.tls, l.grpc, l.fed} {
+	for _, ln := range []net.Listener{l.plain, l.tls, l.grpc, l.fed, l.http} {
 		if ln != nil {
 			ln.Close()
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/cluster/placement"
 	"github.com/rlserver/rlserver/federation"
+	"github.com/rlserver/rlserver/httpapi"
 	"github.com/rlserver/rlserver/internal/gcpacer"
 	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/persistence"
@@ -156,6 +157,7 @@ type running struct {
 	srv    *server.Server
 	front  *rlsFront              // nil without --grpc-port
 	fed    *federation.Federation // nil without --region
+	http   *httpapi.Server        // nil without --http-port
 	m      *metrics.Metrics       // nil without --metrics-port
 	served chan error             // a listener that failed
 }
@@ -235,10 +237,14 @@ func start(o options, log *slog.Logger) (*running, error) {
 	if r.fed != nil {
 		startFederation(o, r.fed, lns.fed, log, r.served)
 	}
-	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, r.fed, log); err != nil {
+	if lns.http != nil {
+		r.http = startHTTP(o, lns.http, r.shards, log, r.served)
+	}
+	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, r.fed, r.http, log); err != nil {
 		lns.close()
 		r.closeFederation()
 		r.front.close()
+		stopHTTP(r.http, log)
 		r.shards.Close()
 		return nil, err
 	}
@@ -275,6 +281,9 @@ func (r *running) announce(o options, log *slog.Logger) {
 	if r.lns.fed != nil {
 		ready = append(ready, "federation_addr", r.lns.fed.Addr().String(), "region", o.fed.region)
 	}
+	if r.lns.http != nil {
+		ready = append(ready, "http_addr", r.lns.http.Addr().String())
+	}
 	log.Info("rlserver ready", append(ready, "shards", r.shards.Shards(), "mode", r.mode, "debug", o.debug)...)
 }
 
@@ -297,6 +306,7 @@ func (r *running) stop(err error, log *slog.Logger) error {
 	}
 	r.front.close() // its calls in progress still reach the shards
 	r.closeFederation()
+	stopHTTP(r.http, log)
 	r.srv.Close()
 	if cerr := r.shards.Close(); cerr != nil {
 		log.Error("closing shards", "err", cerr)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster/placement"
 	"github.com/rlserver/rlserver/federation"
+	"github.com/rlserver/rlserver/httpapi"
 	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/server"
 	"github.com/rlserver/rlserver/status"
@@ -43,7 +44,7 @@ func startObserving(o options) (observing, error) {
 // status page beside them unless --status-page no; it returns nil without
 // --metrics-port. Closing the Metrics stops the page.
 func (ob observing) serve(o options, shards backend, node *placement.Node, srv *server.Server, front *rlsFront,
-	fed *federation.Federation, log *slog.Logger) (*metrics.Metrics, error) {
+	fed *federation.Federation, api *httpapi.Server, log *slog.Logger) (*metrics.Metrics, error) {
 	if ob.ln == nil {
 		return nil, nil
 	}
@@ -65,6 +66,9 @@ func (ob observing) serve(o options, shards backend, node *placement.Node, srv *
 	}
 	if fed != nil {
 		src.Federation = fed
+	}
+	if api != nil {
+		src.HTTP = api
 	}
 	m, err := metrics.New(src)
 	if err != nil {

@@ -42,6 +42,7 @@ type options struct {
 	reqTimeout  time.Duration
 	pprof       string
 	metricsPort int
+	httpPort    int   // the decision API over HTTP (httpapi.go)
 	statusPage  yesNo // serve the status page beside the metrics
 	logLevel    string
 	logFormat   string
@@ -113,6 +114,9 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	if err = o.validate(); err != nil {
 		return o, err
 	}
+	if err = o.validateHTTP(); err != nil {
+		return o, err
+	}
 	if err = o.validateRLS(sources); err != nil {
 		return o, err
 	}
@@ -162,6 +166,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	o.rls.addFlags(fs)
 	o.checks.addFlags(fs)
 	o.fed.addFlags(fs)
+	o.addHTTPFlags(fs)
 }
 
 // halfTheCPUs is the default of both --shards on a single node and
