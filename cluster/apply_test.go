@@ -94,7 +94,8 @@ func sameResult(a, b engine.Result) bool {
 
 type fixedClock int64
 
-func (c fixedClock) Now() int64 { return int64(c) }
+func (c fixedClock) Now() int64  { return int64(c) }
+func (c fixedClock) Wall() int64 { return int64(c) }
 
 func (c fixedClock) NowMicro() int64 { return int64(c) * 1000 }
 

@@ -125,6 +125,9 @@ const (
 	// budget leases
 	IDShare
 	IDUnshare
+	// charging by usage
+	IDReserve
+	IDSettle
 	// strings over several keys, and the keyspace
 	IDMGet
 	IDMSet
@@ -185,6 +188,9 @@ func (s *Spec) Keys(args [][]byte, fn func(key []byte)) {
 		return
 	case IDEval, IDEvalSHA, IDEvalRO, IDEvalSHARO: // numkeys, then the keys
 		evalKeys(args, fn)
+		return
+	case IDSettle: // the key its reservation's id names
+		settleKeys(args, fn)
 		return
 	}
 	last := s.LastKey

@@ -46,7 +46,7 @@ func (s *Shard) applyKeyspaceOp(now int64, c *Command, r *Result) {
 		i := s.lookup(c.Key, now)
 		r.Type = ResNil
 		if i >= 0 {
-			r.Type, r.Fields = ResFields, s.keys.describe(i, now)
+			r.Type, r.Fields = ResFields, s.reservationFields(s.keys.describe(i, now), c.Key, now)
 		}
 	case OpUsage:
 		i := s.lookup(c.Key, now)
@@ -62,6 +62,7 @@ func (s *Shard) applyKeyspaceOp(now int64, c *Command, r *Result) {
 		counts := s.keys.shareStat // counters, which outlive the keys as the shard's others do
 		s.keys = newKeyspace()
 		s.keys.shareStat = counts
+		s.res.flush() // the reservations are the keys' too; policies and scripts stay
 		r.Type = ResOK
 	case OpDigest:
 		r.Type, r.Text = ResBulk, s.digest()
@@ -128,8 +129,8 @@ func (ks *keyspace) describe(i int32, now int64) []Field {
 	return kinds[kind].describe(ks, i, now, []Field{{Name: "algorithm", Text: kind.String()}})
 }
 
-// Inspect answers a read-only command (OpDBSize, OpScan, OpWatch's read,
-// OpDigest, OpPolicyList, OpTop) at the shard's own time and changes nothing, not even the clock
+// Inspect answers a read-only command (OpDBSize, OpScan, OpDigest,
+// OpPolicyList, OpTop, OpGlobalScan, OpWatch's read) at the shard's own time and changes nothing, not even the clock
 // or the expiry sweep: a replica may answer it between batches and still
 // agree with every other replica about its state.
 func (s *Shard) Inspect(c *Command) Result {
@@ -145,6 +146,8 @@ func (s *Shard) Inspect(c *Command) Result {
 		r = s.listPolicies(string(c.Value))
 	case OpTop:
 		r = s.topResult(c)
+	case OpGlobalScan:
+		s.globalScan(s.now, c, &r)
 	case OpWatch:
 		if c.Args[0] != WatchRead {
 			return Result{Type: ResError, Err: ErrUnknownOp}

@@ -45,6 +45,10 @@ type keyspace struct {
 	shareSets map[int32]*shareSet
 	shareLen  int64
 	shareStat shareCounts
+	// globals are the global keys' side state (global.go), by record;
+	// globalLen is what it is charged.
+	globals   map[int32]*globalEntry
+	globalLen int64
 }
 
 // inlineKey is the longest key kept inside its record.
@@ -82,6 +86,7 @@ func newKeyspace() keyspace {
 		params: newParamTable(),
 
 		shareSets: make(map[int32]*shareSet),
+		globals:   make(map[int32]*globalEntry),
 	}
 }
 
@@ -210,6 +215,7 @@ func (ks *keyspace) set(i int32, kind Kind, params [3]int64, state [3]int64) {
 func (ks *keyspace) dropExtras(i int32) {
 	ks.dropCollection(i)
 	ks.dropShares(i)
+	ks.dropGlobal(i)
 	if log, ok := ks.logs[i]; ok {
 		ks.logCap -= int64(cap(log))
 		ks.logLen -= int64(len(log))
@@ -254,7 +260,7 @@ func (ks *keyspace) len() int { return ks.live }
 func (ks *keyspace) bytes() int64 {
 	return ks.records.bytes() + ks.index.bytes() + ks.longLen + 48*int64(len(ks.long)) +
 		logEntrySize*ks.logCap + 48*int64(len(ks.logs)) + ks.valLen + 48*int64(len(ks.vals)) + ks.params.bytes() +
-		ks.collBytes() + ks.shareLen
+		ks.collBytes() + ks.shareLen + ks.globalLen
 }
 
 // usage estimates the bytes record i holds.
@@ -271,6 +277,9 @@ func (ks *keyspace) usage(i int32) int64 {
 	}
 	if set, ok := ks.shareSets[i]; ok {
 		n += set.charged
+	}
+	if e, ok := ks.globals[i]; ok {
+		n += e.charged
 	}
 	return n + ks.collUsage(i)
 }

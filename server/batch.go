@@ -107,6 +107,9 @@ func (b *batch) addKeyed(s *Server, spec *commands.Spec, args [][]byte) {
 	}
 	var err error
 	b.parsed, err = spec.Parse(args, b.parsed[:0])
+	if err == nil {
+		err = s.checkFederated(b.parsed)
+	}
 	if err != nil {
 		b.addError(err)
 		return
@@ -236,6 +239,8 @@ func (b *batch) encodeEngine(out []byte, p pending, resp3 bool) []byte {
 		return b.encodeSetNX(out, p)
 	case commands.IDMGet, commands.IDMSet:
 		return b.encodeMulti(out, p, resp3)
+	case commands.IDReserve:
+		return b.encodeReserve(out, p, resp3)
 	}
 	var sum int64
 	for i := p.first; i < p.first+p.n; i++ {
@@ -301,6 +306,21 @@ func (b *batch) encodeMulti(out []byte, p pending, resp3 bool) []byte {
 // multiNil reports whether res is MGET's nil for a key of another kind.
 func multiNil(spec *commands.Spec, res *engine.Result) bool {
 	return spec.ID == commands.IDMGet && res.Type == engine.ResError && errors.Is(res.Err, engine.ErrWrongType)
+}
+
+// encodeReserve encodes RL.RESERVE: the decision, its reservation's seq
+// replaced by the id built from it and the key.
+func (b *batch) encodeReserve(out []byte, p pending, resp3 bool) []byte {
+	r := b.reqs[b.shardOf[p.first]]
+	if r.Err != nil {
+		return appendError(out, r.Err)
+	}
+	pos := b.posOf[p.first]
+	res := &r.Results[pos]
+	if res.Type != engine.ResDecision {
+		return appendResult(out, res, resp3)
+	}
+	return appendReservation(out, res, r.Cmds[pos].Key, resp3)
 }
 
 // encodeSetNX encodes SETNX: 1 when SET NX set the key, 0 when not.

@@ -58,6 +58,13 @@ type Config struct {
 	// cluster's) it suspends a pipeline whose requests are not answered
 	// yet, and goes on with other connections (loopwait.go).
 	AnswersInSubmit bool
+	// Federated says the node is a region of a federation (--region):
+	// GLOBAL decisions and policies are refused otherwise, as no other
+	// region could ever grant them a block.
+	Federated bool
+	// Federation, when set, is the region's federation, for INFO
+	// federation.
+	Federation Federation
 	// Backups, when set, takes shards' state for RL.BACKUP
 	// (cluster.RaftShards, cluster.MemoryShards). Nil: RL.BACKUP is
 	// refused.
@@ -79,6 +86,9 @@ type Config struct {
 	// Debug, when set, enables the DEBUG command: DEBUG CLOCK moves it. It
 	// must be Clock itself. Nil: DEBUG is refused.
 	Debug DebugClock
+	// DebugDisk, when set with Debug, is what DEBUG DISK injects faults
+	// into: a durable node's logs. Nil: DEBUG DISK is refused.
+	DebugDisk DebugDisk
 	// EventLoops, when positive, serves plain TCP connections on that many
 	// event loops (eventloop_linux.go) instead of a goroutine each; TLS
 	// connections keep theirs. Over shards that answer a request after

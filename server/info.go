@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/resp"
 )
@@ -32,6 +33,8 @@ var infoSections = []infoSection{
 	{"ratelimit", (*Server).writeRateLimitInfo},
 	{"policies", (*Server).writePolicyInfo},
 	{"shares", (*Server).writeSharesInfo},
+	{"federation", (*Server).writeFederationInfo},
+	{"reservations", (*Server).writeReservationsInfo},
 	{"topkeys", (*Server).writeTopKeys},
 	{"scripting", (*Server).writeScriptingInfo},
 	{"raft", (*Server).writeRaftInfo},
@@ -63,6 +66,14 @@ func (c *conn) info(args [][]byte, out []byte) []byte {
 
 // infoLine writes one of INFO's "name:value" lines.
 func infoLine(b *strings.Builder, name string, v any) { fmt.Fprintf(b, "%s:%v\r\n", name, v) }
+
+// boolInt is 1 for true, 0 for false, as INFO writes flags.
+func boolInt(ok bool) int {
+	if ok {
+		return 1
+	}
+	return 0
+}
 
 func (s *Server) writeServerInfo(b *strings.Builder, _ *engine.Stats) {
 	uptime := time.Since(s.started)
@@ -198,12 +209,59 @@ func (s *Server) writeSharesInfo(b *strings.Builder, t *engine.Stats) {
 	infoLine(b, "rl_share_lapsed", t.ShareLapsed)
 }
 
+// writeFederationInfo is the region's federation: what
+// rlserver_federation_* export, by the same names less the prefix.
+func (s *Server) writeFederationInfo(b *strings.Builder, _ *engine.Stats) {
+	if s.cfg.Federation == nil {
+		infoLine(b, "federation_enabled", 0)
+		return
+	}
+	st := s.cfg.Federation.Stats()
+	infoLine(b, "federation_enabled", 1)
+	infoLine(b, "federation_region", st.Region)
+	infoLine(b, "federation_rounds", st.Ticks)
+	infoLine(b, "federation_keys", st.Keys)
+	infoLine(b, "federation_lease_requests_sent", st.LeasesSent)
+	infoLine(b, "federation_lease_requests_served", st.LeasesServed)
+	infoLine(b, "federation_lease_errors", st.LeaseErrors)
+	infoLine(b, "federation_grants_recorded", st.Installs)
+	infoLine(b, "federation_units_granted", st.UnitsGranted)
+	infoLine(b, "federation_floor_blocks", st.FloorBlocks)
+	infoLine(b, "federation_seals", st.Seals)
+	infoLine(b, "federation_counts_sent", st.CountsSent)
+	infoLine(b, "federation_counts_received", st.CountsReceived)
+	infoLine(b, "federation_auth_failures", st.AuthFailures)
+	infoLine(b, "federation_relaxed_overshoot_bound", st.OvershootBound)
+	infoLine(b, "federation_relaxed_overshoot_bound_ratio", strconv.FormatFloat(st.OvershootBoundRatio, 'f', 4, 64))
+	for _, l := range st.Links {
+		up := 0
+		if l.Up {
+			up = 1
+		}
+		infoLine(b, "federation_link_"+l.Region, fmt.Sprintf("up=%d,rtt_ms=%d,calls=%d,failures=%d", up, l.RTTMillis, l.Calls, l.Fail))
+	}
+}
+
+// writeReservationsInfo writes the reservations' figures (RL.RESERVE):
+// those pending and the units they hold, now; those made, settled and
+// expired (settled at their estimate), since the start.
+func (s *Server) writeReservationsInfo(b *strings.Builder, t *engine.Stats) {
+	infoLine(b, "rl_reservations_pending", t.ReservationsPending)
+	infoLine(b, "rl_reserved", t.Reserved)
+	infoLine(b, "rl_reservations_made", t.ReservationsMade)
+	infoLine(b, "rl_reservations_settled", t.ReservationsSettled)
+	infoLine(b, "rl_reservations_expired", t.ReservationsExpired)
+}
+
 func (s *Server) writeClusterInfo(b *strings.Builder, _ *engine.Stats) {
 	if s.cfg.Cluster == nil {
 		infoLine(b, "cluster_enabled", 0)
 		return
 	}
 	infoLine(b, "cluster_enabled", 1)
+	if s.cfg.Raft != nil {
+		writeFitnessInfo(b, s.cfg.Raft.Fitness())
+	}
 	if s.cfg.ClusterChanges == nil {
 		return
 	}
@@ -216,6 +274,25 @@ func (s *Server) writeClusterInfo(b *strings.Builder, _ *engine.Stats) {
 	infoLine(b, "rebalance_ended_ms", st.Run.Ended)
 	infoLine(b, "rebalance_outcome", st.Run.Outcome)
 	infoLine(b, "rebalance_planned_steps", len(st.Plan))
+}
+
+// writeFitnessInfo writes what the node's checks found: its clock against
+// the other nodes' (the median of their offsets, how many were compared
+// and how many are further than the bound), and whether it may lead, and
+// why not.
+func writeFitnessInfo(b *strings.Builder, f cluster.Fitness) {
+	c := f.Clock
+	infoLine(b, "clock_max_offset_ms", c.MaxOffset.Milliseconds())
+	infoLine(b, "clock_offset_ms", c.Offset.Milliseconds())
+	infoLine(b, "clock_peers", c.Peers)
+	infoLine(b, "clock_peers_far", c.Far)
+	infoLine(b, "clock_ok", boolInt(c.Off == nil))
+	infoLine(b, "may_lead", boolInt(f.MustNotLead == nil))
+	why := ""
+	if f.MustNotLead != nil {
+		why = f.MustNotLead.Error()
+	}
+	infoLine(b, "may_lead_reason", why)
 }
 
 func (s *Server) writeKeyspaceInfo(b *strings.Builder, t *engine.Stats) {
@@ -241,6 +318,11 @@ func (s *Server) writeRaftInfo(b *strings.Builder, _ *engine.Stats) {
 	}
 	infoLine(b, "raft_shards_held", len(states))
 	infoLine(b, "raft_shards_leading", leading)
+	f := s.cfg.Raft.Fitness()
+	infoLine(b, "raft_log_slow_write_ms", f.SlowLogWrite.Milliseconds())
+	infoLine(b, "raft_log_last_write_ms", f.LastLogWrite.Milliseconds())
+	infoLine(b, "raft_logs_failing", len(f.LogFailing))
+	infoLine(b, "raft_logs_slow", len(f.LogSlow))
 	if s.cfg.Cluster != nil {
 		registered := 0
 		if s.cfg.Raft.Registered() {

@@ -140,6 +140,11 @@ func (s *Server) total() engine.Stats {
 		t.ShareGrants += st.ShareGrants
 		t.ShareReturned += st.ShareReturned
 		t.ShareLapsed += st.ShareLapsed
+		t.ReservationsPending += st.ReservationsPending
+		t.Reserved += st.Reserved
+		t.ReservationsMade += st.ReservationsMade
+		t.ReservationsSettled += st.ReservationsSettled
+		t.ReservationsExpired += st.ReservationsExpired
 	}
 	return t
 }

@@ -26,6 +26,8 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/cluster/placement"
+	"github.com/rlserver/rlserver/federation"
+	"github.com/rlserver/rlserver/httpapi"
 	"github.com/rlserver/rlserver/internal/gcpacer"
 	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/persistence"
@@ -153,9 +155,11 @@ type running struct {
 	node   *placement.Node // nil in memory
 	mode   string          // the node's mode, for the log
 	srv    *server.Server
-	front  *rlsFront        // nil without --grpc-port
-	m      *metrics.Metrics // nil without --metrics-port
-	served chan error       // a listener that failed
+	front  *rlsFront              // nil without --grpc-port
+	fed    *federation.Federation // nil without --region
+	http   *httpapi.Server        // nil without --http-port
+	m      *metrics.Metrics       // nil without --metrics-port
+	served chan error             // a listener that failed
 }
 
 // start takes the listeners and starts every layer, releasing what it took
@@ -163,15 +167,18 @@ type running struct {
 func start(o options, log *slog.Logger) (*running, error) {
 	var clock cluster.Clock = cluster.SystemClock{}
 	var debug server.DebugClock
-	if o.debug {
-		dc := &cluster.DebugClock{}
-		clock, debug = dc, dc
+	faults := newDebugFaults(o)
+	if faults.clock != nil {
+		clock, debug = faults.clock, faults.clock
 	}
 	lns, err := listen(o)
 	if err != nil {
 		return nil, err
 	}
 	cfg := serverConfig(o, clock, debug)
+	if faults.disk != nil {
+		cfg.DebugDisk = faults.disk
+	}
 	// The flags were validated, so this holds; checked before the shards
 	// start all the same, so that New cannot fail after them.
 	if err := cfg.Validate(); err != nil {
@@ -190,7 +197,7 @@ func start(o options, log *slog.Logger) (*running, error) {
 		cfg.Observer = obs.latency
 	}
 	r := &running{lns: lns, served: make(chan error, 3)}
-	if r.shards, r.node, r.mode, err = openShards(o, lns.clientAddr(), clock, log); err != nil {
+	if r.shards, r.node, r.mode, err = openShards(o, lns.clientAddr(), clock, faults.disk, log); err != nil {
 		lns.close()
 		obs.close()
 		return nil, err
@@ -203,6 +210,15 @@ func start(o options, log *slog.Logger) (*running, error) {
 		}
 	} else {
 		cfg.AnswersInSubmit = true // memory shards answer within Submit
+	}
+	if lns.fed != nil {
+		if r.fed, err = newFederation(o, r.shards, r.node, log); err != nil {
+			lns.close()
+			obs.close()
+			r.shards.Close()
+			return nil, err
+		}
+		cfg.Federation = r.fed
 	}
 	if r.srv, err = server.New(cfg, r.shards); err != nil {
 		lns.close()
@@ -218,9 +234,17 @@ func start(o options, log *slog.Logger) (*running, error) {
 			return nil, err
 		}
 	}
-	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, log); err != nil {
+	if r.fed != nil {
+		startFederation(o, r.fed, lns.fed, log, r.served)
+	}
+	if lns.http != nil {
+		r.http = startHTTP(o, lns.http, r.shards, log, r.served)
+	}
+	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, r.fed, r.http, log); err != nil {
 		lns.close()
+		r.closeFederation()
 		r.front.close()
+		stopHTTP(r.http, log)
 		r.shards.Close()
 		return nil, err
 	}
@@ -235,6 +259,7 @@ func serverConfig(o options, clock cluster.Clock, debug server.DebugClock) serve
 	cfg.Limits, cfg.MaxClients, cfg.MaxMemory, cfg.EventLoops = o.limits, o.maxClients, memory, o.eventLoops
 	cfg.Users, cfg.ProtectedMode, cfg.IdleTimeout = o.access.users, bool(o.sec.protectedMode), o.idleTimeout()
 	cfg.RequestTimeout = o.reqTimeout
+	cfg.Federated = o.fed.region != ""
 	cfg.Version, cfg.Clock, cfg.Debug = version, clock, debug
 	if o.configPath != "" {
 		cfg.ConfigFile = absPath(o.configPath)
@@ -252,6 +277,12 @@ func (r *running) announce(o options, log *slog.Logger) {
 	}
 	if r.lns.grpc != nil {
 		ready = append(ready, "grpc_addr", r.lns.grpc.Addr().String())
+	}
+	if r.lns.fed != nil {
+		ready = append(ready, "federation_addr", r.lns.fed.Addr().String(), "region", o.fed.region)
+	}
+	if r.lns.http != nil {
+		ready = append(ready, "http_addr", r.lns.http.Addr().String())
 	}
 	log.Info("rlserver ready", append(ready, "shards", r.shards.Shards(), "mode", r.mode, "debug", o.debug)...)
 }
@@ -274,6 +305,8 @@ func (r *running) stop(err error, log *slog.Logger) error {
 		r.m.Stopping()
 	}
 	r.front.close() // its calls in progress still reach the shards
+	r.closeFederation()
+	stopHTTP(r.http, log)
 	r.srv.Close()
 	if cerr := r.shards.Close(); cerr != nil {
 		log.Error("closing shards", "err", cerr)
@@ -284,6 +317,13 @@ func (r *running) stop(err error, log *slog.Logger) error {
 	}
 	log.Info("stopped")
 	return err
+}
+
+// closeFederation stops the federation's agent and server, if on.
+func (r *running) closeFederation() {
+	if r.fed != nil {
+		r.fed.Close()
+	}
 }
 
 // raftSettings is the shard layer's configuration for a durable node: its
@@ -321,6 +361,7 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 	cfg.Log = log
 	cfg.LogStore = o.raftLogStore()
 	cfg.RequestTimeout = o.reqTimeout
+	cfg.MaxClockOffset, cfg.SlowLogWrite = o.checks.maxClockOffset, o.checks.slowLogWrite
 	if o.join != "" {
 		if cfg.Join, err = o.joinBus(); err != nil {
 			return placement.Config{}, err
@@ -334,9 +375,11 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 }
 
 // openShards starts the shard layer --in-memory, --data-dir and --cluster ask
-// for, and names the mode for the log. node is nil in memory. hashicorp/raft
-// logs into log too, at the levels cluster gives its records.
-func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Logger) (shards backend, node *placement.Node, mode string, err error) {
+// for, and names the mode for the log. node is nil in memory. disk, when
+// not nil, are the faults DEBUG DISK injects into a durable node's logs.
+// hashicorp/raft logs into log too, at the levels cluster gives its
+// records.
+func openShards(o options, clientAddr string, clock cluster.Clock, disk *persistence.DiskFaults, log *slog.Logger) (shards backend, node *placement.Node, mode string, err error) {
 	scripts := newScripts(log)
 	if o.inMemory {
 		cfg := cluster.DefaultMemoryConfig()
@@ -347,11 +390,11 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 		}
 		return m, nil, "in-memory", nil
 	}
-	node, mode, err = startDurable(o, clientAddr, clock, scripts, log)
+	node, mode, err = startDurable(o, clientAddr, clock, disk, scripts, log)
 	if err != nil && forgottenDataDir(err) && o.fleet.rejoinIfForgotten {
 		log.Warn("the cluster has forgotten this data directory: wiping it to join again as a new node (--rejoin-if-forgotten)", "data_dir", o.dataDir, "err", err)
 		if err = wipeDataDir(o.dataDir); err == nil {
-			node, mode, err = startDurable(o, clientAddr, clock, scripts, log)
+			node, mode, err = startDurable(o, clientAddr, clock, disk, scripts, log)
 		}
 	}
 	if err != nil {
@@ -362,12 +405,12 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 
 // startDurable starts a durable node: a single node, or one of a cluster
 // on its bus listener.
-func startDurable(o options, clientAddr string, clock cluster.Clock, scripts *script.Runner, log *slog.Logger) (node *placement.Node, mode string, err error) {
+func startDurable(o options, clientAddr string, clock cluster.Clock, disk *persistence.DiskFaults, scripts *script.Runner, log *slog.Logger) (node *placement.Node, mode string, err error) {
 	cfg, err := raftSettings(o, clientAddr, clock, log)
 	if err != nil {
 		return nil, "", err
 	}
-	cfg.Scripts = scripts
+	cfg.Scripts, cfg.DiskFaults = scripts, disk
 	self := cfg.Self
 	mode = "durable single node (" + o.dataDir + ")"
 	if len(cfg.Members) > 1 || o.join != "" {

@@ -42,6 +42,7 @@ type options struct {
 	reqTimeout  time.Duration
 	pprof       string
 	metricsPort int
+	httpPort    int   // the decision API over HTTP (httpapi.go)
 	statusPage  yesNo // serve the status page beside the metrics
 	logLevel    string
 	logFormat   string
@@ -51,6 +52,8 @@ type options struct {
 	sec         security    // access: users, protected mode, TLS, timeout
 	access      access      // what sec loads, once validated
 	rls         rlsSettings // Envoy's rate limit service (rls.go)
+	checks      checks      // the clock and disk checks' bounds (checks.go)
+	fed         fedSettings // the federation of regions (federation.go)
 	// ratelimitIgnored are envoyproxy/ratelimit's variables set in the
 	// environment that set nothing here (ratelimitenv.go), for the log.
 	ratelimitIgnored []string
@@ -111,11 +114,16 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	if err = o.validate(); err != nil {
 		return o, err
 	}
+	if err = o.validateHTTP(); err != nil {
+		return o, err
+	}
 	if err = o.validateRLS(sources); err != nil {
 		return o, err
 	}
-	o.access, err = o.loadAccess()
-	return o, err
+	if o.access, err = o.loadAccess(); err != nil {
+		return o, err
+	}
+	return o, o.validateFederation()
 }
 
 // addFlags declares every setting on fs, with its default and its help.
@@ -132,7 +140,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.replaceDead, "replace-dead-after", 0, "in a cluster of more than three nodes, re-create elsewhere the replicas of a node down for this long (0: never; CLUSTER FORGET ... FORCE does it by hand)")
 	fs.StringVar(&o.busListen, "bus-listen", "", "listen for the cluster bus on this host:port instead of this node's bus address in --cluster, which the other nodes keep dialling (behind NAT, a port mapping or a proxy)")
 	fs.IntVar(&o.shards, "shards", 0, "number of shards (single-threaded partitions of the keyspace), 1 to 1024, fixed for the cluster's life (default: what the data dir was created with; for a new cluster, one per --cluster member; with --join, the cluster's; half the CPUs for a single node)")
-	fs.BoolVar(&o.debug, "enable-debug-command", false, "allow DEBUG CLOCK, DEBUG DIGEST and DEBUG DIGEST-SHARDS (for tests)")
+	fs.BoolVar(&o.debug, "enable-debug-command", false, "allow DEBUG CLOCK, DEBUG DISK, DEBUG DIGEST and DEBUG DIGEST-SHARDS (for tests)")
 	fs.StringVar(&o.requirePass, "requirepass", "", "password clients must give with AUTH or HELLO AUTH")
 	fs.IntVar(&o.maxClients, "maxclients", defaults.MaxClients, "maximum number of client connections")
 	fs.IntVar(&o.eventLoops, "event-loops", 0, "threads that serve plain TCP connections as event loops, as Redis's one thread does; 0: a goroutine per connection (default: half the CPUs on Linux, else 0; TLS connections always have a goroutine)")
@@ -144,7 +152,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.limits.MaxKeyLen, "max-key-len", defaults.Limits.MaxKeyLen, "maximum bytes in one key")
 	fs.DurationVar(&o.heartbeat, "raft-heartbeat", 0, "Raft heartbeat and election timeout (default 500ms in a cluster, 100ms for a single node)")
 	fs.StringVar(&o.raftLog, "raft-log-store", persistence.DefaultLogFormat.String(), "format of the Raft logs a new data directory gets: wal (one fsync an append) or bolt (bbolt, two; every release before 0.2's format); an existing log keeps its own")
-	fs.DurationVar(&o.reqTimeout, "request-timeout", defaults.RequestTimeout, "answer every command within this long, with TRYAGAIN when its shard cannot (an election, a leader that died or froze), saying whether it may have been counted; 10ms to 1m")
+	fs.DurationVar(&o.reqTimeout, "request-timeout", defaults.RequestTimeout, "answer every command within this long, when its shard cannot (an election, a leader that died or froze) with TRYAGAIN if nothing was counted and UNCERTAIN if it may have been; 10ms to 1m")
 	fs.StringVar(&o.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.IntVar(&o.metricsPort, "metrics-port", 0, "serve Prometheus /metrics, /healthz and /readyz over HTTP on this port of --bind (0: off)")
 	o.statusPage = true
@@ -156,6 +164,9 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	o.fleet.addFlags(fs)
 	o.sec.addFlags(fs)
 	o.rls.addFlags(fs)
+	o.checks.addFlags(fs)
+	o.fed.addFlags(fs)
+	o.addHTTPFlags(fs)
 }
 
 // halfTheCPUs is the default of both --shards on a single node and
@@ -284,6 +295,9 @@ func (o options) validate() error {
 		return err
 	}
 	if err := o.validateSecurity(); err != nil {
+		return err
+	}
+	if err := o.validateChecks(); err != nil {
 		return err
 	}
 	if _, err := parseLogLevel(o.logLevel); err != nil {
