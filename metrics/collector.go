@@ -53,8 +53,8 @@ type collector struct {
 	rebalanceSteps   *prometheus.Desc
 	rebalancePlanned *prometheus.Desc
 
-	clockOffset, clockOK, mayLead       *prometheus.Desc
-	logsFailing, logsSlow, logLastWrite *prometheus.Desc
+	clockOffset, clockMax, clockOK, mayLead *prometheus.Desc
+	logsFailing, logsSlow, logLastWrite     *prometheus.Desc
 }
 
 // raftStates are the values of rlserver_raft_state's state label, as
@@ -128,6 +128,8 @@ func newCollector(src Sources, notReady func() error) *collector {
 
 		clockOffset: d("rlserver_clock_offset_seconds",
 			"This node's clock minus the median of the other nodes' clocks, as the latest health polls measured it (INFO clock_offset_ms).", nil, nil),
+		clockMax: d("rlserver_clock_max_offset_seconds",
+			"--max-clock-offset: how far this node's clock may be from the others' before it does not lead (INFO clock_max_offset_ms).", nil, nil),
 		clockOK: d("rlserver_clock_ok",
 			"1 when this node trusts its clock: within --max-clock-offset of a majority of the nodes (INFO clock_ok); 0 when it does not, and leads nothing.", nil, nil),
 		mayLead: d("rlserver_may_lead",
@@ -149,7 +151,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.resPending, c.reserved, c.resMade, c.resSettled, c.resExpired,
 		c.raftState, c.raftLeaderKnown, c.raftTerm, c.raftCommit, c.raftApplied, c.raftContact,
 		c.rebalanceState, c.rebalanceSteps, c.rebalancePlanned,
-		c.clockOffset, c.clockOK, c.mayLead, c.logsFailing, c.logsSlow, c.logLastWrite,
+		c.clockOffset, c.clockMax, c.clockOK, c.mayLead, c.logsFailing, c.logsSlow, c.logLastWrite,
 	} {
 		ch <- d
 	}
@@ -201,6 +203,7 @@ func (c *collector) collectFitness(gauge func(d *prometheus.Desc, v float64, lab
 	}
 	f := c.src.Fitness.Fitness()
 	gauge(c.clockOffset, f.Clock.Offset.Seconds())
+	gauge(c.clockMax, f.Clock.MaxOffset.Seconds())
 	gauge(c.clockOK, boolGauge(f.Clock.Off == nil))
 	gauge(c.mayLead, boolGauge(f.MustNotLead == nil))
 	gauge(c.logsFailing, float64(len(f.LogFailing)))

@@ -84,7 +84,7 @@ func TestRegistryHoldsEveryMetric(t *testing.T) {
 		"rlserver_raft_state", "rlserver_raft_leader_known", "rlserver_raft_term", "rlserver_raft_commit_index",
 		"rlserver_raft_applied_index", "rlserver_raft_last_contact_seconds", "rlserver_raft_state_changes_total",
 		"rlserver_rebalance_state", "rlserver_rebalance_steps", "rlserver_rebalance_planned_steps",
-		"rlserver_clock_offset_seconds", "rlserver_clock_ok", "rlserver_may_lead",
+		"rlserver_clock_offset_seconds", "rlserver_clock_max_offset_seconds", "rlserver_clock_ok", "rlserver_may_lead",
 		"rlserver_raft_logs_failing", "rlserver_raft_logs_slow", "rlserver_raft_log_last_write_seconds",
 		"go_goroutines", "go_memstats_heap_alloc_bytes", "process_resident_memory_bytes",
 	} {
@@ -147,6 +147,7 @@ func TestRegistryHoldsEveryMetric(t *testing.T) {
 		{"rlserver_rebalance_steps", "", 3},
 		{"rlserver_rebalance_planned_steps", "", 2},
 		{"rlserver_clock_offset_seconds", "", -0.12},
+		{"rlserver_clock_max_offset_seconds", "", 0.5},
 		{"rlserver_clock_ok", "", 1},
 		{"rlserver_may_lead", "", 1},
 		{"rlserver_raft_logs_failing", "", 0},
