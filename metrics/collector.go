@@ -53,8 +53,7 @@ type collector struct {
 	rebalanceSteps   *prometheus.Desc
 	rebalancePlanned *prometheus.Desc
 
-	clockOffset, clockMax, clockOK, mayLead *prometheus.Desc
-	logsFailing, logsSlow, logLastWrite     *prometheus.Desc
+	fitness fitnessDescs
 }
 
 // raftStates are the values of rlserver_raft_state's state label, as
@@ -126,20 +125,7 @@ func newCollector(src Sources, notReady func() error) *collector {
 		rebalancePlanned: d("rlserver_rebalance_planned_steps",
 			"The steps CLUSTER REBALANCE DRYRUN plans now: above 0 with no rebalance running, the cluster is unbalanced.", nil, nil),
 
-		clockOffset: d("rlserver_clock_offset_seconds",
-			"This node's clock minus the median of the other nodes' clocks, as the latest health polls measured it (INFO clock_offset_ms).", nil, nil),
-		clockMax: d("rlserver_clock_max_offset_seconds",
-			"--max-clock-offset: how far this node's clock may be from the others' before it does not lead (INFO clock_max_offset_ms).", nil, nil),
-		clockOK: d("rlserver_clock_ok",
-			"1 when this node trusts its clock: within --max-clock-offset of a majority of the nodes (INFO clock_ok); 0 when it does not, and leads nothing.", nil, nil),
-		mayLead: d("rlserver_may_lead",
-			"1 when this node may lead shards (INFO may_lead); 0 when its clock is off or a log cannot be written, INFO may_lead_reason says which.", nil, nil),
-		logsFailing: d("rlserver_raft_logs_failing",
-			"This node's Raft logs (the shards' and the catalogue's) whose latest write failed (INFO raft_logs_failing); above 0, the node leads nothing.", nil, nil),
-		logsSlow: d("rlserver_raft_logs_slow",
-			"This node's Raft logs whose latest append took longer than the slow threshold (INFO raft_logs_slow); their shards' leadership is handed away.", nil, nil),
-		logLastWrite: d("rlserver_raft_log_last_write_seconds",
-			"The slowest latest append, fsync included, among this node's Raft logs (INFO raft_log_last_write_ms).", nil, nil),
+		fitness: newFitnessDescs(),
 	}
 }
 
@@ -151,8 +137,10 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.resPending, c.reserved, c.resMade, c.resSettled, c.resExpired,
 		c.raftState, c.raftLeaderKnown, c.raftTerm, c.raftCommit, c.raftApplied, c.raftContact,
 		c.rebalanceState, c.rebalanceSteps, c.rebalancePlanned,
-		c.clockOffset, c.clockMax, c.clockOK, c.mayLead, c.logsFailing, c.logsSlow, c.logLastWrite,
 	} {
+		ch <- d
+	}
+	for _, d := range c.fitness.all() {
 		ch <- d
 	}
 }
@@ -193,30 +181,6 @@ func (c *collector) collectRebalance(gauge func(d *prometheus.Desc, v float64, l
 	}
 	gauge(c.rebalanceSteps, float64(st.Run.Steps))
 	gauge(c.rebalancePlanned, float64(len(st.Plan)))
-}
-
-// collectFitness exports what this node's checks found of its clock and its
-// logs' disk, when the sources give it (a node with Raft).
-func (c *collector) collectFitness(gauge func(d *prometheus.Desc, v float64, labels ...string)) {
-	if c.src.Fitness == nil {
-		return
-	}
-	f := c.src.Fitness.Fitness()
-	gauge(c.clockOffset, f.Clock.Offset.Seconds())
-	gauge(c.clockMax, f.Clock.MaxOffset.Seconds())
-	gauge(c.clockOK, boolGauge(f.Clock.Off == nil))
-	gauge(c.mayLead, boolGauge(f.MustNotLead == nil))
-	gauge(c.logsFailing, float64(len(f.LogFailing)))
-	gauge(c.logsSlow, float64(len(f.LogSlow)))
-	gauge(c.logLastWrite, f.LastLogWrite.Seconds())
-}
-
-// boolGauge is a yes or no as a gauge's 1 or 0.
-func boolGauge(yes bool) float64 {
-	if yes {
-		return 1
-	}
-	return 0
 }
 
 // Collect implements prometheus.Collector.
