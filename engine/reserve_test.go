@@ -28,6 +28,17 @@ func reserved(t *testing.T, s *Shard, now int64, c Command) (Decision, int64) {
 	return r.Decision, extra(t, r, ExtraReservation)
 }
 
+// A reservation on the empty key, which Redis and RL.RESERVE take as any
+// other, survives a snapshot: the decoder refused it, so a node whose
+// snapshot held one could not restart (FuzzRestoreShard found it).
+func TestReservationOnTheEmptyKeySurvivesASnapshot(t *testing.T) {
+	s := NewShard()
+	if _, seq := reserved(t, s, 1_700_000_000_000, reserveCmd(OpToken, "", []int64{5, 1, 1000}, 2, 10_000)); seq == 0 {
+		t.Fatal("RL.RESERVE on the empty key refused")
+	}
+	checkRestore(t, s)
+}
+
 // The example through RL.RESERVE and RL.SETTLE, in every algorithm:
 // 100 reserved, 1,200 actual, so the excess of 1,100 is charged as FORCE
 // and leaves -200; the next request is refused as long as that debt

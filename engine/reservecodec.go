@@ -96,7 +96,7 @@ func (d *decoder) reservations(s *Shard) {
 // RL.SETTLE could have made.
 func (r *reservedCharge) valid() bool {
 	run := ReserveCommand(r.op, []byte(r.key), r.params, r.estimate, r.until-r.at)
-	return len(r.key) > 0 && validTime(r.at) && r.until > r.at && run.Valid() &&
+	return validTime(r.at) && r.until > r.at && run.Valid() && // the empty key is a key, as in Redis
 		(!r.settled || r.settledAt >= r.at && r.settledAt < r.until && validCount(r.actual))
 }
 
