@@ -120,8 +120,8 @@ func (s *Shard) Stats() Stats {
 	st.Policies = len(s.policies)
 	st.Charged, st.MemoryLimit, st.MemoryPolicy = s.charged(), s.memLimit, s.memPolicy
 	st.Scripts, st.ScriptBytes = len(s.scripts.byName), s.scripts.bytes
-	st.ShareKeys = int64(len(s.keys.shareSets))
-	for _, set := range s.keys.shareSets {
+	st.ShareKeys = int64(s.keys.nShares)
+	for _, set := range s.keys.shareSets() {
 		n, c := liveShares(set.holders, s.now)
 		st.ShareHolders, st.ShareCommitted = st.ShareHolders+n, satAdd(st.ShareCommitted, c)
 	}
