@@ -109,7 +109,7 @@ func (s *memoryShard) applyRequest(r *Request) {
 	s.sweeps.request()
 	// The clock is read under the lock, so that time never runs backwards
 	// from one request to the next, whichever goroutines apply them.
-	s.shard.Apply(s.clock.Now(), r.Cmds, r.Results)
+	s.applyLocked(s.clock.Now(), r.Cmds, r.Results)
 	s.mu.Unlock()
 	s.observe(r.Cmds)
 	r.answer(nil)
@@ -126,7 +126,7 @@ func (s *memoryShard) sweepWhileIdle(quit <-chan struct{}) {
 			s.mu.Lock()
 			due := s.sweeps.due(s.shard.Stats().Keys)
 			if due {
-				s.shard.Apply(s.clock.Now(), s.sweep, s.sweepOut)
+				s.applyLocked(s.clock.Now(), s.sweep, s.sweepOut)
 			}
 			s.mu.Unlock()
 			if due {

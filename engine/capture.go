@@ -133,6 +133,9 @@ func (s *Shard) EndCapture(c *Capture) {
 	}
 }
 
+// CaptureCopies counts the chunks copied for captures (Stats's), cheaply.
+func (s *Shard) CaptureCopies() int64 { return s.keys.records.cow.copies }
+
 // Size is the length of the capture's payload.
 func (c *Capture) Size() int {
 	c.prepare()

@@ -36,6 +36,10 @@ const (
 
 type recordChunk [chunkRecords]record
 
+// ChunkBytes is what a chunk of records takes, and a copy of one made for a
+// capture (capture.go), besides what its records hold outside them.
+const ChunkBytes = chunkRecords * recordSize
+
 // at returns record i, which must be below len, to read: writes go through
 // mut.
 func (s *recordStore) at(i int32) *record {

@@ -77,6 +77,11 @@ type Stats struct {
 	// (RL.UNSHARE, ACK); ShareLapsed, the holders dropped because every
 	// grant of theirs expired.
 	ShareGrants, ShareReturned, ShareLapsed int64
+	// Captures are the captures in progress (capture.go); CaptureCopies
+	// counts the chunks of 256 records copied for them, each about 14 KiB
+	// and what its records hold outside.
+	Captures      int
+	CaptureCopies int64
 }
 
 // DecisionCount is how many decisions allowed and denied.
@@ -127,6 +132,7 @@ func (s *Shard) Stats() Stats {
 	}
 	sc := s.keys.shareStat
 	st.ShareGrants, st.ShareReturned, st.ShareLapsed = sc.grants, sc.returned, sc.lapsed
+	st.Captures, st.CaptureCopies = len(s.keys.records.cow.live), s.keys.records.cow.copies
 	return st
 }
 

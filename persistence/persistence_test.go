@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 )
@@ -98,6 +99,37 @@ func TestSnapshotFrame(t *testing.T) {
 		if _, _, err := ReadSnapshot(bytes.NewReader(good[:i])); !errors.Is(err, ErrBadSnapshot) {
 			t.Fatalf("truncated at %d: %v", i, err)
 		}
+	}
+}
+
+// A payload written in pieces makes the same frame as written at once;
+// one longer or shorter than announced is refused.
+func TestSnapshotWriterStreams(t *testing.T) {
+	payload := []byte("a shard's state, in parts")
+	var whole, parts bytes.Buffer
+	if err := WriteSnapshot(&whole, snapshotVersion, payload); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewSnapshotWriter(&parts, snapshotVersion, uint64(len(payload)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := payload; len(p) > 0; p = p[min(5, len(p)):] {
+		if _, err := w.Write(p[:min(5, len(p))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil || !bytes.Equal(parts.Bytes(), whole.Bytes()) {
+		t.Fatalf("in parts: %v, %q against %q", err, parts.Bytes(), whole.Bytes())
+	}
+	short, _ := NewSnapshotWriter(io.Discard, snapshotVersion, 10)
+	short.Write([]byte("12345"))
+	if err := short.Close(); !errors.Is(err, ErrSnapshotLength) {
+		t.Fatalf("5 bytes of 10: %v", err)
+	}
+	long, _ := NewSnapshotWriter(io.Discard, snapshotVersion, 4)
+	if _, err := long.Write([]byte("12345")); !errors.Is(err, ErrSnapshotLength) {
+		t.Fatalf("5 bytes of 4: %v", err)
 	}
 }
 
