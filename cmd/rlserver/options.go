@@ -43,18 +43,18 @@ type options struct {
 	// defaults).
 	snapInterval  time.Duration
 	snapThreshold uint64
-	reqTimeout  time.Duration
-	pprof       string
-	metricsPort int
-	statusPage  yesNo // serve the status page beside the metrics
-	logLevel    string
-	logFormat   string
-	configPath  string // the config file, "" for none
-	version     bool
-	fleet       fleet       // how the node takes part in a fleet (fleet.go)
-	sec         security    // access: users, protected mode, TLS, timeout
-	access      access      // what sec loads, once validated
-	rls         rlsSettings // Envoy's rate limit service (rls.go)
+	reqTimeout    time.Duration
+	pprof         string
+	metricsPort   int
+	statusPage    yesNo // serve the status page beside the metrics
+	logLevel      string
+	logFormat     string
+	configPath    string // the config file, "" for none
+	version       bool
+	fleet         fleet       // how the node takes part in a fleet (fleet.go)
+	sec           security    // access: users, protected mode, TLS, timeout
+	access        access      // what sec loads, once validated
+	rls           rlsSettings // Envoy's rate limit service (rls.go)
 	// ratelimitIgnored are envoyproxy/ratelimit's variables set in the
 	// environment that set nothing here (ratelimitenv.go), for the log.
 	ratelimitIgnored []string
