@@ -49,6 +49,12 @@ type copyOnWrite struct {
 	epoch  uint32   // the latest capture's
 	live   []liveCapture
 	copies int64 // chunks copied for captures
+	// spare are chunks no one holds any more, originals of copies that
+	// their capture has encoded since: the next copies are made into them
+	// rather than allocated, so that a capture does not make the collector
+	// (paced for a heap of keys that barely grows) run every few megabytes.
+	// They are let go when the last capture ends.
+	spare []*recordChunk
 }
 
 // liveCapture is a capture in progress, as the shard sees it.
@@ -56,6 +62,11 @@ type liveCapture struct {
 	c     *Capture
 	epoch uint32
 	done  int32 // chunks it has encoded, which it needs no more
+	// originals are the chunks copied while it alone was in progress, by
+	// chunk: no other capture holds them, and once it has encoded one
+	// (below released) its original is spare.
+	originals map[int32]*recordChunk
+	released  int32
 }
 
 // active reports whether a capture is in progress.
@@ -76,10 +87,39 @@ func (w *copyOnWrite) needs(c int32) bool {
 	return false
 }
 
-// owned notes that chunk c was just copied.
-func (w *copyOnWrite) owned(c int32) {
+// owned notes that chunk c was just copied from orig.
+func (w *copyOnWrite) owned(c int32, orig *recordChunk) {
 	w.gens[c] = w.epoch
 	w.copies++
+	if len(w.live) == 1 {
+		l := &w.live[0]
+		if l.originals == nil {
+			l.originals = make(map[int32]*recordChunk)
+		}
+		l.originals[c] = orig
+	}
+}
+
+// chunk returns a chunk to copy into: a spare one, or a new one.
+func (w *copyOnWrite) chunk() *recordChunk {
+	if n := len(w.spare); n > 0 {
+		c := w.spare[n-1]
+		w.spare = w.spare[:n-1]
+		return c
+	}
+	return new(recordChunk)
+}
+
+// progress notes that l has encoded its first done chunks: the originals
+// among them are spare.
+func (w *copyOnWrite) progress(l *liveCapture, done int32) {
+	l.done = done
+	for ; l.released < done; l.released++ {
+		if o, ok := l.originals[l.released]; ok {
+			w.spare = append(w.spare, o)
+			delete(l.originals, l.released)
+		}
+	}
 }
 
 // Capture freezes the shard's state as of the last command applied, for
@@ -117,19 +157,26 @@ func (s *Shard) CaptureProgress(c *Capture, parts int) {
 	w := &s.keys.records.cow
 	for k := range w.live {
 		if w.live[k].c == c {
-			w.live[k].done = int32(min(parts, len(c.view.records.chunks)))
+			w.progress(&w.live[k], int32(min(parts, len(c.view.records.chunks))))
 		}
 	}
 }
 
-// EndCapture ends c: the shard stops keeping anything for it. A capture of
-// a keyspace since flushed is forgotten already.
+// EndCapture ends c, which is no longer being encoded: the shard stops
+// keeping anything for it. A capture of a keyspace since flushed is
+// forgotten already.
 func (s *Shard) EndCapture(c *Capture) {
 	ks := &s.keys
 	w := &ks.records.cow
+	for k := range w.live {
+		if w.live[k].c == c {
+			w.progress(&w.live[k], int32(len(c.view.records.chunks)))
+		}
+	}
 	w.live = slices.DeleteFunc(w.live, func(l liveCapture) bool { return l.c == c })
 	if !w.active() {
 		ks.params.releaseHeld()
+		w.spare = nil
 	}
 }
 

@@ -9,7 +9,8 @@ import (
 )
 
 // captureCommands are randomCommands spread over enough keys to fill
-// several chunks, a third of them longer than inlineKey (kept in extras),
+// a dozen chunks (a third of the commands are for keys that live an hour),
+// a third of the keys longer than inlineKey (kept in extras),
 // with hashes, lists, RENAME and, when flush is set, a rare FLUSHALL mixed
 // in, under a memory limit they reach, so that keys are evicted. A third
 // of them come in the same millisecond as the one before, when a log's
@@ -25,7 +26,7 @@ func captureCommands(seed uint64, n int, flush bool) ([]int64, []Command) {
 		}
 	}
 	key := func() string {
-		k := rng.IntN(1500)
+		k := rng.IntN(20_000)
 		if k%3 == 0 {
 			return "a key long enough to be kept outside its record:" + strconv.Itoa(k)
 		}
@@ -34,7 +35,7 @@ func captureCommands(seed uint64, n int, flush bool) ([]int64, []Command) {
 	for i := range cmds {
 		c := &cmds[i]
 		c.Key = []byte(key())
-		switch rng.IntN(24) {
+		switch rng.IntN(36) {
 		case 0:
 			*c = vcmd(OpHSet, 0, string(c.Key), "f"+strconv.Itoa(rng.IntN(4)), strconv.Itoa(rng.IntN(100)))
 		case 1:
@@ -51,9 +52,11 @@ func captureCommands(seed uint64, n int, flush bool) ([]int64, []Command) {
 			if flush && rng.IntN(40) == 0 {
 				*c = Command{Op: OpFlush}
 			}
+		case 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18: // keys that live long enough to fill chunks
+			*c = Command{Op: OpSliding, Key: c.Key, Args: [4]int64{100, 3_600_000, 0, 1}}
 		}
 	}
-	limit := Command{Op: OpMemoryLimit, Args: [4]int64{60_000, int64(VolatileTTL)}}
+	limit := Command{Op: OpMemoryLimit, Args: [4]int64{250_000, int64(VolatileTTL)}}
 	return append([]int64{times[0]}, times...), append([]Command{limit}, cmds...)
 }
 
@@ -82,7 +85,7 @@ type inFlight struct {
 // that took no capture reaches.
 func TestCaptureWhileWriting(t *testing.T) {
 	for seed := range uint64(40) {
-		times, cmds := captureCommands(seed, 6000, seed%4 == 3)
+		times, cmds := captureCommands(seed, 8000, seed%4 == 3)
 		rng := rand.New(rand.NewPCG(seed, 10))
 		s, control := NewShard(), NewShard()
 		var flying []*inFlight
@@ -150,35 +153,38 @@ func checkCapture(t *testing.T, seed uint64, f *inFlight) {
 }
 
 // A capture copies a chunk the first time the shard writes to it, once;
-// chunks the capture has encoded already, and new ones, are not copied.
+// chunks the capture has encoded already, and new ones, are not copied;
+// the original of a chunk copied and then encoded is the next copy's.
 func TestCaptureCopiesAChunkOnce(t *testing.T) {
 	s := NewShard()
 	for k := range 4 * chunkRecords {
 		decision(t, s, 1000, OpSliding, "k"+strconv.Itoa(k), 100, 60_000, 0, 1)
 	}
+	write := func(k int) { decision(t, s, 1001, OpSliding, "k"+strconv.Itoa(k), 100, 60_000, 0, 1) }
 	c := s.Capture()
 	copies := func() int64 { return s.keys.records.cow.copies }
-	decision(t, s, 1001, OpSliding, "k0", 100, 60_000, 0, 1)
-	decision(t, s, 1001, OpSliding, "k1", 100, 60_000, 0, 1)
-	if copies() != 1 {
+	original := s.keys.records.chunks[0]
+	write(0)
+	write(1)
+	if copies() != 1 || s.keys.records.chunks[0] == original {
 		t.Fatalf("%d copies after two writes to chunk 0", copies())
 	}
 	c.AppendNext(nil)
 	c.AppendNext(nil)
 	s.CaptureProgress(c, c.Encoded())
-	decision(t, s, 1001, OpSliding, "k"+strconv.Itoa(chunkRecords), 100, 60_000, 0, 1) // chunk 1, encoded
-	decision(t, s, 1001, OpSliding, "new", 100, 60_000, 0, 1)                          // a new chunk
+	write(chunkRecords) // chunk 1, encoded
+	s.Apply(1001, []Command{{Op: OpSliding, Key: []byte("new"), Args: [4]int64{100, 60_000, 0, 1}}}, make([]Result, 1))
 	if copies() != 1 {
 		t.Fatalf("%d copies after writes to an encoded chunk and a new one", copies())
 	}
-	decision(t, s, 1001, OpSliding, "k"+strconv.Itoa(3*chunkRecords), 100, 60_000, 0, 1)
-	if copies() != 2 {
-		t.Fatalf("%d copies after a write to chunk 3", copies())
+	write(3 * chunkRecords)
+	if copies() != 2 || s.keys.records.chunks[3] != original {
+		t.Fatalf("%d copies after a write to chunk 3; its copy is chunk 0's original: %v", copies(), s.keys.records.chunks[3] == original)
 	}
 	s.EndCapture(c)
-	decision(t, s, 1001, OpSliding, "k"+strconv.Itoa(2*chunkRecords), 100, 60_000, 0, 1)
-	if copies() != 2 {
-		t.Fatalf("%d copies after the capture ended", copies())
+	write(2 * chunkRecords)
+	if copies() != 2 || s.keys.records.cow.spare != nil {
+		t.Fatalf("%d copies after the capture ended, %d spare chunks kept", copies(), len(s.keys.records.cow.spare))
 	}
 }
 

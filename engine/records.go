@@ -78,13 +78,13 @@ func (s *recordStore) own(c int32) {
 	if !s.cow.needs(c) {
 		return
 	}
-	copied := new(recordChunk)
-	*copied = *s.chunks[c]
+	orig, copied := s.chunks[c], s.cow.chunk()
+	*copied = *orig
 	s.chunks[c] = copied
 	if e := s.extras[c]; e != nil {
 		s.extras[c] = e.clone()
 	}
-	s.cow.owned(c)
+	s.cow.owned(c, orig)
 }
 
 // ownRecord makes record i, and the slices it holds, the live state's
