@@ -38,6 +38,7 @@ func main() {
 	keys := flag.Int("keys", 1_000_000, "keys are user:<n> for n below this, twelve digits")
 	logs := flag.String("logs", "", "the nodes' log files, comma-separated, read for the snapshots' windows after the run")
 	label := flag.String("label", "", "a label for the CSV lines")
+	series := flag.String("series", "", "also write the latencies over time to this file: per 100 ms of due times, the requests, their p99 and maximum, and whether a snapshot was in progress")
 	flag.Parse()
 	if *rate <= 0 || *conns < 1 || *keys < 1 {
 		fmt.Fprintln(os.Stderr, "snapload: -rate, -conns and -keys must be positive")
@@ -56,6 +57,12 @@ func main() {
 		}
 	}
 	report(os.Stdout, *label, samples, windows, *duration)
+	if *series != "" {
+		if err := writeSeries(*series, samples, windows); err != nil {
+			fmt.Fprintln(os.Stderr, "snapload:", err)
+			os.Exit(1)
+		}
+	}
 }
 
 // sample is one request: when it was due, how long its reply took from

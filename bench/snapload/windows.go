@@ -130,3 +130,60 @@ func describeWindows(ws []window) string {
 	return fmt.Sprintf("shard held %v median, %v at most; written in %v median, %v at most; %d chunks copied (%.1f MiB)",
 		held[len(held)/2], held[len(held)-1], took[len(took)/2], took[len(took)-1], copies, float64(copied)/(1<<20))
 }
+
+// writeSeries writes, for each 100 ms of due times from the first sample,
+// the time (ms since the first), the requests, their p99 and maximum
+// latencies in ms, the TRYAGAIN replies, and 1 when a snapshot window
+// overlaps the interval.
+func writeSeries(path string, samples []sample, ws []window) error {
+	const step = 100 * time.Millisecond
+	first := samples[0].due
+	for _, s := range samples {
+		if s.due.Before(first) {
+			first = s.due
+		}
+	}
+	buckets := make(map[int][]sample)
+	last := 0
+	for _, s := range samples {
+		b := int(s.due.Sub(first) / step)
+		buckets[b] = append(buckets[b], s)
+		last = max(last, b)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintln(w, "ms,requests,p99_ms,max_ms,tryagain,snapshot")
+	for b := 0; b <= last; b++ {
+		from := first.Add(time.Duration(b) * step)
+		in := 0
+		for _, x := range ws {
+			if from.Before(x.end) && from.Add(step).After(x.start) {
+				in = 1
+			}
+		}
+		s := buckets[b]
+		lat := make([]time.Duration, 0, len(s))
+		tryAgain := 0
+		for _, x := range s {
+			lat = append(lat, x.latency)
+			if x.tryAgain {
+				tryAgain++
+			}
+		}
+		slices.Sort(lat)
+		p99, top := 0.0, 0.0
+		if len(lat) > 0 {
+			p99 = lat[min(len(lat)-1, len(lat)*99/100)].Seconds() * 1000
+			top = lat[len(lat)-1].Seconds() * 1000
+		}
+		fmt.Fprintf(w, "%d,%d,%.3f,%.3f,%d,%d\n", b*int(step/time.Millisecond), len(s), p99, top, tryAgain, in)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
