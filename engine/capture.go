@@ -53,7 +53,9 @@ type copyOnWrite struct {
 	// their capture has encoded since: the next copies are made into them
 	// rather than allocated, so that a capture does not make the collector
 	// (paced for a heap of keys that barely grows) run every few megabytes.
-	// They are let go when the last capture ends.
+	// When the last capture ends, up to a quarter of the chunks' worth are
+	// kept for the next one, whose first copies come before any original
+	// is spare.
 	spare []*recordChunk
 }
 
@@ -176,9 +178,16 @@ func (s *Shard) EndCapture(c *Capture) {
 	w.live = slices.DeleteFunc(w.live, func(l liveCapture) bool { return l.c == c })
 	if !w.active() {
 		ks.params.releaseHeld()
-		w.spare = nil
+		keep := min(len(w.spare), len(ks.records.chunks)/maxSpareShare)
+		clear(w.spare[keep:])
+		w.spare = w.spare[:keep]
 	}
 }
+
+// maxSpareShare bounds the spare chunks kept between captures to this
+// share of the chunks in use: 14 bytes a key at most, which a capture
+// spends anyway.
+const maxSpareShare = 4
 
 // CaptureCopies counts the chunks copied for captures (Stats's), cheaply.
 func (s *Shard) CaptureCopies() int64 { return s.keys.records.cow.copies }

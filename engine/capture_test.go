@@ -181,11 +181,18 @@ func TestCaptureCopiesAChunkOnce(t *testing.T) {
 	if copies() != 2 || s.keys.records.chunks[3] != original {
 		t.Fatalf("%d copies after a write to chunk 3; its copy is chunk 0's original: %v", copies(), s.keys.records.chunks[3] == original)
 	}
-	s.EndCapture(c)
+	s.EndCapture(c) // chunk 3's original is spare, and one of 5 chunks is a quarter's worth
 	write(2 * chunkRecords)
-	if copies() != 2 || s.keys.records.cow.spare != nil {
+	if copies() != 2 || len(s.keys.records.cow.spare) != 1 {
 		t.Fatalf("%d copies after the capture ended, %d spare chunks kept", copies(), len(s.keys.records.cow.spare))
 	}
+	spare := s.keys.records.cow.spare[0]
+	c = s.Capture()
+	write(2 * chunkRecords)
+	if s.keys.records.chunks[2] != spare {
+		t.Fatal("the next capture's first copy is not made into the spare chunk")
+	}
+	s.EndCapture(c)
 }
 
 // A capture of an empty shard is its snapshot.

@@ -117,7 +117,7 @@ func (s *recordStore) extMut(i int32) *chunkExtras {
 	return e
 }
 
-// bytes is the memory the chunks take.
+// bytes is the memory the chunks take, spare ones included.
 func (s *recordStore) bytes() int64 {
-	return int64(len(s.chunks))*chunkRecords*recordSize + 8*int64(cap(s.chunks)+cap(s.extras)) + 4*int64(cap(s.cow.gens))
+	return int64(len(s.chunks)+len(s.cow.spare))*chunkRecords*recordSize + 8*int64(cap(s.chunks)+cap(s.extras)) + 4*int64(cap(s.cow.gens))
 }

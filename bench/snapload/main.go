@@ -50,13 +50,14 @@ func main() {
 		os.Exit(1)
 	}
 	var windows []window
+	var elections []time.Time
 	if *logs != "" {
-		if windows, err = readWindows(strings.Split(*logs, ",")); err != nil {
+		if windows, elections, err = readWindows(strings.Split(*logs, ",")); err != nil {
 			fmt.Fprintln(os.Stderr, "snapload:", err)
 			os.Exit(1)
 		}
 	}
-	report(os.Stdout, *label, samples, windows, *duration)
+	report(os.Stdout, *label, samples, windows, elections, *duration)
 	if *series != "" {
 		if err := writeSeries(*series, samples, windows); err != nil {
 			fmt.Fprintln(os.Stderr, "snapload:", err)
@@ -184,17 +185,38 @@ func (c *conn) receive(measureFrom time.Time) {
 }
 
 // report prints the summary and the CSV lines.
-func report(out *os.File, label string, samples []sample, windows []window, duration time.Duration) {
+func report(out *os.File, label string, samples []sample, windows []window, elections []time.Time, duration time.Duration) {
 	var in, outside []sample
+	tryAgain, nearElections, held := 0, 0, 0
+	first, last := samples[0].due, samples[0].due
 	for _, s := range samples {
 		if during(s, windows) {
 			in = append(in, s)
 		} else {
 			outside = append(outside, s)
 		}
+		first, last = minTime(first, s.due), maxTime(last, s.due.Add(s.latency))
+		if !s.tryAgain {
+			continue
+		}
+		tryAgain++
+		if nearElection(s, elections) {
+			nearElections++
+		}
+		if whileHeld(s, windows) {
+			held++
+		}
 	}
-	fmt.Fprintf(out, "# %d requests in %v (%.0f/s); %d snapshots: %s\n", len(samples), duration,
-		float64(len(samples))/duration.Seconds(), len(windows), describeWindows(windows))
+	n := 0
+	for _, e := range elections {
+		if !e.Before(first) && !e.After(last) {
+			n++
+		}
+	}
+	fmt.Fprintf(out, "# %d requests in %v (%.0f/s); %d snapshots: %s; %d elections (leaderships lost) during the load; "+
+		"of %d TRYAGAIN, %d in flight while a shard was held by a snapshot, %d within 2 s of an election\n",
+		len(samples), duration, float64(len(samples))/duration.Seconds(), len(windows), describeWindows(windows),
+		n, tryAgain, held, nearElections)
 	fmt.Fprintln(out, "label,part,requests,tryagain,p50_ms,p99_ms,p999_ms,max_ms")
 	for _, part := range []struct {
 		name string
@@ -202,6 +224,20 @@ func report(out *os.File, label string, samples []sample, windows []window, dura
 	}{{"all", samples}, {"during", in}, {"outside", outside}} {
 		fmt.Fprintf(out, "%s,%s,%s\n", label, part.name, figures(part.s))
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // figures are a part's count, TRYAGAIN count and latency percentiles.

@@ -23,35 +23,69 @@ type window struct {
 // snapshotLine is the message rlserver logs when a snapshot is done.
 const snapshotLine = "shard snapshot written"
 
+// electionLines are hashicorp/raft's messages for a leadership lost: a
+// request then may be answered TRYAGAIN whatever snapshots do.
+var electionLines = []string{"heartbeat timeout reached, starting election", "stepping down"}
+
 // readWindows reads the snapshots' windows from rlserver's logs (the text
-// format: key=value).
-func readWindows(paths []string) ([]window, error) {
+// format: key=value), and the instants of its elections.
+func readWindows(paths []string) ([]window, []time.Time, error) {
 	var ws []window
+	var elections []time.Time
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<16), 1<<20)
 		for sc.Scan() {
+			if election(sc.Text()) {
+				if t, err := time.Parse(time.RFC3339Nano, logFields(sc.Text())["time"]); err == nil {
+					elections = append(elections, t)
+				}
+			}
 			if !strings.Contains(sc.Text(), snapshotLine) {
 				continue
 			}
 			w, err := parseWindow(sc.Text())
 			if err != nil {
 				f.Close()
-				return nil, fmt.Errorf("%s: %w", p, err)
+				return nil, nil, fmt.Errorf("%s: %w", p, err)
 			}
 			ws = append(ws, w)
 		}
 		f.Close()
 		if err := sc.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	slices.SortFunc(ws, func(a, b window) int { return a.start.Compare(b.start) })
-	return ws, nil
+	return ws, elections, nil
+}
+
+// election reports whether a log line says a leadership was lost.
+func election(line string) bool {
+	for _, m := range electionLines {
+		if strings.Contains(line, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// nearElection reports whether s was in flight within electionSpan of an
+// election, or answered TRYAGAIN within it (a request waits up to the
+// request timeout before it is).
+func nearElection(s sample, elections []time.Time) bool {
+	const electionSpan = 2 * time.Second
+	end := s.due.Add(s.latency)
+	for _, e := range elections {
+		if s.due.Before(e.Add(electionSpan)) && end.After(e.Add(-electionSpan)) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseWindow reads one snapshotLine's fields.
@@ -107,6 +141,18 @@ func during(s sample, ws []window) bool {
 	end := s.due.Add(s.latency)
 	for _, w := range ws {
 		if s.due.Before(w.end) && end.After(w.start) {
+			return true
+		}
+	}
+	return false
+}
+
+// whileHeld reports whether s was in flight while a snapshot held its
+// shard (the start of its window, for held).
+func whileHeld(s sample, ws []window) bool {
+	end := s.due.Add(s.latency)
+	for _, w := range ws {
+		if s.due.Before(w.start.Add(w.held)) && end.After(w.start) {
 			return true
 		}
 	}
