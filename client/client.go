@@ -8,9 +8,12 @@ import (
 )
 
 // Client asks rlserver for rate-limit decisions. It is safe for concurrent
-// use; it holds no state of its own beyond the go-redis client.
+// use. It holds no state of its own beyond the go-redis client, unless
+// WithLeases gives it budget leases to decide hot keys from (then Close
+// gives them back).
 type Client struct {
-	rdb redis.UniversalClient
+	rdb    redis.UniversalClient
+	leases *leaseTable // WithLeases; nil without
 }
 
 // New returns a Client over rdb: a *redis.Client for a single node (or any
@@ -22,8 +25,14 @@ type Client struct {
 // (otherwise go-redis waits up to its ReadTimeout however short the
 // deadline); and MaxRetries, because go-redis retries TRYAGAIN and network
 // errors, and a retried decision may be counted twice.
-func New(rdb redis.UniversalClient) *Client {
-	return &Client{rdb: rdb}
+//
+// Options: WithLeases, to decide hot keys in the client from budget leases.
+func New(rdb redis.UniversalClient, opts ...Option) *Client {
+	c := &Client{rdb: rdb}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 // Allow asks whether key may spend one unit under rule, and spends it if so.
@@ -34,9 +43,16 @@ func (c *Client) Allow(ctx context.Context, key string, rule Rule) (Decision, er
 // AllowN asks whether key may spend cost units under rule, all or nothing,
 // and spends them if so. A cost of 0 is a peek: it reports the key's state
 // and spends nothing. A negative cost is a refund (see Refund).
+//
+// A key leased by WithLeases is decided from the client's lease, without a
+// round trip: the decision's Remaining and ResetAfter are those of the
+// client's own bucket, its Limit the rule's.
 func (c *Client) AllowN(ctx context.Context, key string, rule Rule, cost int64) (Decision, error) {
 	if rule == nil {
 		return Decision{}, ErrNoRule
+	}
+	if limit, windowMs, ok := c.leases.selects(key, rule); ok {
+		return c.leases.allowN(ctx, key, limit, windowMs, cost)
 	}
 	args := rule.command(key, cost)
 	if _, _, ok := rule.limit(); !ok && cost < 0 {

@@ -24,6 +24,15 @@
 // [Client.SetPolicy]), checked with [Client.Check], in shadow mode to try
 // them before enforcing them.
 //
+// # Leases
+//
+// [WithLeases] makes a client decide hot keys itself, from budget leases:
+// a share of the key's limit that rlserver grants each process (RL.SHARE)
+// by its demand, spent locally with no round trip and renewed in the
+// background. The processes together never admit more than the bound
+// docs/go-client.md states, and a process out of reach of rlserver goes on
+// deciding from its lease until it expires, never past it.
+//
 // # HTTP
 //
 // [NewHTTPLimiter] builds middleware for one route: it finds who is calling

@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -31,6 +32,15 @@ var (
 	ErrUnknownAPIKey = errors.New("unknown API key")
 )
 
+// MayHaveBeenCounted reports whether err is rlserver's UNCERTAIN reply: the
+// decision's shard lost its leader while the decision was being committed,
+// so it may have been counted, or not. No client retries it on its own; a
+// retry may count the request a second time (docs/cluster.md).
+func MayHaveBeenCounted(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "UNCERTAIN ")
+}
+
 // isOutage reports whether err means rlserver could not give an answer
 // (unreachable, too slow, or saying itself that it cannot answer now), as
 // opposed to a reply that answers, such as a syntax error. Only outages
@@ -42,8 +52,9 @@ func isOutage(err error) bool {
 	var reply redis.Error
 	if errors.As(err, &reply) {
 		// The server answered, but said it cannot decide now: these prefixes
-		// are rlserver's (and Redis Cluster's) words for a temporary outage.
-		return redis.IsTryAgainError(err) || redis.IsClusterDownError(err) ||
+		// are rlserver's (and Redis Cluster's) words for a temporary outage,
+		// UNCERTAIN one that caught the decision half way.
+		return redis.IsTryAgainError(err) || MayHaveBeenCounted(err) || redis.IsClusterDownError(err) ||
 			redis.IsLoadingError(err) || redis.IsMasterDownError(err) ||
 			redis.IsMaxClientsError(err)
 	}

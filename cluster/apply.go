@@ -59,13 +59,13 @@ func newReplica(index int, observer *observerSlot, scripts engine.ScriptRunner) 
 	return replica{index: index, observer: observer, scripts: scripts, shard: shard}
 }
 
-// apply applies a batch's commands in order at now, as one atomic step, and
+// apply applies a batch's commands in order at us (Unix µs), as one atomic step, and
 // writes one result per command into results (at least as long). The write
 // observer, if any, is told of the commands before apply returns, so before
 // any request is answered.
-func (r *replica) apply(now int64, cmds []engine.Command, results []engine.Result) {
+func (r *replica) apply(us int64, cmds []engine.Command, results []engine.Result) {
 	r.mu.Lock()
-	r.applyLocked(now, cmds, results)
+	r.applyLocked(us, cmds, results)
 	r.mu.Unlock()
 	r.observe(cmds)
 }

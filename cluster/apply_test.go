@@ -57,7 +57,7 @@ func TestMemoryAndRaftApplyABatchAlike(t *testing.T) {
 	for _, r := range raftReqs {
 		n += len(r.Cmds)
 	}
-	l := &raft.Log{Type: raft.LogCommand, Data: appendBatch(nil, now, raftReqs)}
+	l := &raft.Log{Type: raft.LogCommand, Data: appendBatch(nil, now*1000, raftReqs)}
 	deliver(raftReqs, applyClaimed(t, fsm, l, n), nil)
 
 	for i := range memReqs {
@@ -94,7 +94,10 @@ func sameResult(a, b engine.Result) bool {
 
 type fixedClock int64
 
-func (c fixedClock) Now() int64 { return int64(c) }
+func (c fixedClock) Now() int64  { return int64(c) }
+func (c fixedClock) Wall() int64 { return int64(c) }
+
+func (c fixedClock) NowMicro() int64 { return int64(c) * 1000 }
 
 // A batch takes requests whole until it holds maxBatchBytes: the request
 // that crosses the bound is taken whole, the ones after it wait for the
@@ -180,7 +183,7 @@ func TestDigestThroughTheLogIsEveryReplicasDigest(t *testing.T) {
 	digest := []engine.Command{{Op: engine.OpDigest}}
 	entry := func(now int64, cmds []engine.Command) *raft.Log {
 		reqs := newRequests([][]engine.Command{cmds})
-		return &raft.Log{Type: raft.LogCommand, Data: appendBatch(nil, now, reqs)}
+		return &raft.Log{Type: raft.LogCommand, Data: appendBatch(nil, now*1000, reqs)}
 	}
 	cases := []struct {
 		name    string

@@ -48,13 +48,13 @@ func (r *replica) startCapture() *capture {
 	return c
 }
 
-// applyLocked applies a batch, r.mu held, telling the shard first how far
-// its captures in progress have been written.
-func (r *replica) applyLocked(now int64, cmds []engine.Command, results []engine.Result) {
+// applyLocked applies a batch at us (Unix µs), r.mu held, telling the
+// shard first how far its captures in progress have been written.
+func (r *replica) applyLocked(us int64, cmds []engine.Command, results []engine.Result) {
 	for _, c := range r.captures {
 		r.shard.CaptureProgress(c.c, int(c.done.Load()))
 	}
-	r.shard.Apply(now, cmds, results)
+	r.shard.ApplyMicros(us, cmds, results)
 }
 
 // writeFrame writes the captured state to w as a snapshot frame

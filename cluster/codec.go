@@ -13,15 +13,18 @@ import (
 // A Raft entry carries one batch: every command of every request the
 // proposer packed, after the time the leader stamped on it.
 //
-//	version  byte     1 or 2
-//	now      varint   the leader's clock, Unix ms
+//	version  byte     1, 2 or 3
+//	now      varint   the leader's clock: Unix ms, in version 3 Unix µs
 //	count    uvarint  commands
 //	commands          version 1: op byte, key (uvarint length, bytes), four varint args
-//	                  version 2: op byte, flags uvarint, key, value (as the key), four varint args
+//	                  versions 2 and 3: op byte, flags uvarint, key, value (as the key), four varint args
 //
 // A batch whose commands have no flags and no value is written as version 1,
 // which nodes that predate version 2 can still apply: a cluster upgraded
-// node by node keeps working until the new commands are used.
+// node by node keeps working until the new commands are used. Only a
+// script sees a time finer than a millisecond (TIME inside it), so only a
+// batch that holds one is written as version 3, with the microseconds;
+// such a batch needs a node of script runtime 2 anyway.
 //
 // Forwarding between nodes sends commands in the same form, and results in
 // the form of appendResult.
@@ -29,6 +32,7 @@ import (
 const (
 	entryVersion1 = 1
 	entryVersion2 = 2
+	entryVersion3 = 3
 )
 
 // maxWireKey bounds a key decoded from an entry or a peer.
@@ -43,22 +47,27 @@ var errBadEntry = errors.New("malformed batch")
 // would diverge. The replica halts instead (see RaftShards.Halted).
 var ErrNewerEntry = errors.New("a Raft entry written by a newer rlserver: upgrade this node")
 
-// appendBatch encodes the commands of reqs, stamped with now.
-func appendBatch(b []byte, now int64, reqs []*Request) []byte {
+// appendBatch encodes the commands of reqs, stamped with us (Unix µs).
+func appendBatch(b []byte, us int64, reqs []*Request) []byte {
 	n := 0
-	for _, r := range reqs {
-		n += len(r.Cmds)
-	}
 	version := byte(entryVersion1)
 	for _, r := range reqs {
+		n += len(r.Cmds)
 		for i := range r.Cmds {
-			if r.Cmds[i].Flags != 0 || len(r.Cmds[i].Value) > 0 {
+			switch {
+			case r.Cmds[i].Op == engine.OpEval:
+				version = entryVersion3
+			case (r.Cmds[i].Flags != 0 || len(r.Cmds[i].Value) > 0) && version < entryVersion2:
 				version = entryVersion2
 			}
 		}
 	}
 	b = append(b, version)
-	b = binary.AppendVarint(b, now)
+	if version == entryVersion3 {
+		b = binary.AppendVarint(b, us)
+	} else {
+		b = binary.AppendVarint(b, us/1000) // times are positive: the division rounds down
+	}
 	b = binary.AppendUvarint(b, uint64(n))
 	for _, r := range reqs {
 		for i := range r.Cmds {
@@ -70,12 +79,12 @@ func appendBatch(b []byte, now int64, reqs []*Request) []byte {
 
 func appendCommand(b []byte, c *engine.Command, version byte) []byte {
 	b = append(b, byte(c.Op))
-	if version == entryVersion2 {
+	if version >= entryVersion2 {
 		b = binary.AppendUvarint(b, uint64(c.Flags))
 	}
 	b = binary.AppendUvarint(b, uint64(len(c.Key)))
 	b = append(b, c.Key...)
-	if version == entryVersion2 {
+	if version >= entryVersion2 {
 		b = binary.AppendUvarint(b, uint64(len(c.Value)))
 		b = append(b, c.Value...)
 	}
@@ -85,15 +94,16 @@ func appendCommand(b []byte, c *engine.Command, version byte) []byte {
 	return b
 }
 
-// decodeBatch decodes a batch into cmds (reusing its memory); the keys alias
-// data. Every command is checked with engine.Command.Valid.
+// decodeBatch decodes a batch into cmds (reusing its memory), and returns
+// its time in Unix µs; the keys alias data. Every command is checked with
+// engine.Command.Valid.
 func decodeBatch(data []byte, cmds []engine.Command) (int64, []engine.Command, error) {
 	d := newReader(data)
 	version := d.Byte()
-	if version > entryVersion2 {
+	if version > entryVersion3 {
 		return 0, cmds, fmt.Errorf("%w (entry version %d)", ErrNewerEntry, version)
 	}
-	if version != entryVersion1 && version != entryVersion2 {
+	if version < entryVersion1 {
 		return 0, cmds, fmt.Errorf("%w: unknown version", errBadEntry)
 	}
 	now := d.Varint()
@@ -103,15 +113,18 @@ func decodeBatch(data []byte, cmds []engine.Command) (int64, []engine.Command, e
 	}
 	for i := uint64(0); i < n && d.Err() == nil; i++ {
 		c := engine.Command{Op: engine.Op(d.Byte())}
-		if version == entryVersion2 {
+		if version >= entryVersion2 {
 			flags := d.Uvarint()
 			c.Flags = engine.Flags(flags)
-			if uint64(c.Flags) != flags {
-				d.Fail("bad flags")
+			if uint64(c.Flags) != flags || c.Known() && c.Flags&^c.Op.Spec().Flags != 0 {
+				// A flag this release's op does not take is one a newer
+				// release gave it (FORCE, GLOBAL): halting until upgraded
+				// keeps this replica from applying the command otherwise.
+				d.FailWith(fmt.Errorf("%w (op %d, flags %#x)", ErrNewerEntry, c.Op, flags))
 			}
 		}
 		c.Key = d.Bytes(maxWireKey)
-		if version == entryVersion2 {
+		if version >= entryVersion2 {
 			if c.Value = d.Bytes(engine.MaxValue); len(c.Value) == 0 {
 				c.Value = nil
 			}
@@ -130,10 +143,14 @@ func decodeBatch(data []byte, cmds []engine.Command) (int64, []engine.Command, e
 	if d.Len() > 0 {
 		d.FailWith(fmt.Errorf("%w: trailing bytes", errBadEntry))
 	}
+	us := now * 1000
+	if version == entryVersion3 {
+		us, now = now, now/1000
+	}
 	if now < 0 || now > engine.MaxTime {
 		d.FailWith(fmt.Errorf("%w: time %d", errBadEntry, now))
 	}
-	return now, cmds, d.Err()
+	return us, cmds, d.Err()
 }
 
 // appendResult encodes one result for a forwarded request.
@@ -227,7 +244,7 @@ func (d *reader) result() engine.Result {
 	case engine.ResultType(wireResultError):
 		r.Type, r.Err = engine.ResError, d.error()
 		r.Members = d.members()
-	case engine.ResOK, engine.ResNil:
+	case engine.ResOK, engine.ResNil, engine.ResNilArray:
 	default:
 		d.Fail("unknown result type")
 	}

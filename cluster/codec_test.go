@@ -43,7 +43,7 @@ func TestBatchRoundTripKeepsFlagsAndValues(t *testing.T) {
 // so nodes not yet upgraded apply what upgraded leaders propose.
 func TestPlainBatchesStayVersionOne(t *testing.T) {
 	cmds := []engine.Command{{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{100, 60_000, 0, 1}}}
-	data := appendBatch(nil, 5, []*Request{{Cmds: cmds}})
+	data := appendBatch(nil, 5_000, []*Request{{Cmds: cmds}}) // 5 ms
 	want := []byte{1, 10, 1, byte(engine.OpSliding), 1, 'k', 200, 1, 192, 169, 7, 0, 2}
 	if !bytes.Equal(data, want) {
 		t.Fatalf("encoding % x, want % x", data, want)
@@ -53,21 +53,89 @@ func TestPlainBatchesStayVersionOne(t *testing.T) {
 	}
 }
 
+// A batch that holds a script carries the leader's microseconds (version
+// 3), which the script's TIME shows; the others keep their version and
+// their milliseconds, and decode to microseconds alike.
+func TestScriptBatchesCarryMicroseconds(t *testing.T) {
+	script := engine.Command{Op: engine.OpEval, Value: engine.Pack([][]byte{[]byte("return 1")}), Args: [4]int64{engine.ScriptRuntime, 0}}
+	plain := engine.Command{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{100, 60_000, 0, 1}}
+	for _, tt := range []struct {
+		cmds    []engine.Command
+		version byte
+		want    int64
+	}{
+		{[]engine.Command{plain, script}, entryVersion3, 1_700_000_000_123_456},
+		{[]engine.Command{plain}, entryVersion1, 1_700_000_000_123_000},
+	} {
+		data := appendBatch(nil, 1_700_000_000_123_456, []*Request{{Cmds: tt.cmds}})
+		us, got, err := decodeBatch(data, nil)
+		if data[0] != tt.version || err != nil || us != tt.want || len(got) != len(tt.cmds) {
+			t.Errorf("version %d, decoded %d µs, %d commands, %v; want version %d, %d µs", data[0], us, len(got), err, tt.version, tt.want)
+		}
+	}
+	bad := appendBatch(nil, (engine.MaxTime+1)*1000, []*Request{{Cmds: []engine.Command{script}}})
+	if _, _, err := decodeBatch(bad, nil); !errors.Is(err, errBadEntry) {
+		t.Errorf("a time past MaxTime: %v", err)
+	}
+}
+
+// The stamper stamps the clock's microseconds, but past the scripts of the
+// batch before while the clock stays within its millisecond.
+func TestStamperMovesPastScripts(t *testing.T) {
+	var s stamper
+	for _, tt := range []struct{ clock, scripts, want int64 }{
+		{1_000_500, 2, 1_000_500},
+		{1_000_500, 1, 1_000_502}, // the clock has not moved: past the two scripts
+		{1_000_501, 0, 1_000_503},
+		{1_000_990, 30, 1_000_990},
+		{1_000_991, 1, 1_000_999}, // never past the clock's millisecond
+		{1_001_000, 0, 1_001_000},
+		{999_000, 1, 999_000}, // a clock that went back is the engine's to hold
+	} {
+		if got := s.stamp(tt.clock, tt.scripts); got != tt.want {
+			t.Errorf("stamp(%d, %d) = %d, want %d", tt.clock, tt.scripts, got, tt.want)
+		}
+	}
+}
+
 func TestDecodeRefusesInvalidCommands(t *testing.T) {
 	for _, c := range []engine.Command{
 		{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{0, 60_000, 0, 1}},                          // zero limit
 		{Op: engine.OpThrottle, Key: []byte("k"), Args: [4]int64{1, 1, 1, -1}},                             // refund on CL.THROTTLE
-		{Op: engine.OpSet, Key: []byte("k"), Flags: engine.FlagPartial},                                    // a flag SET has not
 		{Op: engine.OpPolicySet, Value: []byte("p"), Args: [4]int64{1, 1000, 0, int64(engine.OpThrottle)}}, // not a policy algorithm
 		{Op: engine.OpCheck, Key: []byte("k"), Args: [4]int64{3: 1}},                                       // no policy name
 		shareCommand("k", "", 1, 0), // no holder
 		{Op: engine.OpShare, Key: []byte("k"), Value: []byte("h"), Args: [4]int64{5, 1000, 1, -1}}, // a bare holder
 		{Op: engine.OpUnshare, Key: []byte("k")},                                                   // no holder
 	} {
-		data := appendBatch(nil, 5, []*Request{{Cmds: []engine.Command{c}}})
+		data := appendBatch(nil, 5_000, []*Request{{Cmds: []engine.Command{c}}})
 		if _, _, err := decodeBatch(data, nil); !errors.Is(err, errBadEntry) {
 			t.Errorf("%+v decoded: %v", c, err)
 		}
+	}
+}
+
+// A flag a known op does not take in this release is one a newer release
+// gave it: the replica halts until upgraded (ErrNewerEntry) rather than
+// skip the command or apply it without the flag, and so diverge.
+func TestDecodeHaltsOnFlagsOfANewerRelease(t *testing.T) {
+	for _, flags := range []engine.Flags{engine.FlagPartial, 1 << 15} {
+		c := engine.Command{Op: engine.OpSet, Key: []byte("k"), Flags: flags}
+		data := appendBatch(nil, 5_000, []*Request{{Cmds: []engine.Command{c}}})
+		if _, _, err := decodeBatch(data, nil); !errors.Is(err, ErrNewerEntry) {
+			t.Errorf("SET with flags %#x: %v, want ErrNewerEntry", flags, err)
+		}
+	}
+	// PARTIAL (1), so that the entry carries flags; then 1 | 1<<16.
+	c := engine.Command{Op: engine.OpSliding, Flags: engine.FlagPartial, Key: []byte("k"), Args: [4]int64{10, 60_000, 0, 1}}
+	data := appendBatch(nil, 5_000, []*Request{{Cmds: []engine.Command{c}}})
+	flagsAt := bytes.Index(data, []byte{byte(engine.OpSliding), 1, 1, 'k'}) + 1
+	if flagsAt == 0 {
+		t.Fatalf("no RL.SLIDING command in %x", data)
+	}
+	wide := append(append(append([]byte{}, data[:flagsAt]...), 0x81, 0x80, 0x04), data[flagsAt+1:]...)
+	if _, _, err := decodeBatch(wide, nil); !errors.Is(err, ErrNewerEntry) {
+		t.Errorf("flags past 16 bits: %v, want ErrNewerEntry", err)
 	}
 }
 
@@ -79,10 +147,12 @@ func TestResultRoundTripKeepsExtrasAndMembers(t *testing.T) {
 	if d.Err() != nil || got.Decision != r.Decision || got.Extras != r.Extras || got.NExtras != 1 || got.Members != 3 {
 		t.Fatalf("result %+v (%v), want %+v", got, d.Err(), r)
 	}
-	for _, res := range []engine.Result{{Type: engine.ResIntBulk, Int: -42}, {Type: engine.ResError, Err: engine.ErrAllMember, Members: 2}} {
+	for _, res := range []engine.Result{{Type: engine.ResIntBulk, Int: -42}, {Type: engine.ResError, Err: engine.ErrAllMember, Members: 2},
+		{Type: engine.ResNilArray}} {
 		d := newReader(appendResult(nil, &res))
 		got := d.result()
-		if d.Err() != nil || got.Int != res.Int || got.Members != res.Members || (res.Err != nil && got.Err.Error() != res.Err.Error()) {
+		if d.Err() != nil || got.Type != res.Type && res.Type != engine.ResError || got.Int != res.Int || got.Members != res.Members ||
+			(res.Err != nil && got.Err.Error() != res.Err.Error()) {
 			t.Fatalf("result %+v (%v), want %+v", got, d.Err(), res)
 		}
 	}
@@ -156,8 +226,8 @@ func TestErrorsKeepTheirIdentityOnTheBus(t *testing.T) {
 // FuzzDecodeBatch: whatever bytes a log entry or a peer holds, decoding never
 // panics; what decodes is valid, and encodes back to the same batch.
 func FuzzDecodeBatch(f *testing.F) {
-	f.Add(appendBatch(nil, 5, []*Request{{Cmds: []engine.Command{{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{100, 60_000, 0, 1}}}}}))
-	f.Add(appendBatch(nil, 1_700_000_000_000, []*Request{{Cmds: []engine.Command{
+	f.Add(appendBatch(nil, 5_000, []*Request{{Cmds: []engine.Command{{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{100, 60_000, 0, 1}}}}}))
+	f.Add(appendBatch(nil, 1_700_000_000_000_000, []*Request{{Cmds: []engine.Command{
 		{Op: engine.OpSet, Key: []byte("s"), Value: []byte("v"), Flags: engine.FlagNX, Args: [4]int64{5000, engine.ExpiryRelative}},
 		{Op: engine.OpAll, Key: []byte("a"), Args: [4]int64{1}},
 		{Op: engine.OpCheck, Key: []byte("a"), Value: []byte("p"), Args: [4]int64{3: -2}},
@@ -175,6 +245,9 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 		again := appendBatch(nil, now, []*Request{{Cmds: cmds}})
 		now2, cmds2, err := decodeBatch(again, nil)
+		if again[0] < entryVersion3 {
+			now -= now % 1000 // only a script's batch keeps the microseconds
+		}
 		if err != nil || now2 != now || len(cmds2) != len(cmds) {
 			t.Fatalf("re-encoded batch: %v", err)
 		}
@@ -231,12 +304,12 @@ func FuzzDecodeResult(f *testing.F) {
 // more and takes no snapshot (its state would no longer be the state at its
 // applied index), and the node is told to stop.
 func TestNewerEntryHaltsTheReplica(t *testing.T) {
-	plain := appendBatch(nil, 5, []*Request{{Cmds: []engine.Command{{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{5, 1000, 0, 1}}}}})
-	newerVersion := append([]byte{entryVersion2 + 1}, plain[1:]...)
+	plain := appendBatch(nil, 5_000, []*Request{{Cmds: []engine.Command{{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{5, 1000, 0, 1}}}}})
+	newerVersion := append([]byte{entryVersion3 + 1}, plain[1:]...)
 	unknownOp := bytes.Clone(plain)
 	unknownOp[3] = 200 // the first command's op
 	// A script stamped with a script runtime this release does not run.
-	newerScript := appendBatch(nil, 5, []*Request{{Cmds: []engine.Command{{Op: engine.OpEval,
+	newerScript := appendBatch(nil, 5_000, []*Request{{Cmds: []engine.Command{{Op: engine.OpEval,
 		Value: engine.Pack([][]byte{[]byte("return 1")}), Args: [4]int64{engine.ScriptRuntime + 1, 0}}}}})
 	for name, entry := range map[string][]byte{"version": newerVersion, "op": unknownOp, "script runtime": newerScript} {
 		t.Run(name, func(t *testing.T) {

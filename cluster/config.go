@@ -96,6 +96,20 @@ type RaftConfig struct {
 	// end, then for its leader. The server sets every request's deadline
 	// from its own request timeout, normally this one.
 	RequestTimeout time.Duration
+
+	// MaxClockOffset is how far this node's clock may be from the clocks
+	// of a majority of the other nodes for it to lead (clockcheck.go);
+	// from 1 ms to 1 hour.
+	MaxClockOffset time.Duration
+	// SlowLogWrite is how long an append to a group's log, fsync
+	// included, may take before it counts as slow: a node whose appends to
+	// a group's log are slow, several in a row, hands the group's
+	// leadership to a voter whose are not (fitness.go); from 1 ms to 1
+	// minute.
+	SlowLogWrite time.Duration
+	// DiskFaults, when set, are injected into the appends to every log of
+	// this node (DEBUG DISK, tests only).
+	DiskFaults *persistence.DiskFaults
 }
 
 // The bounds of the Raft timeouts: below the minimum a busy machine's pauses
@@ -148,6 +162,7 @@ func DefaultRaftConfig(self Member, nodes int) RaftConfig {
 		// in milliseconds, while its log grows with every decision.
 		SnapshotThreshold: 4096, SnapshotInterval: 5 * time.Second, TrailingLogs: 1024,
 		RequestTimeout: DefaultRequestTimeout,
+		MaxClockOffset: DefaultMaxClockOffset, SlowLogWrite: DefaultSlowLogWrite,
 	}
 }
 
@@ -181,6 +196,10 @@ func (c RaftConfig) Validate() error {
 		return invalidSetting("RaftConfig.SnapshotThreshold", "must be at least 1")
 	case c.RequestTimeout < minRequestTimeout || c.RequestTimeout > maxTimeout:
 		return invalidSetting("RaftConfig.RequestTimeout", "%v: must be from %v to %v", c.RequestTimeout, minRequestTimeout, maxTimeout)
+	case c.MaxClockOffset < time.Millisecond || c.MaxClockOffset > time.Hour:
+		return invalidSetting("RaftConfig.MaxClockOffset", "%v: must be from 1ms to 1h", c.MaxClockOffset)
+	case c.SlowLogWrite < time.Millisecond || c.SlowLogWrite > maxTimeout:
+		return invalidSetting("RaftConfig.SlowLogWrite", "%v: must be from 1ms to %v", c.SlowLogWrite, maxTimeout)
 	}
 	// What hashicorp/raft itself requires of the settings passed on to it
 	// (SnapshotInterval's minimum among them).

@@ -51,6 +51,12 @@ type Judgement struct {
 type NodeStatus struct {
 	Judgement
 	Shards []ShardStatus // by shard
+	// Wall is the node's wall clock when it answered (Clock.Wall, Unix
+	// ms); 0 from a release that does not say.
+	Wall int64
+	// Offset is the node's clock against the asker's, as AskStatus
+	// measured it; nil when the node did not say its clock.
+	Offset *ClockOffset
 }
 
 // ShardStatus is what a node says of its replica of one shard.
@@ -59,6 +65,9 @@ type ShardStatus struct {
 	Commit  uint64 // Raft commit index
 	Leader  string // the leader's node id; "" when unknown or not held
 	Held    bool   // it holds a replica (an empty one, at first)
+	// Unfit says the node should not lead the shard (Group.Unfit): a
+	// leader does not hand the leadership to it.
+	Unfit bool
 }
 
 // HelloReply is what a node answers a node that asks about itself before

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -23,8 +24,9 @@ import (
 //	          index and the leader's id ("" where unknown or not held),
 //	          then 1, this node's incarnation, its catalogue's index, the
 //	          verdict on the asker (0, or 1 and an error), and per shard a
-//	          flags byte (1: it holds a replica) and the commit index; for
-//	          'A' the index the change was committed at;
+//	          flags byte (1: it holds a replica, 2: it should not lead the
+//	          shard) and the commit index, then 2 and its wall clock (Unix
+//	          ms, uvarint); for 'A' the index the change was committed at;
 //	          or 3 and an error (codec.go's appendRequestError),
 //	          or 2 and the id of the catalogue's leader (the change was not
 //	          applied: ask that node)
@@ -61,10 +63,14 @@ func appendStatus(out []byte, st NodeStatus) []byte {
 		if s.Held {
 			flags |= 1
 		}
+		if s.Unfit {
+			flags |= 2
+		}
 		out = append(out, flags)
 		out = binary.AppendUvarint(out, s.Commit)
 	}
-	return out
+	out = append(out, 2)
+	return binary.AppendUvarint(out, uint64(max(st.Wall, 0)))
 }
 
 // decodeStatus reads an answer to 'S' after its first byte.
@@ -88,7 +94,12 @@ func decodeStatus(d *reader) (NodeStatus, error) {
 	for i := range st.Shards {
 		flags := d.Byte()
 		st.Shards[i].Held = flags&1 != 0
+		st.Shards[i].Unfit = flags&2 != 0
 		st.Shards[i].Commit = d.Uvarint()
+	}
+	// A release before the clock check ends here.
+	if d.Len() > 0 && d.Byte() == 2 {
+		st.Wall = int64(min(d.Uvarint(), math.MaxInt64))
 	}
 	return st, d.Err()
 }
@@ -134,10 +145,13 @@ func serveControl(conn net.Conn, n *RaftShards) {
 
 // AskStatus asks the node at addr (a bus address) about its replicas and
 // about this node, whose data directory is incarnation, waiting no longer
-// than timeout.
+// than timeout. The answer's Offset is the node's clock against this
+// node's.
 func (n *RaftShards) AskStatus(addr, incarnation string, timeout time.Duration) (NodeStatus, error) {
 	frame := wire.AppendString(wire.AppendString([]byte{frameStatus}, n.cfg.Self.ID), incarnation)
-	reply, _, err := n.control.call(addr, frame, time.Now().Add(timeout))
+	sent, sentWall := time.Now(), n.cfg.Clock.Wall()
+	reply, _, err := n.control.call(addr, frame, sent.Add(timeout))
+	rtt := time.Since(sent)
 	if err != nil {
 		return NodeStatus{}, err
 	}
@@ -145,7 +159,12 @@ func (n *RaftShards) AskStatus(addr, incarnation string, timeout time.Duration) 
 	if d.Byte() != replyOK {
 		return NodeStatus{}, fmt.Errorf("%w: status refused by %s", errBadEntry, addr)
 	}
-	return decodeStatus(d)
+	st, err := decodeStatus(d)
+	if err == nil && st.Wall > 0 {
+		o := measureOffset(addr, st.Wall, sentWall, sent, rtt)
+		st.Offset = &o
+	}
+	return st, err
 }
 
 // SendCatalogueOp sends a catalogue change (its entry's bytes) to the

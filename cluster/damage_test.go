@@ -197,7 +197,7 @@ func appendEntriesIn(t *testing.T, dir string, format persistence.LogFormat, n i
 	}
 	for i := range n {
 		r := &Request{Cmds: []engine.Command{sliding("key:ada", 10, 600_000)}}
-		l := &raft.Log{Index: last + uint64(i) + 1, Term: tail.Term, Type: raft.LogCommand, Data: appendBatch(nil, 1, []*Request{r})}
+		l := &raft.Log{Index: last + uint64(i) + 1, Term: tail.Term, Type: raft.LogCommand, Data: appendBatch(nil, 1000, []*Request{r})}
 		if err := logs.StoreLog(l); err != nil {
 			t.Fatal(err)
 		}

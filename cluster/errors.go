@@ -7,8 +7,10 @@ import (
 
 // The errors a request can end with on its way to a shard, rather than in
 // it (the engine's own errors are engine.Error). Their texts say what
-// happened; the server gives each its reply's first word: TRYAGAIN for the
-// three a retry may mend, ERR for a Failure. A request's error wraps one of
+// happened; the server gives each its reply's first word: TRYAGAIN for
+// ErrNotApplied and ErrShuttingDown, which a retry mends, UNCERTAIN for
+// ErrMayHaveBeenCounted, which clients must not retry blindly, ERR for a
+// Failure. A request's error wraps one of
 // them with what this node knows at that moment (retryError): which shard,
 // which leader, and what happened.
 var (

@@ -55,7 +55,7 @@ func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 			out[i] = f.halted
 			continue
 		}
-		now, cmds, err := decodeBatch(l.Data, f.cmds[:0])
+		us, cmds, err := decodeBatch(l.Data, f.cmds[:0])
 		f.cmds = cmds[:0]
 		if errors.Is(err, ErrNewerEntry) {
 			f.halted = fmt.Errorf("shard %d, entry %d: %w", f.index, l.Index, err)
@@ -70,7 +70,7 @@ func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 			out[i] = err
 			continue
 		}
-		apply := func(results []engine.Result) { f.apply(now, cmds, results) }
+		apply := func(results []engine.Result) { f.apply(us, cmds, results) }
 		if rc := f.claims.fill(l.Data, len(cmds), &f.scratch, apply); rc != nil {
 			out[i] = rc
 		}

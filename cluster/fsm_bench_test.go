@@ -25,7 +25,7 @@ func BenchmarkFollowerApply(b *testing.B) {
 			rng = rng*6364136223846793005 + 1442695040888963407
 			cmds[j] = []engine.Command{sliding(fmt.Sprintf("user:%d", (rng>>33)%keys), 100, 60_000)}
 		}
-		logs[i] = &raft.Log{Type: raft.LogCommand, Data: appendBatch(nil, t0, newRequests(cmds))}
+		logs[i] = &raft.Log{Type: raft.LogCommand, Data: appendBatch(nil, t0*1000, newRequests(cmds))}
 	}
 	for _, l := range logs { // every key created, as on a node that has run a while
 		f.ApplyBatch([]*raft.Log{l})

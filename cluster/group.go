@@ -29,6 +29,12 @@ type Group struct {
 	fsm             *shardFSM
 	prop            *proposer
 
+	// node says whether this node may lead any group (its clock, its
+	// disk), disk what the group's own log says of the disk: whether this
+	// node may lead the group (Unfit).
+	node nodeFitness
+	disk *persistence.DiskHealth
+
 	leader atomic.Pointer[Member] // nil while unknown
 	load   loadLatch              // whether the replica has loaded its state
 	mu     sync.Mutex
@@ -49,14 +55,19 @@ type stores struct {
 	store    persistence.Store // log and stable store
 	logs     raft.LogStore     // store's log, checked and cached
 	snaps    raft.SnapshotStore
-	existing bool // they hold Raft state already
+	existing bool                    // they hold Raft state already
+	disk     *persistence.DiskHealth // what the log's appends say of the disk; nil unwatched
 }
 
 // openStores opens the stores of a group in dir; a new log store is made in
-// format.
-func openStores(dir string, format persistence.LogFormat, log *slog.Logger) (st stores, err error) {
-	if st.store, err = persistence.OpenLogStore(dir, format, newRaftLogger(log, "wal")); err != nil {
+// cfg.LogStore. watched watches the log's appends (persistence.WatchDisk),
+// with cfg's threshold and faults, for a group that runs.
+func openStores(dir string, cfg *RaftConfig, watched bool) (st stores, err error) {
+	if st.store, err = persistence.OpenLogStore(dir, cfg.LogStore, newRaftLogger(cfg.Log, "wal")); err != nil {
 		return st, err
+	}
+	if watched {
+		st.store, st.disk = persistence.WatchDisk(st.store, dir, cfg.SlowLogWrite, cfg.DiskFaults)
 	}
 	defer func() {
 		if err != nil {
@@ -66,7 +77,7 @@ func openStores(dir string, format persistence.LogFormat, log *slog.Logger) (st 
 	if st.logs, err = raft.NewLogCache(512, persistence.CheckedLogs(st.store)); err != nil {
 		return st, err
 	}
-	if st.snaps, err = persistence.OpenSnapshotStore(dir, newRaftLogger(log, "snapshots")); err != nil {
+	if st.snaps, err = persistence.OpenSnapshotStore(dir, newRaftLogger(cfg.Log, "snapshots")); err != nil {
 		return st, err
 	}
 	st.existing, err = raft.HasExistingState(st.logs, st.store, st.snaps)
@@ -75,14 +86,25 @@ func openStores(dir string, format persistence.LogFormat, log *slog.Logger) (st 
 
 // startGroup starts a group's Raft instance over st, with fsm, named name
 // in the log (raft.shard3, raft.catalogue), over stream (nil for a single
-// node's group, which needs no network). It owns st and stream from the
-// call on: a failed start closes them.
-func startGroup(cfg *RaftConfig, name string, fsm raft.FSM, st stores, stream raft.StreamLayer) (*raftfix.Raft, error) {
+// node's group, which needs no network). mayLead says why this node must
+// not lead it (nil: it may): it then stays out of elections. It owns st
+// and stream from the call on: a failed start closes them.
+func startGroup(cfg *RaftConfig, name string, fsm raft.FSM, st stores, stream raft.StreamLayer, mayLead func() error) (*raftfix.Raft, error) {
 	return raftfix.New(raftfix.Config{
 		Raft: raftConfig(cfg, name), FSM: fsm,
 		Logs: st.logs, Stable: st.store, Snaps: st.snaps,
 		Stream: stream, Local: raft.ServerAddress(cfg.Self.Bus), Log: newRaftLogger(cfg.Log, "raft.net"),
+		MayLead: mayLead,
 	})
+}
+
+// nodeFitness is what a group takes from its node to know whether the node
+// may lead it (fitness.go).
+type nodeFitness struct {
+	clock *clockGuard // stamps the group's entries
+	// mustNotLead says why the node must not lead any group; nil: only
+	// the clock and the group's own log count.
+	mustNotLead func() error
 }
 
 // openGroup opens a shard's stores and starts its Raft instance. bootstrap,
@@ -90,17 +112,22 @@ func startGroup(cfg *RaftConfig, name string, fsm raft.FSM, st stores, stream ra
 // stores are new (a cluster being created); a group opened without is
 // empty until a leader adds it to its configuration and sends it the
 // shard. requireState refuses stores that are new: the catalogue counts
-// this node among the shard's voters, so the state it lacks held votes. It
-// owns stream (nil for a single node) from the call on.
-func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool, stream raft.StreamLayer, observer *observerSlot, halt chan<- error) (g *Group, err error) {
+// this node among the shard's voters, so the state it lacks held votes.
+// node is what it takes from its node (a nil clock: one that never
+// compares, so trusts cfg.Clock). It owns stream (nil for a single node)
+// from the call on.
+func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool, stream raft.StreamLayer, observer *observerSlot, halt chan<- error, node nodeFitness) (g *Group, err error) {
 	started := false
 	defer func() {
 		if err != nil && !started && stream != nil {
 			stream.Close() // else it stays on the bus, accepting for nobody
 		}
 	}()
+	if node.clock == nil {
+		node.clock = newClockGuard(cfg.Clock, cfg.MaxClockOffset, cfg.Log, false)
+	}
 	g = &Group{
-		shard: shard, self: cfg.Self.ID, electionTimeout: cfg.ElectionTimeout, log: cfg.Log,
+		shard: shard, self: cfg.Self.ID, electionTimeout: cfg.ElectionTimeout, log: cfg.Log, node: node,
 		fsm: newShardFSM(shard, observer, halt, cfg.Scripts), change: make(chan struct{}), stop: make(chan struct{}),
 	}
 	g.fsm.log = cfg.Log
@@ -109,10 +136,11 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 		return nil, err
 	}
 	g.dir = dir
-	st, err := openStores(dir, cfg.LogStore, cfg.Log)
+	st, err := openStores(dir, cfg, true)
 	if err != nil {
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
 	}
+	g.disk = st.disk
 	if requireState && !st.existing {
 		st.store.Close()
 		return nil, refused(MemberIncarnation, "shard %d: %s holds no Raft state, yet the cluster counts this node among the shard's voters: "+
@@ -121,7 +149,7 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 	}
 	g.recovered.Store(persistence.IsRecovered(dir))
 	started = true
-	if g.raft, err = startGroup(cfg, fmt.Sprintf("raft.shard%d", shard), g.fsm, st, stream); err != nil {
+	if g.raft, err = startGroup(cfg, fmt.Sprintf("raft.shard%d", shard), g.fsm, st, stream, g.mustNotLead); err != nil {
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
 	}
 	if bootstrap != nil && !st.existing {
@@ -132,7 +160,7 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 			return nil, fmt.Errorf("shard %d bootstrap: %w", shard, err)
 		}
 	}
-	g.prop = newProposer(shard, cfg.Self.ID, g.raft.Raft, g.fsm, cfg.Clock)
+	g.prop = newProposer(shard, cfg.Self.ID, g.raft.Raft, g.fsm, node.clock)
 	g.prop.start()
 	return g, nil
 }

@@ -28,7 +28,8 @@ func (g *Group) Progress() (applied, commit uint64) {
 
 // status is what this node says of its replica to a peer.
 func (g *Group) status() ShardStatus {
-	st := ShardStatus{Applied: g.raft.AppliedIndex(), Commit: g.raft.CommitIndex(), Held: true}
+	_, unfit := g.Unfit()
+	st := ShardStatus{Applied: g.raft.AppliedIndex(), Commit: g.raft.CommitIndex(), Held: true, Unfit: unfit != nil}
 	if m := g.leader.Load(); m != nil {
 		st.Leader = m.ID
 	}

@@ -30,7 +30,8 @@ type MemoryShards struct {
 // memoryShard is one shard's replica, its clock, and what its sweeper needs.
 type memoryShard struct {
 	replica
-	clock Clock
+	clock   Clock
+	stamper stamper // the batches' times, as a leader stamps them
 	// sweeps is read and written under the replica's lock: requests mark
 	// the shard busy, the sweeper asks whether it is idle.
 	sweeps   sweepPolicy
@@ -109,7 +110,7 @@ func (s *memoryShard) applyRequest(r *Request) {
 	s.sweeps.request()
 	// The clock is read under the lock, so that time never runs backwards
 	// from one request to the next, whichever goroutines apply them.
-	s.applyLocked(s.clock.Now(), r.Cmds, r.Results)
+	s.applyLocked(s.stamper.stamp(s.clock.NowMicro(), scriptsIn(r.Cmds)), r.Cmds, r.Results)
 	s.mu.Unlock()
 	s.observe(r.Cmds)
 	r.answer(nil)
@@ -126,7 +127,7 @@ func (s *memoryShard) sweepWhileIdle(quit <-chan struct{}) {
 			s.mu.Lock()
 			due := s.sweeps.due(s.shard.Stats().Keys)
 			if due {
-				s.applyLocked(s.clock.Now(), s.sweep, s.sweepOut)
+				s.applyLocked(s.stamper.stamp(s.clock.NowMicro(), 0), s.sweep, s.sweepOut)
 			}
 			s.mu.Unlock()
 			if due {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/persistence"
 )
 
 // RaftShards runs this node's replicas of the shards, each a Raft group,
@@ -35,6 +36,10 @@ type RaftShards struct {
 	halted chan error
 	// replicasMu serialises opening and closing replicas.
 	replicasMu sync.Mutex
+	// clock is this node's clock check (clockcheck.go); catalogueDisk what
+	// the catalogue's log says of its disk, once its group runs.
+	clock         *clockGuard
+	catalogueDisk atomic.Pointer[persistence.DiskHealth]
 
 	mu     sync.RWMutex // held for reading while submitting, for writing to close
 	closed bool
@@ -49,7 +54,7 @@ func (n *RaftShards) ShardOf(slot uint16) int { return ShardOfSlot(slot, n.cfg.S
 // status describes this node's replicas for a peer, with what the control
 // plane says of asker.
 func (n *RaftShards) status(asker, incarnation string) NodeStatus {
-	st := NodeStatus{Shards: make([]ShardStatus, len(n.groups)), Judgement: n.ctl.Judge(asker, incarnation)}
+	st := NodeStatus{Shards: make([]ShardStatus, len(n.groups)), Judgement: n.ctl.Judge(asker, incarnation), Wall: n.cfg.Clock.Wall()}
 	for i := range n.groups {
 		if g := n.groups[i].Load(); g != nil {
 			st.Shards[i] = g.status()

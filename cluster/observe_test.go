@@ -151,7 +151,7 @@ func TestShardFSMRestoreTellsTheObserverEverythingChanged(t *testing.T) {
 	rec := newRecorder()
 	slot.set(rec)
 	f := newShardFSM(3, &slot, nil, nil)
-	data := appendBatch(nil, 1_700_000_000_000, []*Request{{Cmds: []engine.Command{sliding("k", 10, 60_000)}}})
+	data := appendBatch(nil, 1_700_000_000_000_000, []*Request{{Cmds: []engine.Command{sliding("k", 10, 60_000)}}})
 	f.ApplyBatch([]*raft.Log{{Type: raft.LogCommand, Data: data}})
 	if !rec.saw(3, engine.OpSliding, "k") {
 		t.Fatalf("observer saw %v, want the applied decision", rec.seen)

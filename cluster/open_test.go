@@ -49,11 +49,11 @@ func TestAFailedOpenClosesItsTransport(t *testing.T) {
 		prep func(*testing.T, *RaftConfig)
 	}{
 		{"a shard the catalogue says holds state, without it", func(cfg *RaftConfig, tr raft.StreamLayer) error {
-			_, err := openGroup(cfg, 0, nil, true, tr, &observerSlot{}, make(chan error, 1))
+			_, err := openGroup(cfg, 0, nil, true, tr, &observerSlot{}, make(chan error, 1), nodeFitness{})
 			return err
 		}, func(*testing.T, *RaftConfig) {}},
 		{"a shard whose directory cannot be made", func(cfg *RaftConfig, tr raft.StreamLayer) error {
-			_, err := openGroup(cfg, 0, nil, false, tr, &observerSlot{}, make(chan error, 1))
+			_, err := openGroup(cfg, 0, nil, false, tr, &observerSlot{}, make(chan error, 1), nodeFitness{})
 			return err
 		}, func(t *testing.T, cfg *RaftConfig) { blocked(t, cfg, "shards/000") }},
 	} {

@@ -24,7 +24,7 @@ type proposer struct {
 	self     string // this node's id, the leader it proposes as
 	raft     *raft.Raft
 	fsm      *shardFSM
-	clock    Clock
+	clock    *clockGuard // stamps each entry, while the clock is trusted
 	in       chan *Request
 	inflight chan inflightEntry
 	slots    chan struct{} // one per entry in flight: gathering waits for one
@@ -36,8 +36,9 @@ type proposer struct {
 	quit    chan struct{}
 	done    chan struct{}
 
-	group groupCommit
-	timer *time.Timer // bounds a group wait; reused
+	group   groupCommit
+	timer   *time.Timer // bounds a group wait; reused
+	stamper stamper     // the entries' times
 }
 
 // inflightEntry is an entry waiting to commit, or a marker (drained closes
@@ -70,7 +71,7 @@ const (
 	enqueueTimeout = 2 * time.Second
 )
 
-func newProposer(shard int, self string, r *raft.Raft, fsm *shardFSM, clock Clock) *proposer {
+func newProposer(shard int, self string, r *raft.Raft, fsm *shardFSM, clock *clockGuard) *proposer {
 	return &proposer{
 		shard: shard, self: self, raft: r, fsm: fsm, clock: clock,
 		in:       make(chan *Request, queueLen),
@@ -202,8 +203,19 @@ func (p *proposer) gather(first *Request, waited bool) []*Request {
 }
 
 // propose proposes one entry for batch: the requests whose waiters still
-// wait (take), whose commands it encodes, and then marks sent.
+// wait (take), whose commands it encodes, and then marks sent. While this
+// node's clock is not trusted (clockcheck.go) it proposes nothing, and the
+// requests wait for another leader.
 func (p *proposer) propose(batch []*Request) {
+	now, err := p.clock.stamp()
+	if err != nil {
+		<-p.slots
+		err = retryError(p.shard, "", ErrNotApplied, "this node does not lead it while its clock is not trusted: "+err.Error())
+		for _, r := range batch {
+			fail(r, err)
+		}
+		return
+	}
 	taken := batch[:0]
 	for _, r := range batch {
 		if r.take() {
@@ -215,10 +227,12 @@ func (p *proposer) propose(batch []*Request) {
 		return
 	}
 	n := 0
+	scripts := int64(0)
 	for _, r := range taken {
 		n += len(r.Cmds)
+		scripts += scriptsIn(r.Cmds)
 	}
-	data := appendBatch(nil, p.clock.Now(), taken)
+	data := appendBatch(nil, p.stamper.stamp(now, scripts), taken)
 	claim := p.fsm.claims.register(data, p.buffer(n))
 	for _, r := range taken {
 		r.markSent(p.self)

@@ -171,6 +171,7 @@ func (tc *testCluster) tryStart(i int, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
+	n.CheckClock(nil, 0) // as cluster/placement's first round of health polls, which these nodes lack: trusted
 	for shard := range tc.shards {
 		replicas := Replicas(tc.members, shard)
 		if !slices.ContainsFunc(replicas, func(r Member) bool { return r.ID == m.ID }) {

@@ -52,10 +52,15 @@ func (g *Group) loaded() (ok bool, applied, target uint64) {
 // it returns an error, "not ready: ...", that names the first shard that is
 // not. Leadership is checked at every call, so a node that loses sight
 // of a shard's leader (an election, a partition) is not ready until one is
-// known again.
+// known again. A node whose clock is off from the others', or that cannot
+// write a log it holds, is not ready either (fitness.go): it serves by
+// forwarding, but something is wrong with its host.
 func (n *RaftShards) Ready() error {
 	if n.isClosed() {
 		return fmt.Errorf("%w: shutting down", errNotReady)
+	}
+	if err := n.unfitError(); err != nil {
+		return err
 	}
 	for shard := range n.groups {
 		if g := n.groups[shard].Load(); g != nil {

@@ -236,7 +236,7 @@ func openOffline(cfg *RaftConfig, g GroupName, catalogue StateMachine) (*offline
 	case format == persistence.LogNone:
 		return nil, fmt.Errorf("%s: %w: %s holds no Raft log", g, ErrNoGroup, og.dir)
 	}
-	if og.st, err = openStores(og.dir, cfg.LogStore, cfg.Log); err != nil {
+	if og.st, err = openStores(og.dir, cfg, false); err != nil {
 		return nil, fmt.Errorf("%s: %w", g, err)
 	}
 	if !og.st.existing {

@@ -25,7 +25,7 @@ func (n *RaftShards) OpenReplica(shard int, bootstrap []Member, requireState boo
 	if n.isClosed() || n.groups[shard].Load() != nil {
 		return nil
 	}
-	g, err := openGroup(&n.cfg, shard, bootstrap, requireState, n.stream(shard), &n.observer, n.halted)
+	g, err := openGroup(&n.cfg, shard, bootstrap, requireState, n.stream(shard), &n.observer, n.halted, nodeFitness{clock: n.clock, mustNotLead: n.mustNotLead})
 	if err != nil {
 		return err
 	}
@@ -105,12 +105,13 @@ func (n *RaftShards) StartCatalogueGroup(fsm raft.FSM) (r *raftfix.Raft, existin
 		stream.Close()
 		return nil, false, err
 	}
-	st, err := openStores(dir, n.cfg.LogStore, n.cfg.Log)
+	st, err := openStores(dir, &n.cfg, true)
 	if err != nil {
 		stream.Close()
 		return nil, false, fmt.Errorf("catalogue: %w", err)
 	}
-	if r, err = startGroup(&n.cfg, "raft.catalogue", fsm, st, stream); err != nil {
+	n.catalogueDisk.Store(st.disk)
+	if r, err = startGroup(&n.cfg, "raft.catalogue", fsm, st, stream, n.mustNotLead); err != nil {
 		return nil, false, fmt.Errorf("catalogue: %w", err)
 	}
 	return r, st.existing, nil

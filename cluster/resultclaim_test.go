@@ -30,7 +30,7 @@ func applyClaimed(t *testing.T, f *shardFSM, l *raft.Log, n int) []engine.Result
 // claimEntry is an entry of one sliding-window decision on key at now.
 func claimEntry(now int64, key string) *raft.Log {
 	reqs := newRequests([][]engine.Command{{sliding(key, 10, 60_000)}})
-	return &raft.Log{Type: raft.LogCommand, Data: appendBatch(nil, now, reqs)}
+	return &raft.Log{Type: raft.LogCommand, Data: appendBatch(nil, now*1000, reqs)}
 }
 
 // An entry with a claim has its results written into the claim's buffer and

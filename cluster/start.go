@@ -21,6 +21,7 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 	n := &RaftShards{
 		cfg: cfg, ctl: cfg.Control, stop: make(chan struct{}), halted: make(chan error, 1),
 		groups: make([]atomic.Pointer[Group], cfg.Shards), foreign: make([]atomic.Pointer[Member], cfg.Shards),
+		clock: newClockGuard(cfg.Clock, cfg.MaxClockOffset, cfg.Log, cfg.Bus != nil),
 	}
 	dialer := newBusDialer(cfg.Dial, cfg.Cluster, cfg.BusTLS)
 	n.fwd = newForwarder(dialer, n.forwardFailed)

@@ -119,6 +119,7 @@ func (b *bus) accept() {
 
 // route reads a connection's header and hands it over.
 func (b *bus) route(conn net.Conn) {
+	setUserTimeout(conn, busUserTimeout)
 	conn.SetDeadline(time.Now().Add(headerTimeout))
 	if b.tls != nil {
 		tc := tls.Server(conn, b.tls)
@@ -186,8 +187,20 @@ func (b *bus) close() error {
 type Dialer func(addr string, timeout time.Duration) (net.Conn, error)
 
 func tcpDial(addr string, timeout time.Duration) (net.Conn, error) {
-	return net.DialTimeout("tcp", addr, timeout)
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err == nil {
+		setUserTimeout(conn, busUserTimeout)
+	}
+	return conn, err
 }
+
+// busUserTimeout is how long data sent on a bus connection may go
+// unacknowledged before the connection is given up (setUserTimeout). A peer
+// that is up acknowledges within milliseconds, whatever its load; 2 s is
+// two request timeouts, so a connection into a partition is replaced
+// before the next request waits on it for long, and a brief loss of
+// packets, which TCP's retransmissions mend, does not break connections.
+const busUserTimeout = 2 * time.Second
 
 const headerSize = 13
 

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/rlserver/rlserver/engine"
 )
@@ -70,10 +71,16 @@ func parseHIncrBy(args [][]byte, dst []engine.Command) ([]engine.Command, error)
 	return append(dst, engine.Command{Op: engine.OpHIncrBy, Key: args[1], Value: args[2], Args: [4]int64{by}}), nil
 }
 
-// parseHIncrByFloat parses "HINCRBYFLOAT key field increment"; the engine
-// reads the increment.
+// parseHIncrByFloat parses "HINCRBYFLOAT key field increment". The
+// increment is checked here, before the key's type, as Redis checks it,
+// and handed to the engine (which reads it again) in the shortest decimal
+// that reads back the same double: every release's engine reads that alike.
 func parseHIncrByFloat(args [][]byte, dst []engine.Command) ([]engine.Command, error) {
-	v, err := packed(args[2:4])
+	by, err := parseIncrement(args[3])
+	if err != nil {
+		return dst, err
+	}
+	v, err := packed([][]byte{args[2], strconv.AppendFloat(nil, by, 'g', -1, 64)})
 	if err != nil {
 		return dst, err
 	}

@@ -38,3 +38,10 @@ func UnknownCommand(args [][]byte) error {
 func UnknownSubcommand(parent string, sub []byte) error {
 	return fmt.Errorf("ERR unknown subcommand '%.128s'. Try %s HELP.", sub, strings.ToUpper(parent))
 }
+
+// SubcommandSyntax is Redis's error for a subcommand of variable arity
+// given arguments it does not take (addReplySubcommandSyntaxError): sub
+// quoted as the client wrote it.
+func SubcommandSyntax(parent string, sub []byte) error {
+	return fmt.Errorf("ERR unknown subcommand or wrong number of arguments for '%.128s'. Try %s HELP.", sub, strings.ToUpper(parent))
+}

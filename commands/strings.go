@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/rlserver/rlserver/engine"
 )
@@ -83,16 +84,19 @@ func parseSet(args [][]byte, dst []engine.Command) ([]engine.Command, error) {
 }
 
 // expiryMs converts an expiry of v units (1000: seconds) to ms, refusing
-// what is beyond the engine's bounds as Redis refuses what overflows.
+// what is beyond the engine's bounds as Redis refuses what overflows. A
+// time before the engine's lower bound is that bound: for EXPIRE and its
+// kin any time in the past deletes the key, as it does in Redis, which
+// refuses only seconds that overflow in milliseconds.
 func expiryMs(v, unit, mode int64, cmd string) (int64, error) {
 	limit := int64(engine.MaxDuration)
 	if mode == engine.ExpiryAbsolute {
 		limit = engine.MaxExpiry
 	}
-	if v > limit/unit || v < -limit/unit {
+	if v > limit/unit || v < math.MinInt64/unit {
 		return 0, invalidExpire(cmd)
 	}
-	return v * unit, nil
+	return max(v*unit, -limit), nil
 }
 
 // parseSetNX parses "SETNX key value" (the server replies 1 or 0).

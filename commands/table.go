@@ -435,8 +435,11 @@ var baseTable = []*Spec{
 		Summary: "Testing aids, refused unless rlserver runs with --enable-debug-command.", Route: RouteServer,
 		Sub: []*Spec{
 			sub("debug", "clock", -3, adminFlags, adminCats,
-				"DEBUG CLOCK SET <unix_ms> fixes the clock decisions use; DEBUG CLOCK ADVANCE <ms> moves it; DEBUG CLOCK GET reads it; DEBUG CLOCK REAL returns to the system clock.",
+				"DEBUG CLOCK SET <unix_ms> fixes the clock decisions use; DEBUG CLOCK ADVANCE <ms> moves it; DEBUG CLOCK GET reads it; DEBUG CLOCK REAL returns to the system clock; DEBUG CLOCK OFFSET <ms> makes this node's host clock that far off, as the clock check sees it.",
 				Arg{Name: "action", Type: "string"}, Arg{Name: "ms", Type: "integer", Optional: true}),
+			sub("debug", "disk", -3, adminFlags, adminCats,
+				"DEBUG DISK FAIL [EIO|ENOSPC] fails every append to this node's Raft logs; DEBUG DISK SLOW <ms> delays each; DEBUG DISK OK stops both; DEBUG DISK GET says which are in force.",
+				Arg{Name: "action", Type: "string"}, Arg{Name: "value", Type: "string", Optional: true}),
 			sub("debug", "digest", 2, adminFlags, adminCats, "A SHA-256 of every live key and its state: replicas that agree have the same digest."),
 			sub("debug", "digest-shards", 2, adminFlags, adminCats, "DEBUG DIGEST's digest of each shard, in shard order: which shard two nodes disagree on."),
 			sub("debug", "help", 2, adminFlags, adminCats, "Lists the DEBUG subcommands."),

@@ -63,6 +63,9 @@ const (
 	// ResRecord is a reply of named integers, Fields, read by position:
 	// an array of their values in RESP2, a map in RESP3 (RL.SHARE's).
 	ResRecord
+	// ResNilArray is a null where an array was asked for (LPOP key count
+	// of a missing key): RESP2's null array, RESP3's null.
+	ResNilArray
 )
 
 // Field is one line of RL.INFO: an integer, or Text when it is not empty.

@@ -149,6 +149,9 @@ func (s *Shard) pop(c *Command, i int32, r *Result) {
 	withCount := c.Args[1] == 1
 	if i < 0 {
 		r.Type = ResNil
+		if withCount {
+			r.Type = ResNilArray
+		}
 		return
 	}
 	l := ks.list(i)

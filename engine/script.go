@@ -33,8 +33,11 @@ import (
 // runner implements (package script on gopher-lua). Change it whenever a
 // script could give another reply or leave another state than before:
 // replicas of the older release then refuse the newer entries rather than
-// replay them differently.
-const ScriptRuntime = 1
+// replay them differently. Runtime 2: the libraries convert numeric
+// strings, write numbers and match patterns as Lua 5.1 does, pcall hands
+// back an error table's message, and the redis table checks its arguments,
+// as Redis 7's.
+const ScriptRuntime = 2
 
 // ScriptRunner runs Lua scripts for the shards. It is called on a shard's
 // own goroutine, inside Apply, and must be deterministic: the same script,
@@ -58,7 +61,8 @@ type ScriptCall struct {
 	SHA        string // the body's SHA1, in lower-case hex
 	Body       []byte
 	Keys, Args [][]byte
-	Now        int64 // the entry's time: TIME inside the script
+	Now        int64 // the entry's time, Unix ms: the time of the commands the script calls
+	Micros     int64 // the script's time, Unix µs: TIME inside the script (Shard.ApplyMicros)
 	ReadOnly   bool  // EVAL_RO and EVALSHA_RO: no command may write
 
 	shard *Shard
@@ -130,7 +134,8 @@ func (s *Shard) eval(now int64, c *Command, r *Result) {
 	nkeys := int(c.Args[1])
 	// The shard's own call, reused: the runner keeps no call past Run.
 	call := &s.call
-	*call = ScriptCall{Keys: parts[1 : 1+nkeys], Args: parts[1+nkeys:], Now: now, ReadOnly: c.Flags&FlagReadOnly != 0, shard: s}
+	*call = ScriptCall{Keys: parts[1 : 1+nkeys], Args: parts[1+nkeys:], Now: now, Micros: s.scriptMicros(now),
+		ReadOnly: c.Flags&FlagReadOnly != 0, shard: s}
 	defer func() { *call = ScriptCall{} }()
 	if s.runner == nil {
 		r.Type, r.Err = ResError, ErrNoRunner

@@ -33,6 +33,11 @@ type Shard struct {
 	// Scratch for filling a share key's budget (Shard.grant).
 	shareWants, shareTargets, shareExtra []int64
 	shareKeys                            []uint64
+	// The batch being applied's time in microseconds, and the scripts it
+	// has run: each script's TIME (scriptMicros). Not state: a function
+	// of the batch alone.
+	batchMicros  int64
+	batchScripts int64
 }
 
 // Stats are a shard's counters, for INFO and metrics.
@@ -136,16 +141,50 @@ func (s *Shard) Stats() Stats {
 	return st
 }
 
-// Apply executes cmds in order at time now and writes one result per command
-// into out, which must be at least as long. The time never moves backwards:
-// a now earlier than one already applied is raised to it (only OpSetClock
-// lowers it). Apply is deterministic: the same commands at the same times
-// leave the same state and give the same results.
-func (s *Shard) Apply(now int64, cmds []Command, out []Result) {
-	now = max(now, s.now)
+// Apply executes cmds in order at time now (Unix ms) and writes one result
+// per command into out, which must be at least as long. The time never
+// moves backwards: a now earlier than one already applied is raised to it
+// (only OpSetClock lowers it). Apply is deterministic: the same commands
+// at the same times leave the same state and give the same results.
+func (s *Shard) Apply(now int64, cmds []Command, out []Result) { s.ApplyMicros(now*1000, cmds, out) }
+
+// ApplyMicros is Apply at a time in Unix microseconds: the commands are
+// applied at its millisecond, and the scripts among them see the
+// microseconds in TIME, the k-th script of the batch k-1 of them later
+// (within the millisecond), so that successive scripts see time move as
+// they do in Redis.
+func (s *Shard) ApplyMicros(us int64, cmds []Command, out []Result) {
+	now := floorDiv(us, 1000)
+	if now < s.now {
+		now, us = s.now, s.now*1000
+	}
 	s.now = now
+	s.batchMicros, s.batchScripts = us, 0
 	s.applyCommands(now, cmds, out, true)
 	s.keys.reclaim(now, sweepPerCommand*len(cmds))
+}
+
+// scriptMicros is the time, in Unix microseconds, of the next script of
+// the batch, applied at now (ms): the batch's microseconds (those of now,
+// when OpSetClock moved the clock), one more for each script before it,
+// never past now's last microsecond.
+func (s *Shard) scriptMicros(now int64) int64 {
+	base := s.batchMicros
+	if floorDiv(base, 1000) != now {
+		base = now * 1000
+	}
+	us := min(base+s.batchScripts, now*1000+999)
+	s.batchScripts++
+	return us
+}
+
+// floorDiv is a / b rounded down.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }
 
 // applyCommands is Apply without the clock's update and the expiry sweep:

@@ -48,6 +48,12 @@ func New(src Sources) (*Metrics, error) {
 	if src.RLS != nil {
 		cs = append(cs, newRLSCollector(src.RLS))
 	}
+	if src.RLQS != nil {
+		cs = append(cs, newRLQSCollector(src.RLQS))
+	}
+	if src.XDS != nil {
+		cs = append(cs, newXDSCollector(src.XDS))
+	}
 	for _, c := range cs {
 		if err := m.registry.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)

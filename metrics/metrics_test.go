@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -225,5 +226,123 @@ func TestRegistryHoldsTheRateLimitServiceCounters(t *testing.T) {
 	}
 	if _, ok := got["rlserver_rls_requests_total"]; !ok {
 		t.Error("no requests counter")
+	}
+}
+
+// fakeRLQS is a quota service with fixed counters.
+type fakeRLQS struct{}
+
+func (fakeRLQS) Stats() rls.QuotaStats {
+	return rls.QuotaStats{Streams: 12, ActiveStreams: 10, ActiveBuckets: 30, Reports: 900, TokenBuckets: 700,
+		AllowAll: 5, DenyAll: 6, Abandons: 2, Grants: 800, GrantErrors: 3, Unshares: 4, Refused: 1}
+}
+
+func (fakeRLQS) RuleStats() []rls.QuotaRuleStats {
+	return []rls.QuotaRuleStats{
+		{Domain: "edge", Key: "quota.name: api", InConfig: true, Limit: 1000, WindowMs: 60000,
+			Holders: 3, AssignedRate: 900, Returned: 250, Expired: 100},
+		{Domain: "edge", Key: "quota.name: free", InConfig: true, Unlimited: true, Holders: 2},
+		{Domain: "edge", Key: "quota.name: gone", Returned: 7},
+	}
+}
+
+func TestRegistryHoldsTheQuotaServiceCounters(t *testing.T) {
+	src := testSources()
+	src.RLQS = fakeRLQS{}
+	m, err := New(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := gather(t, m)
+	for name, want := range map[string]sample{
+		"rlserver_rlqs_streams_total":         {"", 12},
+		"rlserver_rlqs_streams":               {"", 10},
+		"rlserver_rlqs_buckets":               {"", 30},
+		"rlserver_rlqs_reports_total":         {"", 900},
+		"rlserver_rlqs_abandons_total":        {"", 2},
+		"rlserver_rlqs_grants_total":          {"", 800},
+		"rlserver_rlqs_grant_errors_total":    {"", 3},
+		"rlserver_rlqs_unshares_total":        {"", 4},
+		"rlserver_rlqs_refused_buckets_total": {"", 1},
+	} {
+		if s := got[name]; len(s) != 1 || s[0] != want {
+			t.Errorf("%s: %v, want %v", name, s, want)
+		}
+	}
+	for labels, want := range map[string]float64{"strategy=token_bucket": 700, "strategy=allow_all": 5, "strategy=deny_all": 6} {
+		if v, ok := find(t, got, "rlserver_rlqs_assignments_total", labels); !ok || v != want {
+			t.Errorf("assignments{%s} = %v, want %v", labels, v, want)
+		}
+	}
+}
+
+// The leases per quota rule: a series per rule and figure, the limit and
+// window only for a limited rule of the config in force.
+func TestRegistryHoldsTheQuotaRulesLeases(t *testing.T) {
+	src := testSources()
+	src.RLQS = fakeRLQS{}
+	m, err := New(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := gather(t, m)
+	api, free, gone := "domain=edge,key=quota.name: api", "domain=edge,key=quota.name: free", "domain=edge,key=quota.name: gone"
+	for _, c := range []struct {
+		name, labels string
+		want         float64
+	}{
+		{"rlserver_rlqs_rule_holders", api, 3}, {"rlserver_rlqs_rule_holders", free, 2}, {"rlserver_rlqs_rule_holders", gone, 0},
+		{"rlserver_rlqs_rule_assigned_rate", api, 900}, {"rlserver_rlqs_rule_limit", api, 1000},
+		{"rlserver_rlqs_rule_window_seconds", api, 60}, {"rlserver_rlqs_rule_returned_total", api, 250},
+		{"rlserver_rlqs_rule_returned_total", gone, 7}, {"rlserver_rlqs_rule_expired_total", api, 100},
+	} {
+		if v, ok := find(t, got, c.name, c.labels); !ok || v != c.want {
+			t.Errorf("%s{%s} = %v (found %v), want %v", c.name, c.labels, v, ok, c.want)
+		}
+	}
+	for _, name := range []string{"rlserver_rlqs_rule_limit", "rlserver_rlqs_rule_window_seconds"} {
+		if s := got[name]; len(s) != 1 {
+			t.Errorf("%s: %v, want the limited rule in force only", name, s)
+		}
+	}
+}
+
+// fakeXDS is an xDS subscription in a fixed state.
+type fakeXDS struct{ stats rls.XDSStats }
+
+func (f fakeXDS) Stats() rls.XDSStats { return f.stats }
+
+// The xDS subscription's state: connected or not, the sets accepted and
+// refused, and the version in force, once there is one.
+func TestRegistryHoldsTheXDSSubscription(t *testing.T) {
+	for _, c := range []struct {
+		stats     rls.XDSStats
+		connected float64
+		info      []sample
+	}{
+		{rls.XDSStats{Connected: true, Version: "7", Accepted: 3, Refused: 2, Streams: 4}, 1, []sample{{"version=7", 1}}},
+		{rls.XDSStats{Streams: 2}, 0, nil}, // before the first config
+	} {
+		src := testSources()
+		src.XDS = fakeXDS{c.stats}
+		m, err := New(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := gather(t, m)
+		if s := got["rlserver_rls_xds_connected"]; len(s) != 1 || s[0].value != c.connected {
+			t.Errorf("%+v: connected %v", c.stats, s)
+		}
+		if s := got["rlserver_rls_xds_streams_total"]; len(s) != 1 || s[0].value != float64(c.stats.Streams) {
+			t.Errorf("%+v: streams %v", c.stats, s)
+		}
+		for labels, want := range map[string]uint64{"result=accepted": c.stats.Accepted, "result=refused": c.stats.Refused} {
+			if v, ok := find(t, got, "rlserver_rls_xds_updates_total", labels); !ok || v != float64(want) {
+				t.Errorf("%+v: updates{%s} = %v, want %v", c.stats, labels, v, want)
+			}
+		}
+		if s := got["rlserver_rls_xds_config_info"]; !slices.Equal(s, c.info) {
+			t.Errorf("%+v: config info %v, want %v", c.stats, s, c.info)
+		}
 	}
 }

@@ -57,6 +57,12 @@ type Sources struct {
 	// RLS, when set, is Envoy's rate limit service (--grpc-port); its
 	// counters are exported.
 	RLS RLS
+	// RLQS, when set, is Envoy's quota service (on --grpc-port too); its
+	// counters are exported.
+	RLQS RLQS
+	// XDS, when set, is the rate limit service's subscription to its
+	// config over xDS; its state is exported.
+	XDS XDS
 	// Top, when set, gives rlserver_top_key_decisions: the TopKeysMetric
 	// heaviest keys of each outcome.
 	Top TopKeys

@@ -21,8 +21,9 @@ import (
 // one.
 type Config struct {
 	domains map[string]*node
-	files   []string // the files read, in order
-	rules   int      // rate_limit entries
+	quotas  map[string][]*quotaRule // each domain's quota section (quota.go)
+	files   []string                // the files read, in order
+	rules   int                     // rate_limit entries
 }
 
 // Domains is how many domains the config defines.
@@ -172,7 +173,7 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{domains: map[string]*node{}, files: files}
+	c := &Config{domains: map[string]*node{}, quotas: map[string][]*quotaRule{}, files: files}
 	seen := map[string]string{} // domain -> the file:line that defined it
 	for _, f := range files {
 		data, err := readFile(f)
@@ -199,6 +200,12 @@ func (c *Config) add(d *domainTree, seen map[string]string) error {
 	seen[d.name] = d.where
 	c.domains[d.name] = d.root
 	c.rules += d.rules
+	if len(d.quota) > 0 {
+		if c.quotas == nil {
+			c.quotas = map[string][]*quotaRule{}
+		}
+		c.quotas[d.name] = d.quota
+	}
 	return nil
 }
 

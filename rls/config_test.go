@@ -64,6 +64,17 @@ func TestLoadRefusesBadConfigsNamingFileAndLine(t *testing.T) {
 		{"extension on unlimited", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unlimited: true\n      algorithm: sliding\n", 6, "takes no algorithm"},
 		{"key given twice", "domain: d\ndomain: e\n", 2, `"domain" is given twice`},
 		{"two documents", "domain: d\n---\ndomain: e\n", 2, "second YAML document"},
+		// a quota section (quota.go)
+		{"not a list", "domain: d\nquota: {bucket: {a: b}}\n", 2, "quota must be a list"},
+		{"no bucket", "domain: d\nquota:\n  - rate_limit: {unit: second, requests_per_unit: 1}\n", 3, "needs a bucket"},
+		{"empty bucket", "domain: d\nquota:\n  - bucket: {}\n    rate_limit: {unit: second, requests_per_unit: 1}\n", 3, "at least one key"},
+		{"no rate_limit", "domain: d\nquota:\n  - bucket: {a: b}\n", 3, "needs a rate_limit"},
+		{"unknown key", "domain: d\nquota:\n  - bucket: {a: b}\n    rate_limit: {unit: second, requests_per_unit: 1}\n    burst: 3\n", 5, `unknown key "burst"`},
+		{"duplicate", "domain: d\nquota:\n  - bucket: {a: b}\n    rate_limit: {unit: second, requests_per_unit: 1}\n  - bucket: {a: b}\n    rate_limit: {unit: second, requests_per_unit: 2}\n", 5, "duplicate quota bucket"},
+		{"algorithm", "domain: d\nquota:\n  - bucket: {a: b}\n    rate_limit: {unit: second, requests_per_unit: 1, algorithm: sliding}\n", 4, "no algorithm"},
+		{"burst over the window", "domain: d\nquota:\n  - bucket: {a: b}\n    rate_limit: {unit: second, requests_per_unit: 1}\n    burst_ms: 1001\n", 5, "burst_ms"},
+		{"burst when unlimited", "domain: d\nquota:\n  - bucket: {a: b}\n    rate_limit: {unlimited: true}\n    burst_ms: 10\n", 5, "burst_ms needs a limit"},
+		{"no unit", "domain: d\nquota:\n  - bucket: {a: b}\n    rate_limit: {requests_per_unit: 1}\n", 4, "needs a unit"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -23,7 +23,16 @@
 // become the descriptor statuses (status.go), and, when asked for, the
 // RateLimit and Retry-After response headers (headers.go). Counters with
 // envoyproxy/ratelimit's meaning are kept per domain and rule (stats.go).
-// server.go puts the service and grpc.health.v1.Health on a grpc.Server.
+// server.go puts the service, the quota service and grpc.health.v1.Health
+// on a grpc.Server.
+//
+// Envoy's quota service (RLQS, envoy.service.rate_limit_quota.v3) is Quota
+// (rlqs.go): a config's quota sections map Envoy's bucket ids to limits
+// (quota.go, quotayaml.go), and each stream (rlqsstream.go) reports its
+// buckets' usage and is assigned each bucket's share of its limit as a
+// token bucket (rlqsbucket.go), its grant from the shards' budget leases,
+// RL.SHARE (rlqsassign.go, rlqsshards.go), on a timing that follows the
+// stream's report interval (rlqstiming.go).
 //
 // The package talks to the shards through the small Shards interface it
 // declares; it does not know whether Raft is behind them.

@@ -11,6 +11,20 @@ import (
 	"github.com/rlserver/rlserver/internal/poll"
 )
 
+// replaceFile gives path its new content as config management tools do: a
+// hidden file beside it (which Load does not read), renamed over it, so that
+// the watcher never reads a file half written.
+func replaceFile(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A reload installs a good config and refuses a bad one, keeping the old
 // and not trying it again until the files change; the watcher sees a
 // change by content.
@@ -26,10 +40,10 @@ func TestWatcherReloads(t *testing.T) {
 	w.Start()
 	defer w.Close()
 
-	os.WriteFile(filepath.Join(dir, "b.yaml"), []byte("domain: b\n"), 0o644)
+	replaceFile(t, filepath.Join(dir, "b.yaml"), "domain: b\n")
 	poll.Until(t, 5*time.Second, "the new file loaded", func() (bool, error) { return f.svc.Config().Domains() == 2, nil })
 
-	os.WriteFile(filepath.Join(dir, "b.yaml"), []byte("domain: a\n"), 0o644) // a duplicate domain
+	replaceFile(t, filepath.Join(dir, "b.yaml"), "domain: a\n") // a duplicate domain
 	poll.Until(t, 5*time.Second, "the bad config refused", func() (bool, error) {
 		return f.svc.ServiceStats().ConfigErrors == 1, nil
 	})
@@ -40,7 +54,7 @@ func TestWatcherReloads(t *testing.T) {
 		t.Fatalf("Reload of the bad files: %v", err)
 	}
 	loads := f.svc.ServiceStats().ConfigLoads
-	os.WriteFile(filepath.Join(dir, "b.yaml"), []byte("domain: c\n"), 0o644)
+	replaceFile(t, filepath.Join(dir, "b.yaml"), "domain: c\n")
 	poll.Until(t, 5*time.Second, "the fixed config loaded", func() (bool, error) {
 		_, ok := f.svc.Config().domains["c"]
 		return ok, nil

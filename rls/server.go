@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	qpb "github.com/envoyproxy/go-control-plane/envoy/service/rate_limit_quota/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -16,8 +17,9 @@ import (
 
 // healthNames are the services the health service answers for: the whole
 // server (""), the rate limit service by its full name, and by the name
-// envoyproxy/ratelimit answers to.
-var healthNames = []string{"", pb.RateLimitService_ServiceDesc.ServiceName, "ratelimit"}
+// envoyproxy/ratelimit answers to, and the quota service.
+var healthNames = []string{"", pb.RateLimitService_ServiceDesc.ServiceName, "ratelimit",
+	qpb.RateLimitQuotaService_ServiceDesc.ServiceName}
 
 // ServerOptions configure a Server.
 type ServerOptions struct {
@@ -34,11 +36,12 @@ type ServerOptions struct {
 	ReadyInterval time.Duration
 }
 
-// Server is the gRPC server of a Service: the rate limit service and
-// grpc.health.v1.Health.
+// Server is the gRPC server of a Service: the rate limit service, the
+// quota service on the same shards and config, and grpc.health.v1.Health.
 type Server struct {
 	grpc   *grpc.Server
 	health *health.Server
+	quota  *Quota
 	opts   ServerOptions
 
 	stopOnce sync.Once
@@ -88,9 +91,10 @@ func NewServer(svc *Service, opts ServerOptions) *Server {
 	if opts.ReadyInterval <= 0 {
 		opts.ReadyInterval = time.Second
 	}
-	s := &Server{grpc: grpc.NewServer(grpcOpts...), health: health.NewServer(), opts: opts,
+	s := &Server{grpc: grpc.NewServer(grpcOpts...), health: health.NewServer(), quota: NewQuota(svc), opts: opts,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	pb.RegisterRateLimitServiceServer(s.grpc, svc)
+	qpb.RegisterRateLimitQuotaServiceServer(s.grpc, s.quota)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	ready := s.ready()
 	s.setServing(ready)
@@ -107,12 +111,17 @@ func (s *Server) Serve(ln net.Listener) error {
 	return err
 }
 
-// Stop says NOT_SERVING, stops taking calls and waits up to timeout for the
-// calls in progress, then ends those still running.
+// Quota is the quota service the server serves.
+func (s *Server) Quota() *Quota { return s.quota }
+
+// Stop says NOT_SERVING, ends the quota service's streams (their Envoys
+// report to another node), stops taking calls and waits up to timeout for
+// the calls in progress, then ends those still running.
 func (s *Server) Stop(timeout time.Duration) {
 	s.stopOnce.Do(func() { close(s.stop) })
 	<-s.done
 	s.health.Shutdown()
+	s.quota.Close()
 	stopped := make(chan struct{})
 	go func() {
 		s.grpc.GracefulStop()

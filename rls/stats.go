@@ -96,13 +96,16 @@ func (g *registry) rows() []StatsRow {
 			WithinLimit: c.withinLimit.Load(), ShadowMode: c.shadowMode.Load()})
 	}
 	g.mu.Unlock()
-	slices.SortFunc(out, func(a, b StatsRow) int {
-		if c := strings.Compare(a.Domain, b.Domain); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Key, b.Key)
-	})
+	slices.SortFunc(out, func(a, b StatsRow) int { return byDomainKey(a.Domain, a.Key, b.Domain, b.Key) })
 	return out
+}
+
+// byDomainKey orders counters by domain, then key.
+func byDomainKey(domainA, keyA, domainB, keyB string) int {
+	if c := strings.Compare(domainA, domainB); c != 0 {
+		return c
+	}
+	return strings.Compare(keyA, keyB)
 }
 
 // record counts one counted descriptor's decision: a cost of hits units

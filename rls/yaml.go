@@ -30,11 +30,12 @@ type domainTree struct {
 	where string // file:line of the domain key
 	root  *node
 	rules int
+	quota []*quotaRule // its quota section, in file order (quota.go)
 }
 
 // The keys of each kind of mapping, and what they mean.
 var (
-	rootKeys       = []string{"domain", "descriptors"}
+	rootKeys       = []string{"domain", "descriptors", "quota"}
 	descriptorKeys = []string{"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
 		"value_to_metric", "share_threshold", "quota_mode"}
 	rateLimitKeys = []string{"unit", "requests_per_unit", "unlimited", "name", "replaces",
@@ -106,6 +107,11 @@ func (p *fileParser) domainTree(root *yaml.Node, what string) (*domainTree, erro
 		}
 	}
 	d.rules = p.rules
+	if list, ok := fields["quota"]; ok {
+		if d.quota, err = p.quota(list.value); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
 }
 

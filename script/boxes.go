@@ -33,85 +33,9 @@ func (b *numberBoxes) box(f float64) lua.LValue {
 // boxInt is n as a Lua value (a Lua number is a float64).
 func (b *numberBoxes) boxInt(n int64) lua.LValue { return b.box(float64(n)) }
 
-// The library functions scripts call most often on numbers, with a path
-// that pushes a kept box when every argument is already a number; any
-// other argument goes to gopher-lua's own function, so errors and string
-// coercions stay exactly its. The arithmetic is gopher-lua's: the results
-// are the same numbers, only their boxes are shared.
-
-// fastNumbers wraps the math and base functions named here.
-func (in *interp) fastNumbers(base, maths *lua.LTable) {
-	wrap := func(t *lua.LTable, name string, fast func(L *lua.LState) lua.LValue) {
-		slow := t.RawGetString(name).(*lua.LFunction).GFunction
-		t.RawSetString(name, in.L.NewFunction(func(L *lua.LState) int {
-			if v := fast(L); v != nil {
-				L.Push(v)
-				return 1
-			}
-			return slow(L)
-		}))
-	}
-	wrap(base, "tonumber", func(L *lua.LState) lua.LValue {
-		if L.GetTop() != 1 {
-			return nil
-		}
-		switch v := L.Get(1).(type) {
-		case lua.LNumber:
-			return v
-		case lua.LString:
-			if f, ok := decimal(string(v)); ok {
-				return in.boxes.box(f)
-			}
-		}
-		return nil
-	})
-	unary := func(fn func(float64) float64) func(L *lua.LState) lua.LValue {
-		return func(L *lua.LState) lua.LValue {
-			if L.GetTop() != 1 {
-				return nil
-			}
-			if n, ok := L.Get(1).(lua.LNumber); ok {
-				return in.boxes.box(fn(float64(n)))
-			}
-			return nil
-		}
-	}
-	wrap(maths, "floor", unary(math.Floor))
-	wrap(maths, "ceil", unary(math.Ceil))
-	wrap(maths, "max", func(L *lua.LState) lua.LValue { return in.fold(L, func(m, v lua.LNumber) bool { return v > m }) })
-	wrap(maths, "min", func(L *lua.LState) lua.LValue { return in.fold(L, func(m, v lua.LNumber) bool { return v < m }) })
-}
-
-// fold is math.max or math.min over arguments that are all numbers, as
-// gopher-lua computes them: the first, replaced by each later one that
-// beats it. It returns the argument that won, whose box is the caller's.
-func (in *interp) fold(L *lua.LState, beats func(m, v lua.LNumber) bool) lua.LValue {
-	top := L.GetTop()
-	if top == 0 {
-		return nil
-	}
-	best := L.Get(1)
-	m, ok := best.(lua.LNumber)
-	if !ok {
-		return nil
-	}
-	for i := 2; i <= top; i++ {
-		arg := L.Get(i)
-		v, ok := arg.(lua.LNumber)
-		if !ok {
-			return nil
-		}
-		if beats(m, v) {
-			best, m = arg, v
-		}
-	}
-	return best
-}
-
 // decimal parses s, tonumber's argument, when it is an optional minus sign
-// and 1 to 15 digits (below 2^53, so exact as a float64), as gopher-lua's
-// tonumber does (strconv.ParseInt). Anything else (a base, spaces, a sign
-// of +, a fraction, an exponent, hex) is left to gopher-lua.
+// and 1 to 15 digits (below 2^53, so exact as a float64): the numbers
+// scripts convert most, parsed without str2number's general scan.
 func decimal(s string) (float64, bool) {
 	neg := len(s) > 0 && s[0] == '-'
 	digits := s
@@ -129,8 +53,9 @@ func decimal(s string) (float64, bool) {
 		}
 		n = n*10 + int64(c-'0')
 	}
+	f := float64(n)
 	if neg {
-		n = -n
+		f = -f // "-0" is a negative zero
 	}
-	return float64(n), true
+	return f, true
 }

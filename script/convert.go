@@ -154,7 +154,7 @@ func (in *interp) resultValue(r *engine.Result) lua.LValue {
 		return statusTable(L, r.Text)
 	case engine.ResOK:
 		return statusTable(L, "OK")
-	case engine.ResNil:
+	case engine.ResNil, engine.ResNilArray:
 		return in.null()
 	case engine.ResDecision:
 		d := r.Decision

@@ -54,3 +54,9 @@ func (ts *testShard) eval(body string, keys []string, args ...string) string {
 
 // lines is the RESP text of lines, each ended by CRLF.
 func lines(parts ...string) string { return strings.Join(parts, "\r\n") + "\r\n" }
+
+// runRaw runs body without keys or arguments and returns its result.
+func (ts *testShard) runRaw(body string) engine.Result {
+	c := engine.Command{Op: engine.OpEval, Value: engine.Pack([][]byte{[]byte(body)}), Args: [4]int64{engine.ScriptRuntime, 0}}
+	return ts.apply(c)
+}

@@ -1,6 +1,8 @@
 package script
 
 import (
+	"maps"
+	"math"
 	"slices"
 
 	lua "github.com/yuin/gopher-lua"
@@ -23,20 +25,24 @@ type interp struct {
 	env   *lua.LTable // the read-only view scripts see as their globals
 	real  *lua.LTable // the globals behind it, where KEYS and ARGV are set
 
-	protected map[*lua.LTable]bool // tables rawset refuses
-	names     map[lua.LValue]int   // tostring's names for tables and functions, per run
-	rand      lrand48
-	resp3     bool // redis.setresp(3) was called
-	call      *engine.ScriptCall
-	args      [][]byte         // scratch for a command's arguments
-	argBuf    []byte           // and for the numbers among them
-	cmds      []engine.Command // and its engine commands
-	results   []engine.Result
-	errLine   int // the line of the latest redis.call error raised
-	fns       map[*lua.FunctionProto]*lua.LFunction
-	keys      *lua.LTable // the latest run's KEYS and ARGV (see stringTable)
-	argv      *lua.LTable
-	boxes     numberBoxes // numbers handed to the interpreter (boxes.go)
+	protected  map[*lua.LTable]bool        // tables rawset and setmetatable refuse
+	viewOf     map[*lua.LTable]*lua.LTable // a read-only view's contents (readOnly)
+	presented  map[*lua.LTable]lua.LValue  // what getmetatable answers for a view
+	nextFn     *lua.LFunction              // next, which pairs returns
+	ipairsIter *lua.LFunction              // ipairs' iterator
+	names      map[lua.LValue]int          // tostring's names for tables and functions, per run
+	rand       lrand48
+	resp3      bool // redis.setresp(3) was called
+	call       *engine.ScriptCall
+	args       [][]byte         // scratch for a command's arguments
+	argBuf     []byte           // and for the numbers among them
+	cmds       []engine.Command // and its engine commands
+	results    []engine.Result
+	errLine    int // the line of the latest redis.call error raised
+	fns        map[*lua.FunctionProto]*lua.LFunction
+	keys       *lua.LTable // the latest run's KEYS and ARGV (see stringTable)
+	argv       *lua.LTable
+	boxes      numberBoxes // numbers handed to the interpreter (boxes.go)
 	// TIME's reply for the time timeAt (see time).
 	timeAt               int64
 	timeSecs, timeMicros lua.LValue
@@ -49,10 +55,6 @@ func init() {
 	lua.CompatVarArg = false
 }
 
-// The base functions scripts get, as gopher-lua has them.
-var baseNames = []string{"assert", "error", "ipairs", "next", "pairs", "pcall", "rawequal", "rawget",
-	"select", "setmetatable", "tonumber", "type", "unpack", "xpcall"}
-
 // newInterp builds a state and its sandbox.
 func newInterp(r *Runner) *interp {
 	L := lua.NewState(lua.Options{
@@ -63,100 +65,102 @@ func newInterp(r *Runner) *interp {
 		RegistryGrowStep: 256,
 	})
 	in := &interp{r: r, L: L, protected: make(map[*lua.LTable]bool), names: make(map[lua.LValue]int),
-		fns: make(map[*lua.FunctionProto]*lua.LFunction)}
+		fns: make(map[*lua.FunctionProto]*lua.LFunction), viewOf: make(map[*lua.LTable]*lua.LTable),
+		presented: make(map[*lua.LTable]lua.LValue)}
 	in.meter.L = L
-	for _, open := range []lua.LGFunction{lua.OpenBase, lua.OpenTable, lua.OpenString, lua.OpenMath} {
-		L.Push(L.NewFunction(open))
-		L.Call(0, 0)
-	}
-	opened := L.G.Global
-	real := L.NewTable()
-	for _, name := range baseNames {
-		real.RawSetString(name, opened.RawGetString(name))
-	}
+	// gopher-lua's base library, for the two functions wrapped from it.
+	L.Push(L.NewFunction(lua.OpenBase))
+	L.Call(0, 0)
+	in.nextFn = L.NewFunction(in.next)
+	in.ipairsIter = L.NewFunction(ipairsAux)
+
+	real := newLib(L, in.baseLib(L.G.Global))
+	real.RawSetString("next", in.nextFn)
 	real.RawSetString("_VERSION", lua.LString("Lua 5.1"))
-	real.RawSetString("tostring", L.NewFunction(in.tostring))
-	real.RawSetString("rawset", L.NewFunction(in.rawset))
-	real.RawSetString("getmetatable", L.NewFunction(in.getmetatable))
-
-	str := copyTable(L, opened.RawGetString("string").(*lua.LTable), "dump")
-	str.RawSetString("rep", L.NewFunction(in.rep))
-	str.RawSetString("format", L.NewFunction(in.format))
-	for _, name := range []string{"find", "match", "gmatch", "gsub"} {
-		str.RawSetString(name, L.NewFunction(in.patternCost(L, str.RawGetString(name).(*lua.LFunction).GFunction)))
-	}
+	str := newLib(L, in.stringLib())
 	str.RawSetString("gfind", str.RawGetString("gmatch"))
-	for _, name := range []string{"sub", "upper", "lower", "reverse"} {
-		str.RawSetString(name, L.NewFunction(in.charged(str.RawGetString(name).(*lua.LFunction).GFunction)))
-	}
-	tbl := copyTable(L, opened.RawGetString("table").(*lua.LTable))
-	tbl.RawSetString("sort", L.NewFunction(in.sort))
-	tbl.RawSetString("concat", L.NewFunction(in.concat(tbl.RawGetString("concat").(*lua.LFunction).GFunction)))
-	math := copyTable(L, opened.RawGetString("math").(*lua.LTable))
-	math.RawSetString("random", L.NewFunction(in.random))
-	math.RawSetString("randomseed", L.NewFunction(in.randomseed))
-	in.fastNumbers(real, math)
-
-	strView := in.readOnly(str)
+	maths := newLib(L, in.mathLib())
+	maths.RawSetString("huge", lua.LNumber(math.Inf(1)))
+	maths.RawSetString("pi", lua.LNumber(math.Pi))
+	strView := in.readOnly(str, lua.LNil)
 	real.RawSetString("string", strView)
-	real.RawSetString("table", in.readOnly(tbl))
-	real.RawSetString("math", in.readOnly(math))
-	real.RawSetString("redis", in.readOnly(in.redisLib()))
-	// Strings index the string library through a read-only metatable.
-	strMeta := L.NewTable()
-	strMeta.RawSetString("__index", strView)
-	strMeta.RawSetString("__metatable", strView)
-	L.SetMetatable(lua.LString(""), strMeta)
+	real.RawSetString("table", in.readOnly(newLib(L, in.tableLib()), lua.LNil))
+	real.RawSetString("math", in.readOnly(maths, lua.LNil))
+	real.RawSetString("redis", in.readOnly(in.redisLib(), lua.LNil))
+	in.stringMeta(strView)
 
-	// Reading a global that does not exist is an error, as in Redis.
+	// Reading a global that does not exist is an error, as in Redis,
+	// whose globals' metatable scripts may read but not change.
 	realMeta := L.NewTable()
-	realMeta.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
-		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.CheckString(2))
-		return 0
-	}))
-	realMeta.RawSetString("__metatable", lua.LFalse)
+	realMeta.RawSetString("__index", L.NewFunction(nonexistentGlobal))
 	L.SetMetatable(real, realMeta)
 	in.real = real
-	in.env = in.readOnly(real)
+	in.env = in.readOnly(real, in.readOnly(realMeta, lua.LNil))
 	real.RawSetString("_G", in.env)
 	L.SetContext(&in.meter)
 	return in
 }
 
-// copyTable copies t's string-keyed fields, but those named in drop, into a
-// new table, in name order: gopher-lua registers a library from a Go map,
-// in random order, and the order a table's keys were set in is the order
-// pairs visits them.
-func copyTable(L *lua.LState, t *lua.LTable, drop ...string) *lua.LTable {
-	var names []string
-	eachPair(t, func(k, _ lua.LValue) {
-		if s, ok := k.(lua.LString); ok && !slices.Contains(drop, string(s)) {
-			names = append(names, string(s))
-		}
-	})
-	slices.Sort(names)
-	out := L.NewTable()
-	for _, n := range names {
-		out.RawSetString(n, t.RawGetString(n))
+// nonexistentGlobal is the globals' __index: reading a global that does
+// not exist is an error (Redis's luaProtectedTableError).
+func nonexistentGlobal(L *lua.LState) int {
+	if L.GetTop() != 2 {
+		luaError(L, "Wrong number of arguments to luaProtectedTableError")
 	}
-	return out
+	name, ok := coerceString(L.Get(2))
+	if !ok {
+		luaError(L, "Second argument to luaProtectedTableError must be a string or number")
+	}
+	L.RaiseError("Script attempted to access nonexistent global variable '%s'", name)
+	return 0
+}
+
+// stringMeta sets the strings' metatable: their methods from the string
+// library, and the arithmetic metamethods that convert them as Lua does
+// (arith.go). Scripts see a read-only table with the methods alone, as
+// Redis's strings' metatable.
+func (in *interp) stringMeta(strView *lua.LTable) {
+	L := in.L
+	meta := L.NewTable()
+	meta.RawSetString("__index", strView)
+	for _, event := range slices.Sorted(maps.Keys(arithEvents)) {
+		meta.RawSetString(event, L.NewFunction(strArith(event, arithEvents[event])))
+	}
+	shown := L.NewTable()
+	shown.RawSetString("__index", strView)
+	in.presented[meta] = in.readOnly(shown, lua.LNil)
+	L.SetMetatable(lua.LString(""), meta)
+}
+
+// newLib is a table of fns, set in name order: the order a table's keys
+// were set in is the order pairs visits them, and Go's maps have none.
+func newLib(L *lua.LState, fns map[string]lua.LGFunction) *lua.LTable {
+	t := L.NewTable()
+	for _, name := range slices.Sorted(maps.Keys(fns)) {
+		t.RawSetString(name, L.NewFunction(fns[name]))
+	}
+	return t
 }
 
 // readOnly returns an empty table that reads through to t and refuses
-// every write, with a metatable scripts can neither read nor replace.
-func (in *interp) readOnly(t *lua.LTable) *lua.LTable {
+// every write, as Redis 7's read-only tables do: pairs, next and rawget
+// see t's contents (baselib.go), rawset and setmetatable are refused, and
+// getmetatable answers shown (nil, or the read-only metatable Redis's
+// table has), never the view's own metatable.
+func (in *interp) readOnly(t *lua.LTable, shown lua.LValue) *lua.LTable {
 	L := in.L
 	view := L.NewTable()
 	meta := L.NewTable()
 	meta.RawSetString("__index", t)
 	meta.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
-		L.RaiseError("Attempt to modify a readonly table")
+		L.RaiseError(errReadOnly)
 		return 0
 	}))
-	meta.RawSetString("__metatable", lua.LFalse)
 	L.SetMetatable(view, meta)
 	in.protected[view] = true
 	in.protected[t] = true
+	in.viewOf[view] = t
+	in.presented[view] = shown
 	return view
 }
 

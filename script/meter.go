@@ -56,8 +56,9 @@ var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c
 // reset starts a new run's count.
 func (m *meter) reset() { m.instructions, m.bytes, m.over = 0, 0, nil }
 
-// Done is called before every instruction: it counts it, charges what it
-// allocates, and answers closed (the interpreter then raises Err) once the
+// Done is called before every instruction: it counts it, converts its
+// operands where Lua 5.1 would (arith.go), charges what it allocates, and
+// answers closed (the interpreter then raises Err) once the
 // run is over its budget. Otherwise it answers nil, which never receives.
 func (m *meter) Done() <-chan struct{} {
 	if m.over != nil {
@@ -68,6 +69,7 @@ func (m *meter) Done() <-chan struct{} {
 		return closed
 	}
 	if inst, ok := currentInstruction(m.L); ok {
+		m.prepareInstruction(inst)
 		m.chargeInstruction(inst)
 	}
 	if m.over != nil {

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -34,37 +35,18 @@ func (in *interp) redisLib() *lua.LTable {
 	L := in.L
 	t := L.NewTable()
 	fns := map[string]lua.LGFunction{
-		"call":  func(L *lua.LState) int { return in.redisCall(L, true) },
-		"pcall": func(L *lua.LState) int { return in.redisCall(L, false) },
-		"error_reply": func(L *lua.LState) int {
-			L.Push(errorTable(L, L.CheckString(1)))
-			return 1
-		},
-		"status_reply": func(L *lua.LState) int {
-			L.Push(statusTable(L, L.CheckString(1)))
-			return 1
-		},
-		"sha1hex": func(L *lua.LState) int {
-			h := sha1.Sum([]byte(L.CheckString(1)))
-			L.Push(lua.LString(hex.EncodeToString(h[:])))
-			return 1
-		},
-		"log": in.log,
-		"setresp": func(L *lua.LState) int {
-			switch L.CheckInt(1) {
-			case 2:
-				in.resp3 = false
-			case 3:
-				in.resp3 = true
-			default:
-				L.RaiseError("%s", errRESPVersion.Error())
-			}
-			return 0
-		},
+		"call":          func(L *lua.LState) int { return in.redisCall(L, true) },
+		"pcall":         func(L *lua.LState) int { return in.redisCall(L, false) },
+		"error_reply":   func(L *lua.LState) int { return singleField(L, "err") },
+		"status_reply":  func(L *lua.LState) int { return singleField(L, "ok") },
+		"sha1hex":       in.sha1hex,
+		"log":           in.log,
+		"setresp":       in.setresp,
+		"set_repl":      in.setRepl,
+		"acl_check_cmd": in.aclCheckCmd,
 		// Scripts always replicate as a whole here (see engine/script.go);
 		// what Redis 7 accepts for effects replication is accepted.
 		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
-		"set_repl":           func(L *lua.LState) int { return 0 },
 		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
 		"debug":              func(L *lua.LState) int { return 0 },
 	}
@@ -74,7 +56,8 @@ func (in *interp) redisLib() *lua.LTable {
 		t.RawSetString(name, L.NewFunction(fns[name]))
 	}
 	consts := map[string]int{"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3,
-		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3}
+		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3,
+		"REDIS_VERSION_NUM": versionNum(in.r.cfg.RedisVersion)}
 	for _, name := range slices.Sorted(maps.Keys(consts)) {
 		t.RawSetString(name, lua.LNumber(consts[name]))
 	}
@@ -82,23 +65,142 @@ func (in *interp) redisLib() *lua.LTable {
 	return t
 }
 
+// versionNum is Redis's REDIS_VERSION_NUM of "major.minor.patch":
+// 0x00MMmmpp.
+func versionNum(v string) int {
+	n := 0
+	for i, part := range strings.SplitN(v, ".", 3) {
+		d, _ := strconv.Atoi(part)
+		n |= (d & 0xff) << (16 - 8*i)
+	}
+	return n
+}
+
+// raiseError raises an error table, {err=text}, as Redis's library
+// functions raise theirs (the script's reply then keeps its code).
+func (in *interp) raiseError(L *lua.LState, text string) {
+	in.errLine = currentLine(L)
+	L.Error(errorTable(L, text), 0)
+}
+
+// singleField is redis.error_reply and redis.status_reply: {err=s} or
+// {ok=s} for one string argument, else (as Redis) an error table saying
+// so, returned rather than raised.
+func singleField(L *lua.LState, field string) int {
+	s, ok := L.Get(1).(lua.LString)
+	if L.GetTop() != 1 || !ok {
+		L.Push(errorTable(L, "ERR wrong number or type of arguments"))
+		return 1
+	}
+	if field == "err" {
+		L.Push(errorTable(L, errorReplyText(string(s))))
+		return 1
+	}
+	L.Push(statusTable(L, string(s)))
+	return 1
+}
+
+// errorReplyText is the error redis.error_reply(s) makes, as Redis's
+// luaPushErrorBuff makes it: s (with a '-' before it if it has none) is
+// "-CODE message", its first word the code; without a space the whole is
+// the message and the code is ERR; the message is trimmed of CR and LF.
+// So "boom" is "ERR boom", "" is "ERR ", "-MY err" is "MY err".
+func errorReplyText(s string) string {
+	s = strings.TrimPrefix(s, "-")
+	code, msg, found := strings.Cut(s, " ")
+	if !found {
+		code, msg = "ERR", s
+	}
+	return code + " " + strings.Trim(msg, "\r\n")
+}
+
+// sha1hex is redis.sha1hex(s): the SHA1 of s (a number written as Lua
+// writes it; any other value, of ""), in hex.
+func (in *interp) sha1hex(L *lua.LState) int {
+	if L.GetTop() != 1 {
+		in.raiseError(L, "ERR wrong number of arguments")
+	}
+	s, _ := coerceString(L.Get(1))
+	h := sha1.Sum([]byte(s))
+	L.Push(lua.LString(hex.EncodeToString(h[:])))
+	return 1
+}
+
+// setresp is redis.setresp(2|3).
+func (in *interp) setresp(L *lua.LState) int {
+	if L.GetTop() != 1 {
+		in.raiseError(L, "ERR redis.setresp() requires one argument.")
+	}
+	v, _ := coerceNumber(L.Get(1))
+	switch luaInt(v) {
+	case 2:
+		in.resp3 = false
+	case 3:
+		in.resp3 = true
+	default:
+		in.raiseError(L, "ERR "+errRESPVersion.Error())
+	}
+	return 0
+}
+
+// setRepl is redis.set_repl(flags): accepted (scripts replicate whole
+// here), its argument checked as Redis checks it.
+func (in *interp) setRepl(L *lua.LState) int {
+	if L.GetTop() != 1 {
+		in.raiseError(L, "ERR redis.set_repl() requires two arguments.") // sic, Redis's words
+	}
+	v, _ := coerceNumber(L.Get(1))
+	if flags := luaInt(v); flags&^3 != 0 {
+		in.raiseError(L, "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.")
+	}
+	return 0
+}
+
+// aclCheckCmd is redis.acl_check_cmd(command, ...): true for every
+// command rlserver has, since the commands a script calls are not checked
+// against the user's permissions (docs/scripting.md); an unknown command
+// is an error, as in Redis.
+func (in *interp) aclCheckCmd(L *lua.LState) int {
+	args, err := in.callArgs(L)
+	if err != nil {
+		in.raiseError(L, in.errorText(err))
+	}
+	if commands.Lookup(args[0]) == nil {
+		in.raiseError(L, "ERR Invalid command passed to redis.acl_check_cmd()")
+	}
+	L.Push(lua.LTrue)
+	return 1
+}
+
 // log is redis.log(level, message ...): to the runner's logger, at the
 // level's slog equivalent. Every replica runs the script, so every replica
-// logs it.
+// logs it. The message joins the arguments that are strings or numbers,
+// as Redis's does.
 func (in *interp) log(L *lua.LState) int {
-	level := L.CheckInt(1)
 	if L.GetTop() < 2 {
-		L.RaiseError("redis.log() requires two arguments or more.")
+		in.raiseError(L, "ERR redis.log() requires two arguments or more.")
 	}
-	msg := ""
+	f, ok := coerceNumber(L.Get(1))
+	if !ok {
+		in.raiseError(L, "ERR First argument must be a number (log level).")
+	}
+	level := luaInt(f)
+	if level < 0 || level > 3 {
+		in.raiseError(L, "ERR Invalid debug level.")
+	}
+	var msg strings.Builder
 	for i := 2; i <= L.GetTop(); i++ {
-		if i > 2 {
-			msg += " "
+		s, ok := coerceString(L.Get(i))
+		if !ok {
+			continue
 		}
-		msg += lua.LVAsString(L.Get(i))
+		if i > 2 {
+			msg.WriteByte(' ')
+		}
+		msg.WriteString(s)
 	}
-	lvl := []slog.Level{slog.LevelDebug, slog.LevelDebug, slog.LevelInfo, slog.LevelWarn}[min(max(level, 0), 3)]
-	in.r.cfg.Log.Log(context.Background(), lvl, "script: "+msg, "sha", in.call.SHA)
+	lvl := []slog.Level{slog.LevelDebug, slog.LevelDebug, slog.LevelInfo, slog.LevelWarn}[level]
+	in.r.cfg.Log.Log(context.Background(), lvl, "script: "+msg.String(), "sha", in.call.SHA)
 	return 0
 }
 
@@ -135,24 +237,10 @@ func (in *interp) redisCall(L *lua.LState, raise bool) int {
 // command runs the command redis.call's arguments name, and returns its
 // reply as a Lua value.
 func (in *interp) command(L *lua.LState) (lua.LValue, error) {
-	n := L.GetTop()
-	if n == 0 {
-		return nil, errNoArgs
+	args, err := in.callArgs(L)
+	if err != nil {
+		return nil, err
 	}
-	args := in.args[:0]
-	in.argBuf = in.argBuf[:0]
-	for i := 1; i <= n; i++ {
-		a, buf, ok := argString(L.Get(i), in.argBuf)
-		in.argBuf = buf
-		if !ok {
-			return nil, errArgType
-		}
-		if !in.meter.charge(int64(len(a)) + slotCharge) {
-			return nil, in.meter.over
-		}
-		args = append(args, a)
-	}
-	in.args = args
 	spec := commands.Lookup(args[0])
 	if spec == nil {
 		return nil, errUnknown
@@ -179,6 +267,30 @@ func (in *interp) command(L *lua.LState) (lua.LValue, error) {
 		return nil, err
 	}
 	return in.combine(spec, in.results)
+}
+
+// callArgs converts redis.call's arguments, strings or numbers, each
+// charged to the run.
+func (in *interp) callArgs(L *lua.LState) ([][]byte, error) {
+	n := L.GetTop()
+	if n == 0 {
+		return nil, errNoArgs
+	}
+	args := in.args[:0]
+	in.argBuf = in.argBuf[:0]
+	for i := 1; i <= n; i++ {
+		a, buf, ok := argString(L.Get(i), in.argBuf)
+		in.argBuf = buf
+		if !ok {
+			return nil, errArgType
+		}
+		if !in.meter.charge(int64(len(a)) + slotCharge) {
+			return nil, in.meter.over
+		}
+		args = append(args, a)
+	}
+	in.args = args
+	return args, nil
 }
 
 // combine is the reply of a command answered by results, as the server
@@ -242,15 +354,15 @@ func (in *interp) errorText(err error) string {
 	return in.r.cfg.ErrorText(err)
 }
 
-// time is TIME's two strings for the run's time, in seconds and
-// microseconds: kept from the latest run at the same time (every script of
-// a batch shares its time), as they cost four allocations to make.
+// time is TIME's two strings for the run's time (the entry's, see
+// engine.Shard.ApplyMicros), in seconds and microseconds: kept from the
+// latest run at the same time, as they cost four allocations to make.
 func (in *interp) time() (secs, micros lua.LValue) {
-	now := in.call.Now
+	now := in.call.Micros
 	if in.timeAt != now || in.timeSecs == nil {
 		in.timeAt = now
-		in.timeSecs = lua.LString(strconv.FormatInt(now/1000, 10))
-		in.timeMicros = lua.LString(strconv.FormatInt(now%1000*1000, 10))
+		in.timeSecs = lua.LString(strconv.FormatInt(now/1_000_000, 10))
+		in.timeMicros = lua.LString(strconv.FormatInt(now%1_000_000, 10))
 	}
 	return in.timeSecs, in.timeMicros
 }

@@ -193,6 +193,10 @@ func TestACLCommand(t *testing.T) {
 		}
 	}
 	c.expect(errReply("ERR Unknown category 'nosuch'"), "ACL", "CAT", "nosuch")
+	// Too many arguments, in Redis's words for its subcommands of variable
+	// arity.
+	c.expect(errReply("ERR unknown subcommand or wrong number of arguments for 'cat'. Try ACL HELP."), "ACL", "cat", "a", "b")
+	c.expect(errReply("ERR unknown subcommand or wrong number of arguments for 'GENPASS'. Try ACL HELP."), "ACL", "GENPASS", "1", "2")
 	if p := parse(t, c.do("ACL", "GENPASS")).(string); len(p) != 64 {
 		t.Errorf("ACL GENPASS: %q", p)
 	}

@@ -89,7 +89,7 @@ func (c *conn) aclCat(_ *commands.Spec, args [][]byte, out []byte) []byte {
 		return resp.AppendBulkStrings(out, cats)
 	}
 	if len(args) > 3 {
-		return appendError(out, commands.WrongArity("acl|cat"))
+		return appendError(out, commands.SubcommandSyntax("acl", args[1]))
 	}
 	cat := string(args[2])
 	if !commands.IsACLCategory(cat) {
@@ -109,7 +109,7 @@ func (c *conn) aclCat(_ *commands.Spec, args [][]byte, out []byte) []byte {
 func (c *conn) aclGenpass(_ *commands.Spec, args [][]byte, out []byte) []byte {
 	bits := int64(256)
 	if len(args) > 3 {
-		return appendError(out, commands.WrongArity("acl|genpass"))
+		return appendError(out, commands.SubcommandSyntax("acl", args[1]))
 	}
 	if len(args) == 3 {
 		v, ok := commands.ParseInt(args[2])

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rlserver/rlserver/cluster"
@@ -211,12 +212,25 @@ func TestStandaloneClusterCommands(t *testing.T) {
 
 // fakeChanger is a cluster that changes nothing: each change fails with
 // err (errNoChange when nil); its rebalance is status.
+// fakeChanger answers every change with err (errNoChange when nil). A test
+// sets err between commands with setErr: the server reads it on the
+// connection's goroutine, and the race detector does not see the order a
+// reply over the socket gives the two.
 type fakeChanger struct {
 	status cluster.RebalanceStatus
+	mu     sync.Mutex
 	err    error
 }
 
+func (f *fakeChanger) setErr(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.err = err
+}
+
 func (f *fakeChanger) fail() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.err != nil {
 		return f.err
 	}
@@ -290,7 +304,7 @@ func TestClusterChangeErrorsHaveRedisWords(t *testing.T) {
 		{fmt.Errorf("the cluster's catalogue has no leader: %w", cluster.ErrNotApplied), "TRYAGAIN the cluster's catalogue has no leader: nothing was counted, retry"},
 		{&cluster.MembershipError{Code: cluster.MemberUnknown, Msg: "Unknown node n9"}, "ERR Unknown node n9"},
 	} {
-		ch.err = tc.err
+		ch.setErr(tc.err)
 		c.expect(errReply(tc.want), "CLUSTER", "FORGET", "n9")
 		c.expect(errReply(tc.want), "CLUSTER", "REBALANCE")
 		c.expect(errReply(tc.want), "CLUSTER", "MOVESHARD", "0", "n1", "n9")

@@ -79,6 +79,9 @@ type Config struct {
 	// Debug, when set, enables the DEBUG command: DEBUG CLOCK moves it. It
 	// must be Clock itself. Nil: DEBUG is refused.
 	Debug DebugClock
+	// DebugDisk, when set with Debug, is what DEBUG DISK injects faults
+	// into: a durable node's logs. Nil: DEBUG DISK is refused.
+	DebugDisk DebugDisk
 	// EventLoops, when positive, serves plain TCP connections on that many
 	// event loops (eventloop_linux.go) instead of a goroutine each; TLS
 	// connections keep theirs. Over shards that answer a request after

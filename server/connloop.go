@@ -126,6 +126,19 @@ func (c *conn) answer(in, out []byte) (rest, reply []byte, ok bool) {
 	}
 	run.resumed = false
 	for !c.quit {
+		if rest, ok := skipNegativeCount(in); ok {
+			in = rest // "*-1": an empty command, as Redis reads it
+			continue
+		}
+		if !c.authed {
+			if err := checkUnauthenticated(in); err != nil {
+				if out = c.flush(out); c.nowait.suspended {
+					run.resumed = true
+					return in, out, true // refused again once resumed
+				}
+				return nil, appendError(out, err), false
+			}
+		}
 		complete, args, _, leftover, err := redcon.ReadNextCommand(in, c.args[:0])
 		if err != nil {
 			if out = c.flush(out); c.nowait.suspended {

@@ -111,6 +111,30 @@ func TestStringsOnTheWire(t *testing.T) {
 	c.expect(intReply(-1), "PTTL", "n")
 }
 
+// LPOP and RPOP with a count of a missing key answer a null array, as
+// Redis does (RESP2's *-1, RESP3's null); without a count, a null bulk
+// string.
+func TestPopOfAMissingList(t *testing.T) {
+	s := startServer(t)
+	c := s.dial(t)
+	c.expect("*-1\r\n", "LPOP", "nolist", "1")
+	c.expect("*-1\r\n", "RPOP", "nolist", "1")
+	c.expect("*-1\r\n", "LPOP", "nolist", "0")
+	c.expect("$-1\r\n", "LPOP", "nolist")
+	c.do("HELLO", "3")
+	c.expect("_\r\n", "LPOP", "nolist", "1")
+	c.expect("_\r\n", "RPOP", "nolist")
+}
+
+// SCRIPT FLUSH with anything but one SYNC or ASYNC answers Redis's words.
+func TestScriptFlushOptions(t *testing.T) {
+	s := startServer(t)
+	c := s.dial(t)
+	for _, args := range [][]string{{"x"}, {"SYNC", "ASYNC"}, {"ASYNC", "x"}} {
+		c.expect(errReply("ERR SCRIPT FLUSH only support SYNC|ASYNC option"), append([]string{"SCRIPT", "FLUSH"}, args...)...)
+	}
+}
+
 func TestPoliciesOnTheWire(t *testing.T) {
 	s := startServer(t) // four shards: a policy must reach every one
 	c := s.dial(t)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"math"
 	"net"
 )
 
@@ -55,6 +56,7 @@ type guardConn struct {
 	num      int64 // the number being read in a header
 	line     int   // bytes in the current header or inline line
 	cr       bool  // the header's CR has been read: only LF may follow
+	neg      bool  // the "*<count>" header is negative: an empty command
 	spaces   int64 // spaces in the current inline line
 	splits   int64 // spaces and quotes in it: where redcon splits the line
 	splitSum int64 // the sum of their offsets in the line
@@ -280,12 +282,13 @@ func (g *guardConn) splitCost() int64 {
 
 // startHeader begins a "*<n>" or "$<n>" line, its first byte read.
 func (g *guardConn) startHeader(state frameState) {
-	g.state, g.num, g.line, g.cr = state, 0, 0, false
+	g.state, g.num, g.line, g.cr, g.neg = state, 0, 0, false, false
 }
 
 // header advances a "*<n>" or "$<n>" line by one byte. The number is "0" or
 // digits without a leading zero, at most the header's limit, and the line
-// ends with CR LF right after it: anything else fails at once.
+// ends with CR LF right after it: anything else fails at once. A count may
+// be negative, as Redis reads it: "*-1" is an empty command, skipped.
 func (g *guardConn) header(c byte) {
 	g.line++ // bytes after the '*' or '$'
 	switch {
@@ -295,20 +298,35 @@ func (g *guardConn) header(c byte) {
 			return
 		}
 		g.endHeader()
-	case c >= '0' && c <= '9' && !(g.line == 2 && g.num == 0): // no leading zeros
+	case c == '-' && g.state == inCount && g.line == 1:
+		g.neg = true
+	case c >= '0' && c <= '9' && g.digitAllowed(c):
 		// num*10+d > limit, tested so that it cannot overflow: the number is
 		// refused as soon as it passes the limit, whatever its length.
 		d, limit := int64(c-'0'), g.headerLimit()
+		if g.neg {
+			limit = math.MaxInt64 // any negative count is an empty command
+		}
 		if d > limit || g.num > (limit-d)/10 {
 			g.failed = g.headerError()
 			return
 		}
 		g.num = g.num*10 + d
-	case c == '\r' && g.line > 1:
+	case c == '\r' && g.line > 1 && !(g.neg && g.line == 2):
 		g.cr = true
 	default:
 		g.failed = g.headerError()
 	}
+}
+
+// digitAllowed reports whether digit c may come next in a header's number:
+// no leading zero, and after a minus sign not even one ("-0" is no number
+// to Redis either).
+func (g *guardConn) digitAllowed(c byte) bool {
+	if g.neg {
+		return g.line > 2 || c != '0'
+	}
+	return !(g.line == 2 && g.num == 0)
 }
 
 // maxBulkLimit caps MaxBulkLen, however large it is configured: redcon adds
@@ -345,8 +363,12 @@ func (g *guardConn) headerError() error {
 // endHeader acts on a complete "*<n>" or "$<n>" line.
 func (g *guardConn) endHeader() {
 	if g.state == inCount {
-		g.args = g.num
-		if g.args <= 0 {
+		// neg is consumed here: wholeHeader does not reset it, and a
+		// negative count walked byte by byte must not make the next
+		// header, taken whole, look empty too.
+		neg := g.neg
+		g.args, g.neg = g.num, false
+		if g.args <= 0 || neg {
 			g.state = atCommand
 		} else {
 			g.state = atBulk

@@ -41,6 +41,7 @@ func FuzzGuard(f *testing.F) {
 		"*1\r\n$9223372036854775805\r\nabc",
 		"*1\r5\r\n*1\r\r\n*1\n",
 		"*0\r\n*-1\r\n$-1\r\n",
+		"*-10\r\n*-0\r\n", "*-9223372036854775807\r\n*-9223372036854775808\r\n", "*-\r\n",
 		"*1\r\n:1\r\n",
 		"*1\r\n\xff",
 	}
@@ -129,7 +130,8 @@ type refResult struct {
 // and reports the first violation of limits. A command is "*<n>\r\n" then n
 // times "$<len>\r\n<len bytes><2 bytes>", where numbers are "0" or have no
 // leading zero; an inline command is any other bytes up to LF, of at most
-// maxInline bytes before the LF; a lone LF is an empty command. No command
+// maxInline bytes before the LF; a lone LF is an empty command, and so is a
+// negative count ("*-<digits>\r\n", no leading zero, within int64). No command
 // may exceed MaxRequestLen bytes. When a malformed or oversized header and
 // the request size are crossed at the same byte, the header wins.
 func refFrames(stream []byte, limits Limits) refResult {
@@ -157,6 +159,13 @@ func refCommand(b []byte, pos int, limits Limits) (end int, err error, at int) {
 	case '\n':
 		return pos + 1, nil, 0
 	case '*':
+		if pos+1 < len(b) && b[pos+1] == '-' { // a negative count: an empty command
+			if pos+2 < len(b) && b[pos+2] == '0' {
+				return -1, errTooManyArgs, pos + 2
+			}
+			_, next, err, at := refNumber(b, pos+2, math.MaxInt64, errTooManyArgs)
+			return next, err, at
+		}
 		n, next, err, at := refNumber(b, pos+1, uint64(min(limits.MaxArgs, maxArgsLimit)), errTooManyArgs)
 		if err != nil || next < 0 {
 			return -1, err, at

@@ -41,7 +41,8 @@ func TestGuardRefusesOversizedCommands(t *testing.T) {
 		{"leading zeros in bulk length", "*2\r\n$4\r\nECHO\r\n$0005\r\nhello\r\n", wireBulkTooLong},
 		{"25-digit bulk length", "*2\r\n$4\r\nECHO\r\n$1000000000000000000000005\r\nhello\r\n", wireBulkTooLong},
 		{"25-digit count", "*1000000000000000000000001\r\n$4\r\nPING\r\n", wireTooManyArgs},
-		{"negative count", "*-1\r\n", wireTooManyArgs},
+		{"negative zero count", "*-0\r\n", wireTooManyArgs},
+		{"minus without a count", "*-\r\n", wireTooManyArgs},
 		{"negative bulk length", "*1\r\n$-1\r\n", wireBulkTooLong},
 		{"empty count", "*\r\n", wireTooManyArgs},
 		{"count ended by LF alone", "*1\n$4\r\nPING\r\n", wireTooManyArgs},
@@ -239,6 +240,9 @@ func TestGuardScanCut(t *testing.T) {
 		{"whole header without its LF", []string{"*1\r\r\n"}, 0, errTooManyArgs},
 		{"empty count", []string{"*\r\n"}, 0, errTooManyArgs},
 		{"count of zero", []string{"*0\r\n" + ping}, 0, nil},
+		// A negative count is walked; the count after it, read whole,
+		// must not inherit its sign (FuzzGuard found this in CI).
+		{"negative count, then a count read whole", []string{"*-1\r\n*1\r\n", "$11\r\n"}, 0, errBulkTooLong},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

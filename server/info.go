@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/resp"
 )
@@ -64,6 +65,14 @@ func (c *conn) info(args [][]byte, out []byte) []byte {
 // infoLine writes one of INFO's "name:value" lines.
 func infoLine(b *strings.Builder, name string, v any) { fmt.Fprintf(b, "%s:%v\r\n", name, v) }
 
+// boolInt is 1 for true, 0 for false, as INFO writes flags.
+func boolInt(ok bool) int {
+	if ok {
+		return 1
+	}
+	return 0
+}
+
 func (s *Server) writeServerInfo(b *strings.Builder, _ *engine.Stats) {
 	uptime := time.Since(s.started)
 	infoLine(b, "redis_version", RedisVersion)
@@ -75,7 +84,7 @@ func (s *Server) writeServerInfo(b *strings.Builder, _ *engine.Stats) {
 	infoLine(b, "process_id", os.Getpid())
 	infoLine(b, "run_id", s.runID)
 	infoLine(b, "tcp_port", s.port())
-	infoLine(b, "server_time_usec", s.cfg.Clock.Now()*1000)
+	infoLine(b, "server_time_usec", s.cfg.Clock.NowMicro())
 	infoLine(b, "uptime_in_seconds", int64(uptime.Seconds()))
 	infoLine(b, "uptime_in_days", int64(uptime.Hours()/24))
 	infoLine(b, "executable", executable())
@@ -106,6 +115,15 @@ func (s *Server) writeMemoryInfo(b *strings.Builder, t *engine.Stats) {
 	infoLine(b, "rl_heap_released", m.released)
 	infoLine(b, "rl_gc_percent", m.gcPercent)
 	infoLine(b, "rl_gc_cycles", m.gcCycles)
+	// Redis 7 has its scripts' figures here as well as under scripting,
+	// and tools read them here. rlserver has no functions: used_memory_scripts
+	// (EVAL's and functions') is EVAL's.
+	infoLine(b, "used_memory_scripts_eval", t.ScriptBytes)
+	infoLine(b, "number_of_cached_scripts", t.Scripts)
+	infoLine(b, "number_of_functions", 0)
+	infoLine(b, "number_of_libraries", 0)
+	infoLine(b, "used_memory_scripts", t.ScriptBytes)
+	infoLine(b, "used_memory_scripts_human", humanBytes(uint64(t.ScriptBytes)))
 	limit := s.memoryLimit()
 	infoLine(b, "maxmemory", limit.Bytes)
 	infoLine(b, "maxmemory_human", humanBytes(uint64(limit.Bytes)))
@@ -199,6 +217,9 @@ func (s *Server) writeClusterInfo(b *strings.Builder, _ *engine.Stats) {
 		return
 	}
 	infoLine(b, "cluster_enabled", 1)
+	if s.cfg.Raft != nil {
+		writeFitnessInfo(b, s.cfg.Raft.Fitness())
+	}
 	if s.cfg.ClusterChanges == nil {
 		return
 	}
@@ -211,6 +232,25 @@ func (s *Server) writeClusterInfo(b *strings.Builder, _ *engine.Stats) {
 	infoLine(b, "rebalance_ended_ms", st.Run.Ended)
 	infoLine(b, "rebalance_outcome", st.Run.Outcome)
 	infoLine(b, "rebalance_planned_steps", len(st.Plan))
+}
+
+// writeFitnessInfo writes what the node's checks found: its clock against
+// the other nodes' (the median of their offsets, how many were compared
+// and how many are further than the bound), and whether it may lead, and
+// why not.
+func writeFitnessInfo(b *strings.Builder, f cluster.Fitness) {
+	c := f.Clock
+	infoLine(b, "clock_max_offset_ms", c.MaxOffset.Milliseconds())
+	infoLine(b, "clock_offset_ms", c.Offset.Milliseconds())
+	infoLine(b, "clock_peers", c.Peers)
+	infoLine(b, "clock_peers_far", c.Far)
+	infoLine(b, "clock_ok", boolInt(c.Off == nil))
+	infoLine(b, "may_lead", boolInt(f.MustNotLead == nil))
+	why := ""
+	if f.MustNotLead != nil {
+		why = f.MustNotLead.Error()
+	}
+	infoLine(b, "may_lead_reason", why)
 }
 
 func (s *Server) writeKeyspaceInfo(b *strings.Builder, t *engine.Stats) {
@@ -236,6 +276,11 @@ func (s *Server) writeRaftInfo(b *strings.Builder, _ *engine.Stats) {
 	}
 	infoLine(b, "raft_shards_held", len(states))
 	infoLine(b, "raft_shards_leading", leading)
+	f := s.cfg.Raft.Fitness()
+	infoLine(b, "raft_log_slow_write_ms", f.SlowLogWrite.Milliseconds())
+	infoLine(b, "raft_log_last_write_ms", f.LastLogWrite.Milliseconds())
+	infoLine(b, "raft_logs_failing", len(f.LogFailing))
+	infoLine(b, "raft_logs_slow", len(f.LogSlow))
 	if s.cfg.Cluster != nil {
 		registered := 0
 		if s.cfg.Raft.Registered() {

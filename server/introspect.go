@@ -16,10 +16,10 @@ import (
 
 // time is TIME: the clock decisions use, as [seconds, microseconds].
 func (c *conn) time(out []byte) []byte {
-	ms := c.srv.cfg.Clock.Now()
+	us := c.srv.cfg.Clock.NowMicro()
 	out = resp.AppendArray(out, 2)
-	out = resp.AppendBulkInt(out, ms/1000)
-	return resp.AppendBulkInt(out, ms%1000*1000)
+	out = resp.AppendBulkInt(out, us/1_000_000)
+	return resp.AppendBulkInt(out, us%1_000_000)
 }
 
 // configParams are the parameters CONFIG GET knows, with their values.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"strconv"
@@ -290,9 +291,17 @@ func TestInfoMemory(t *testing.T) {
 	if own := residentBytes(); runtime.GOOS == "linux" && (own == 0 || math.Abs(float64(own)-rss) > rss/2) {
 		t.Errorf("VmRSS %d, INFO said %.0f", own, rss)
 	}
-	for _, name := range []string{"mem_fragmentation_ratio", "rl_heap_free", "rl_heap_released", "rl_gc_percent", "rl_gc_cycles"} {
+	for _, name := range []string{"mem_fragmentation_ratio", "rl_heap_free", "rl_heap_released", "rl_gc_percent", "rl_gc_cycles",
+		"used_memory_scripts_eval", "number_of_cached_scripts", "used_memory_scripts"} {
 		if field(name) < 0 {
 			t.Errorf("%s is negative", name)
+		}
+	}
+	// The scripts' figures, which Redis 7 gives in both sections, agree.
+	scripting, _ := parse(t, c.do("INFO", "scripting")).(string)
+	for _, name := range []string{"used_memory_scripts_eval", "number_of_cached_scripts"} {
+		if want := fmt.Sprintf("%s:%.0f\r\n", name, field(name)); !strings.Contains(scripting, want) {
+			t.Errorf("INFO scripting %q lacks %q", scripting, want)
 		}
 	}
 }
@@ -316,4 +325,17 @@ func TestTime(t *testing.T) {
 	s.clock.Set(testNow + 1_234)
 	c.expect(arrayReply(bulkReply("1700000001"), bulkReply("234000")), "TIME")
 	c.expect("-ERR wrong number of arguments for 'time' command\r\n", "TIME", "now")
+	// On the system's clock TIME has microseconds, as Redis's: of a few
+	// readings, not all fall on a millisecond.
+	s.clock.Real()
+	onMillisecond := 0
+	for range 5 {
+		reply, _ := parse(t, c.do("TIME")).([]any)
+		if micros, _ := reply[1].(string); strings.HasSuffix(micros, "000") {
+			onMillisecond++
+		}
+	}
+	if onMillisecond == 5 {
+		t.Error("TIME's microseconds are a multiple of 1000 five times running")
+	}
 }

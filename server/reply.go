@@ -124,6 +124,8 @@ func appendResult(b []byte, r *engine.Result, resp3 bool) []byte {
 		return resp.AppendOK(b)
 	case engine.ResNil:
 		return resp.AppendNull(b, resp3)
+	case engine.ResNilArray:
+		return resp.AppendNullArray(b, resp3)
 	case engine.ResFields:
 		return appendFields(b, r.Fields, resp3)
 	case engine.ResRecord:

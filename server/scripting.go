@@ -70,10 +70,14 @@ func (c *conn) scriptExists(_ *commands.Spec, args [][]byte, out []byte) []byte 
 	return out
 }
 
+// errScriptFlushOption is Redis's answer to SCRIPT FLUSH with anything but
+// one SYNC or ASYNC.
+var errScriptFlushOption = errors.New("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+
 // scriptFlush is SCRIPT FLUSH [ASYNC|SYNC]: every shard's cache emptied.
 func (c *conn) scriptFlush(_ *commands.Spec, args [][]byte, out []byte) []byte {
-	if err := commands.ParseFlush(args[1:]); err != nil {
-		return appendError(out, err)
+	if commands.ParseFlush(args[1:]) != nil {
+		return appendError(out, errScriptFlushOption)
 	}
 	if _, err := c.everyShard(engine.Command{Op: engine.OpScriptFlush}); err != nil {
 		return appendError(out, err)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
@@ -58,19 +59,36 @@ type RaftInfo interface {
 	// Registered reports whether the cluster's catalogue holds this
 	// node's data directory (a cluster node only).
 	Registered() bool
+	// Fitness is what the node's checks found: its clock against the
+	// other nodes', its logs' disk, and why it must not lead, if it must
+	// not.
+	Fitness() cluster.Fitness
 }
 
-// Clock is the time decisions use, in Unix ms (for TIME).
+// Clock is the time decisions use (for TIME).
 type Clock interface {
-	Now() int64
+	Now() int64      // Unix ms
+	NowMicro() int64 // Unix µs
 }
 
-// DebugClock is a Clock that DEBUG CLOCK can stop and move.
+// DebugClock is a Clock that DEBUG CLOCK can stop and move (the test's
+// time, Test), and make wrong (SetOffset: the host's clock off by ms, as
+// the clock check sees it; Now is Test plus it).
 type DebugClock interface {
 	Clock
 	Set(ms int64)
 	Advance(ms int64) int64
 	Real()
+	Test() int64
+	SetOffset(ms int64)
+}
+
+// DebugDisk is the faults DEBUG DISK injects into a durable node's logs
+// (persistence.DiskFaults).
+type DebugDisk interface {
+	Fail(errno syscall.Errno)
+	Slow(d time.Duration)
+	State() (syscall.Errno, time.Duration)
 }
 
 // RedisVersion is the Redis version rlserver reports (HELLO, INFO, a

@@ -149,15 +149,31 @@ func (c *conn) shardDigests() ([]string, error) {
 	return digests, nil
 }
 
-var errClockUsage = errors.New("ERR DEBUG CLOCK SET <unix_ms> | ADVANCE <ms> | GET | REAL")
+var errClockUsage = errors.New("ERR DEBUG CLOCK SET <unix_ms> | ADVANCE <ms> | GET | REAL | OFFSET <ms>")
 
-// debugClock is DEBUG CLOCK SET|ADVANCE|GET|REAL. Every shard adopts the new
-// time at once, even an earlier one, so a test can replay a scenario.
+// maxClockOffset bounds DEBUG CLOCK OFFSET: a day either way.
+const maxClockOffset = 24 * 3600 * 1000
+
+// debugClock is DEBUG CLOCK SET|ADVANCE|GET|REAL|OFFSET. After SET, ADVANCE
+// and REAL every shard adopts the new time at once, even an earlier one,
+// so a test can replay a scenario. OFFSET makes this node's host clock
+// wrong instead, as an unsynchronised host's is: the shards are left as
+// they are, and the node's clock check sees it (cluster/clockcheck.go).
 func (c *conn) debugClock(_ *commands.Spec, args [][]byte, out []byte) []byte {
 	clock := c.srv.cfg.Debug
 	action := args[2]
 	switch {
 	case commands.EqualFold(action, "get") && len(args) == 3:
+		return resp.AppendInt(out, clock.Now())
+	case commands.EqualFold(action, "offset") && len(args) == 4:
+		ms, ok := commands.ParseInt(args[3])
+		if !ok {
+			return appendError(out, commands.ErrNotInteger)
+		}
+		if ms < -maxClockOffset || ms > maxClockOffset {
+			return appendError(out, fmt.Errorf("ERR the offset must be within a day either way (%d ms)", maxClockOffset))
+		}
+		clock.SetOffset(ms)
 		return resp.AppendInt(out, clock.Now())
 	case commands.EqualFold(action, "real") && len(args) == 3:
 		clock.Real()
@@ -169,7 +185,7 @@ func (c *conn) debugClock(_ *commands.Spec, args [][]byte, out []byte) []byte {
 		advance := commands.EqualFold(action, "advance")
 		target := ms
 		if advance {
-			target = clock.Now() + ms
+			target = clock.Test() + ms
 		}
 		if target < 0 || target > engine.MaxTime {
 			return appendError(out, fmt.Errorf("ERR the clock must stay between 0 and %d (2100-01-01)", int64(engine.MaxTime)))
@@ -182,9 +198,10 @@ func (c *conn) debugClock(_ *commands.Spec, args [][]byte, out []byte) []byte {
 	default:
 		return appendError(out, errClockUsage)
 	}
-	now := clock.Now()
-	if _, err := c.everyShard(engine.Command{Op: engine.OpSetClock, Args: [4]int64{now}}); err != nil {
+	// The shards adopt the test's time: a host's offset is its error,
+	// which it must not spread to them.
+	if _, err := c.everyShard(engine.Command{Op: engine.OpSetClock, Args: [4]int64{clock.Test()}}); err != nil {
 		return appendError(out, err)
 	}
-	return resp.AppendInt(out, now)
+	return resp.AppendInt(out, clock.Now())
 }

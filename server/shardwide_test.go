@@ -155,7 +155,7 @@ func TestDebugClock(t *testing.T) {
 	s := startServer(t)
 	c := s.dial(t)
 	const rangeErr = "-ERR the clock must stay between 0 and 4102444800000 (2100-01-01)\r\n"
-	const usage = "-ERR DEBUG CLOCK SET <unix_ms> | ADVANCE <ms> | GET | REAL\r\n"
+	const usage = "-ERR DEBUG CLOCK SET <unix_ms> | ADVANCE <ms> | GET | REAL | OFFSET <ms>\r\n"
 	c.run([]step{
 		{cmd("DEBUG", "CLOCK", "GET"), intReply(testNow)},
 		{cmd("RL.FIXED", "k", "1", "1000"), decision2(1, 1, 0, 0, 1000)},

@@ -82,6 +82,7 @@ var subcommandTable = map[string]subcommand{
 	"config|help":      {answer: (*conn).help},
 
 	"debug|clock":         {answer: (*conn).debugClock},
+	"debug|disk":          {answer: (*conn).debugDisk},
 	"debug|digest":        {answer: (*conn).debugDigest},
 	"debug|digest-shards": {answer: (*conn).debugDigestShards},
 	"debug|help":          {answer: (*conn).help},

@@ -110,7 +110,7 @@ func TestBadArgumentsAreAnsweredWithErrors(t *testing.T) {
 		// unknown commands, subcommands and options
 		{words("RL.NOPE k 1 2"), "ERR unknown command 'RL.NOPE', with args beginning with: 'k' '1' '2' "},
 		{words("DEBUG NOPE"), "ERR unknown subcommand 'NOPE'. Try DEBUG HELP."},
-		{words("DEBUG CLOCK JUMP 5"), "ERR DEBUG CLOCK SET <unix_ms> | ADVANCE <ms> | GET | REAL"},
+		{words("DEBUG CLOCK JUMP 5"), "ERR DEBUG CLOCK SET <unix_ms> | ADVANCE <ms> | GET | REAL | OFFSET <ms>"},
 		{words("DEBUG CLOCK SET soon"), errNotInteger},
 		{words("DEBUG CLOCK SET -1"), "ERR the clock must stay between 0 and 4102444800000 (2100-01-01)"},
 		{words("SCAN 0 COUNT 0"), errSyntax},

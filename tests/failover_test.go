@@ -242,7 +242,7 @@ func describeOutcome(op faultOp) string {
 // through every node, at rlserver's default timings: every request a node
 // that still runs answers comes within the request timeout (plus the
 // scheduling slack of a busy two-core machine), each is a decision counted
-// once or a TRYAGAIN saying whether it may have been counted, nothing is
+// once, a TRYAGAIN (nothing counted) or an UNCERTAIN (may have been), nothing is
 // over-admitted, and decisions for the shard resume through every node
 // within 3 s.
 func TestFailoverLatencyIsBounded(t *testing.T) {

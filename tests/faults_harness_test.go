@@ -29,7 +29,8 @@ import (
 //
 //   - every reply is a well-formed decision for the command sent, stamped
 //     with the time the test set, or an error a client can act on
-//     (TRYAGAIN, CLUSTERDOWN, MOVED); never anything else;
+//     (TRYAGAIN, CLUSTERDOWN, MOVED: nothing was counted; UNCERTAIN: it may
+//     have been); never anything else;
 //   - per key and window, the allowed replies number at most the limit, and
 //     they are linearizable: each grant spends exactly one unit, so no two
 //     grants report the same remaining budget, a grant that ended before
@@ -126,6 +127,11 @@ type faultLoad struct {
 	stop    chan struct{}
 	stopped bool // stop is closed
 	wg      sync.WaitGroup
+
+	// offsets are the nodes' host clock offsets, in ms, that offsetClock
+	// gave them (DEBUG CLOCK OFFSET): such a node's clock reads the
+	// phase's instant plus its offset.
+	offsets sync.Map // node -> int64
 }
 
 // newFaultLoad prepares a load over a tight key (limit tight) and a wide one
@@ -174,8 +180,27 @@ func (l *faultLoad) setClock(i int) {
 	defer c.Close()
 	poll.Until(l.t, 20*time.Second, fmt.Sprintf("DEBUG CLOCK SET on n%d", i+1), func() (bool, error) {
 		got, err := c.Do(ctx(l.t), "DEBUG", "CLOCK", "SET", at).Int64()
-		return err == nil && got == at, err
+		return err == nil && got == at+l.offsetOf(i), err
 	})
+}
+
+// offsetClock makes node i's host clock ms off (DEBUG CLOCK OFFSET): its
+// clock check sees it, the test's time does not move.
+func (l *faultLoad) offsetClock(i int, ms int64) {
+	l.t.Helper()
+	l.offsets.Store(i, ms)
+	c := l.tc.clientOf(i)
+	defer c.Close()
+	if _, err := c.Do(ctx(l.t), "DEBUG", "CLOCK", "OFFSET", ms).Int64(); err != nil {
+		l.t.Fatalf("DEBUG CLOCK OFFSET %d on n%d: %v", ms, i+1, err)
+	}
+}
+
+// offsetOf is node i's host clock offset (offsetClock), in ms.
+func (l *faultLoad) offsetOf(i int) int64 {
+	ms, _ := l.offsets.Load(i)
+	v, _ := ms.(int64)
+	return v
 }
 
 // start runs workers per node until stopLoad.
@@ -259,8 +284,12 @@ func classify(v any, err error, limit int64, phase int) (outcome, decision, stri
 		}
 		msg := err.Error()
 		switch {
-		case strings.HasPrefix(msg, "TRYAGAIN") && strings.Contains(msg, "may have been counted"):
+		case strings.HasPrefix(msg, "UNCERTAIN ") && strings.HasSuffix(msg, "it may have been counted"):
 			return unknown, decision{}, msg
+		case strings.HasPrefix(msg, "TRYAGAIN ") && strings.Contains(msg, "may have been counted"):
+			// An uncertain outcome under the word clients retry on their
+			// own: a violation (see server/errors.go).
+			return invalid, decision{}, msg
 		case strings.HasPrefix(msg, "TRYAGAIN"), strings.HasPrefix(msg, "CLUSTERDOWN"), strings.HasPrefix(msg, "MOVED"):
 			return notApplied, decision{}, msg
 		}

@@ -180,6 +180,25 @@ func TestStringCommands(t *testing.T) {
 		{"SET c2 1", "+OK"},
 		{"PEXPIREAT c2 1000", ":1"},
 		{"EXISTS c2", ":0"},
+		// Any time in the past deletes the key, however far back (Redis
+		// refuses only seconds that overflow in milliseconds).
+		{"SET c3 1", "+OK"},
+		{"PEXPIREAT c3 -9223372036854770000", ":1"},
+		{"EXISTS c3", ":0"},
+		{"SET c3 1", "+OK"},
+		{"EXPIRE c3 -1000000001", ":1"},
+		{"EXISTS c3", ":0"},
+		{"SET c3 1 EX 100", "+OK"},
+		{"EXPIRE c3 -5 GT", ":0"},
+		{"EXPIRE c3 -5 LT", ":1"},
+		{"EXISTS c3", ":0"},
+		{"SET c3 1", "+OK"},
+		{"PEXPIRE c3 -9223372036854775808", ":1"},
+		{"EXISTS c3", ":0"},
+		{"SET c3 1", "+OK"},
+		{"EXPIRE c3 -9223372036854776", "-ERR invalid expire time in 'expire' command"},
+		{"EXPIREAT c3 -9223372036854776", "-ERR invalid expire time in 'expireat' command"},
+		{"EXISTS c3", ":1"},
 		// A limiter key: GET and INCR are WRONGTYPE, EXPIRE cannot change
 		// it, SET replaces it.
 		{"RL.SLIDING user:ada 100 60000", "*[:1 :100 :99 :0 :120000]"},

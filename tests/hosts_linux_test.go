@@ -40,6 +40,25 @@ const namePrefix = "rlt"
 // newHosts makes n hosts on a bridge of their own and returns them.
 func newHosts(t *testing.T, n int) []rlproc.Host {
 	t.Helper()
+	return newHostSet(t, n).hosts
+}
+
+// hostSet is hosts on one bridge: they reach each other, and the test
+// reaches each of them. More can be added while the test runs (a node that
+// joins needs a host of its own).
+type hostSet struct {
+	t      *testing.T
+	set    string // the prefix of its names
+	subnet string // "10.x.y"
+	hosts  []rlproc.Host
+	ns     []string // host i's network namespace
+	made   []func() // what to undo when the test ends, in order made
+}
+
+// newHostSet makes a bridge and n hosts on it; everything made is removed
+// when the test ends.
+func newHostSet(t *testing.T, n int) *hostSet {
+	t.Helper()
 	if _, err := exec.LookPath("ip"); err != nil || os.Geteuid() != 0 {
 		if os.Getenv("RLSERVER_REQUIRE_TOOLS") == "1" {
 			t.Fatalf("network namespaces need root and ip (iproute2): euid %d, %v", os.Geteuid(), err)
@@ -49,40 +68,52 @@ func newHosts(t *testing.T, n int) []rlproc.Host {
 	removeStaleHosts(t)
 	// At most 15 bytes an interface's name: rlt, 7 digits, a letter, v or
 	// p and the host's number.
-	set := fmt.Sprintf("%s%d%c", namePrefix, os.Getpid(), 'a'+hostsMade.Add(1)%26)
-	subnet := freeSubnet(t)
-	bridge := set + "b"
-	var made []func()
+	hs := &hostSet{t: t, set: fmt.Sprintf("%s%d%c", namePrefix, os.Getpid(), 'a'+hostsMade.Add(1)%26), subnet: freeSubnet(t)}
 	t.Cleanup(func() {
-		for i := len(made) - 1; i >= 0; i-- {
-			made[i]()
+		for i := len(hs.made) - 1; i >= 0; i-- {
+			hs.made[i]()
 		}
 	})
-	run := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
+	bridge := hs.set + "b"
+	hs.ip("link", "add", bridge, "type", "bridge")
+	hs.made = append(hs.made, func() { exec.Command("ip", "link", "del", bridge).Run() })
+	hs.ip("addr", "add", hs.subnet+".1/24", "dev", bridge)
+	hs.ip("link", "set", bridge, "up")
+	for range n {
+		hs.add()
 	}
-	run("link", "add", bridge, "type", "bridge")
-	made = append(made, func() { exec.Command("ip", "link", "del", bridge).Run() })
-	run("addr", "add", subnet+".1/24", "dev", bridge)
-	run("link", "set", bridge, "up")
-	hosts := make([]rlproc.Host, n)
-	for i := range n {
-		ns, outside, inside := fmt.Sprintf("%s-%d", set, i), fmt.Sprintf("%sv%d", set, i), fmt.Sprintf("%sp%d", set, i)
-		run("netns", "add", ns)
-		made = append(made, func() { exec.Command("ip", "netns", "del", ns).Run() })
-		run("link", "add", outside, "type", "veth", "peer", "name", inside)
-		run("link", "set", inside, "netns", ns) // deleted with the namespace, and its pair with it
-		run("link", "set", outside, "master", bridge, "up")
-		ip := fmt.Sprintf("%s.%d", subnet, 10+i)
-		run("-n", ns, "addr", "add", ip+"/24", "dev", inside)
-		run("-n", ns, "link", "set", inside, "up")
-		run("-n", ns, "link", "set", "lo", "up")
-		hosts[i] = rlproc.Host{IP: ip, Wrap: []string{"ip", "netns", "exec", ns}}
+	return hs
+}
+
+// ip runs ip with args, and fails the test if it fails.
+func (hs *hostSet) ip(args ...string) {
+	hs.t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		hs.t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
 	}
-	return hosts
+}
+
+// add makes one more host on the set's bridge and returns it.
+func (hs *hostSet) add() rlproc.Host {
+	hs.t.Helper()
+	i := len(hs.hosts)
+	if i >= 240 {
+		hs.t.Fatal("a set holds at most 240 hosts")
+	}
+	ns, outside, inside := fmt.Sprintf("%s-%d", hs.set, i), fmt.Sprintf("%sv%d", hs.set, i), fmt.Sprintf("%sp%d", hs.set, i)
+	hs.ip("netns", "add", ns)
+	hs.made = append(hs.made, func() { exec.Command("ip", "netns", "del", ns).Run() })
+	hs.ip("link", "add", outside, "type", "veth", "peer", "name", inside)
+	hs.ip("link", "set", inside, "netns", ns) // deleted with the namespace, and its pair with it
+	hs.ip("link", "set", outside, "master", hs.set+"b", "up")
+	ip := fmt.Sprintf("%s.%d", hs.subnet, 10+i)
+	hs.ip("-n", ns, "addr", "add", ip+"/24", "dev", inside)
+	hs.ip("-n", ns, "link", "set", inside, "up")
+	hs.ip("-n", ns, "link", "set", "lo", "up")
+	h := rlproc.Host{IP: ip, Wrap: []string{"ip", "netns", "exec", ns}}
+	hs.hosts = append(hs.hosts, h)
+	hs.ns = append(hs.ns, ns)
+	return h
 }
 
 // freeSubnet picks a /24 in 10.200.0.0-10.249.255.0 that no interface of

@@ -265,7 +265,7 @@ func forgetForce(tc *testCluster, i int, ids ...string) {
 				return true, nil
 			}
 			retried = true
-			if err != nil && !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+			if err != nil && !strings.HasPrefix(err.Error(), "TRYAGAIN") && !strings.HasPrefix(err.Error(), "UNCERTAIN") {
 				tc.t.Fatalf("CLUSTER FORGET %s FORCE: %v", id, err)
 			}
 			return err == nil, err

@@ -53,17 +53,20 @@ func (s *rlsServer) remaining(t *testing.T, user string) uint32 {
 // ShouldRateLimit without a restart; a config that fails the checks is
 // refused and the one in force kept; with the control plane gone the
 // config stays, and once it is back, restarted with nothing, its new
-// config is taken.
+// config is taken. The metrics follow: connected or not, the sets
+// accepted and refused, the version in force.
 func TestRLSConfigOverXDS(t *testing.T) {
 	cp := xdstest.Start(t, "127.0.0.1:0", nil)
 	cp.Set(t, egNode, "1", usersPerMinute(2))
-	p, ports := startServerOnPorts(t, false, 1, func(ports []string) []string {
+	p, ports := startServerOnPorts(t, false, 2, func(ports []string) []string {
 		return []string{"--grpc-port", ports[0], "--rls-xds-server", cp.Addr(), "--rls-xds-node-id", egNode,
-			"--rls-xds-retry-interval", "100ms", "--rls-xds-retry-max", "500ms"}
+			"--rls-xds-retry-interval", "100ms", "--rls-xds-retry-max", "500ms", "--metrics-port", ports[1]}
 	})
 	s := dialRLS(t, "127.0.0.1:"+ports[0])
+	metricsURL := "http://127.0.0.1:" + ports[1]
 
 	s.waitLimit(t, 2)
+	awaitXDSMetrics(t, metricsURL, 1, 1, 0, `version="1"`)
 	if got := s.allowed(t, 3, "edge", descriptor("user", "ada")); got != 2 {
 		t.Fatalf("%d of 3 allowed under 2 a minute", got)
 	}
@@ -92,6 +95,7 @@ func TestRLSConfigOverXDS(t *testing.T) {
 	if got := s.remaining(t, "ada"); got != 5 {
 		t.Fatalf("ada's remaining %d after the refusal, want version 2's 5", got)
 	}
+	awaitXDSMetrics(t, metricsURL, 1, 2, 1, `version="2"`)
 
 	cp.Stop()
 	poll.Until(t, 20*time.Second, "the log to say the control plane is gone", func() (bool, error) {
@@ -100,9 +104,27 @@ func TestRLSConfigOverXDS(t *testing.T) {
 	if got := s.remaining(t, "ada"); got != 4 {
 		t.Fatalf("ada's remaining %d with the control plane away, want version 2's 4", got)
 	}
+	awaitXDSMetrics(t, metricsURL, 0, 2, 1, `version="2"`)
 	cp.Restart(t)
 	cp.Set(t, egNode, "1", usersPerMinute(20))
 	s.waitLimit(t, 20)
+}
+
+// awaitXDSMetrics polls the metrics until the xDS subscription is
+// connected (1) or not (0), with the sets accepted and refused, and the
+// config info gauge's labels.
+func awaitXDSMetrics(t *testing.T, metricsURL string, connected, accepted, refused float64, version string) {
+	t.Helper()
+	poll.Until(t, 20*time.Second, "the xDS metrics", func() (bool, error) {
+		m := scrape(t, metricsURL)
+		ok := m.sum("rlserver_rls_xds_connected") == connected &&
+			m.sum("rlserver_rls_xds_updates_total", `result="accepted"`) == accepted &&
+			m.sum("rlserver_rls_xds_updates_total", `result="refused"`) == refused &&
+			m.sum("rlserver_rls_xds_config_info") == 1 && m.sum("rlserver_rls_xds_config_info", version) == 1
+		return ok, fmt.Errorf("connected %v, updates %v, config %v, want %v, %v accepted, %v refused, %s",
+			m["rlserver_rls_xds_connected"], m["rlserver_rls_xds_updates_total"], m["rlserver_rls_xds_config_info"],
+			connected, accepted, refused, version)
+	})
 }
 
 // Envoy Gateway's ratelimit Deployment with rlserver's image: its

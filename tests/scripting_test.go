@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // Scripts and the Redis types limiters keep their state in, end to end.
@@ -259,14 +261,15 @@ func TestCollectionsSameAsRedis(t *testing.T) {
 		{"HGET", "h", "cur"}, {"HGET", "h", "nope"}, {"HGET", "nokey", "f"}, {"HMGET", "h", "start", "nope", "prev"},
 		{"HINCRBY", "h", "cur", 10}, {"HINCRBY", "h", "x", 1}, {"HINCRBY", "h", "new", -5},
 		{"HINCRBYFLOAT", "h", "f", "10.5"}, {"HINCRBYFLOAT", "h", "f", "0.1"}, {"HINCRBYFLOAT", "h", "x", "1"},
-		{"HINCRBYFLOAT", "h", "f", "abc"}, {"HEXISTS", "h", "f"}, {"HEXISTS", "h", "g"}, {"HLEN", "h"}, {"HGETALL", "h"},
+		{"HINCRBYFLOAT", "h", "f", "abc"}, {"HINCRBYFLOAT", "h", "f", "+inf"}, {"HINCRBYFLOAT", "h", "f", "-Infinity"},
+		{"HINCRBYFLOAT", "h", "f", "0x10"}, {"HINCRBYFLOAT", "h", "f", " 1"}, {"HINCRBYFLOAT", "h", "f", "nan"}, {"HEXISTS", "h", "f"}, {"HEXISTS", "h", "g"}, {"HLEN", "h"}, {"HGETALL", "h"},
 		{"HDEL", "h", "x", "nope", "f"}, {"HGETALL", "h"}, {"HGETALL", "nokey"}, {"HSET", "h", "odd"},
 		{"TYPE", "h"}, {"EXISTS", "h", "h", "nokey"}, {"PEXPIRE", "h", 100000}, {"PTTL", "h"},
 		{"LPUSH", "l", "a", "b", "c"}, {"RPUSH", "l", "y", "z"}, {"LRANGE", "l", 0, -1}, {"LRANGE", "l", -2, 100},
 		{"LRANGE", "l", 3, 1}, {"LINDEX", "l", 0}, {"LINDEX", "l", -1}, {"LINDEX", "l", 9}, {"LLEN", "l"},
 		{"LTRIM", "l", 1, -2}, {"LRANGE", "l", 0, -1}, {"LPOP", "l"}, {"RPOP", "l", 2}, {"LPOP", "l", 3},
 		{"LPOP", "l"}, {"LPOP", "l", 2}, {"LLEN", "l"}, {"LPOP", "l", -1}, {"TYPE", "l"},
-		{"SET", "s", "v"}, {"HGET", "s", "f"}, {"LPUSH", "s", "x"}, {"LLEN", "s"},
+		{"SET", "s", "v"}, {"HGET", "s", "f"}, {"LPUSH", "s", "x"}, {"LLEN", "s"}, {"HINCRBYFLOAT", "s", "f", "abc"},
 		{"RENAME", "{k}a", "{k}b"}, {"SET", "{k}a", 1}, {"RENAME", "{k}a", "{k}b"}, {"GET", "{k}b"},
 		{"RENAMENX", "{k}b", "{k}b"}, {"SET", "{k}c", 2}, {"RENAMENX", "{k}b", "{k}c"}, {"RENAMENX", "{k}b", "{k}d"},
 		{"EVAL", "return {1, 2.9, 'x', false, true, {ok='fine'}, {err='bad'}, nil, 'after nil'}", 0},
@@ -312,4 +315,45 @@ func sameError(a, b error) bool {
 		return s
 	}
 	return strip(a) == strip(b)
+}
+
+// go-redis/redis_rate computes in floats from TIME inside its script: when
+// two calls see the same TIME, a remaining count lands just under its
+// integer and is one less than Redis answers. Successive scripts see TIME
+// move on rlserver as on Redis, so 147 calls of AllowN and AllowAtMost at
+// 7 a minute (whose emission interval is inexact in floats) answer as
+// Redis's, in memory and durable.
+func TestRedisRateSameAsRedis(t *testing.T) {
+	t.Parallel()
+	run := func(c *redis.Client) []string {
+		l := redis_rate.NewLimiter(c)
+		limit := redis_rate.PerMinute(7)
+		var out []string
+		for round := range 7 {
+			key := fmt.Sprintf("rate:{%d}", round)
+			for i := range 21 {
+				var res *redis_rate.Result
+				var err error
+				if i%2 == 0 {
+					res, err = l.AllowN(ctx(t), key, limit, i%4)
+				} else {
+					res, err = l.AllowAtMost(ctx(t), key, limit, i%5)
+				}
+				if err != nil {
+					t.Fatalf("round %d, call %d: %v", round, i, err)
+				}
+				out = append(out, fmt.Sprintf("%d/%d", res.Allowed, res.Remaining))
+			}
+		}
+		return out
+	}
+	want := run(startRedisServer(t))
+	for name, srv := range map[string]*rlproc.Process{"in memory": startServer(t), "durable": startDurableServer(t)} {
+		got := run(srv.Client(t, 2))
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s: call %d answered allowed/remaining %s, Redis %s", name, i, got[i], want[i])
+			}
+		}
+	}
 }

@@ -226,7 +226,7 @@ func renew(t *testing.T, c *redis.Client, h *shareHolder, limit int64) {
 	poll.Until(t, 20*time.Second, h.id+"'s renewal", func() (bool, error) {
 		var err error
 		v, err = c.Do(ctx(t), args...).Result()
-		if err != nil && isReply(err) && !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+		if err != nil && isReply(err) && !strings.HasPrefix(err.Error(), "TRYAGAIN") && !strings.HasPrefix(err.Error(), "UNCERTAIN") {
 			t.Fatalf("%v: %v", args, err)
 		}
 		return err == nil, err

@@ -28,6 +28,11 @@ type testCluster struct {
 	dirs    []string
 	nodes   []*Node
 	shards  int
+	// clocks and disks are each node's clock and the faults injected into
+	// its logs, which the tests of the clock check and of failing disks
+	// move.
+	clocks []*cluster.DebugClock
+	disks  []*persistence.DiskFaults
 }
 
 // startTestCluster starts size nodes holding shards shards, at once, as a
@@ -46,6 +51,8 @@ func startTestCluster(t *testing.T, size, shards int) *testCluster {
 		tc.members = append(tc.members, m)
 		tc.net.Name(m.Bus, m.ID)
 		tc.dirs = append(tc.dirs, t.TempDir())
+		tc.clocks = append(tc.clocks, new(cluster.DebugClock))
+		tc.disks = append(tc.disks, new(persistence.DiskFaults))
 	}
 	tc.nodes = make([]*Node, size)
 	// At once, as a cluster's nodes start: a new node waits for the others
@@ -100,6 +107,7 @@ func (tc *testCluster) tryStart(i int, ln net.Listener) error {
 	cfg.Dial = tc.net.Dialer(m.ID)
 	cfg.HeartbeatTimeout, cfg.ElectionTimeout = 250*time.Millisecond, 250*time.Millisecond
 	cfg.RequestTimeout = 3 * time.Second
+	cfg.Clock, cfg.DiskFaults = tc.clocks[i], tc.disks[i]
 	cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	n, err := Start(cfg)
 	if err != nil {

@@ -16,6 +16,9 @@ import (
 // (CLUSTER SHARDS' replication offset, and whether a non-voter has caught up
 // enough to vote), and whether the cluster still has this node: a node the
 // catalogue has forgotten, or knows with another data directory, stops.
+// Each answer carries the peer's clock too: after each round the node
+// compares its clock with the others', and hands over the leaderships it
+// should not hold (standdown.go).
 
 const (
 	healthInterval = 500 * time.Millisecond
@@ -34,6 +37,9 @@ type health struct {
 type peerHealth struct {
 	lastOK time.Time          // the last answer
 	status cluster.NodeStatus // what it said then
+	// lastFailed is when a poll of it last went unanswered (zero: never,
+	// since this node started).
+	lastFailed time.Time
 }
 
 func (h *health) start() {
@@ -46,7 +52,36 @@ func (h *health) start() {
 func (h *health) record(id string, st cluster.NodeStatus, at time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.peers[id] = &peerHealth{lastOK: at, status: st}
+	p := h.peers[id]
+	if p == nil {
+		p = &peerHealth{}
+		h.peers[id] = p
+	}
+	p.lastOK, p.status = at, st
+}
+
+// failed records that a poll of id went unanswered at at.
+func (h *health) failed(id string, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p := h.peers[id]; p != nil {
+		p.lastFailed = at
+	}
+}
+
+// steadyFor is how long id has answered every poll: since its last
+// unanswered one, or since its first poll if none went unanswered.
+func (h *health) steadyFor(id string, now time.Time) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p, ok := h.peers[id]
+	switch {
+	case !ok:
+		return 0
+	case p.lastFailed.IsZero():
+		return time.Duration(1<<63 - 1)
+	}
+	return now.Sub(p.lastFailed)
 }
 
 // expect starts the clock of a node never heard from, at its first poll:
@@ -126,6 +161,7 @@ func (n *Node) pollOnce() {
 		wg.Go(func() {
 			st, err := n.data.AskStatus(m.Bus, n.cfg.Incarnation, healthInterval*2)
 			if err != nil {
+				n.health.failed(m.ID, time.Now())
 				return
 			}
 			n.health.record(m.ID, st, time.Now())
@@ -139,6 +175,8 @@ func (n *Node) pollOnce() {
 	}
 	wg.Wait()
 	n.learnForeignLeaders(cat)
+	n.checkClock(cat)
+	n.standDown()
 }
 
 // learnForeignLeaders tells the data plane, for each shard this node holds

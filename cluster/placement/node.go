@@ -51,6 +51,10 @@ type Node struct {
 	vouchers vouchBook
 	// warnedPeer spaces the warnings about refused nodes.
 	warnedPeer atomic.Int64
+	// stranded spaces the warnings about leaderships this node should not
+	// hold and cannot hand over, by shard (-1: the catalogue); only the
+	// health poll's goroutine touches it (standdown.go).
+	stranded map[int]time.Time
 	// opened is closed once the node has opened its replicas: at once,
 	// unless it is a new cluster's node that waits for the others to say
 	// it is new.
@@ -72,6 +76,8 @@ type dataPlane interface {
 	LearnLeader(shard int, leader *cluster.Member)
 	StartCatalogueGroup(fsm raft.FSM) (r *raftfix.Raft, existing bool, err error)
 	AskStatus(addr, incarnation string, timeout time.Duration) (cluster.NodeStatus, error)
+	CheckClock(offsets []cluster.ClockOffset, others int)
+	CatalogueMustNotLead() error
 	SendCatalogueOp(addr string, op []byte, deadline time.Time) (index uint64, leader string, err error)
 	RaftStates() []cluster.RaftState
 	Halt(err error)

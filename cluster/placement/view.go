@@ -96,3 +96,7 @@ func (n *Node) Leader(shard int) (leader cluster.Member, local, ok bool) { retur
 
 // RaftStates describes this node's replicas, for INFO and the metrics.
 func (n *Node) RaftStates() []cluster.RaftState { return n.data.RaftStates() }
+
+// Fitness is what the node's checks found: its clock against the others',
+// its logs' disk, and why it must not lead, if it must not (INFO).
+func (n *Node) Fitness() cluster.Fitness { return n.raftShards.Fitness() }

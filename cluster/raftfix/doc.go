@@ -22,6 +22,9 @@
 //     for good.
 //   - staleconn.go: a pooled connection the peer closed while it sat idle
 //     is replaced before a request is written into it.
+//   - abstain.go: a voter that must not lead (Config.MayLead: its clock is
+//     off, its log cannot be written) stays out of elections and refuses
+//     to take a leadership over.
 //   - truncatedtail.go: a follower whose store failed after truncating its
 //     log can still catch up once the store works again.
 //   - raft.go: a damaged log is an error with its cause, not a panic

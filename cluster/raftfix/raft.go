@@ -29,6 +29,10 @@ type Config struct {
 	Local  raft.ServerAddress
 	// Log takes the transport's records.
 	Log hclog.Logger
+	// MayLead, when set, says why this node must not lead the group now
+	// (nil: it may): while it says so, the node stays out of elections
+	// (abstain.go). A group of one node ignores it.
+	MayLead func() error
 }
 
 // Store is a group's stable store, which closes.
@@ -59,8 +63,18 @@ func New(c Config) (*Raft, error) {
 	if c.Stream == nil {
 		_, r.trans = raft.NewInmemTransport(c.Local)
 	} else {
-		held = withHeldConfigurations(withVerifiedCommits(newNetworkTransport(c.Stream, c.Log)))
+		var abstain *abstention
+		var screen func(raft.RPC) bool
+		if c.MayLead != nil {
+			abstain = &abstention{mayLead: c.MayLead}
+			screen = abstain.screen
+		}
+		held = withHeldConfigurations(withVerifiedCommits(newNetworkTransport(c.Stream, c.Log), screen))
 		r.trans, r.acks = held, &held.acks
+		if abstain != nil {
+			abstain.netTransport = held
+			r.trans = abstain
+		}
 	}
 	logs := keepTruncatedTail(c.Logs)
 	err := readLast(logs)

@@ -40,7 +40,8 @@ import (
 // append that verifies the entries up to it (Raft sends one within its
 // commit timeout); a heartbeat carries no commit index and is left alone.
 // Every request Raft gets passes through it, heartbeats included: it refuses
-// hashicorp/raft's fast path for them (SetHeartbeatHandler).
+// hashicorp/raft's fast path for them (SetHeartbeatHandler). So it also
+// answers, with screen, the requests Raft must not get (abstain.go).
 //
 // Upstream: no hashicorp/raft issue found (searched its issues for a
 // follower's commit index, LeaderCommitIndex and min with the last index).
@@ -55,10 +56,11 @@ import (
 // Canary: TestCanaryFollowerCommitsWhatNoAppendVerified.
 type verifiedCommits struct {
 	netTransport
-	in   <-chan raft.RPC
-	out  chan raft.RPC
-	stop chan struct{}
-	once sync.Once
+	screen func(raft.RPC) bool // answers a request Raft must not get; nil: none
+	in     <-chan raft.RPC
+	out    chan raft.RPC
+	stop   chan struct{}
+	once   sync.Once
 }
 
 // netTransport is what verifiedCommits needs of the transport it wraps, and
@@ -70,9 +72,10 @@ type netTransport interface {
 	raft.WithClose
 }
 
-// withVerifiedCommits wraps t (see verifiedCommits).
-func withVerifiedCommits(t netTransport) *verifiedCommits {
-	v := &verifiedCommits{netTransport: t, in: t.Consumer(), out: make(chan raft.RPC), stop: make(chan struct{})}
+// withVerifiedCommits wraps t (see verifiedCommits); screen, when not nil,
+// answers the requests Raft must not get, reporting true for each.
+func withVerifiedCommits(t netTransport, screen func(raft.RPC) bool) *verifiedCommits {
+	v := &verifiedCommits{netTransport: t, screen: screen, in: t.Consumer(), out: make(chan raft.RPC), stop: make(chan struct{})}
 	go v.forward()
 	return v
 }
@@ -83,6 +86,9 @@ func (v *verifiedCommits) forward() {
 	for {
 		select {
 		case rpc := <-v.in:
+			if v.screen != nil && v.screen(rpc) {
+				continue
+			}
 			if req, ok := rpc.Command.(*raft.AppendEntriesRequest); ok {
 				boundCommit(req)
 			}

@@ -124,7 +124,7 @@ func appliedAfterTheNewLeadersAppends(t *testing.T, verified bool) []string {
 	leader.Connect("n1", inmem)
 	var trans raft.Transport = inmem
 	if verified {
-		trans = withVerifiedCommits(inmem)
+		trans = withVerifiedCommits(inmem, nil)
 	}
 	conf := raft.DefaultConfig()
 	conf.LocalID = "n1"
@@ -166,7 +166,7 @@ func TestHeartbeatsReachRaftThroughItsMainLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := withHeldConfigurations(withVerifiedCommits(server)) // as New composes them
+	v := withHeldConfigurations(withVerifiedCommits(server, nil)) // as New composes them
 	defer v.Close()
 	fast := make(chan struct{}, 1)
 	v.SetHeartbeatHandler(func(rpc raft.RPC) {

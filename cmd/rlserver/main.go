@@ -163,15 +163,18 @@ type running struct {
 func start(o options, log *slog.Logger) (*running, error) {
 	var clock cluster.Clock = cluster.SystemClock{}
 	var debug server.DebugClock
-	if o.debug {
-		dc := &cluster.DebugClock{}
-		clock, debug = dc, dc
+	faults := newDebugFaults(o)
+	if faults.clock != nil {
+		clock, debug = faults.clock, faults.clock
 	}
 	lns, err := listen(o)
 	if err != nil {
 		return nil, err
 	}
 	cfg := serverConfig(o, clock, debug)
+	if faults.disk != nil {
+		cfg.DebugDisk = faults.disk
+	}
 	// The flags were validated, so this holds; checked before the shards
 	// start all the same, so that New cannot fail after them.
 	if err := cfg.Validate(); err != nil {
@@ -190,7 +193,7 @@ func start(o options, log *slog.Logger) (*running, error) {
 		cfg.Observer = obs.latency
 	}
 	r := &running{lns: lns, served: make(chan error, 3)}
-	if r.shards, r.node, r.mode, err = openShards(o, lns.clientAddr(), clock, log); err != nil {
+	if r.shards, r.node, r.mode, err = openShards(o, lns.clientAddr(), clock, faults.disk, log); err != nil {
 		lns.close()
 		obs.close()
 		return nil, err
@@ -321,6 +324,7 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 	cfg.Log = log
 	cfg.LogStore = o.raftLogStore()
 	cfg.RequestTimeout = o.reqTimeout
+	cfg.MaxClockOffset, cfg.SlowLogWrite = o.checks.maxClockOffset, o.checks.slowLogWrite
 	if o.join != "" {
 		if cfg.Join, err = o.joinBus(); err != nil {
 			return placement.Config{}, err
@@ -340,9 +344,11 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 }
 
 // openShards starts the shard layer --in-memory, --data-dir and --cluster ask
-// for, and names the mode for the log. node is nil in memory. hashicorp/raft
-// logs into log too, at the levels cluster gives its records.
-func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Logger) (shards backend, node *placement.Node, mode string, err error) {
+// for, and names the mode for the log. node is nil in memory. disk, when
+// not nil, are the faults DEBUG DISK injects into a durable node's logs.
+// hashicorp/raft logs into log too, at the levels cluster gives its
+// records.
+func openShards(o options, clientAddr string, clock cluster.Clock, disk *persistence.DiskFaults, log *slog.Logger) (shards backend, node *placement.Node, mode string, err error) {
 	scripts := newScripts(log)
 	if o.inMemory {
 		cfg := cluster.DefaultMemoryConfig()
@@ -353,11 +359,11 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 		}
 		return m, nil, "in-memory", nil
 	}
-	node, mode, err = startDurable(o, clientAddr, clock, scripts, log)
+	node, mode, err = startDurable(o, clientAddr, clock, disk, scripts, log)
 	if err != nil && forgottenDataDir(err) && o.fleet.rejoinIfForgotten {
 		log.Warn("the cluster has forgotten this data directory: wiping it to join again as a new node (--rejoin-if-forgotten)", "data_dir", o.dataDir, "err", err)
 		if err = wipeDataDir(o.dataDir); err == nil {
-			node, mode, err = startDurable(o, clientAddr, clock, scripts, log)
+			node, mode, err = startDurable(o, clientAddr, clock, disk, scripts, log)
 		}
 	}
 	if err != nil {
@@ -368,12 +374,12 @@ func openShards(o options, clientAddr string, clock cluster.Clock, log *slog.Log
 
 // startDurable starts a durable node: a single node, or one of a cluster
 // on its bus listener.
-func startDurable(o options, clientAddr string, clock cluster.Clock, scripts *script.Runner, log *slog.Logger) (node *placement.Node, mode string, err error) {
+func startDurable(o options, clientAddr string, clock cluster.Clock, disk *persistence.DiskFaults, scripts *script.Runner, log *slog.Logger) (node *placement.Node, mode string, err error) {
 	cfg, err := raftSettings(o, clientAddr, clock, log)
 	if err != nil {
 		return nil, "", err
 	}
-	cfg.Scripts = scripts
+	cfg.Scripts, cfg.DiskFaults = scripts, disk
 	self := cfg.Self
 	mode = "durable single node (" + o.dataDir + ")"
 	if len(cfg.Members) > 1 || o.join != "" {

@@ -56,7 +56,10 @@ func (ob observing) serve(o options, shards backend, node *placement.Node, srv *
 		}
 	}
 	if front != nil {
-		src.RLS = front.service
+		src.RLS, src.RLQS = front.service, front.server.Quota()
+		if front.xds != nil {
+			src.XDS = front.xds // not a nil *rls.XDS in the interface
+		}
 	}
 	m, err := metrics.New(src)
 	if err != nil {

@@ -55,6 +55,7 @@ type options struct {
 	sec           security    // access: users, protected mode, TLS, timeout
 	access        access      // what sec loads, once validated
 	rls           rlsSettings // Envoy's rate limit service (rls.go)
+	checks        checks      // the clock and disk checks' bounds (checks.go)
 	// ratelimitIgnored are envoyproxy/ratelimit's variables set in the
 	// environment that set nothing here (ratelimitenv.go), for the log.
 	ratelimitIgnored []string
@@ -136,7 +137,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.replaceDead, "replace-dead-after", 0, "in a cluster of more than three nodes, re-create elsewhere the replicas of a node down for this long (0: never; CLUSTER FORGET ... FORCE does it by hand)")
 	fs.StringVar(&o.busListen, "bus-listen", "", "listen for the cluster bus on this host:port instead of this node's bus address in --cluster, which the other nodes keep dialling (behind NAT, a port mapping or a proxy)")
 	fs.IntVar(&o.shards, "shards", 0, "number of shards (single-threaded partitions of the keyspace), 1 to 1024, fixed for the cluster's life (default: what the data dir was created with; for a new cluster, one per --cluster member; with --join, the cluster's; half the CPUs for a single node)")
-	fs.BoolVar(&o.debug, "enable-debug-command", false, "allow DEBUG CLOCK, DEBUG DIGEST and DEBUG DIGEST-SHARDS (for tests)")
+	fs.BoolVar(&o.debug, "enable-debug-command", false, "allow DEBUG CLOCK, DEBUG DISK, DEBUG DIGEST and DEBUG DIGEST-SHARDS (for tests)")
 	fs.StringVar(&o.requirePass, "requirepass", "", "password clients must give with AUTH or HELLO AUTH")
 	fs.IntVar(&o.maxClients, "maxclients", defaults.MaxClients, "maximum number of client connections")
 	fs.IntVar(&o.eventLoops, "event-loops", 0, "threads that serve plain TCP connections as event loops, as Redis's one thread does; 0: a goroutine per connection (default: half the CPUs on Linux, else 0; TLS connections always have a goroutine)")
@@ -150,7 +151,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.snapInterval, "raft-snapshot-interval", 0, "how often each shard checks whether to snapshot its state, 10ms to 1h: Raft waits one to two intervals between checks (default 5s)")
 	fs.Uint64Var(&o.snapThreshold, "raft-snapshot-threshold", 0, "entries a shard writes after a snapshot before it takes the next (default 4096)")
 	fs.StringVar(&o.raftLog, "raft-log-store", persistence.DefaultLogFormat.String(), "format of the Raft logs a new data directory gets: wal (one fsync an append) or bolt (bbolt, two; every release before 0.2's format); an existing log keeps its own")
-	fs.DurationVar(&o.reqTimeout, "request-timeout", defaults.RequestTimeout, "answer every command within this long, with TRYAGAIN when its shard cannot (an election, a leader that died or froze), saying whether it may have been counted; 10ms to 1m")
+	fs.DurationVar(&o.reqTimeout, "request-timeout", defaults.RequestTimeout, "answer every command within this long, when its shard cannot (an election, a leader that died or froze) with TRYAGAIN if nothing was counted and UNCERTAIN if it may have been; 10ms to 1m")
 	fs.StringVar(&o.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.IntVar(&o.metricsPort, "metrics-port", 0, "serve Prometheus /metrics, /healthz and /readyz over HTTP on this port of --bind (0: off)")
 	o.statusPage = true
@@ -162,6 +163,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	o.fleet.addFlags(fs)
 	o.sec.addFlags(fs)
 	o.rls.addFlags(fs)
+	o.checks.addFlags(fs)
 }
 
 // halfTheCPUs is the default of both --shards on a single node and
@@ -292,6 +294,9 @@ func (o options) validate() error {
 		return err
 	}
 	if err := o.validateSecurity(); err != nil {
+		return err
+	}
+	if err := o.validateChecks(); err != nil {
 		return err
 	}
 	if _, err := parseLogLevel(o.logLevel); err != nil {

@@ -36,7 +36,7 @@ type rlsSettings struct {
 
 // addFlags defines the rate limit service's flags on fs.
 func (s *rlsSettings) addFlags(fs *flag.FlagSet) {
-	fs.IntVar(&s.grpcPort, "grpc-port", 0, "serve Envoy's rate limit service (envoy.service.ratelimit.v3.RateLimitService) and grpc.health.v1.Health over gRPC on this port of --bind, with TLS when --tls-port or --grpc-tls is on (0: off); needs --rls-config or --rls-xds-server")
+	fs.IntVar(&s.grpcPort, "grpc-port", 0, "serve Envoy's rate limit service (envoy.service.ratelimit.v3.RateLimitService), its quota service (envoy.service.rate_limit_quota.v3.RateLimitQuotaService) and grpc.health.v1.Health over gRPC on this port of --bind, with TLS when --tls-port or --grpc-tls is on (0: off); needs --rls-config or --rls-xds-server")
 	fs.StringVar(&s.config, "rls-config", "", "the rate limit service's limits: a YAML file, or a directory of them, in envoyproxy/ratelimit's format (see docs/envoy.md); reloaded when it changes or on SIGHUP")
 	fs.Var(&s.headers, "rls-response-headers", "yes: the rate limit service asks Envoy to add RateLimit-Policy, RateLimit and Retry-After to its responses: yes or no (default no)")
 	fs.Var(&s.grpcTLS, "grpc-tls", "yes: --grpc-port speaks TLS with --tls-cert-file and --tls-key-file, asking for client certificates as --tls-auth-clients says, without a --tls-port: yes or no (default: as --tls-port)")

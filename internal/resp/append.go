@@ -114,6 +114,15 @@ func AppendNull(b []byte, resp3 bool) []byte {
 	return append(b, "$-1\r\n"...)
 }
 
+// AppendNullArray appends a null where an array was asked for: RESP3's
+// null, or RESP2's null array.
+func AppendNullArray(b []byte, resp3 bool) []byte {
+	if resp3 {
+		return append(b, "_\r\n"...)
+	}
+	return append(b, "*-1\r\n"...)
+}
+
 // AppendArray appends the head of an array of n elements.
 func AppendArray(b []byte, n int) []byte { return appendHeader(b, '*', int64(n)) }
 

@@ -241,17 +241,35 @@ func (c *Cluster) Join(via *Node, extra ...string) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.join(via, "127.0.0.1", ports[0], ports[1], nil, extra)
+}
+
+// JoinOnHost is Join for a node on a host of its own, h, on the same ports
+// as the nodes of a cluster planned on Hosts: it listens for the bus on
+// every address of its host.
+func (c *Cluster) JoinOnHost(via *Node, h Host, extra ...string) (*Node, error) {
+	extra = append([]string{"--bus-listen", fmt.Sprintf("0.0.0.0:%d", HostBusPort)}, extra...)
+	return c.join(via, h.IP, HostPort, HostBusPort, h.Wrap, extra)
+}
+
+// join plans node n<next>, serving clients at host:port and the bus at
+// host:bus, run through wrap.
+func (c *Cluster) join(via *Node, host string, port, bus int, wrap, extra []string) (*Node, error) {
 	id := fmt.Sprintf("n%d", c.next)
 	c.next++
 	dir := filepath.Join(c.cfg.Dir, id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	_, viaBus, _ := strings.Cut(via.BusAddr, ":")
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	_, viaBus, err := net.SplitHostPort(via.BusAddr)
+	if err != nil {
+		return nil, fmt.Errorf("%s's bus address: %w", via.ID, err)
+	}
 	args := []string{
-		"--node-id", id, "--bind", "127.0.0.1", "--port", strconv.Itoa(ports[0]),
+		"--node-id", id, "--bind", host, "--port", strconv.Itoa(port),
 		"--data-dir", filepath.Join(dir, "data"), "--join", via.Addr + "@" + viaBus,
-		"--announce", fmt.Sprintf("%s@%d", loopback(ports[0]), ports[1]),
+		"--announce", fmt.Sprintf("%s@%d", addr, bus),
 	}
 	if c.cfg.Heartbeat != 0 {
 		args = append(args, "--raft-heartbeat", c.cfg.Heartbeat.String())
@@ -262,9 +280,9 @@ func (c *Cluster) Join(via *Node, extra ...string) (*Node, error) {
 	args = append(append(args, c.cfg.Args...), extra...)
 	n := &Node{
 		ID:       id,
-		Addr:     loopback(ports[0]),
-		BusAddr:  loopback(ports[1]),
-		Config:   Config{Bin: c.cfg.Bin, Dir: dir, Args: args},
+		Addr:     addr,
+		BusAddr:  net.JoinHostPort(host, strconv.Itoa(bus)),
+		Config:   Config{Bin: c.cfg.Bin, Dir: dir, Wrap: wrap, Args: args},
 		password: c.cfg.Password,
 	}
 	c.Nodes = append(c.Nodes, n)

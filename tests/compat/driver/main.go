@@ -3,9 +3,10 @@
 // client library's scenario program against them (tests/compat/python,
 // tests/compat/node, tests/compat/gocompat), drives redis-cli and
 // redis-benchmark itself, then runs every cluster client at once against a
-// cluster whose membership it changes (membership.go), and prints a table
-// of every client, version, mode and case with its result. It exits 1 if
-// any case failed.
+// cluster whose membership it changes (membership.go), then every client
+// family at once against a cluster whose leaders it kills and freezes
+// (faults.go), and prints a table of every client, version, mode and case
+// with its result. It exits 1 if any case failed.
 //
 // tests/compat/run installs the clients and starts it; see
 // tests/compat/README.md.
@@ -31,7 +32,7 @@ var (
 	nodeBin     = flag.String("node", "node", "Node.js")
 	compatDir   = flag.String("dir", ".", "tests/compat, where the scenario scripts are")
 	only        = flag.String("only", "", "run only the clients whose name matches this regexp")
-	mode        = flag.String("mode", "", "run only this phase: single, cluster or membership (default: all three)")
+	mode        = flag.String("mode", "", "run only this phase: single, cluster, membership or faults (default: all four)")
 	workDir     = flag.String("work", "", "directory for the servers' data and logs (default: a new temp dir, removed after a run without failures)")
 	verbose     = flag.Bool("v", false, "print the scenario programs' stderr")
 )
@@ -77,8 +78,8 @@ func main() {
 		}
 		*p = abs
 	}
-	if *mode != "" && *mode != "single" && *mode != "cluster" && *mode != "membership" {
-		logf("driver: -mode %q: want single, cluster or membership", *mode)
+	if *mode != "" && *mode != "single" && *mode != "cluster" && *mode != "membership" && *mode != "faults" {
+		logf("driver: -mode %q: want single, cluster, membership or faults", *mode)
 		os.Exit(2)
 	}
 	filter, err := regexp.Compile(*only)
@@ -131,7 +132,7 @@ func runAll(dir string, filter *regexp.Regexp) []result {
 	for _, phase := range []struct {
 		mode string
 		run  func(dir string, filter *regexp.Regexp) []result
-	}{{"single", runSingle}, {"cluster", runCluster}, {"membership", runMembership}} {
+	}{{"single", runSingle}, {"cluster", runCluster}, {"membership", runMembership}, {"faults", runFaults}} {
 		if *mode == "" || *mode == phase.mode {
 			results = append(results, phase.run(dir, filter)...)
 		}
@@ -264,7 +265,7 @@ func report(results []result, took time.Duration) (failed bool) {
 		if r.known != nil {
 			detail = "[" + r.known.id + "] " + detail
 		}
-		if len(detail) > 160 && r.status == statusPass {
+		if len(detail) > 160 && r.status == statusPass && r.mode != "faults" {
 			detail = detail[:157] + "..."
 		}
 		fmt.Printf("| %-15s | %-8s | %-10s | %-18s | %-6s | %s\n", r.client, r.version, r.mode, r.name, r.status, detail)
@@ -302,10 +303,10 @@ func containsKnown(list []*knownFailure, k *knownFailure) bool {
 	return false
 }
 
-// modeOrder sorts a client's rows: a single node, the cluster, then the
-// membership scenario.
+// modeOrder sorts a client's rows: a single node, the cluster, the
+// membership scenario, then the faults scenario.
 func modeOrder(mode string) int {
-	return slices.Index([]string{"single", "cluster", "membership"}, mode)
+	return slices.Index([]string{"single", "cluster", "membership", "faults"}, mode)
 }
 
 func dashes(n int) string { return strings.Repeat("-", n) }

@@ -105,23 +105,31 @@ func runMembership(dir string, filter *regexp.Regexp) []result {
 		}
 		return append(m.failed, m.cli.results...)
 	}
+	results := runTogether(progs, t, m.leave)
+	if withCLI {
+		results = append(results, m.cli.results...)
+	}
+	return append(results, m.failed...)
+}
+
+// runTogether runs progs against t concurrently, calls left as each ends
+// (so that a barrier the others meet at no longer waits for it), and
+// returns their results.
+func runTogether(progs []scenarioProgram, t target, left func()) []result {
 	var mu sync.Mutex
 	var results []result
 	var wg sync.WaitGroup
 	for _, p := range progs {
 		wg.Go(func() {
 			r := runScenario(p, t, p.client+":")
-			m.leave()
+			left()
 			mu.Lock()
 			results = append(results, r...)
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	if withCLI {
-		results = append(results, m.cli.results...)
-	}
-	return append(results, m.failed...)
+	return results
 }
 
 // arrive is a program's CONTROL membership <stage>: it waits until every

@@ -29,7 +29,10 @@ type target struct {
 	// membership is the membership scenario's run, for CONTROL membership;
 	// nil in the other modes.
 	membership *membership
-	timeout    time.Duration
+	// faults is the faults scenario's run, for CONTROL faults and the
+	// CALLS lines; nil in the other modes.
+	faults  *faultRun
+	timeout time.Duration
 }
 
 // runScenario runs p against t and returns its results. A program that
@@ -74,31 +77,10 @@ func runScenario(p scenarioProgram, t target, prefix string) []result {
 	if err := cmd.Start(); err != nil {
 		return []result{{client: p.client, mode: t.mode, name: "(run)", status: statusFail, detail: err.Error()}}
 	}
-	var results []result
-	var other []string // lines that are neither RESULT nor CONTROL
+	results, other := readOutput(p, t, stdout, stdin)
 	version := ""
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "RESULT\t"):
-			f := strings.SplitN(line, "\t", 7)
-			if len(f) != 7 {
-				other = append(other, line)
-				continue
-			}
-			r := result{client: f[1], version: f[2], mode: f[3], name: f[4], status: f[5], detail: f[6]}
-			version = r.version
-			logf("  %-9s %-8s %-10s %-8s %-18s %s", r.status, r.client, r.version, r.mode, r.name, r.detail)
-			results = append(results, r)
-		case strings.HasPrefix(line, "CONTROL\t"):
-			answer := control(t, strings.Split(line, "\t")[1:])
-			logf("  control %s -> %s", strings.Join(strings.Split(line, "\t")[1:], " "), answer)
-			io.WriteString(stdin, answer+"\n")
-		default:
-			other = append(other, line)
-		}
+	if len(results) > 0 {
+		version = results[len(results)-1].version
 	}
 	err = cmd.Wait()
 	stdin.Close()
@@ -120,6 +102,40 @@ func runScenario(p scenarioProgram, t target, prefix string) []result {
 	return results
 }
 
+// readOutput reads a scenario program's output until it ends: its RESULT
+// lines as results, its CONTROL lines carried out and answered on stdin,
+// its CALLS lines handed to the faults scenario; the other lines are
+// returned as they are, for a failure's report.
+func readOutput(p scenarioProgram, t target, stdout io.Reader, stdin io.Writer) (results []result, other []string) {
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "RESULT\t"):
+			f := strings.SplitN(line, "\t", 7)
+			if len(f) != 7 {
+				other = append(other, line)
+				continue
+			}
+			r := result{client: f[1], version: f[2], mode: f[3], name: f[4], status: f[5], detail: f[6]}
+			logf("  %-9s %-8s %-10s %-8s %-18s %s", r.status, r.client, r.version, r.mode, r.name, r.detail)
+			results = append(results, r)
+		case strings.HasPrefix(line, "CALLS\t") && t.faults != nil:
+			if err := t.faults.record(p.client, strings.Split(line, "\t")[1:]); err != nil {
+				other = append(other, err.Error())
+			}
+		case strings.HasPrefix(line, "CONTROL\t"):
+			answer := control(t, strings.Split(line, "\t")[1:])
+			logf("  control %s -> %s", strings.Join(strings.Split(line, "\t")[1:], " "), answer)
+			io.WriteString(stdin, answer+"\n")
+		default:
+			other = append(other, line)
+		}
+	}
+	return results, other
+}
+
 // control carries out a scenario's CONTROL request and returns the answer
 // line: "OK\t<detail>" or "ERR\t<why>".
 func control(t target, args []string) string {
@@ -129,6 +145,8 @@ func control(t target, args []string) string {
 	switch {
 	case len(args) == 2 && args[0] == "membership" && t.membership != nil:
 		return t.membership.arrive(args[1])
+	case len(args) == 2 && args[0] == "faults" && args[1] == "run" && t.faults != nil:
+		return t.faults.arrive()
 	case len(args) == 2 && args[0] == "kill-leader":
 		killed, err := t.cluster.killLeaderOf(args[1])
 		if err != nil {

@@ -15,8 +15,9 @@ import (
 )
 
 // balanceTimeout bounds the wait for every shard's leadership to be back on
-// its preferred node after a restart (rlserver hands it back within a few
-// seconds). Past it the run goes on with the leaders as they are.
+// its preferred node after a restart (rlserver hands it back once the node
+// has answered the health polls for 10 s, within about 12 s). Past it the
+// run goes on with the leaders as they are.
 const balanceTimeout = 20 * time.Second
 
 // openLog opens (appending) the log file rlserver.log in dir, which it

@@ -33,6 +33,8 @@ func runGoRedis(s *scenario) {
 		goredisSingle(s)
 	case "membership":
 		goredisMembership(s)
+	case "faults":
+		goredisFaults(s)
 	default:
 		goredisCluster(s)
 	}

@@ -66,7 +66,7 @@ func moduleVersion(path string) string {
 
 // env is what the driver tells a scenario (COMPAT_* variables).
 type env struct {
-	mode      string   // "single", "cluster" or "membership"
+	mode      string   // "single", "cluster", "membership" or "faults"
 	addrs     []string // the open server, or every node of the open cluster
 	authAddrs []string // the server (or cluster) that requires the password
 	password  string
@@ -85,7 +85,7 @@ func readEnv() (env, error) {
 		shardKeys: split(os.Getenv("COMPAT_SHARD_KEYS")),
 		leaders:   split(os.Getenv("COMPAT_SHARD_LEADERS")),
 	}
-	if (e.mode != "single" && e.mode != "cluster" && e.mode != "membership") || len(e.addrs) == 0 || len(e.authAddrs) == 0 || e.prefix == "" {
+	if (e.mode != "single" && e.mode != "cluster" && e.mode != "membership" && e.mode != "faults") || len(e.addrs) == 0 || len(e.authAddrs) == 0 || e.prefix == "" {
 		return e, errors.New("COMPAT_MODE, COMPAT_ADDRS, COMPAT_AUTH_ADDRS and COMPAT_PREFIX must be set")
 	}
 	if e.mode != "single" && (len(e.shardKeys) < 2 || len(e.leaders) != len(e.shardKeys)) {

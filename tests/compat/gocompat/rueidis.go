@@ -12,8 +12,12 @@ import (
 )
 
 func runRueidis(s *scenario) {
-	if s.mode == "membership" {
+	switch s.mode {
+	case "membership":
 		rueidisMembership(s)
+		return
+	case "faults":
+		rueidisFaults(s)
 		return
 	}
 	// Default options: RESP3, client-side caching on (CLIENT TRACKING ON

@@ -586,7 +586,70 @@ async function membership() {
   c.close();
 }
 
-({ single, cluster, membership })[MODE]().then(
+// The faults scenario (tests/compat/driver/faults.go): decisions through a
+// client of the first node (which forwards) and a cluster client seeded
+// with every node, default options, each decision on a key of its own used
+// once, until the driver has killed and frozen leaders; then each client's
+// calls and how they failed. tests/compat/gocompat/faults.go is the same in
+// Go.
+const FAULT_WINDOW = 864000000; // ten days: no run crosses a window's end
+const FAULT_LIMIT = 1000000; // never reached
+const FAULT_WORKERS = 4;
+
+async function faults() {
+  const L = lib();
+  const clients = [
+    { kind: 'standalone', c: await L.client(ADDRS[0]) },
+    { kind: 'cluster', c: await L.cluster(ADDRS) },
+  ];
+  let stopped = false;
+  // An error's code, or the library's name for it; "?" marks a text that
+  // says the decision may have been counted.
+  const errWord = (e) => {
+    const msg = String((e && e.message) || e);
+    const word = msg.split(' ')[0];
+    const w = /^[A-Z]+$/.test(word) ? word : String((e && (e.code || e.name)) || 'Error');
+    return msg.includes('may have been counted') ? `${w}?` : w;
+  };
+  const worker = async (cl) => {
+    while (!stopped) {
+      const i = cl.next++;
+      try {
+        decision(await withTimeout(cl.c.cmd('RL.FIXED', `${PREFIX}f:${cl.kind}:${i}`, FAULT_LIMIT, FAULT_WINDOW), 20000));
+      } catch (e) {
+        cl.failed.set(i, errWord(e));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+  };
+  const workers = [];
+  for (const cl of clients) {
+    cl.next = 0;
+    cl.failed = new Map();
+    for (let w = 0; w < FAULT_WORKERS; w++) workers.push(worker(cl));
+  }
+  let answer = '';
+  let err;
+  try {
+    answer = await control('faults', 'run');
+  } catch (e) {
+    err = e;
+  }
+  stopped = true;
+  await Promise.all(workers);
+  for (const cl of clients) {
+    const ids = [...cl.failed.keys()].sort((a, b) => a - b);
+    process.stdout.write(`CALLS\t${cl.kind}\t${cl.next}\t${ids.map((i) => `${i}=${cl.failed.get(i)}`).join(',')}\n`);
+    const byWord = {};
+    for (const w of cl.failed.values()) byWord[w] = (byWord[w] || 0) + 1;
+    const kinds = Object.entries(byWord).sort().map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+    if (err) result(`load-${cl.kind}`, 'FAIL', err.message);
+    else result(`load-${cl.kind}`, 'PASS', `defaults; ${cl.next} calls, errors: ${kinds}; faults: ${answer}`);
+    cl.c.close();
+  }
+}
+
+({ single, cluster, membership, faults })[MODE]().then(
   () => process.exit(0),
   (e) => {
     console.error(e);

@@ -387,5 +387,77 @@ def kinds(errors):
     return ", ".join("%s %d" % (k, n) for k, n in sorted(errors.items())) or "none"
 
 
+def faults():
+    """The faults scenario (tests/compat/driver/faults.go): decisions through
+    a redis.Redis of the first node (which forwards) and a RedisCluster
+    seeded with every node, each on a key of its own used once, until the
+    driver has killed and frozen leaders; then each client's calls and how
+    they failed."""
+    clients = [
+        ("standalone", lambda: redis.Redis(*host_port(ADDRS[0]), socket_timeout=TIMEOUT)),
+        ("cluster", lambda: RedisCluster(startup_nodes=[ClusterNode(*host_port(a)) for a in ADDRS], socket_timeout=TIMEOUT)),
+    ]
+    stop = threading.Event()
+    lock = threading.Lock()
+    calls = {kind: {"next": 0, "failed": {}} for kind, _ in clients}
+
+    def word(e):
+        # redis-py names the error codes it knows by class, and drops the
+        # code from the message; an unknown code stays in the message of
+        # a ResponseError. "?" marks a text that says the decision may have
+        # been counted.
+        known = {"TryAgainError": "TRYAGAIN", "ClusterDownError": "CLUSTERDOWN", "MovedError": "MOVED", "AskError": "ASK"}
+        name = type(e).__name__
+        if name in known:
+            w = known[name]
+        elif name == "ResponseError" and str(e).split():
+            w = str(e).split()[0]
+        else:
+            w = name
+        return w + "?" if "may have been counted" in str(e) else w
+
+    def worker(kind, make):
+        c = make()  # one client per thread
+        mine = calls[kind]
+        while not stop.is_set():
+            with lock:
+                i = mine["next"]
+                mine["next"] += 1
+            try:
+                c.execute_command("RL.FIXED", "%sf:%s:%d" % (PREFIX, kind, i), FAULT_LIMIT, FAULT_WINDOW)
+            except Exception as e:  # recorded: the driver compares it with the key's count
+                with lock:
+                    mine["failed"][i] = word(e)
+                time.sleep(0.02)
+
+    threads = [threading.Thread(target=worker, args=(kind, make), daemon=True) for kind, make in clients for _ in range(FAULT_WORKERS)]
+    for t in threads:
+        t.start()
+    try:
+        answer, err = control("faults", "run"), None
+    except Exception as e:  # reported as each client's failure
+        answer, err = "", e
+    stop.set()
+    for t in threads:
+        t.join()
+    for kind, _ in clients:
+        mine = calls[kind]
+        failed = mine["failed"]
+        print("CALLS\t%s\t%d\t%s" % (kind, mine["next"], ",".join("%d=%s" % (i, failed[i]) for i in sorted(failed))), flush=True)
+        byword = {}
+        for w in failed.values():
+            byword[w] = byword.get(w, 0) + 1
+        if err:
+            result("load-" + kind, "FAIL", err)
+        else:
+            result("load-" + kind, "PASS", "defaults, socket_timeout %ds; %d calls, errors: %s; faults: %s"
+                   % (TIMEOUT, mine["next"], kinds(byword), answer))
+
+
+# The faults scenario's keys: RL.FIXED with a window of ten days and a limit
+# never reached, as the driver peeks at them; decisions in flight per client.
+FAULT_WINDOW, FAULT_LIMIT, FAULT_WORKERS = 864000000, 1000000, 4
+
+
 if __name__ == "__main__":
-    {"single": single, "cluster": cluster, "membership": membership}[MODE]()
+    {"single": single, "cluster": cluster, "membership": membership, "faults": faults}[MODE]()
