@@ -17,13 +17,15 @@ const Never time.Duration = -1
 // every algorithm.
 type Decision struct {
 	// Allowed reports whether the cost was granted and spent. A refusal spends
-	// nothing.
+	// nothing, except a Charge's, which is spent all the same.
 	Allowed bool
 	// Limit is the budget: the limit of a window, the capacity of a bucket,
 	// burst + 1 for GCRA and CL.THROTTLE.
 	Limit int64
 	// Remaining is what could still be granted right now, after this
-	// decision; never negative.
+	// decision. Negative when the key holds more than its limit: a debt
+	// (Charge, or a Settle above the estimate, took it past; or its limit
+	// was lowered), which time pays off before anything is granted again.
 	Remaining int64
 	// RetryAfter is 0 when allowed. When refused, it is how long until the
 	// same request would be allowed if nothing else is spent meanwhile, or

@@ -106,3 +106,27 @@ func ExampleClient_AllowPartial() {
 }
 
 func process(n int64) int64 { return n }
+
+// A reply of a language model, 1,000 tokens a minute: 500 reserved up front,
+// the actual count settled once the reply is done. Settle may be retried:
+// the reservation is settled once.
+func ExampleClient_Reserve() {
+	rl, ctx := newClient(), context.Background()
+	rule := client.TokenBucket{Capacity: 1000, RefillTokens: 1000, RefillEvery: time.Minute}
+	r, err := rl.Reserve(ctx, "chat:ada", rule, 500, 5*time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if !r.Allowed {
+		fmt.Println("retry in", r.RetryAfter)
+		return
+	}
+	used := int64(1200) // ... generate the reply, count its tokens ...
+	d, err := rl.Settle(ctx, r.ID, used)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if d.Remaining < 0 {
+		fmt.Println("in debt by", -d.Remaining, "tokens: the next request waits", d.RetryAfter)
+	}
+}

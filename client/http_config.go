@@ -32,6 +32,18 @@ type HTTPConfig struct {
 	// Cost, if set, is the units a request spends (default 1). It must not
 	// be negative; 0 only reports the state.
 	Cost func(r *http.Request) int64
+	// Usage, if set, is what a response cost, known once it is done: the
+	// tokens a model generated, the bytes a download streamed. After the
+	// handler returns (for a streamed response: when its stream ends), the
+	// limiter charges it to the request's key with FORCE (Client.Charge):
+	// it counts even past the limit, and the requests that follow are
+	// refused until the debt is paid off. The request itself is decided up
+	// front as usual, at Cost (default 1; 0 lets it pass while the key is
+	// not in debt). Usage reads the Response: a header or trailer the
+	// handler set, or what it reported with AddUsage (UsageReported). A
+	// result of 0 or less charges nothing. The charge is sent within
+	// Timeout; while rlserver is unavailable it is lost (logged).
+	Usage func(r *http.Request, res *Response) int64
 	// Timeout bounds the wait for rlserver's decision. Default 200 ms. A
 	// decision is usually answered in well under a millisecond; a cluster
 	// in an election holds requests for up to 5 s, which no request should

@@ -86,7 +86,7 @@ func (l *HTTPLimiter) Wrap(next http.Handler) http.Handler {
 			l.unavailable(w, r, next, partition, cost, 0)
 			return
 		}
-		l.answer(w, r, next, d)
+		l.answer(w, r, next, d, l.cfg.KeyPrefix+partition)
 	})
 }
 
@@ -114,12 +114,17 @@ func (l *HTTPLimiter) decide(ctx context.Context, key string, cost int64) (Decis
 	}
 }
 
-// answer writes the headers of a decision and serves or refuses.
-func (l *HTTPLimiter) answer(w http.ResponseWriter, r *http.Request, next http.Handler, d Decision) {
+// answer writes the headers of a decision and serves or refuses; an allowed
+// request's usage, with Usage set, is charged to key (none: not charged).
+func (l *HTTPLimiter) answer(w http.ResponseWriter, r *http.Request, next http.Handler, d Decision, key string) {
 	h := w.Header()
 	h.Set(headerRateLimitPolicy, l.policyValue)
 	h.Set(headerRateLimit, rateLimitField(l.cfg.Policy, d))
 	if d.Allowed {
+		if l.cfg.Usage != nil && key != "" {
+			l.serveAndCharge(w, r, next, key)
+			return
+		}
 		next.ServeHTTP(w, r)
 		return
 	}
@@ -144,7 +149,7 @@ func (l *HTTPLimiter) answer(w http.ResponseWriter, r *http.Request, next http.H
 func (l *HTTPLimiter) unavailable(w http.ResponseWriter, r *http.Request, next http.Handler, partition string, cost int64, wait time.Duration) {
 	switch l.cfg.Unavailable {
 	case FailLocal:
-		l.answer(w, r, next, l.local.allowN(partition, cost))
+		l.answer(w, r, next, l.local.allowN(partition, cost), "")
 	case FailClosed:
 		if wait > 0 {
 			w.Header().Set(headerRetryAfter, strconv.FormatInt(retryAfterSeconds(wait), 10))

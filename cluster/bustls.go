@@ -56,6 +56,13 @@ func (b *BusTLS) verify(rawCerts [][]byte, _ [][]*x509.Certificate) error {
 	return err
 }
 
+// ServerConfig is the configuration of an accepting end, for another
+// link that authenticates its nodes as the bus does (the federation's).
+func (b *BusTLS) ServerConfig() *tls.Config { return b.server() }
+
+// ClientConfig is the configuration of a dialling end, as ServerConfig.
+func (b *BusTLS) ClientConfig() *tls.Config { return b.client() }
+
 // server is the configuration of the accepting end.
 func (b *BusTLS) server() *tls.Config {
 	return &tls.Config{

@@ -24,7 +24,10 @@ import (
 // node by node keeps working until the new commands are used. Only a
 // script sees a time finer than a millisecond (TIME inside it), so only a
 // batch that holds one is written as version 3, with the microseconds;
-// such a batch needs a node of script runtime 2 anyway.
+// such a batch needs a node of script runtime 2 anyway. A command with a flag its op does not take in a release (FORCE, GLOBAL
+// were added so) halts that release's replicas (ErrNewerEntry), as an op
+// it does not know does, rather than being skipped while the others apply
+// it.
 //
 // Forwarding between nodes sends commands in the same form, and results in
 // the form of appendResult.
@@ -34,6 +37,17 @@ const (
 	entryVersion2 = 2
 	entryVersion3 = 3
 )
+
+// entryVersion is the version a batch holding c needs at least.
+func entryVersion(c *engine.Command) byte {
+	switch {
+	case c.Op == engine.OpEval:
+		return entryVersion3
+	case c.Flags != 0 || len(c.Value) > 0:
+		return entryVersion2
+	}
+	return entryVersion1
+}
 
 // maxWireKey bounds a key decoded from an entry or a peer.
 const maxWireKey = 1 << 20
@@ -54,12 +68,7 @@ func appendBatch(b []byte, us int64, reqs []*Request) []byte {
 	for _, r := range reqs {
 		n += len(r.Cmds)
 		for i := range r.Cmds {
-			switch {
-			case r.Cmds[i].Op == engine.OpEval:
-				version = entryVersion3
-			case (r.Cmds[i].Flags != 0 || len(r.Cmds[i].Value) > 0) && version < entryVersion2:
-				version = entryVersion2
-			}
+			version = max(version, entryVersion(&r.Cmds[i]))
 		}
 	}
 	b = append(b, version)
@@ -263,7 +272,7 @@ func (d *reader) members() int {
 
 // extraNames are the names of the extra fields of a decision, so that a
 // forwarded result does not allocate them.
-var extraNames = []string{"granted", "delay_ms", "lease_id", "shadow_denied"}
+var extraNames = []string{"granted", "delay_ms", "lease_id", "shadow_denied", engine.ExtraReservation}
 
 func extraName(b []byte) string {
 	for _, n := range extraNames {

@@ -39,6 +39,30 @@ func TestBatchRoundTripKeepsFlagsAndValues(t *testing.T) {
 	}
 }
 
+// A FORCE charge is written as version 2 and crosses the log whole. A
+// replica of a release before FORCE halts on it, as on any flag its op
+// does not take (TestDecodeHaltsOnFlagsOfANewerRelease).
+func TestForceBatchesRoundTrip(t *testing.T) {
+	cmds := []engine.Command{
+		{Op: engine.OpSliding, Key: []byte("k"), Args: [4]int64{100, 60_000, 0, 1}},
+		{Op: engine.OpToken, Key: []byte("t"), Args: [4]int64{1000, 1000, 60_000, 1200}, Flags: engine.FlagForce},
+		{Op: engine.OpCheck, Key: []byte("user:ada"), Value: []byte("orders"), Args: [4]int64{3: 5}, Flags: engine.FlagForce},
+	}
+	data := appendBatch(nil, 1_700_000_000_000_000, []*Request{{Cmds: cmds}})
+	if data[0] != entryVersion2 {
+		t.Fatalf("version %d, want 2", data[0])
+	}
+	_, got, err := decodeBatch(data, nil)
+	if err != nil || len(got) != len(cmds) {
+		t.Fatalf("decode: %v, %d commands", err, len(got))
+	}
+	for i := range cmds {
+		if a, b := cmds[i], got[i]; a.Op != b.Op || a.Flags != b.Flags || a.Args != b.Args || !bytes.Equal(a.Key, b.Key) || !bytes.Equal(a.Value, b.Value) {
+			t.Fatalf("command %d: %+v, want %+v", i, b, a)
+		}
+	}
+}
+
 // Batches of the commands version 1 knows stay in version 1, byte for byte,
 // so nodes not yet upgraded apply what upgraded leaders propose.
 func TestPlainBatchesStayVersionOne(t *testing.T) {
@@ -175,12 +199,43 @@ func TestShareResultRoundTrip(t *testing.T) {
 	}
 }
 
-// RL.SHARE and RL.UNSHARE are ops added after every op of the releases
-// before them, which therefore halt on an entry that holds one
-// (ErrNewerEntry) rather than skip it.
-func TestShareOpsComeLast(t *testing.T) {
-	if engine.OpShare != engine.OpTop+1 || engine.OpUnshare != engine.OpShare+1 || (engine.OpUnshare + 1).Known() {
+// The ops added since the first releases come after every op of the
+// releases before them, which therefore halt on an entry that holds one
+// (ErrNewerEntry) rather than skip it: RL.SHARE's, then the global keys',
+// then RL.RESERVE's.
+func TestNewOpsComeLast(t *testing.T) {
+	if engine.OpShare != engine.OpTop+1 || engine.OpUnshare != engine.OpShare+1 {
 		t.Fatalf("RL.SHARE's ops are %d and %d after OpTop %d", engine.OpShare, engine.OpUnshare, engine.OpTop)
+	}
+	if engine.OpGlobalScan != engine.OpUnshare+1 || engine.OpGlobalCounts != engine.OpGlobalScan+3 {
+		t.Fatalf("the global ops are %d to %d after OpUnshare %d", engine.OpGlobalScan, engine.OpGlobalCounts, engine.OpUnshare)
+	}
+	if engine.OpReserve != engine.OpGlobalCounts+1 || engine.OpSettle != engine.OpReserve+1 || (engine.OpSettle + 1).Known() {
+		t.Fatalf("RL.RESERVE's ops are %d and %d after OpGlobalCounts %d", engine.OpReserve, engine.OpSettle, engine.OpGlobalCounts)
+	}
+}
+
+// A GLOBAL decision and each of the federation's ops cross the bus (and
+// the log) whole.
+func TestGlobalOpsRoundTrip(t *testing.T) {
+	p := [3]int64{100, 60_000}
+	lease := engine.GlobalLeaseRequest{Region: "eu", Algo: engine.OpSliding, Params: p, Req: 9, Demand: 5, Need: 3,
+		Period: 200, TTL: 1000, Retired: []engine.GlobalUse{{ID: 4, Used: 2}}}
+	install := engine.GlobalInstall{Algo: engine.OpSliding, Params: p, Req: 9, Base: 5, Grant: engine.GlobalGrant{Req: 9, Block: 7, Units: 3, TTL: 90, Acked: []int64{4}}}
+	counts := engine.GlobalCounts{Region: "us", Algo: engine.OpFixed, Params: p, State: [3]int64{60_000, 4}}
+	cmds := []engine.Command{
+		{Op: engine.OpFixed, Key: []byte("k"), Flags: engine.FlagGlobal | engine.FlagRelaxed, Args: [4]int64{100, 60_000, 0, 1}},
+		engine.GlobalScanCommand(0, 100), lease.Command([]byte("k")), install.Command([]byte("k")), counts.Command([]byte("k")),
+	}
+	_, got, err := decodeBatch(appendBatch(nil, 1000, []*Request{{Cmds: cmds}}), nil)
+	if err != nil || len(got) != len(cmds) {
+		t.Fatalf("decoded %d commands: %v", len(got), err)
+	}
+	for i, c := range cmds {
+		if g := got[i]; g.Op != c.Op || g.Flags != c.Flags || string(g.Key) != string(c.Key) ||
+			string(g.Value) != string(c.Value) || g.Args != c.Args {
+			t.Fatalf("command %+v came back %+v", c, g)
+		}
 	}
 }
 

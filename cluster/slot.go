@@ -1,5 +1,7 @@
 package cluster
 
+import "sync"
+
 // SlotCount is the number of hash slots, as in Redis Cluster.
 const SlotCount = 16384
 
@@ -69,4 +71,49 @@ func SlotRange(shard, shards int) (first, last int) {
 	first = (shard*SlotCount + shards - 1) / shards
 	last = ((shard+1)*SlotCount+shards-1)/shards - 1
 	return first, last
+}
+
+// SlotTag returns a short hash tag of slot: a string without braces whose
+// own slot is slot, so that any key that starts with "{" + SlotTag(s) + "}"
+// hashes to s. A reservation's id starts with its key's (see commands'
+// AppendReservationID), so that a cluster client routes RL.SETTLE, whose
+// first argument is the id, to the shard that holds the reservation.
+func SlotTag(slot uint16) string {
+	slotTagsOnce.Do(findSlotTags)
+	return slotTags[slot%SlotCount]
+}
+
+var (
+	slotTagsOnce sync.Once
+	slotTags     [SlotCount]string
+)
+
+// findSlotTags gives every slot the first string of digits and lower-case
+// letters, shortest first, that hashes to it: four characters are enough
+// for all of them, and finding them takes a few milliseconds.
+func findSlotTags() {
+	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+	found := 0
+	buf := make([]byte, 0, 4)
+	var walk func(depth int)
+	walk = func(depth int) {
+		if found == SlotCount {
+			return
+		}
+		if len(buf) == depth {
+			if s := crc16(buf) % SlotCount; slotTags[s] == "" {
+				slotTags[s] = string(buf)
+				found++
+			}
+			return
+		}
+		for i := range len(alphabet) {
+			buf = append(buf, alphabet[i])
+			walk(depth)
+			buf = buf[:len(buf)-1]
+		}
+	}
+	for depth := 1; found < SlotCount; depth++ {
+		walk(depth)
+	}
 }

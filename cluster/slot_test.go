@@ -1,6 +1,9 @@
 package cluster
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSlot(t *testing.T) {
 	if got := crc16([]byte("123456789")); got != 0x31C3 {
@@ -44,6 +47,16 @@ func TestSlotRangesCoverEverySlotOnce(t *testing.T) {
 		}
 		if next != SlotCount {
 			t.Fatalf("%d shards cover %d slots", shards, next)
+		}
+	}
+}
+
+// Every slot has a tag, short, without braces, that hashes to it.
+func TestSlotTags(t *testing.T) {
+	for s := range uint16(SlotCount) {
+		tag := SlotTag(s)
+		if tag == "" || len(tag) > 4 || strings.ContainsAny(tag, "{}") || Slot([]byte("{"+tag+"}42:user:ada")) != s {
+			t.Fatalf("slot %d: tag %q", s, tag)
 		}
 	}
 }

@@ -8,8 +8,9 @@ import (
 )
 
 // RL.ALL checks several limits as one: "RL.ALL SLIDING {u}:s 10 1000
-// FIXED {u}:m 100 60000 [COST n]". Each limit is an algorithm's word, then
-// what its command takes (POLICY: key and policy name); COST applies to all.
+// FIXED {u}:m 100 60000 [COST n] [FORCE]". Each limit is an algorithm's
+// word, then what its command takes (POLICY: key and policy name); COST and
+// FORCE apply to all.
 
 var (
 	errAllEmpty    = errors.New("ERR RL.ALL needs at least one limit")
@@ -28,7 +29,7 @@ type allLimit struct {
 // later.
 func splitAll(args [][]byte, fn func(l allLimit)) (options [][]byte, err error) {
 	for len(args) > 0 {
-		if EqualFold(args[0], "cost") {
+		if EqualFold(args[0], "cost") || EqualFold(args[0], "force") {
 			return args, nil
 		}
 		l, n := allLimit{algo: -2}, 0
@@ -97,6 +98,7 @@ func parseAll(args [][]byte, dst []engine.Command) ([]engine.Command, error) {
 	}
 	for i := range members {
 		members[i].Args[3] = cost.Args[3]
+		members[i].Flags |= cost.Flags & engine.FlagForce
 	}
 	dst[head].Args[0] = int64(len(members))
 	dst[head].Key = members[0].Key

@@ -31,7 +31,7 @@ func parseCheckLimit(args [][]byte) (engine.Command, error) {
 	return c, c.Check()
 }
 
-// parseCheck parses "RL.CHECK key policy [COST n] [PARTIAL]".
+// parseCheck parses "RL.CHECK key policy [COST n] [PARTIAL] [FORCE]".
 func parseCheck(args [][]byte, dst []engine.Command) ([]engine.Command, error) {
 	c, err := parseCheckLimit(args[1:3])
 	if err != nil {

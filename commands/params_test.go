@@ -134,3 +134,56 @@ func TestParseLimitAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+func TestGlobalOption(t *testing.T) {
+	for _, tc := range []struct {
+		line  string
+		flags engine.Flags
+		err   string // a prefix of the error, "" for none
+	}{
+		{"RL.SLIDING k 10 1000 GLOBAL", engine.FlagGlobal, ""},
+		{"RL.SLIDING k 10 1000 global strict COST 2", engine.FlagGlobal, ""},
+		{"RL.FIXED k 10 1000 COST 2 GLOBAL RELAXED PARTIAL", engine.FlagGlobal | engine.FlagRelaxed | engine.FlagPartial, ""},
+		{"RL.TOKEN k 10 1 1000 GLOBAL", engine.FlagGlobal, ""},
+		{"RL.GCRA k 10 1 1000 GLOBAL", engine.FlagGlobal, ""},
+		{"RL.TOKEN k 10 1 1000 GLOBAL RELAXED", 0, "ERR syntax error"},
+		{"RL.LOG k 10 1000 GLOBAL", 0, "ERR syntax error"},
+		{"RL.SLIDING k 10 1000 GLOBAL GLOBAL", 0, "ERR syntax error"},
+		{"RL.SLIDING k 10 1000 RELAXED", 0, "ERR syntax error"},
+	} {
+		args := words(tc.line)
+		got, err := Lookup(args[0]).Parse(args, nil)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+				t.Errorf("%s: %v, want %s", tc.line, err, tc.err)
+			}
+		case err != nil || got[0].Flags != tc.flags:
+			t.Errorf("%s: %+v %v, want flags %#x", tc.line, got, err, tc.flags)
+		}
+	}
+}
+
+func TestGlobalPolicyOption(t *testing.T) {
+	for line, want := range map[string]engine.Flags{
+		"RL.POLICY SET p SLIDING 100 60000 GLOBAL":        engine.FlagGlobal,
+		"RL.POLICY SET p SLIDING 100 60000 global strict": engine.FlagGlobal,
+		"RL.POLICY SET p FIXED 100 60000 GLOBAL RELAXED":  engine.FlagGlobal | engine.FlagRelaxed,
+		"RL.POLICY SET p TOKEN 10 1 1000 GLOBAL":          engine.FlagGlobal,
+		"RL.POLICY SET p SLIDING 100 60000 SHADOW":        engine.FlagShadow,
+	} {
+		set, err := ParsePolicySet(words(line))
+		if err != nil || set.Flags != want {
+			t.Errorf("%s: %+v %v, want flags %#x", line, set, err, want)
+		}
+	}
+	for _, line := range []string{
+		"RL.POLICY SET p TOKEN 10 1 1000 GLOBAL RELAXED",
+		"RL.POLICY SET p LOG 10 1000 GLOBAL",
+		"RL.POLICY SET p SLIDING 100 60000 GLOBAL SHADOW",
+	} {
+		if _, err := ParsePolicySet(words(line)); err == nil {
+			t.Errorf("%s parsed", line)
+		}
+	}
+}

@@ -10,7 +10,8 @@ import (
 // parser appends to dst the engine commands that carry out args.
 type parser func(args [][]byte, dst []engine.Command) ([]engine.Command, error)
 
-// decisionParser parses "NAME key params... [COST n] [PARTIAL]" into op,
+// decisionParser parses "NAME key params... [COST n] [PARTIAL] [FORCE]
+// [GLOBAL [STRICT|RELAXED]]" into op,
 // whose parameters the engine's table gives.
 func decisionParser(op engine.Op) parser {
 	n := requiredParams(op)
@@ -25,16 +26,30 @@ func decisionParser(op engine.Op) parser {
 		if err := parseOptions(rest, &c, true); err != nil {
 			return dst, err
 		}
+		if c.Flags&engine.FlagGlobal != 0 { // GLOBAL's bounds across options
+			if err := c.Check(); err != nil {
+				return dst, err
+			}
+		}
 		return append(dst, c), nil
 	}
 }
 
 // parseOptions parses a decision's options: COST n (negative: a refund),
-// within the bounds of c's op, and, when partial is allowed, PARTIAL.
+// within the bounds of c's op; FORCE, a cost that counts even when it does
+// not fit; when partial is allowed, PARTIAL; and GLOBAL [STRICT|RELAXED]
+// where c's op may be global. Each at most once, in any order.
 func parseOptions(rest [][]byte, c *engine.Command, partial bool) error {
 	costGiven := false
 	for len(rest) > 0 {
 		switch {
+		case EqualFold(rest[0], "global") && c.Op.Spec().Flags&engine.FlagGlobal != 0 && c.Flags&engine.FlagGlobal == 0:
+			c.Flags, rest = c.Flags|engine.FlagGlobal, rest[1:]
+			if len(rest) > 0 && EqualFold(rest[0], "relaxed") && c.Op.Spec().Flags&engine.FlagRelaxed != 0 {
+				c.Flags, rest = c.Flags|engine.FlagRelaxed, rest[1:]
+			} else if len(rest) > 0 && EqualFold(rest[0], "strict") {
+				rest = rest[1:]
+			}
 		case EqualFold(rest[0], "cost") && len(rest) >= 2 && !costGiven:
 			costGiven = true
 			v, err := paramArg(rest[1], &c.Op.Spec().Cost)
@@ -44,9 +59,14 @@ func parseOptions(rest [][]byte, c *engine.Command, partial bool) error {
 			c.Args[3], rest = v, rest[2:]
 		case EqualFold(rest[0], "partial") && partial && c.Flags&engine.FlagPartial == 0:
 			c.Flags, rest = c.Flags|engine.FlagPartial, rest[1:]
+		case EqualFold(rest[0], "force") && c.Flags&engine.FlagForce == 0:
+			c.Flags, rest = c.Flags|engine.FlagForce, rest[1:]
 		default:
 			return ErrSyntax
 		}
+	}
+	if c.Flags&engine.FlagForce != 0 && c.Flags&engine.FlagPartial != 0 {
+		return c.Check() // the engine's words: FORCE charges the whole cost
 	}
 	return nil
 }

@@ -40,8 +40,8 @@ func algorithmWords(more ...string) string {
 
 var errPolicyAlgorithm = errors.New("ERR unknown algorithm: use " + algorithmWords())
 
-// ParsePolicySet parses "RL.POLICY SET name ALGORITHM params... [SHADOW]"
-// into the op that defines the policy on a shard.
+// ParsePolicySet parses "RL.POLICY SET name ALGORITHM params... [SHADOW |
+// GLOBAL [STRICT|RELAXED]]" into the op that defines the policy on a shard.
 func ParsePolicySet(args [][]byte) (engine.Command, error) {
 	set := engine.Command{Op: engine.OpPolicySet}
 	if len(args) < 5 {
@@ -51,9 +51,7 @@ func ParsePolicySet(args [][]byte) (engine.Command, error) {
 	if err := ParsePolicyName(name); err != nil {
 		return set, err
 	}
-	if n := len(rest); n > 0 && EqualFold(rest[n-1], "shadow") {
-		set.Flags, rest = engine.FlagShadow, rest[:n-1]
-	}
+	set.Flags, rest = policyFlags(rest)
 	for _, a := range policyAlgorithms {
 		if !EqualFold(algo, a.word) {
 			continue
@@ -76,6 +74,23 @@ func ParsePolicySet(args [][]byte) (engine.Command, error) {
 		return set, set.Check()
 	}
 	return set, errPolicyAlgorithm
+}
+
+// policyFlags reads the words that end a policy's definition: SHADOW, or
+// GLOBAL and its mode; it returns the flags and the words before them.
+func policyFlags(rest [][]byte) (engine.Flags, [][]byte) {
+	n := len(rest)
+	switch {
+	case n > 0 && EqualFold(rest[n-1], "shadow"):
+		return engine.FlagShadow, rest[:n-1]
+	case n > 0 && EqualFold(rest[n-1], "global"):
+		return engine.FlagGlobal, rest[:n-1]
+	case n > 1 && EqualFold(rest[n-2], "global") && EqualFold(rest[n-1], "strict"):
+		return engine.FlagGlobal, rest[:n-2]
+	case n > 1 && EqualFold(rest[n-2], "global") && EqualFold(rest[n-1], "relaxed"):
+		return engine.FlagGlobal | engine.FlagRelaxed, rest[:n-2]
+	}
+	return 0, rest
 }
 
 // ParsePolicyName checks the name RL.POLICY GET and DEL take.

@@ -125,6 +125,9 @@ const (
 	// budget leases
 	IDShare
 	IDUnshare
+	// charging by usage
+	IDReserve
+	IDSettle
 )
 
 // Arg documents one argument for COMMAND DOCS and the reference docs.
@@ -178,6 +181,9 @@ func (s *Spec) Keys(args [][]byte, fn func(key []byte)) {
 		return
 	case IDEval, IDEvalSHA, IDEvalRO, IDEvalSHARO: // numkeys, then the keys
 		evalKeys(args, fn)
+		return
+	case IDSettle: // the key its reservation's id names
+		settleKeys(args, fn)
 		return
 	}
 	last := s.LastKey

@@ -12,6 +12,10 @@ var (
 	argKeys    = Arg{Name: "key", Type: "key", Multiple: true}
 	argCost    = Arg{Name: "cost", Type: "integer", Token: "COST", Optional: true}
 	argPartial = Arg{Name: "partial", Type: "pure-token", Token: "PARTIAL", Optional: true}
+	argGlobal  = Arg{Name: "global", Type: "block", Token: "GLOBAL", Optional: true, Args: []Arg{
+		{Name: "mode", Type: "oneof", Optional: true, Args: []Arg{
+			{Name: "strict", Type: "pure-token", Token: "STRICT"}, {Name: "relaxed", Type: "pure-token", Token: "RELAXED"}}}}}
+	argForce = Arg{Name: "force", Type: "pure-token", Token: "FORCE", Optional: true}
 )
 
 // allAlgorithmArgs documents the words RL.ALL's limits start with: the
@@ -34,12 +38,18 @@ func decisionSpec(id ID, op engine.Op, fast bool, summary string) *Spec {
 	if !fast {
 		flags, cats, complexity = flags[:2], []string{"@write", "@ratelimit", "@slow"}, "O(N) where N is the number of distinct milliseconds with grants in the window"
 	}
+	args := append(limitArgs(op), argCost, argPartial)
+	if op.Spec().Flags&engine.FlagForce != 0 {
+		args = append(args, argForce)
+	}
+	if op.Spec().Flags&engine.FlagGlobal != 0 {
+		args = append(args, argGlobal)
+	}
 	return &Spec{
 		ID: id, Name: op.Spec().Name, Arity: -(2 + requiredParams(op)), Flags: flags,
 		FirstKey: 1, LastKey: 1, KeyStep: 1, Categories: cats,
 		Group: "ratelimit", Since: "1.0.0", Complexity: complexity, Summary: summary,
-		Args: append(limitArgs(op), argCost, argPartial), Route: RouteKey,
-		parse: decisionParser(op),
+		Args: args, Route: RouteKey, parse: decisionParser(op),
 	}
 }
 
@@ -151,7 +161,8 @@ var (
 	policyWriteCats = []string{"@write", "@admin", "@slow", "@dangerous"}
 )
 
-var table = append(append(append(append(append([]*Spec{}, baseTable...), shareSpecs...), collectionSpecs...), scriptingSpecs...), operatorSpecs...)
+var table = append(append(append(append(append(append([]*Spec{}, baseTable...), shareSpecs...), reserveSpecs...), collectionSpecs...),
+	scriptingSpecs...), operatorSpecs...)
 
 // baseTable is the commands of the limiters and the server.
 var baseTable = []*Spec{
@@ -179,7 +190,7 @@ var baseTable = []*Spec{
 		"Throttling: a leaky-bucket queue that admits while it has room and says how long to wait first (delay_ms); refuses only when full."),
 	limitSpec(IDQuota, "rl.quota", -4, true,
 		"Calendar quota: units per day, ISO week, month or year, reset when the period turns (UTC, or OFFSET minutes east of it).",
-		decisionParser(engine.OpQuota), append(paramArgs(engine.OpQuota), argCost, argPartial)...),
+		decisionParser(engine.OpQuota), append(paramArgs(engine.OpQuota), argCost, argPartial, argForce)...),
 	limitSpec(IDAcquire, "rl.acquire", 4, true,
 		"Concurrency limit: takes a lease if fewer than limit are held; the reply's lease_id releases it, lease_ms expires it.",
 		parseAcquire, Arg{Name: "limit", Type: "integer"}, Arg{Name: "lease_ms", Type: "integer"}),
@@ -188,7 +199,7 @@ var baseTable = []*Spec{
 		parseRelease, Arg{Name: "lease_id", Type: "integer"}),
 	limitSpec(IDCheck, "rl.check", -3, true,
 		"Applies a policy defined with RL.POLICY SET to a key: the policy's algorithm and limits, the common reply.",
-		parseCheck, Arg{Name: "policy", Type: "string"}, argCost, argPartial),
+		parseCheck, Arg{Name: "policy", Type: "string"}, argCost, argPartial, argForce),
 	{
 		ID: IDAll, Name: "rl.all", Arity: -4, Flags: []string{"write", "denyoom", "movablekeys"},
 		FirstKey: 2, LastKey: 2, KeyStep: 1, Categories: []string{"@write", "@ratelimit", "@fast"},
@@ -196,7 +207,7 @@ var baseTable = []*Spec{
 		Summary: "Checks several limits as one, all or nothing: when one denies, nothing is consumed. Keys must share a hash slot.",
 		Args: []Arg{{Name: "limit", Type: "block", Multiple: true, Args: []Arg{
 			{Name: "algorithm", Type: "oneof", Args: allAlgorithmArgs()},
-			argKey, {Name: "parameters", Type: "string", Multiple: true}}}, argCost},
+			argKey, {Name: "parameters", Type: "string", Multiple: true}}}, argCost, argForce},
 		Route: RouteKey, SameSlot: true, parse: parseAll,
 	},
 	{
@@ -204,9 +215,10 @@ var baseTable = []*Spec{
 		Since: "1.1.0", Complexity: "O(1)", Summary: "Named limits kept on the server, replicated with the data.", Route: RouteServer,
 		Sub: []*Spec{
 			sub("rl.policy", "set", -5, []string{"write", "denyoom"}, policyWriteCats,
-				"Defines or changes a policy: RL.POLICY SET name ALGORITHM parameters... [SHADOW]. Takes effect at once for every client.",
+				"Defines or changes a policy: RL.POLICY SET name ALGORITHM parameters... [SHADOW | GLOBAL [STRICT|RELAXED]]. Takes effect at once for every client.",
 				Arg{Name: "name", Type: "string"}, Arg{Name: "algorithm", Type: "string"},
-				Arg{Name: "parameters", Type: "string", Multiple: true}, Arg{Name: "shadow", Type: "pure-token", Token: "SHADOW", Optional: true}),
+				Arg{Name: "parameters", Type: "string", Multiple: true}, Arg{Name: "mode", Type: "oneof", Optional: true,
+					Args: []Arg{{Name: "shadow", Type: "pure-token", Token: "SHADOW"}, argGlobal}}),
 			sub("rl.policy", "get", 3, []string{"readonly"}, policyReadCats, "A policy's definition and counters (checks, denied, shadow_denied); nil if none.",
 				Arg{Name: "name", Type: "string"}),
 			sub("rl.policy", "list", 2, []string{"readonly"}, policyReadCats, "Every policy: its name and its definition."),

@@ -5,8 +5,8 @@ const MaxAllLimits = 16
 
 // allMember reports whether op may be one of RL.ALL's limits: the decision
 // commands with the common reply, and RL.CHECK. (ErrAllMember answers a
-// group commands would never build: a limit that is not one, PARTIAL, a key
-// twice, or a wrong count.)
+// group commands would never build: a limit that is not one, PARTIAL, FORCE
+// on some limits only, a key twice, or a wrong count.)
 func allMember(op Op) bool {
 	return policyOp(op) || op == OpCheck
 }
@@ -29,13 +29,16 @@ func (s *Shard) all(now int64, cmds []Command, out []Result) {
 	allowed := true
 	for j := range members {
 		recs[j] = s.lookup(members[j].Key, now)
-		if err := s.evaluate(now, &members[j], recs[j], &verdicts[j]); err != nil {
+		if err := s.evaluate(now, &members[j], recs[j], &verdicts[j], noSince); err != nil {
 			head.Type, head.Err = ResError, err
 			return
 		}
 		allowed = allowed && verdicts[j].d.Allowed
 	}
-	if allowed {
+	// A FORCE charge counts on every limit, whether all of them had room
+	// for it or not: each limit's verdict says what to write.
+	apply := allowed || members[0].Flags&FlagForce != 0
+	if apply {
 		if err := s.admitGroup(now, recs[:len(members)], verdicts[:len(members)]); err != nil {
 			head.Type, head.Err = ResError, err
 			return
@@ -43,7 +46,7 @@ func (s *Shard) all(now int64, cmds []Command, out []Result) {
 	}
 	for j := range members {
 		v := &verdicts[j]
-		if allowed {
+		if apply {
 			s.commit(now, members[j].Key, recs[j], v)
 		} else if v.d.Allowed && members[j].Args[3] > 0 {
 			// Allowed on its own but not consumed: report its budget as
@@ -51,7 +54,7 @@ func (s *Shard) all(now int64, cmds []Command, out []Result) {
 			peek := members[j]
 			peek.Args[3] = 0
 			p := &s.verdict
-			_ = s.evaluate(now, &peek, recs[j], p) // it just succeeded with a cost
+			_ = s.evaluate(now, &peek, recs[j], p, noSince) // it just succeeded with a cost
 			p.d.Allowed = true
 			v.d = p.d
 		}
@@ -85,7 +88,8 @@ func checkGroup(cmds []Command) error {
 		return ErrAllMember
 	}
 	for j := range members {
-		if !allMember(members[j].Op) || members[j].Flags&FlagPartial != 0 {
+		if !allMember(members[j].Op) || members[j].Flags&(FlagPartial|FlagGlobal) != 0 ||
+			members[j].Flags&FlagForce != members[0].Flags&FlagForce {
 			return ErrAllMember
 		}
 		for k := range j {

@@ -8,7 +8,9 @@ import (
 // checkSane fails on a decision no client could act on.
 func checkSane(t *testing.T, what string, d Decision) {
 	t.Helper()
-	if d.Remaining < 0 || d.ResetAfter < 0 || d.RetryAfter < -1 || (d.Allowed && d.RetryAfter != 0) ||
+	// Remaining goes below zero by a debt (FORCE, a lowered limit), which
+	// is at most the two windows of a sliding counter, each of MaxCount.
+	if d.Remaining > d.Limit || d.Remaining < d.Limit-2*MaxCount || d.ResetAfter < 0 || d.RetryAfter < -1 || (d.Allowed && d.RetryAfter != 0) ||
 		(!d.Allowed && d.RetryAfter == 0) || d.ResetAfter == math.MaxInt64 || d.RetryAfter == math.MaxInt64 {
 		t.Fatalf("%s: insane decision %+v", what, d)
 	}

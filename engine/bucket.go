@@ -132,6 +132,18 @@ func (b bucket) refund(st bucketLevel, now, n int64) bucketLevel {
 	return st
 }
 
+// charge raises the level by a refused cost all the same (FORCE): the
+// bucket goes into debt, to be drained before it grants again. The level
+// is capped where the bucket would take MaxDuration to drain (or at
+// MaxCount units), which keeps every wait it reports in range.
+func (b bucket) charge(st bucketLevel, now, cost int64) bucketLevel {
+	st.Whole, st.Last = st.Whole+cost, max(st.Last, now)
+	if most := min(mulDivFloor(MaxDuration, b.Rate, b.Period), MaxCount); st.Whole >= most {
+		st.Whole, st.Frac = most, 0
+	}
+	return st
+}
+
 // bucketAlgorithm is RL.TOKEN, RL.LEAKY, RL.GCRA or RL.SHAPE: a record holds
 // the bucket's capacity, rate and period, and its level. What tells them
 // apart is their rows in ops (their parameters' names, and whether the first
@@ -215,9 +227,15 @@ func (a bucketAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, 
 	queued := b.drainTo(b.drain(st, now), 0)
 	v.params = [3]int64{b.Capacity, b.Rate, b.Period}
 	st, v.d = b.decide(st, now, max(cost, 0))
-	v.write, v.state = keepState(i >= 0, cost, converted, v.d.Allowed), [3]int64{st.Whole, st.Frac, st.Last}
-	if v.d.Allowed {
-		v.extra = queued
+	counted := v.counts(cost)
+	if counted {
+		st = b.charge(st, now, cost)
+		_, peek := b.decide(st, now, 0)
+		v.d = v.chargedReply(v.d, peek, peek) // only FORCE counts a bucket's refusal
+	}
+	v.write, v.state = keepState(i >= 0, cost, converted, v.d.Allowed || counted), [3]int64{st.Whole, st.Frac, st.Last}
+	if v.d.Allowed || counted {
+		v.extra = queued // a charge forced into RL.SHAPE's queue waits its turn too
 	}
 }
 

@@ -23,8 +23,10 @@ import (
 // become garbage as the encoding passes them. The parameter sets its
 // records name are not reused while a capture is in progress
 // (paramTable.hold), and the free stack lives in the records. The
-// sections after the keys (memory limit, policies, scripts: bounded, and
-// small) are encoded when the capture is taken.
+// sections after the keys (memory limit, policies, scripts, reservations:
+// small beside the keys) are encoded when the capture is taken, and so is
+// the side state of the global keys (few, and changed in place:
+// keyspace.frozenGlobals).
 //
 // So a capture costs at most one copy of every chunk written during it,
 // 56 bytes a key at worst (every chunk written before the encoding
@@ -147,6 +149,10 @@ func (s *Shard) Capture() *Capture {
 		now:      s.now,
 		evict:    s.evictCursor,
 		settings: s.appendSettings(nil),
+	}
+	c.view.frozenGlobals = make(map[int32][]byte, len(ks.globals))
+	for i := range ks.globals {
+		c.view.frozenGlobals[i] = appendGlobal(nil, ks, i)
 	}
 	w.live = append(w.live, liveCapture{c: c, epoch: w.epoch})
 	ks.params.hold = true

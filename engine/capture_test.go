@@ -224,3 +224,28 @@ func TestCaptureKeepsALogChangedInPlace(t *testing.T) {
 		t.Fatalf("the capture encoded %x, the state at its instant %x", got, want)
 	}
 }
+
+// A capture keeps the global keys as they were when it was taken: their
+// side state, which the shard changes in place, and the records a relaxed
+// key's decisions write; the shard goes on with the same keys meanwhile.
+func TestCaptureKeepsGlobalKeys(t *testing.T) {
+	s := NewShard()
+	const now = 1_700_000_040_000
+	globalSeeds(s, now)
+	f := &inFlight{want: s.AppendSnapshot(nil), digest: s.digest()}
+	f.c = s.Capture()
+	// The first write to the keys' chunk since: a relaxed decision.
+	run(s, now+10, Command{Op: OpFixed, Key: []byte("rk"), Flags: FlagGlobal | FlagRelaxed, Args: [4]int64{100, 60_000, 0, 1}})
+	globalSeeds(s, now+10)
+	for _, key := range []string{"gk", "rk"} {
+		run(s, now+20, globalCommands([]byte(key))...)
+	}
+	if bytes.Equal(s.AppendSnapshot(nil), f.want) {
+		t.Fatal("the shard did not change while captured")
+	}
+	for f.c.Encoded() < f.c.Parts() {
+		f.got = f.c.AppendNext(f.got)
+	}
+	s.EndCapture(f.c)
+	checkCapture(t, 0, f)
+}

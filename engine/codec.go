@@ -35,12 +35,14 @@ func appendEntry(b []byte, ks *keyspace, i int32, now int64) []byte {
 }
 
 // appendCollection appends a hash's fields and values, in order, or a
-// list's elements, tail first, each after its count, or a share key's
-// holders (appendShares).
+// list's elements, tail first, each after its count, a share key's
+// holders (appendShares) or a global key's side state (appendGlobal).
 func appendCollection(b []byte, ks *keyspace, i int32, kind Kind) []byte {
 	switch kind {
 	case KindShare:
 		b = appendShares(b, ks, i)
+	case KindGlobal:
+		b = appendGlobal(b, ks, i)
 	case KindHash:
 		h := ks.fields(i)
 		b = wire.AppendUvarint(b, uint64(len(h)))
@@ -98,7 +100,7 @@ func entryLen(ks *keyspace, i int32, now int64, scratch *[]byte) int {
 		return 1
 	}
 	kind := ks.kind(i)
-	if kinds[kind].log != nil || kind == KindString && r.state[2] == 1 || kind == KindHash || kind == KindList || kind == KindShare {
+	if kinds[kind].log != nil || kind == KindString && r.state[2] == 1 || kind == KindHash || kind == KindList || kind == KindShare || kind == KindGlobal {
 		*scratch = appendEntry((*scratch)[:0], ks, i, now)
 		return len(*scratch)
 	}
@@ -241,7 +243,10 @@ func (d *decoder) entry(s *Shard) {
 		s.keys.setValue(i, string(value), true)
 	}
 	d.collection(&s.keys, i, kind)
-	if kind == KindShare {
+	switch kind {
+	case KindShare:
 		d.shares(&s.keys, i)
+	case KindGlobal:
+		d.global(&s.keys, i)
 	}
 }

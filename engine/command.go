@@ -38,6 +38,16 @@ const (
 	FlagRight    // LPUSH, LPOP: at the tail (RPUSH, RPOP)
 	FlagSHA      // EVAL: the script is named by its SHA1 (EVALSHA)
 	FlagReadOnly // EVAL: the script may not write (EVAL_RO)
+	// FlagGlobal makes a decision one of a federation's global key
+	// (GLOBAL): decided from what this region holds (globaldecide.go).
+	FlagGlobal
+	// FlagRelaxed makes a global key relaxed rather than strict.
+	FlagRelaxed
+	// FlagForce makes a decision count its cost even when it does not fit
+	// (FORCE): a charge for work already done, which takes the key past
+	// its limit, into a debt that refuses what follows until time has paid
+	// it off. The reply says whether it fitted.
+	FlagForce
 )
 
 // ResultType says which fields of a Result carry the answer.

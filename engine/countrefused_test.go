@@ -28,14 +28,14 @@ func TestCountRefusedWindows(t *testing.T) {
 	}{
 		{"fixed: a refused addend is counted, as envoyproxy/ratelimit's INCRBY is", OpFixed, []int64{10, 1000}, []step{
 			{1000, 8, Decision{Allowed: true, Limit: 10, Remaining: 2, ResetAfter: 1000}},
-			{1100, 5, Decision{Limit: 10, RetryAfter: 900, ResetAfter: 900}},
+			{1100, 5, Decision{Limit: 10, Remaining: -3, RetryAfter: 900, ResetAfter: 900}},
 			// 13 counted: one more unit is refused too, until the window ends.
-			{1200, 1, Decision{Limit: 10, RetryAfter: 800, ResetAfter: 800}},
+			{1200, 1, Decision{Limit: 10, Remaining: -4, RetryAfter: 800, ResetAfter: 800}},
 			{2000, 10, Decision{Allowed: true, Limit: 10, ResetAfter: 1000}},
 		}},
 		{"fixed: a cost above the limit is counted and never allowed", OpFixed, []int64{3, 1000}, []step{
-			{5000, 4, Decision{Limit: 3, RetryAfter: RetryNever, ResetAfter: 1000}},
-			{5500, 1, Decision{Limit: 3, RetryAfter: 500, ResetAfter: 500}},
+			{5000, 4, Decision{Limit: 3, Remaining: -1, RetryAfter: RetryNever, ResetAfter: 1000}},
+			{5500, 1, Decision{Limit: 3, Remaining: -2, RetryAfter: 500, ResetAfter: 500}},
 		}},
 		{"fixed: a peek counts nothing", OpFixed, []int64{1, 1000}, []step{
 			{0, 1, Decision{Allowed: true, Limit: 1, ResetAfter: 1000}},
@@ -46,19 +46,19 @@ func TestCountRefusedWindows(t *testing.T) {
 			{0, 4, Decision{Allowed: true, Limit: 4, ResetAfter: 2000}},
 			// refused and counted: 8 in this window. The same cost fits
 			// only once both windows have passed.
-			{500, 4, Decision{Limit: 4, RetryAfter: 1500, ResetAfter: 1500}},
+			{500, 4, Decision{Limit: 4, Remaining: -4, RetryAfter: 1500, ResetAfter: 1500}},
 			// half-way through the next window the 8 weigh 4: refused and
 			// counted again; the wait for one unit, from the new counts, is
 			// exact: 8*(1000-e)/1000 + 1 + 1 <= 4 at e = 750.
-			{1500, 1, Decision{Limit: 4, RetryAfter: 250, ResetAfter: 1500}},
+			{1500, 1, Decision{Limit: 4, Remaining: -1, RetryAfter: 250, ResetAfter: 1500}},
 			// asking a millisecond early is refused and counted too, so the
 			// wait grows: 8*(1000-e)/1000 + 2 + 1 <= 4 at e = 875.
-			{1749, 1, Decision{Limit: 4, RetryAfter: 126, ResetAfter: 1251}},
+			{1749, 1, Decision{Limit: 4, Remaining: -1, RetryAfter: 126, ResetAfter: 1251}},
 			{1875, 1, Decision{Allowed: true, Limit: 4, ResetAfter: 1125}},
 		}},
 		{"quota: a refused cost is counted in the period", OpQuota, []int64{2, int64(calendar.Daily), 0}, []step{
 			{0, 2, Decision{Allowed: true, Limit: 2, ResetAfter: 86_400_000}},
-			{1000, 1, Decision{Limit: 2, RetryAfter: 86_399_000, ResetAfter: 86_399_000}},
+			{1000, 1, Decision{Limit: 2, Remaining: -1, RetryAfter: 86_399_000, ResetAfter: 86_399_000}},
 		}},
 	}
 	for _, c := range cases {

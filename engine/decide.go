@@ -20,31 +20,60 @@ type verdict struct {
 	shadow    bool          // a shadow policy's check: always allowed
 	wouldDeny bool          // a shadow policy's check its policy would deny
 	// countRefused: a refused cost is counted as spent (FlagCountRefused);
-	// set before the algorithm evaluates, which reads it.
-	countRefused bool
-	policy       *policy // RL.CHECK's policy
-	write        bool
-	kind         Kind
-	params       [3]int64
-	state        [3]int64
-	log          []logEntry // a logKeeper's entries to store (before recording)
-	logCost      int64      // RL.LOG: units to record at now on commit
+	// force: so is a cost that does not fit (FlagForce), a charge that
+	// always counts. Set before the algorithm evaluates, which reads them.
+	countRefused, force bool
+	// since is when the reservation a refund settles was made (noSince: a
+	// plain refund): an algorithm that can tell when its units were spent
+	// gives back only those the reservation's charge still weighs.
+	since   int64
+	policy  *policy // RL.CHECK's policy
+	write   bool
+	kind    Kind
+	params  [3]int64
+	state   [3]int64
+	log     []logEntry // a logKeeper's entries to store (before recording)
+	logCost int64      // RL.LOG: units to record at now on commit
 }
+
+// noSince is a verdict's since for a refund that settles no reservation.
+const noSince = -1
 
 // decide evaluates and commits a decision op.
 func (s *Shard) decide(now int64, c *Command, r *Result) {
-	i := s.lookup(c.Key, now)
-	v := &s.verdict
-	err := s.evaluate(now, c, i, v)
-	if err == nil && v.write && i < 0 {
-		err = s.admit(now, 1, nil)
+	if c.Flags&FlagGlobal != 0 {
+		s.decideGlobal(now, c, r)
+		return
 	}
+	if c.Op == OpCheck {
+		if p := s.policies[string(c.Value)]; p != nil && p.global {
+			s.checkGlobal(now, c, p, r)
+			return
+		}
+	}
+	v, err := s.applyDecision(now, c, noSince)
 	if err != nil {
 		r.Type, r.Err = ResError, err
 		return
 	}
-	s.commit(now, c.Key, i, v)
 	s.reply(c, v, r)
+}
+
+// applyDecision evaluates decision op c, makes room for the key it
+// creates, and commits it; a refund settles the reservation made at since
+// (noSince: none). The verdict is the shard's scratch.
+func (s *Shard) applyDecision(now int64, c *Command, since int64) (*verdict, error) {
+	i := s.lookup(c.Key, now)
+	v := &s.verdict
+	err := s.evaluate(now, c, i, v, since)
+	if err == nil && v.write && i < 0 {
+		err = s.admit(now, 1, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.commit(now, c.Key, i, v)
+	return v, nil
 }
 
 // reply fills r from a verdict and counts the decision. The extra fields
@@ -82,9 +111,10 @@ func (r *Result) addExtra(name string, v int64) {
 }
 
 // evaluate computes into v the verdict of decision op c on record i (-1: the
-// key is absent). It changes nothing. (The verdict is written in place: it
-// is large, and this is the path every decision takes.)
-func (s *Shard) evaluate(now int64, c *Command, i int32, v *verdict) error {
+// key is absent); a refund settles the reservation made at since (noSince:
+// none). It changes nothing. (The verdict is written in place: it is large,
+// and this is the path every decision takes.)
+func (s *Shard) evaluate(now int64, c *Command, i int32, v *verdict, since int64) error {
 	if c.Op == OpCheck {
 		return s.evaluateCheck(now, c, i, v)
 	}
@@ -94,7 +124,7 @@ func (s *Shard) evaluate(now int64, c *Command, i int32, v *verdict) error {
 	}
 	cost := c.Args[3]
 	if c.Flags&FlagPartial == 0 || cost <= 0 {
-		s.evaluateCost(now, c, i, kind, cost, v)
+		s.evaluateCost(now, c, i, kind, cost, v, since)
 		if cost < 0 {
 			// A refund is always granted, even on a key still over a
 			// limit lowered since it was spent.
@@ -105,10 +135,10 @@ func (s *Shard) evaluate(now int64, c *Command, i int32, v *verdict) error {
 	// PARTIAL: grant what is available, up to the cost; when nothing is,
 	// the refusal says when one unit will be.
 	available := int64(0)
-	if s.evaluateCost(now, c, i, kind, 0, v); v.d.Allowed {
+	if s.evaluateCost(now, c, i, kind, 0, v, noSince); v.d.Allowed {
 		available = v.d.Remaining
 	}
-	s.evaluateCost(now, c, i, kind, max(min(cost, available), 1), v)
+	s.evaluateCost(now, c, i, kind, max(min(cost, available), 1), v, noSince)
 	if v.d.Allowed {
 		v.granted = min(cost, available)
 	}
@@ -124,8 +154,8 @@ func keepState(exists bool, cost int64, converted, allowed bool) bool {
 
 // evaluateCost is evaluate for one cost (negative: a refund), by the
 // algorithm of kind, from the command's parameters.
-func (s *Shard) evaluateCost(now int64, c *Command, i int32, kind Kind, cost int64, v *verdict) {
-	*v = verdict{kind: kind, countRefused: c.Flags&FlagCountRefused != 0}
+func (s *Shard) evaluateCost(now int64, c *Command, i int32, kind Kind, cost int64, v *verdict, since int64) {
+	*v = verdict{kind: kind, countRefused: c.Flags&FlagCountRefused != 0, force: c.Flags&FlagForce != 0, since: since}
 	c.Op.Spec().algo.evaluate(&s.keys, now, [3]int64{c.Args[0], c.Args[1], c.Args[2]}, i, cost, v)
 }
 
@@ -146,10 +176,28 @@ func (s *Shard) commit(now int64, key []byte, i int32, v *verdict) {
 	}
 }
 
-// countsRefusal reports whether a verdict's refused cost is counted as
-// spent: FlagCountRefused, a cost to count, and a refusal.
-func (v *verdict) countsRefusal(cost int64) bool {
-	return v.countRefused && cost > 0 && !v.d.Allowed
+// counts reports whether a verdict's refused cost is counted all the same:
+// FlagForce or FlagCountRefused, a cost to count, and a refusal.
+func (v *verdict) counts(cost int64) bool {
+	return (v.force || v.countRefused) && cost > 0 && !v.d.Allowed
+}
+
+// chargedReply is the reply to a refused cost that was counted all the
+// same: what the state after it answers to a peek, its remaining below
+// zero by the debt; refused all the same, since the cost took the key past
+// its limit. A FORCE charge's wait is the peek's, until the debt is paid
+// off; a refusal counted (FlagCountRefused) keeps its meaning, the wait
+// until the same cost would be allowed again (again), or never.
+func (v *verdict) chargedReply(refused, peek, again Decision) Decision {
+	d := peek
+	d.Allowed = false
+	if !v.force {
+		d.RetryAfter = again.RetryAfter
+		if refused.RetryAfter == RetryNever {
+			d.RetryAfter = RetryNever
+		}
+	}
+	return d
 }
 
 // count counts a decision of c: by its op, and by its key among the

@@ -9,7 +9,9 @@ type Decision struct {
 	// Limit is the budget: the limit, capacity or burst of the algorithm.
 	Limit int64
 	// Remaining is how many more units could be granted right now, after this
-	// decision. Never negative.
+	// decision. Negative when the key holds more than its limit: a FORCE
+	// charge took it past (the debt to be paid off before anything is
+	// granted again), or its limit was lowered.
 	Remaining int64
 	// RetryAfter is 0 when allowed; when denied, the milliseconds until the
 	// same request would be allowed (at least 1), or -1 when it never can be
@@ -24,8 +26,9 @@ type Decision struct {
 const RetryNever = -1
 
 // denied returns a refusal; retry is RetryNever or a positive wait in ms.
+// available is what a peek would grant, negative when the key is in debt.
 func denied(limit, available, retry int64) Decision {
-	return Decision{Limit: limit, Remaining: max(available, 0), RetryAfter: retry}
+	return Decision{Limit: limit, Remaining: available, RetryAfter: retry}
 }
 
 // granted returns an approval that leaves available-cost units.

@@ -15,19 +15,21 @@ type Code uint8
 
 // The codes.
 const (
-	codeNone       Code = iota
-	CodeWrongType       // a key another algorithm (or type) owns
-	CodeOOM             // a new key over the memory limit
-	CodeNotInteger      // a string that is not an integer
-	CodeOverflow        // an increment past int64
-	CodeNoPolicy        // RL.CHECK with a name no policy has
-	CodeAllMember       // an RL.ALL group commands would never build
-	CodeUnknownOp       // an op this engine does not know
-	CodeParam           // a parameter outside its bounds
-	CodeZeroRate        // CL.THROTTLE's zero rate, in redis-cell's words
-	CodeNoScript        // EVALSHA of a script the cache does not hold
-	CodeScript          // a script's error: the message is the whole reply, its first word included
-	CodeNoSuchKey       // RENAME of a key that does not exist
+	codeNone          Code = iota
+	CodeWrongType          // a key another algorithm (or type) owns
+	CodeOOM                // a new key over the memory limit
+	CodeNotInteger         // a string that is not an integer
+	CodeOverflow           // an increment past int64
+	CodeNoPolicy           // RL.CHECK with a name no policy has
+	CodeAllMember          // an RL.ALL group commands would never build
+	CodeUnknownOp          // an op this engine does not know
+	CodeParam              // a parameter outside its bounds
+	CodeZeroRate           // CL.THROTTLE's zero rate, in redis-cell's words
+	CodeNoScript           // EVALSHA of a script the cache does not hold
+	CodeScript             // a script's error: the message is the whole reply, its first word included
+	CodeNoSuchKey          // RENAME of a key that does not exist
+	CodeNoReservation      // RL.SETTLE of a reservation unknown or forgotten
+	CodeExpired            // RL.SETTLE of a reservation whose TTL ended first
 	codeCount
 )
 

@@ -50,14 +50,16 @@ func decideInWindow(limit int64, st windowCount, start, end, now, cost int64) (w
 	return st, d
 }
 
-// countRefusedInWindow counts a refused cost into st, the count of the window
-// that ends at end, as spent (capped at MaxCount). The refusal d keeps its
-// wait, the window's end (or RetryNever); nothing remains, as the count is
-// now past the limit, and the window resets when it ends.
-func countRefusedInWindow(st windowCount, d Decision, end, now, cost int64) (windowCount, Decision) {
+// chargeInWindow counts a refused cost into st, the count of the window
+// that ends at end, all the same (capped at MaxCount): a FORCE charge, or
+// a refusal counted (FlagCountRefused). The reply is what st answers then.
+func (v *verdict) chargeInWindow(limit int64, st windowCount, end, now, cost int64) windowCount {
 	st.Count = min(st.Count+cost, MaxCount)
-	d.Remaining, d.ResetAfter = 0, end-max(now, st.Start)
-	return st, d
+	now = max(now, st.Start)
+	_, peek := decideInWindow(limit, st, st.Start, end, now, 0)
+	_, again := decideInWindow(limit, st, st.Start, end, now, cost)
+	v.d = v.chargedReply(v.d, peek, again)
+	return st
 }
 
 // expiresAt is when st is back to "never seen": when its window ends, or at
@@ -82,12 +84,16 @@ func (w fixedWindow) adopt(old fixedWindow, st windowCount, now int64) windowCou
 	return windowCount{Start: now - now%w.Window, Count: st.Count}
 }
 
-// refund takes up to n units back from the window in progress.
-func (w fixedWindow) refund(st windowCount, now, n int64) windowCount {
+// refund takes up to n units back from the window in progress; a
+// reservation's settlement (since, when it was made, not noSince) only
+// while the window that holds its charge is in progress.
+func (w fixedWindow) refund(st windowCount, now, n, since int64) windowCount {
 	if now = max(now, st.Start); now >= st.Start+w.Window {
 		return windowCount{}
 	}
-	st.Count = max(st.Count-n, 0)
+	if since == noSince || since >= st.Start {
+		st.Count = max(st.Count-n, 0)
+	}
 	return st
 }
 
@@ -109,12 +115,12 @@ func (fixedAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cos
 		st, converted = w.adopt(old, ost, now), old != w
 	}
 	if cost < 0 {
-		st = w.refund(st, now, -cost)
+		st = w.refund(st, now, -cost, v.since)
 	}
 	st, v.d = w.decide(st, now, max(cost, 0))
-	counted := v.countsRefusal(cost)
+	counted := v.counts(cost)
 	if counted {
-		st, v.d = countRefusedInWindow(st, v.d, st.Start+w.Window, now, cost)
+		st = v.chargeInWindow(w.Limit, st, st.Start+w.Window, now, cost)
 	}
 	v.write = keepState(i >= 0, cost, converted, v.d.Allowed || counted)
 	v.params, v.state = [3]int64{w.Limit, w.Window}, [3]int64{st.Start, st.Count}

@@ -1,6 +1,9 @@
 package engine
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // apply runs one command on s at now and returns its result.
 func apply(s *Shard, now int64, op Op, key string, args ...int64) Result {
@@ -96,5 +99,25 @@ func checkCounters(t *testing.T, s *Shard) {
 	}
 	if shareLen != ks.shareLen {
 		t.Fatalf("share keys charged %d, counted %d", ks.shareLen, shareLen)
+	}
+	var globalLen int64
+	for i, e := range ks.globals {
+		if ks.kind(i) != KindGlobal || e.charged != globalBytes(e.state) {
+			t.Fatalf("record %d: global state of a %v key, charged %d for %d", i, ks.kind(i), e.charged, globalBytes(e.state))
+		}
+		globalLen += e.charged
+	}
+	if globalLen != ks.globalLen {
+		t.Fatalf("global keys charged %d, counted %d", ks.globalLen, globalLen)
+	}
+	var resBytes int64
+	for seq, r := range s.res.byID {
+		resBytes += int64(len(r.key)) + reservationBytes
+		if !slices.Contains(s.res.byKey[r.key], seq) {
+			t.Fatalf("reservation %d is not indexed under its key %q", seq, r.key)
+		}
+	}
+	if resBytes != s.res.bytes {
+		t.Fatalf("reservations charged %d, counted %d", s.res.bytes, resBytes)
 	}
 }

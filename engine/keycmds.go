@@ -46,7 +46,7 @@ func (s *Shard) applyKeyspaceOp(now int64, c *Command, r *Result) {
 		i := s.lookup(c.Key, now)
 		r.Type = ResNil
 		if i >= 0 {
-			r.Type, r.Fields = ResFields, s.keys.describe(i, now)
+			r.Type, r.Fields = ResFields, s.reservationFields(s.keys.describe(i, now), c.Key, now)
 		}
 	case OpUsage:
 		i := s.lookup(c.Key, now)
@@ -63,6 +63,7 @@ func (s *Shard) applyKeyspaceOp(now int64, c *Command, r *Result) {
 		counts, copies := s.keys.shareStat, s.keys.records.cow.copies
 		s.keys = newKeyspace()
 		s.keys.shareStat, s.keys.records.cow.copies = counts, copies
+		s.res.flush() // the reservations are the keys' too; policies and scripts stay
 		r.Type = ResOK
 	case OpDigest:
 		r.Type, r.Text = ResBulk, s.digest()
@@ -130,7 +131,7 @@ func (ks *keyspace) describe(i int32, now int64) []Field {
 }
 
 // Inspect answers a read-only, shard-wide command (OpDBSize, OpScan,
-// OpDigest, OpPolicyList, OpTop) at the shard's own time and changes nothing, not even the clock
+// OpDigest, OpPolicyList, OpTop, OpGlobalScan) at the shard's own time and changes nothing, not even the clock
 // or the expiry sweep: a replica may answer it between batches and still
 // agree with every other replica about its state.
 func (s *Shard) Inspect(c *Command) Result {
@@ -146,6 +147,8 @@ func (s *Shard) Inspect(c *Command) Result {
 		r = s.listPolicies(string(c.Value))
 	case OpTop:
 		r = s.topResult(c)
+	case OpGlobalScan:
+		s.globalScan(s.now, c, &r)
 	default:
 		r.Type, r.Err = ResError, ErrUnknownOp
 	}

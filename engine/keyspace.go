@@ -48,6 +48,15 @@ type keyspace struct {
 	// charged, shareStat RL.SHARE's counters.
 	shareLen  int64
 	shareStat shareCounts
+	// globals are the global keys' side state (global.go), by record;
+	// globalLen is what it is charged.
+	globals   map[int32]*globalEntry
+	globalLen int64
+	// frozenGlobals is, in a capture's view (capture.go), the global
+	// keys' side state as encoded when the capture was taken: the shard
+	// changes a globalState in place, and the global keys are few. Nil in
+	// a shard's keyspace.
+	frozenGlobals map[int32][]byte
 }
 
 // inlineKey is the longest key kept inside its record.
@@ -75,7 +84,7 @@ const (
 )
 
 func newKeyspace() keyspace {
-	return keyspace{freeTop: -1, index: newKeyIndex(), params: newParamTable()}
+	return keyspace{freeTop: -1, index: newKeyIndex(), params: newParamTable(), globals: make(map[int32]*globalEntry)}
 }
 
 // find returns the record of key, or -1. A record found is the live
@@ -222,6 +231,7 @@ func (ks *keyspace) set(i int32, kind Kind, params [3]int64, state [3]int64) {
 func (ks *keyspace) dropExtras(i int32) {
 	ks.dropCollection(i)
 	ks.dropShares(i)
+	ks.dropGlobal(i)
 	ks.dropLog(i)
 	ks.setValue(i, "", false)
 }
@@ -235,7 +245,7 @@ func (ks *keyspace) len() int { return ks.live }
 func (ks *keyspace) bytes() int64 {
 	return ks.records.bytes() + ks.index.bytes() + ks.longLen + 48*int64(ks.nLong) +
 		logEntrySize*ks.logCap + 48*int64(ks.nLogs) + ks.valLen + 48*int64(ks.nVals) + ks.params.bytes() +
-		ks.collBytes() + ks.shareLen
+		ks.collBytes() + ks.shareLen + ks.globalLen
 }
 
 // usage estimates the bytes record i holds.
@@ -252,6 +262,9 @@ func (ks *keyspace) usage(i int32) int64 {
 	}
 	if set := ks.shareSet(i); set != nil {
 		n += set.charged
+	}
+	if e, ok := ks.globals[i]; ok {
+		n += e.charged
 	}
 	return n + ks.collUsage(i)
 }

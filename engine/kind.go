@@ -22,6 +22,7 @@ const (
 	KindHash   // HSET ...: a Redis hash
 	KindList   // LPUSH ...: a Redis list
 	KindShare  // RL.SHARE: budget leases
+	KindGlobal // a limit shared by the regions of a federation (GLOBAL)
 	kindCount
 )
 
@@ -60,6 +61,7 @@ var kinds = func() (t [kindCount]kindSpec) {
 	t[KindHash] = kindSpec{name: "hash", keyKind: collectionKind{}}
 	t[KindList] = kindSpec{name: "list", keyKind: collectionKind{}}
 	t[KindShare] = kindSpec{name: "rl.share", keyKind: shareKind{}}
+	t[KindGlobal] = kindSpec{name: "rl.global", keyKind: globalKind{}}
 	for op := range ops {
 		if spec := &ops[op]; spec.algo != nil {
 			name := spec.typeName

@@ -30,7 +30,7 @@ func (l leases) acquire(entries []logEntry, next, now int64) ([]logEntry, Decisi
 	entries = liveLeases(entries, now)
 	held := int64(len(entries))
 	if held >= l.Limit {
-		d := denied(l.Limit, 0, max(entries[0].At-now, 1))
+		d := denied(l.Limit, l.Limit-held, max(entries[0].At-now, 1))
 		d.ResetAfter = entries[len(entries)-1].At - now
 		return entries, d
 	}
@@ -90,7 +90,7 @@ func (leaseAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cos
 	v.params = [3]int64{l.Limit, l.TTL}
 	if cost == 0 {
 		entries = liveLeases(entries, now)
-		v.d = Decision{Allowed: int64(len(entries)) < l.Limit, Limit: l.Limit, Remaining: max(l.Limit-int64(len(entries)), 0)}
+		v.d = Decision{Allowed: int64(len(entries)) < l.Limit, Limit: l.Limit, Remaining: l.Limit - int64(len(entries))}
 		if len(entries) > 0 {
 			v.d.ResetAfter = entries[len(entries)-1].At - now
 			if !v.d.Allowed {
@@ -111,7 +111,7 @@ func (leaseAlgorithm) expiresAt(ks *keyspace, i int32) int64 {
 
 func (leaseAlgorithm) describe(ks *keyspace, i int32, now int64, f []Field) []Field {
 	p, held := ks.paramsOf(i), liveLeases(ks.log(i), now)
-	d := Decision{Limit: p[0], Remaining: max(p[0]-int64(len(held)), 0)}
+	d := Decision{Limit: p[0], Remaining: p[0] - int64(len(held))}
 	if n := len(held); n > 0 {
 		d.ResetAfter = held[n-1].At - now
 	}

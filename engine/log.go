@@ -1,5 +1,7 @@
 package engine
 
+import "slices"
+
 // slidingLog is the exact sliding window: it remembers when each granted unit
 // was spent and counts those spent in the last Window milliseconds, so it
 // never errs, at the price of memory that grows with the limit (one 16-byte
@@ -64,8 +66,20 @@ func (l slidingLog) decide(entries []logEntry, now, cost int64) ([]logEntry, Dec
 
 // refund takes up to n units back, newest first, and returns the entries
 // left (in a new array: the old one may be shared with a decision pending).
-func (l slidingLog) refund(entries []logEntry, n int64) []logEntry {
+// A reservation's settlement (since not noSince) takes them only from the
+// entry that holds its charge, made at since: the first at or after it.
+func (l slidingLog) refund(entries []logEntry, n, since int64) []logEntry {
 	out := append([]logEntry(nil), entries...)
+	if since != noSince {
+		j := slices.IndexFunc(out, func(e logEntry) bool { return e.At >= since })
+		if j < 0 {
+			return out
+		}
+		if out[j].N -= min(out[j].N, n); out[j].N == 0 {
+			out = slices.Delete(out, j, j+1)
+		}
+		return out
+	}
 	for len(out) > 0 && n > 0 {
 		last := &out[len(out)-1]
 		take := min(last.N, n)
@@ -76,6 +90,21 @@ func (l slidingLog) refund(entries []logEntry, n int64) []logEntry {
 		}
 	}
 	return out
+}
+
+// charge records a refused cost at now all the same (FORCE), on a copy of
+// the live entries, which it returns with the units to record on commit:
+// the cost, capped so that the log holds at most MaxCount units. A log of
+// MaxLogLimit entries first merges its two oldest into the later one's
+// instant (its units then count longer, never shorter), so that no key
+// holds more entries than MaxLogLimit, however it is charged.
+func (l slidingLog) charge(entries []logEntry, now, cost int64) ([]logEntry, int64) {
+	out := slices.Clone(entries)
+	if n := len(out); n >= MaxLogLimit && out[n-1].At < now {
+		out[1].N = min(out[0].N+out[1].N, MaxCount)
+		out = out[1:]
+	}
+	return out, max(min(cost, MaxCount-l.used(out)), 0)
 }
 
 // retryAfter is the time until the oldest entries holding at least excess
@@ -132,10 +161,18 @@ func (logAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cost 
 		entries = ks.log(i)
 	}
 	if cost < 0 {
-		entries = l.refund(l.live(entries, now), -cost)
+		entries = l.refund(l.live(entries, now), -cost, v.since)
 	}
 	v.log, v.d = l.decide(entries, now, max(cost, 0))
-	v.write, v.params = keepState(i >= 0, cost, false, v.d.Allowed), [3]int64{l.Limit, l.Window}
+	counted := v.counts(cost)
+	if counted {
+		v.log, v.logCost = l.charge(v.log, now, cost)
+		after := recordLog(slices.Clone(v.log), now, v.logCost)
+		_, peek := l.decide(after, now, 0)
+		_, again := l.decide(after, now, cost)
+		v.d = v.chargedReply(v.d, peek, again)
+	}
+	v.write, v.params = keepState(i >= 0, cost, false, v.d.Allowed || counted), [3]int64{l.Limit, l.Window}
 	if v.d.Allowed && cost > 0 {
 		v.logCost = cost
 	}

@@ -40,7 +40,7 @@ const maxEvictions = 8
 // close to what bytes estimates.
 func (ks *keyspace) charged() int64 {
 	return int64(ks.live)*(recordSize+2*indexSlotSize) + ks.longLen + 48*int64(ks.nLong) +
-		logEntrySize*ks.logLen + 48*int64(ks.nLogs) + ks.valLen + 48*int64(ks.nVals) + ks.collBytes() + ks.shareLen
+		logEntrySize*ks.logLen + 48*int64(ks.nLogs) + ks.valLen + 48*int64(ks.nVals) + ks.collBytes() + ks.shareLen + ks.globalLen
 }
 
 // setMemoryLimit applies OpMemoryLimit.

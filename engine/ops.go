@@ -84,6 +84,17 @@ const (
 	OpShare   // Args: limit, window, TTL, demand; Value: holder packed, BURST, ACK; ResRecord
 	OpUnshare // Value: holder; Int 1 if it held a share
 
+	// Global keys, the federation layer's (global*.go).
+	OpGlobalScan    // Args: cursor, count; Text: GlobalScan; read-only (Inspect)
+	OpGlobalLease   // Args: params; Value: GlobalLeaseRequest; Text: GlobalGrant
+	OpGlobalInstall // Args: params; Value: GlobalInstall; Int 1 if recorded
+	OpGlobalCounts  // Args: params; Value: GlobalCounts
+
+	// Reservations (reserve.go): a decision charged at an estimate, and
+	// its settlement at the actual cost.
+	OpReserve // Args: the algorithm's parameters, the estimate; Value: its op, the TTL; Extra: reservation
+	OpSettle  // Args[0]: the reservation's seq, Args[1]: the actual cost; a Decision
+
 	opCount // one past the latest op
 )
 
@@ -140,30 +151,30 @@ type OpSpec struct {
 // entry that holds one was written by a newer rlserver.
 var ops = [opCount]OpSpec{
 	OpSliding: {Name: "rl.sliding", Word: "SLIDING", Params: []Param{pLimit, pWindow}, Cost: pCost,
-		Flags: FlagPartial | FlagCountRefused, kind: KindSliding, algo: slidingAlgorithm{}, check: checkCountRefused, scripted: true},
+		Flags: FlagPartial | FlagCountRefused | FlagGlobal | FlagRelaxed | FlagForce, kind: KindSliding, algo: slidingAlgorithm{}, check: checkCountRefused, scripted: true},
 	OpFixed: {Name: "rl.fixed", Word: "FIXED", Params: []Param{pLimit, pWindow}, Cost: pCost,
-		Flags: FlagPartial | FlagCountRefused, kind: KindFixed, algo: fixedAlgorithm{}, check: checkCountRefused, scripted: true},
+		Flags: FlagPartial | FlagCountRefused | FlagGlobal | FlagRelaxed | FlagForce, kind: KindFixed, algo: fixedAlgorithm{}, check: checkCountRefused, scripted: true},
 	OpLog: {Name: "rl.log", Word: "LOG", Params: []Param{{Name: "limit", Min: 1, Max: MaxLogLimit, Role: RoleUnits}, pWindow}, Cost: pCost,
-		Flags: FlagPartial, kind: KindLog, algo: logAlgorithm{}, scripted: true},
+		Flags: FlagPartial | FlagForce, kind: KindLog, algo: logAlgorithm{}, scripted: true},
 	OpToken: {Name: "rl.token", Word: "TOKEN", Params: tokenParams, Cost: pCost,
-		Flags: FlagPartial, kind: KindToken, algo: bucketFor(OpToken, tokenParams, tokensLeft),
+		Flags: FlagPartial | FlagGlobal | FlagForce, kind: KindToken, algo: bucketFor(OpToken, tokenParams, tokensLeft),
 		check: drainCheck(tokenParams, "capacity * refill_ms / refill_tokens"), scripted: true},
 	OpLeaky: {Name: "rl.leaky", Word: "LEAKY", Params: leakyParams, Cost: pCost,
-		Flags: FlagPartial, kind: KindLeaky, algo: bucketFor(OpLeaky, leakyParams, levelHeld),
+		Flags: FlagPartial | FlagGlobal | FlagForce, kind: KindLeaky, algo: bucketFor(OpLeaky, leakyParams, levelHeld),
 		check: drainCheck(leakyParams, "capacity * leak_ms / leak_tokens"), scripted: true},
 	OpGCRA: {Name: "rl.gcra", Word: "GCRA", Params: gcraParams, Cost: pCost,
-		Flags: FlagPartial, kind: KindGCRA, algo: bucketFor(OpGCRA, gcraParams, arrivalTime),
+		Flags: FlagPartial | FlagGlobal | FlagForce, kind: KindGCRA, algo: bucketFor(OpGCRA, gcraParams, arrivalTime),
 		check: drainCheck(gcraParams, "(burst + 1) * period_ms / count"), scripted: true},
 	OpShape: {Name: "rl.shape", Word: "SHAPE", Params: leakyParams, Cost: pCost,
-		Flags: FlagPartial, kind: KindShape, algo: bucketFor(OpShape, leakyParams, queueAhead), extra: "delay_ms",
+		Flags: FlagPartial | FlagForce, kind: KindShape, algo: bucketFor(OpShape, leakyParams, queueAhead), extra: "delay_ms",
 		check: drainCheck(leakyParams, "capacity * leak_ms / leak_tokens"), scripted: true},
 	OpQuota: {Name: "rl.quota", Word: "QUOTA", Params: quotaParams, Cost: pCost,
-		Flags: FlagPartial | FlagCountRefused, kind: KindQuota, algo: quotaAlgorithm{}, check: checkCountRefused, scripted: true},
+		Flags: FlagPartial | FlagCountRefused | FlagForce, kind: KindQuota, algo: quotaAlgorithm{}, check: checkCountRefused, scripted: true},
 	OpThrottle: {Name: "cl.throttle", Params: throttleParams, Cost: Param{Name: "quantity", Max: MaxCount},
 		kind: KindThrottle, algo: throttleAlgorithm{}, check: checkThrottle, cellReply: true, scripted: true},
 	OpAcquire: {Name: "rl.acquire", Params: leaseParams, Cost: Param{Name: "cost", Max: 1},
 		kind: KindLease, typeName: "rl.lease", algo: leaseAlgorithm{}, extra: "lease_id", scripted: true},
-	OpCheck: {Name: "rl.check", Cost: pCost, Flags: FlagPartial, check: checkPolicyName, scripted: true},
+	OpCheck: {Name: "rl.check", Cost: pCost, Flags: FlagPartial | FlagForce, check: checkPolicyName, scripted: true},
 	OpAll:   {Name: "rl.all", Params: []Param{{Name: "limits", Min: 1, Max: MaxAllLimits}}, Cost: pCost, scripted: true},
 
 	// The ops that are not decisions take no parameters, or bounds that
@@ -182,7 +193,7 @@ var ops = [opCount]OpSpec{
 	OpScan:       {Params: []Param{{Name: "cursor", Max: math.MaxInt64}, {Name: "count", Min: 1, Max: math.MaxInt64}, {Name: "type", Max: math.MaxUint8}}},
 	OpSetClock:   {Params: []Param{{Name: "time", Max: MaxTime}}},
 	OpSweep:      {Params: []Param{{Name: "count", Max: math.MaxInt64}}},
-	OpPolicySet:  {Flags: FlagShadow}, // check: set in init, as it reads this table
+	OpPolicySet:  {Flags: FlagShadow | FlagGlobal | FlagRelaxed}, // check: set in init, as it reads this table
 	OpPolicyDel:  {check: checkPolicyName},
 	OpPolicyList: {check: checkPolicyListName},
 	OpGet:        {scripted: true},
@@ -216,15 +227,40 @@ var ops = [opCount]OpSpec{
 	OpTop:          {Params: []Param{{Name: "outcome", Max: 1}, {Name: "count", Min: 1, Max: MaxTopCount}}},
 	OpShare:        {Params: shareParams, check: checkShare, scripted: true},
 	OpUnshare:      {check: checkUnshare, scripted: true},
+
+	OpGlobalScan:    {Params: []Param{{Name: "cursor", Max: math.MaxInt32}, {Name: "count", Min: 1, Max: MaxGlobalScan}}},
+	OpGlobalLease:   {}, // checks: set in init, as they read this table
+	OpGlobalInstall: {},
+	OpGlobalCounts:  {},
+	OpReserve:       {Cost: Param{Name: "cost", Min: 1, Max: MaxCount}}, // check: set in init, as it reads this table
+	OpSettle:        {Params: []Param{{Name: "reservation", Min: 1, Max: math.MaxInt64}, {Name: "actual", Max: MaxCount}}},
 }
 
-func init() { ops[OpPolicySet].check = checkPolicySet }
+func init() {
+	ops[OpPolicySet].check = checkPolicySet
+	ops[OpGlobalLease].check = checkGlobalLease
+	ops[OpGlobalInstall].check = checkGlobalInstall
+	ops[OpGlobalCounts].check = checkGlobalCounts
+	ops[OpReserve].check = checkReserve
+}
 
 // checkCountRefused refuses FlagCountRefused beside FlagPartial: a partial
 // grant takes what is available, so it has no refused cost to count.
 func checkCountRefused(c Command) error {
 	if c.Flags&FlagCountRefused != 0 && c.Flags&FlagPartial != 0 {
 		return paramError("counting refused costs excludes PARTIAL")
+	}
+	return checkGlobalFlags(c)
+}
+
+// checkGlobalFlags refuses RELAXED without GLOBAL, and GLOBAL beside
+// counting refused costs, which a global key does not do.
+func checkGlobalFlags(c Command) error {
+	switch {
+	case c.Flags&FlagRelaxed != 0 && c.Flags&FlagGlobal == 0:
+		return paramError("RELAXED needs GLOBAL")
+	case c.Flags&FlagGlobal != 0 && c.Flags&FlagCountRefused != 0:
+		return paramError("GLOBAL excludes counting refused costs")
 	}
 	return nil
 }

@@ -21,6 +21,8 @@ type definition struct {
 	// reporting, what it would have denied: a way to try a limit on live
 	// traffic before enforcing it.
 	shadow bool
+	// global makes the policy's keys global (GLOBAL), relaxed or strict.
+	global, relaxed bool
 }
 
 // policy is a definition and the counters RL.POLICY GET reports. The
@@ -70,7 +72,13 @@ func checkPolicySet(c Command) error {
 	if !policyOp(op) {
 		return paramError("no policy runs op %d", op)
 	}
-	run := Command{Op: op, Args: [4]int64{c.Args[0], c.Args[1], c.Args[2]}}
+	run := Command{Op: op, Flags: c.Flags &^ FlagShadow, Args: [4]int64{c.Args[0], c.Args[1], c.Args[2]}}
+	if c.Flags&FlagShadow != 0 && c.Flags&FlagGlobal != 0 {
+		return paramError("SHADOW excludes GLOBAL")
+	}
+	if run.Flags&^op.Spec().Flags != 0 {
+		return paramError("a %s policy cannot be GLOBAL%s", op.Spec().Word, map[bool]string{true: " RELAXED"}[c.Flags&FlagRelaxed != 0])
+	}
 	return run.Check()
 }
 
@@ -84,7 +92,7 @@ func (s *Shard) evaluateCheck(now int64, c *Command, i int32, v *verdict) error 
 	if !ok {
 		return &Error{CodeNoPolicy, fmt.Sprintf("%s '%s'", ErrNoPolicy.Msg, c.Value)}
 	}
-	run := Command{Op: p.op, Flags: c.Flags & FlagPartial, Key: c.Key}
+	run := Command{Op: p.op, Flags: c.Flags & (FlagPartial | FlagForce), Key: c.Key}
 	copy(run.Args[:3], p.params[:])
 	run.Args[3] = c.Args[3]
 	if i >= 0 {
@@ -97,7 +105,7 @@ func (s *Shard) evaluateCheck(now int64, c *Command, i int32, v *verdict) error 
 			i = -1
 		}
 	}
-	if err := s.evaluate(now, &run, i, v); err != nil {
+	if err := s.evaluate(now, &run, i, v, noSince); err != nil {
 		return err
 	}
 	v.policy, v.shadow = p, p.shadow
@@ -130,7 +138,8 @@ func (s *Shard) policyCommand(c *Command, r *Result) {
 	name := string(c.Value)
 	switch c.Op {
 	case OpPolicySet:
-		p := definition{op: Op(c.Args[3]), params: [3]int64{c.Args[0], c.Args[1], c.Args[2]}, shadow: c.Flags&FlagShadow != 0}
+		p := definition{op: Op(c.Args[3]), params: [3]int64{c.Args[0], c.Args[1], c.Args[2]}, shadow: c.Flags&FlagShadow != 0,
+			global: c.Flags&FlagGlobal != 0, relaxed: c.Flags&FlagRelaxed != 0}
 		old, ok := s.policies[name]
 		if ok && old.definition == p {
 			r.Type = ResOK
@@ -211,8 +220,56 @@ func (p definition) String() string {
 			b = strconv.AppendInt(append(b, ' '), v, 10)
 		}
 	}
-	if p.shadow {
+	switch {
+	case p.shadow:
 		b = append(b, " SHADOW"...)
+	case p.relaxed:
+		b = append(b, " GLOBAL RELAXED"...)
+	case p.global:
+		b = append(b, " GLOBAL"...)
 	}
 	return string(b)
+}
+
+// flags are the definition's flags, as RL.POLICY SET gives them and a
+// snapshot keeps them (one byte: shadow, global, relaxed).
+func (p definition) flags() Flags {
+	var f Flags
+	if p.shadow {
+		f |= FlagShadow
+	}
+	if p.global {
+		f |= FlagGlobal
+	}
+	if p.relaxed {
+		f |= FlagRelaxed
+	}
+	return f
+}
+
+// checkGlobal applies RL.CHECK c with p, a global policy: a GLOBAL
+// decision of its algorithm on c's key, counted as RL.CHECK's.
+func (s *Shard) checkGlobal(now int64, c *Command, p *policy, r *Result) {
+	if c.Flags&FlagForce != 0 {
+		r.Type, r.Err = ResError, ErrForceGlobal
+		return
+	}
+	run := Command{Op: p.op, Key: c.Key, Flags: c.Flags&FlagPartial | p.flags()}
+	copy(run.Args[:3], p.params[:])
+	run.Args[3] = c.Args[3]
+	d, granted, err := s.globalDecision(now, &run)
+	if err != nil {
+		r.Type, r.Err = ResError, err
+		return
+	}
+	s.count(c, d.Allowed)
+	p.checks++
+	if !d.Allowed {
+		p.denied++
+	}
+	r.Type, r.Decision = ResDecision, d
+	if c.Flags&FlagPartial != 0 {
+		r.addExtra("granted", granted)
+	}
+	r.addExtra("shadow_denied", 0)
 }

@@ -200,15 +200,15 @@ func randomCommands(seed uint64, n int) ([]int64, []Command) {
 		now += rng.Int64N(300)
 		times[i] = now
 		c := Command{Key: []byte(keys[rng.IntN(len(keys))])}
-		switch k := rng.IntN(22); {
+		switch k := rng.IntN(24); {
 		case k < 7:
 			c.Op = OpSliding + Op(rng.IntN(7))
 			c.Args = [4]int64{1 + rng.Int64N(10), 1 + rng.Int64N(5), 100 + rng.Int64N(2000), rng.Int64N(6) - 1}
 			if c.Op == OpThrottle {
 				c.Args[2], c.Args[3] = 1+rng.Int64N(3), rng.Int64N(4)
 			}
-			if c.Op != OpThrottle && rng.IntN(4) == 0 {
-				c.Flags = FlagPartial
+			if c.Op != OpThrottle {
+				c.Flags = []Flags{0, 0, 0, 0, 0, FlagPartial, FlagPartial, FlagForce}[rng.IntN(8)]
 			}
 		case k < 9:
 			c.Op = OpExists + Op(rng.IntN(int(OpInfo-OpExists)+1))
@@ -249,6 +249,8 @@ func randomCommands(seed uint64, n int) ([]int64, []Command) {
 			c.Op = OpCheck
 			c.Value = []byte([]string{"p", "q"}[rng.IntN(2)])
 			c.Args[3] = rng.Int64N(4)
+		case k < 23:
+			c = randomReservation(rng, c.Key, now)
 		default:
 			c.Op = OpPolicySet
 			c.Value = []byte([]string{"p", "q"}[rng.IntN(2)])

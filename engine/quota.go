@@ -65,12 +65,16 @@ func (q quota) adopt(old quota, st windowCount, now int64) windowCount {
 	return windowCount{Start: start, Count: st.Count}
 }
 
-// refund takes up to n units back from the period in progress.
-func (q quota) refund(st windowCount, now, n int64) windowCount {
+// refund takes up to n units back from the period in progress; a
+// reservation's settlement (since not noSince) only while the period that
+// holds its charge is in progress.
+func (q quota) refund(st windowCount, now, n, since int64) windowCount {
 	if max(now, st.Start) >= q.periodEnd(st) {
 		return windowCount{}
 	}
-	st.Count = max(st.Count-n, 0)
+	if since == noSince || since >= st.Start {
+		st.Count = max(st.Count-n, 0)
+	}
 	return st
 }
 
@@ -110,13 +114,13 @@ func (quotaAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, cos
 		st, converted = q.adopt(old, ost, now), old != q
 	}
 	if cost < 0 {
-		st = q.refund(st, now, -cost)
+		st = q.refund(st, now, -cost, v.since)
 	}
 	v.params = [3]int64{q.Limit, int64(q.Period), q.Offset}
 	st, v.d = q.decide(st, now, max(cost, 0))
-	counted := v.countsRefusal(cost)
+	counted := v.counts(cost)
 	if counted {
-		st, v.d = countRefusedInWindow(st, v.d, q.periodEnd(st), now, cost)
+		st = v.chargeInWindow(q.Limit, st, q.periodEnd(st), now, cost)
 	}
 	v.write, v.state = keepState(i >= 0, cost, converted, v.d.Allowed || counted), [3]int64{st.Start, st.Count}
 }

@@ -3,6 +3,10 @@ package engine
 // ErrNoSuchKey is RENAME's error for a source key that does not exist.
 var ErrNoSuchKey = &Error{CodeNoSuchKey, "no such key"}
 
+// errRenameGlobal refuses to rename a global key: its name is what every
+// region and its home know it by.
+var errRenameGlobal = &Error{CodeParam, "a global key cannot be renamed"}
+
 // rename applies RENAME and RENAMENX (FlagNX): the key Key, of any kind,
 // takes the name Value with its state and expiry, replacing a key of that
 // name (RENAMENX: unless there is one, replying 0). Both keys are in this
@@ -11,6 +15,10 @@ func (s *Shard) rename(now int64, c *Command, r *Result) {
 	i := s.lookup(c.Key, now)
 	if i < 0 {
 		r.Type, r.Err = ResError, ErrNoSuchKey
+		return
+	}
+	if s.keys.kind(i) == KindGlobal {
+		r.Type, r.Err = ResError, errRenameGlobal
 		return
 	}
 	nx := c.Flags&FlagNX != 0

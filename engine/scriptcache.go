@@ -107,7 +107,7 @@ func (c *scriptCache) evictOne() {
 }
 
 // charged is the memory the limit counts: the keys and the scripts.
-func (s *Shard) charged() int64 { return s.keys.charged() + s.scripts.bytes }
+func (s *Shard) charged() int64 { return s.keys.charged() + s.scripts.bytes + s.res.bytes }
 
 // appendScripts appends the script cache: the uses so far, the count, then
 // each script in SHA1 order, its body, whether it was loaded and its last

@@ -14,11 +14,12 @@ import (
 //	'M' memory:   the memory limit (uvarint bytes) and policy (byte); only
 //	              when one is set
 //	'P' policies: see appendPolicies; only when there are some
+//	'R' reservations: see reservecodec.go; only when there are some
 //	'S' scripts:  see appendScripts; only when some are cached
 //
 // Format 1 snapshots, written before sections existed, end after their
-// keys, with no free record among them. The digest covers the 'M', 'P' and
-// 'S' sections: they decide answers, where the layout only decides the
+// keys, with no free record among them. The digest covers the 'M', 'P', 'R'
+// and 'S' sections: they decide answers, where the layout only decides the
 // order of work.
 const (
 	sectionLayout   = 'L'
@@ -44,8 +45,8 @@ func layoutSection(b []byte, free []int32, sweep, evict int) []byte {
 	return wire.AppendUvarint(b, uint64(evict))
 }
 
-// appendSettings appends the policies and memory sections, when there is
-// something to say.
+// appendSettings appends the memory, policies, reservations and scripts
+// sections, when there is something to say.
 func (s *Shard) appendSettings(b []byte) []byte {
 	if s.memLimit != 0 || s.memPolicy != NoEviction {
 		b = wire.AppendUvarint(append(b, sectionMemory), uint64(s.memLimit))
@@ -54,14 +55,36 @@ func (s *Shard) appendSettings(b []byte) []byte {
 	if len(s.policies) > 0 {
 		b = s.appendPolicies(append(b, sectionPolicies))
 	}
+	if s.res.written(s.now) {
+		b = s.res.appendReservations(append(b, sectionReservations))
+	}
 	if len(s.scripts.byName) > 0 {
 		b = s.scripts.appendScripts(append(b, sectionScripts))
 	}
 	return b
 }
 
+// policyFlagsByte is a policy's flags as its snapshot keeps them, one
+// byte: 1 shadow, 2 global, 4 relaxed. A release before global keys wrote
+// 0 or 1 there, and refuses a byte above: a global policy it would run as
+// a local one.
+func policyFlagsByte(f Flags) byte {
+	var b byte
+	if f&FlagShadow != 0 {
+		b |= 1
+	}
+	if f&FlagGlobal != 0 {
+		b |= 2
+	}
+	if f&FlagRelaxed != 0 {
+		b |= 4
+	}
+	return b
+}
+
 // appendPolicies appends the shard's policies, in name order: their count,
-// then each one's name, op, parameters, shadow mode and previous op.
+// then each one's name, op, parameters, flags (policyFlagsByte) and
+// previous op.
 func (s *Shard) appendPolicies(b []byte) []byte {
 	names := s.policyNames()
 	b = wire.AppendUvarint(b, uint64(len(names)))
@@ -72,7 +95,7 @@ func (s *Shard) appendPolicies(b []byte) []byte {
 		for _, v := range p.params {
 			b = wire.AppendVarint(b, v)
 		}
-		b = append(wire.AppendBool(b, p.shadow), byte(p.previous))
+		b = append(b, policyFlagsByte(p.flags()), byte(p.previous))
 	}
 	return b
 }
@@ -94,17 +117,18 @@ func (d *decoder) policies(s *Shard) {
 		for k := range p.params {
 			p.params[k] = d.Varint()
 		}
-		if d.Err() != nil || d.Len() == 0 || d.Rest()[0] > 1 {
+		if d.Err() != nil || d.Len() == 0 || d.Rest()[0] > 7 {
 			d.Fail("bad policy")
 			return
 		}
-		p.shadow = d.Byte() == 1
+		fl := d.Byte()
+		p.shadow, p.global, p.relaxed = fl&1 != 0, fl&2 != 0, fl&4 != 0
 		if d.Len() == 0 || (Op(d.Rest()[0]) != opNone && !policyOp(Op(d.Rest()[0]))) {
 			d.Fail("bad policy")
 			return
 		}
 		previous := Op(d.Byte())
-		set := Command{Op: OpPolicySet, Value: name, Args: [4]int64{p.params[0], p.params[1], p.params[2], int64(op)}}
+		set := Command{Op: OpPolicySet, Flags: p.flags(), Value: name, Args: [4]int64{p.params[0], p.params[1], p.params[2], int64(op)}}
 		if _, dup := s.policies[string(name)]; dup || !set.Valid() {
 			d.failf("policy %q: invalid or twice", name)
 			return
@@ -126,7 +150,8 @@ func (d *decoder) sections(s *Shard, free []int32) {
 	last := byte(0)
 	for d.Err() == nil && d.Len() > 0 {
 		tag := d.Byte()
-		if tag <= last || (tag != sectionLayout && tag != sectionPolicies && tag != sectionMemory && tag != sectionScripts) {
+		if tag <= last || (tag != sectionLayout && tag != sectionPolicies && tag != sectionMemory && tag != sectionScripts &&
+			tag != sectionReservations) {
 			d.failf("section %q out of place", tag)
 			return
 		}
@@ -138,6 +163,8 @@ func (d *decoder) sections(s *Shard, free []int32) {
 			d.policies(s)
 		case sectionScripts:
 			d.scripts(s)
+		case sectionReservations:
+			d.reservations(s)
 		case sectionMemory:
 			limit := d.Uvarint()
 			if d.Err() != nil || d.Len() == 0 || d.Rest()[0] >= byte(memoryPolicies) || limit > 1<<62 {

@@ -12,6 +12,7 @@ type Shard struct {
 	decisions [opCount]DecisionCount
 	top       *topKeys           // the heaviest keys of the last minute (topkeys.go); nil until a decision
 	policies  map[string]*policy // RL.POLICY's named limits
+	res       reservedCharges    // RL.RESERVE's (reservations.go)
 	scripts   scriptCache        // the scripts EVALSHA finds
 	runner    ScriptRunner       // runs scripts; nil: refused
 
@@ -87,6 +88,13 @@ type Stats struct {
 	// and what its records hold outside.
 	Captures      int
 	CaptureCopies int64
+	// ReservationsPending are RL.RESERVE's reservations neither settled
+	// nor expired, and Reserved the units their estimates hold.
+	ReservationsPending, Reserved int64
+	// ReservationsMade counts the reservations made; ReservationsSettled,
+	// those settled by RL.SETTLE; ReservationsExpired, those settled at
+	// their estimate when their TTL ended.
+	ReservationsMade, ReservationsSettled, ReservationsExpired int64
 }
 
 // DecisionCount is how many decisions allowed and denied.
@@ -112,7 +120,7 @@ const prefetchWindow = 32
 
 // NewShard returns an empty shard.
 func NewShard() *Shard {
-	return &Shard{keys: newKeyspace(), policies: make(map[string]*policy), scripts: newScriptCache()}
+	return &Shard{keys: newKeyspace(), policies: make(map[string]*policy), scripts: newScriptCache(), res: newReservedCharges()}
 }
 
 // Stats returns the shard's counters.
@@ -138,6 +146,12 @@ func (s *Shard) Stats() Stats {
 	sc := s.keys.shareStat
 	st.ShareGrants, st.ShareReturned, st.ShareLapsed = sc.grants, sc.returned, sc.lapsed
 	st.Captures, st.CaptureCopies = len(s.keys.records.cow.live), s.keys.records.cow.copies
+	for _, r := range s.res.byID {
+		if r.pending(s.now) {
+			st.ReservationsPending, st.Reserved = st.ReservationsPending+1, satAdd(st.Reserved, r.estimate)
+		}
+	}
+	st.ReservationsMade, st.ReservationsSettled, st.ReservationsExpired = s.res.made, s.res.settled, s.res.expired
 	return st
 }
 
@@ -162,6 +176,7 @@ func (s *Shard) ApplyMicros(us int64, cmds []Command, out []Result) {
 	s.batchMicros, s.batchScripts = us, 0
 	s.applyCommands(now, cmds, out, true)
 	s.keys.reclaim(now, sweepPerCommand*len(cmds))
+	s.res.process(now)
 }
 
 // scriptMicros is the time, in Unix microseconds, of the next script of
@@ -219,6 +234,18 @@ func (s *Shard) applyCommands(now int64, cmds []Command, out []Result, readAhead
 			s.share(now, c, r)
 		case OpUnshare:
 			s.unshare(now, c, r)
+		case OpGlobalScan:
+			s.globalScan(now, c, r)
+		case OpGlobalLease:
+			s.globalLease(now, c, r)
+		case OpGlobalInstall:
+			s.globalInstall(now, c, r)
+		case OpGlobalCounts:
+			s.globalCounts(now, c, r)
+		case OpReserve:
+			s.reserve(now, c, r)
+		case OpSettle:
+			s.settle(now, c, r)
 		case OpGet, OpSet, OpIncrBy, OpExpire:
 			s.stringCommand(now, c, r)
 		case OpHGet, OpHSet, OpHMGet, OpHIncrBy, OpHIncrByFloat, OpHDel, OpHExists, OpHGetAll, OpHLen:

@@ -91,18 +91,12 @@ func (w slidingWindow) resetAfter(st windowCounts, left int64) int64 {
 	return 0
 }
 
-// countRefused counts a refused cost into the current window of st (rolled
-// to now by decide) as spent, capped at MaxCount. Nothing remains, as the
-// estimate is now past the limit; the wait for the same cost is computed
-// again from the new counts, so a caller who waits that long is allowed.
-func (w slidingWindow) countRefused(st windowCounts, d Decision, now, cost int64) (windowCounts, Decision) {
+// charge counts a refused cost into the current window of st (rolled to
+// now by decide) all the same, capped at MaxCount: a FORCE charge, or a
+// refusal counted (FlagCountRefused).
+func (w slidingWindow) charge(st windowCounts, cost int64) windowCounts {
 	st.Cur = min(st.Cur+cost, MaxCount)
-	left := st.Start + w.Window - max(now, st.Start)
-	d.Remaining, d.ResetAfter = 0, w.resetAfter(st, left)
-	if d.RetryAfter != RetryNever {
-		d.RetryAfter = w.retryAfter(st, left, cost)
-	}
-	return st, d
+	return st
 }
 
 // expiresAt is when st becomes indistinguishable from no state at all.
@@ -132,13 +126,23 @@ func (w slidingWindow) adopt(old slidingWindow, st windowCounts, now int64) wind
 	return windowCounts{Start: now - now%w.Window, Cur: carried}
 }
 
-// refund takes up to n units back: from the current window, then from the
-// previous one. It never gives back more than was spent.
-func (w slidingWindow) refund(st windowCounts, now, n int64) windowCounts {
+// refund takes up to n units back, never more than was spent. A plain
+// refund (since noSince) takes them from the current window, then from the
+// previous one; a reservation's settlement only from the window that holds
+// its charge, made at since (nothing once that window is older than the
+// previous one).
+func (w slidingWindow) refund(st windowCounts, now, n, since int64) windowCounts {
 	st = w.roll(st, max(now, st.Start))
-	take := min(st.Cur, n)
-	st.Cur -= take
-	st.Prev = max(st.Prev-(n-take), 0)
+	switch {
+	case since == noSince:
+		take := min(st.Cur, n)
+		st.Cur -= take
+		st.Prev = max(st.Prev-(n-take), 0)
+	case since >= st.Start:
+		st.Cur = max(st.Cur-n, 0)
+	case since >= st.Start-w.Window:
+		st.Prev = max(st.Prev-n, 0)
+	}
 	return st
 }
 
@@ -160,12 +164,15 @@ func (slidingAlgorithm) evaluate(ks *keyspace, now int64, p [3]int64, i int32, c
 		st, converted = w.adopt(old, ost, now), old != w
 	}
 	if cost < 0 {
-		st = w.refund(st, now, -cost)
+		st = w.refund(st, now, -cost, v.since)
 	}
 	st, v.d = w.decide(st, now, max(cost, 0))
-	counted := v.countsRefusal(cost)
+	counted := v.counts(cost)
 	if counted {
-		st, v.d = w.countRefused(st, v.d, now, cost)
+		st = w.charge(st, cost)
+		_, peek := w.decide(st, now, 0)
+		_, again := w.decide(st, now, cost)
+		v.d = v.chargedReply(v.d, peek, again)
 	}
 	v.write = keepState(i >= 0, cost, converted, v.d.Allowed || counted)
 	v.params, v.state = [3]int64{w.Limit, w.Window}, [3]int64{st.Start, st.Prev, st.Cur}

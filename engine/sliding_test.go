@@ -43,7 +43,7 @@ func TestSlidingWindowDecide(t *testing.T) {
 			windowCounts{Start: 5000, Cur: 4}},
 		{"peek over a lowered limit is refused", windowCounts{Start: 5000, Cur: 12}, 5_100, 0,
 			// wait for the next window, then 12*(1-t/1000) <= 10: t >= 167
-			Decision{Limit: 10, Remaining: 0, RetryAfter: 900 + 167, ResetAfter: 1900},
+			Decision{Limit: 10, Remaining: -2, RetryAfter: 900 + 167, ResetAfter: 1900},
 			windowCounts{Start: 5000, Cur: 12}},
 	}
 	for _, c := range cases {

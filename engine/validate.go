@@ -14,6 +14,12 @@ func (c Command) Check() error {
 	if c.Flags&^spec.Flags != 0 {
 		return paramError("flags %#x are not %s's", uint16(c.Flags&^spec.Flags), spec.Name)
 	}
+	if c.Flags&FlagForce != 0 && c.Flags&(FlagPartial|FlagCountRefused) != 0 {
+		return errForcePartial
+	}
+	if c.Flags&FlagForce != 0 && c.Flags&FlagGlobal != 0 {
+		return ErrForceGlobal
+	}
 	for i := range spec.Params {
 		if err := spec.Params[i].Check(c.Args[i]); err != nil {
 			return err
@@ -59,3 +65,12 @@ func validPolicyName(name []byte) bool {
 // CL.THROTTLE counts in nanoseconds, which must fit in 64 bits together with
 // a bucket's depth.
 const MaxTime = 4_102_444_800_000
+
+// errForcePartial refuses FORCE beside PARTIAL, which grants only what
+// fits, or beside FlagCountRefused, which FORCE already does.
+var errForcePartial = paramError("FORCE charges the whole cost: it excludes PARTIAL")
+
+// ErrForceGlobal refuses a charge that always counts on a global key: a
+// region admits a strict key's cost only from blocks its home granted, and a
+// debt past them would be one no region holds (docs/federation.md).
+var ErrForceGlobal = &Error{CodeParam, "FORCE is not for GLOBAL keys: a region decides a global key from the budget it holds"}

@@ -33,6 +33,8 @@ type collector struct {
 	shareKeys, shareHolders, shareCommitted *prometheus.Desc
 	shareGrants, shareReturned, shareLapsed *prometheus.Desc
 
+	resPending, reserved, resMade, resSettled, resExpired *prometheus.Desc
+
 	clients   *prometheus.Desc
 	onLoops   *prometheus.Desc
 	maxClient *prometheus.Desc
@@ -93,6 +95,12 @@ func newCollector(src Sources, notReady func() error) *collector {
 			"Committed units freed before they expired, by RL.UNSHARE and ACK (INFO rl_share_returned, summed).", shard, nil),
 		shareLapsed: d("rlserver_share_lapsed_total",
 			"Holders dropped because every grant of theirs expired, never returned (INFO rl_share_lapsed, summed).", shard, nil),
+		resPending: d("rlserver_reservations_pending", "RL.RESERVE reservations a shard's replica holds, neither settled nor expired (INFO rl_reservations_pending, summed).", shard, nil),
+		reserved:   d("rlserver_reserved_units", "The units the pending reservations' estimates hold (INFO rl_reserved, summed).", shard, nil),
+		resMade:    d("rlserver_reservations_made_total", "Reservations RL.RESERVE made (INFO rl_reservations_made, summed).", shard, nil),
+		resSettled: d("rlserver_reservations_settled_total", "Reservations RL.SETTLE settled (INFO rl_reservations_settled, summed).", shard, nil),
+		resExpired: d("rlserver_reservations_expired_total",
+			"Reservations settled at their estimate because their TTL ended first (INFO rl_reservations_expired, summed).", shard, nil),
 
 		clients:   d("rlserver_connected_clients", "Client connections open now (INFO connected_clients).", nil, nil),
 		onLoops:   d("rlserver_event_loop_clients", "Of the client connections, those an event loop serves (--event-loops; INFO event_loop_clients).", nil, nil),
@@ -122,6 +130,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.buildInfo, c.ready, c.decisions, c.keys, c.dataset, c.evicted, c.oom, c.shadow, c.charged, c.maxMemory, c.topKeys, c.clients, c.onLoops, c.maxClient, c.received, c.rejected, c.commands,
 		c.shareKeys, c.shareHolders, c.shareCommitted, c.shareGrants, c.shareReturned, c.shareLapsed,
+		c.resPending, c.reserved, c.resMade, c.resSettled, c.resExpired,
 		c.raftState, c.raftLeaderKnown, c.raftTerm, c.raftCommit, c.raftApplied, c.raftContact,
 		c.rebalanceState, c.rebalanceSteps, c.rebalancePlanned,
 	} {
@@ -197,6 +206,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.shareGrants, float64(st.ShareGrants), label)
 		counter(c.shareReturned, float64(st.ShareReturned), label)
 		counter(c.shareLapsed, float64(st.ShareLapsed), label)
+		gauge(c.resPending, float64(st.ReservationsPending), label)
+		gauge(c.reserved, float64(st.Reserved), label)
+		counter(c.resMade, float64(st.ReservationsMade), label)
+		counter(c.resSettled, float64(st.ReservationsSettled), label)
+		counter(c.resExpired, float64(st.ReservationsExpired), label)
 		for op, d := range st.Decisions {
 			if d != (engine.DecisionCount{}) {
 				name := engine.Op(op).Spec().Name

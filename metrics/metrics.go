@@ -45,6 +45,9 @@ func New(src Sources) (*Metrics, error) {
 	if src.RaftSink != nil {
 		cs = append(cs, src.RaftSink)
 	}
+	if src.Federation != nil {
+		cs = append(cs, newFederationCollector(src.Federation))
+	}
 	if src.RLS != nil {
 		cs = append(cs, newRLSCollector(src.RLS))
 	}
@@ -53,6 +56,9 @@ func New(src Sources) (*Metrics, error) {
 	}
 	if src.XDS != nil {
 		cs = append(cs, newXDSCollector(src.XDS))
+	}
+	if src.HTTP != nil {
+		cs = append(cs, newHTTPCollector(src.HTTP))
 	}
 	for _, c := range cs {
 		if err := m.registry.Register(c); err != nil {

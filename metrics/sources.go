@@ -63,9 +63,14 @@ type Sources struct {
 	// XDS, when set, is the rate limit service's subscription to its
 	// config over xDS; its state is exported.
 	XDS XDS
+	// HTTP, when set, is the decision API over HTTP (--http-port); its
+	// requests and their durations are exported.
+	HTTP HTTP
 	// Top, when set, gives rlserver_top_key_decisions: the TopKeysMetric
 	// heaviest keys of each outcome.
 	Top TopKeys
 	// Rebalance, when set (a cluster's node), gives rlserver_rebalance_*.
 	Rebalance Rebalance
+	// Federation, when set (--region), gives rlserver_federation_*.
+	Federation Federation
 }

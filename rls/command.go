@@ -18,8 +18,11 @@ import (
 //	calendar  RL.QUOTA    requests_per_unit per calendar day, week, month or year (UTC)
 //
 // where window is unit_multiplier units. The cost is the hits addend
-// (negative for is_negative_hits: a refund), with FlagCountRefused when the
-// rule counts refused hits. Each op's parameters are laid out as their
+// (negative for is_negative_hits: a refund). A rule that counts refused
+// hits (count_refused) asks a window with FlagCountRefused and a bucket
+// with FlagForce, which lets it go into debt: either way a hit counts
+// whether it fits or not, as a charge Envoy makes when a stream is done
+// (apply_on_stream_done) must. Each op's parameters are laid out as their
 // roles in the engine's table say.
 
 // calendarPeriod is the calendar period unit is, when it is one: Envoy's
@@ -48,8 +51,11 @@ func ruleCommand(r *rule, cost int64) engine.Command {
 			c.Args[i] = int64(period)
 		}
 	}
-	if r.CountRefused {
+	switch {
+	case r.CountRefused && r.Algorithm.countsRefusals():
 		c.Flags = engine.FlagCountRefused
+	case r.CountRefused:
+		c.Flags = engine.FlagForce // a bucket goes into debt
 	}
 	return c
 }

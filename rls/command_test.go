@@ -35,6 +35,11 @@ func TestRuleCommands(t *testing.T) {
 		if err := got.Check(); err != nil {
 			t.Errorf("%v: %v", tc.algo, err)
 		}
+		// A bucket told to count refused hits goes into debt (FORCE).
+		r.CountRefused = true
+		if got := ruleCommand(r, 3); got.Flags&(engine.FlagCountRefused|engine.FlagForce) == 0 || got.Check() != nil {
+			t.Errorf("%v counting refused hits: %+v, %v", tc.algo, got, got.Check())
+		}
 		if tc.algo.countsPeriods() != (tc.algo == algoCalendar) {
 			t.Errorf("%v counts periods: %v", tc.algo, tc.algo.countsPeriods())
 		}

@@ -71,9 +71,10 @@ func (a algorithm) countsPeriods() bool {
 	return false
 }
 
-// countsRefusals reports whether the algorithm can count a refused hit, as
-// its op's row says: the window counters can, a bucket cannot go below
-// empty.
+// countsRefusals reports whether the algorithm counts a refused hit unless
+// told not to (count_refused: false), as its op's row says: the window
+// counters do, as envoyproxy/ratelimit's INCRBY does. A bucket counts one
+// only when told to, as a FORCE charge, which takes it into debt.
 func (a algorithm) countsRefusals() bool {
 	return algorithmOps[a].Spec().Flags&engine.FlagCountRefused != 0
 }
@@ -97,7 +98,7 @@ type rule struct {
 	ShadowMode      bool
 	DetailedMetric  bool
 	Algorithm       algorithm
-	CountRefused    bool // a refused hit is counted (the window algorithms only)
+	CountRefused    bool // a refused hit is counted: by default for the window algorithms, as FORCE for a bucket
 
 	stats *counters                       // the rule's counters under StatsKey
 	limit *pb.RateLimitResponse_RateLimit // current_limit, shared by every status (only read)

@@ -59,7 +59,6 @@ func TestLoadRefusesBadConfigsNamingFileAndLine(t *testing.T) {
 		{"unknown algorithm", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      algorithm: leaky\n", 7, `unknown algorithm "leaky"`},
 		{"zero multiplier", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      unit_multiplier: 0\n", 7, "unit_multiplier must be an integer from 1"},
 		{"window past the engine's bound", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: year\n      requests_per_unit: 1\n      unit_multiplier: 40\n", 7, "unit_multiplier must be an integer from 1 to 31"},
-		{"token counting refusals", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      algorithm: token\n      count_refused: true\n", 8, "cannot count refused hits"},
 		{"calendar of seconds", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      algorithm: calendar\n", 7, "calendar algorithm counts one day"},
 		{"extension on unlimited", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unlimited: true\n      algorithm: sliding\n", 6, "takes no algorithm"},
 		{"key given twice", "domain: d\ndomain: e\n", 2, `"domain" is given twice`},

@@ -6,6 +6,7 @@ import (
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/sfv"
 )
 
 // With Options.ResponseHeaders, a response carries the headers rlserver's
@@ -49,15 +50,15 @@ func responseHeaders(c *call) []*core.HeaderValue {
 	if name == "" {
 		name = r.StatsKey
 	}
-	quoted := sfString(name)
+	quoted := sfv.String(name)
 	policy := quoted + ";q=" + strconv.FormatUint(uint64(r.RequestsPerUnit), 10) +
-		";w=" + strconv.FormatInt(max(secondsUp(r.Window()), 1), 10)
+		";w=" + strconv.FormatInt(max(sfv.Seconds(r.Window()), 1), 10)
 	limit := quoted + ";r=" + strconv.FormatInt(max(d.Remaining, 0), 10)
 	out := []*core.HeaderValue{{Key: headerRateLimitPolicy, Value: policy}}
 	if d.Allowed || d.RetryAfter == engine.RetryNever {
 		return append(out, &core.HeaderValue{Key: headerRateLimit, Value: limit})
 	}
-	wait := strconv.FormatInt(secondsUp(d.RetryAfter), 10)
+	wait := strconv.FormatInt(sfv.Seconds(d.RetryAfter), 10)
 	return append(out, &core.HeaderValue{Key: headerRateLimit, Value: limit + ";t=" + wait},
 		&core.HeaderValue{Key: headerRetryAfter, Value: wait})
 }
@@ -84,23 +85,4 @@ func waitOf(d engine.Decision) int64 {
 		return 1<<63 - 1
 	}
 	return d.RetryAfter
-}
-
-// sfString quotes s as a Structured Field String (RFC 9651): a backslash
-// or double quote is escaped, and a byte a String cannot hold (outside
-// printable ASCII) becomes "?".
-func sfString(s string) string {
-	b := make([]byte, 0, len(s)+2)
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20 || c > 0x7e:
-			b = append(b, '?')
-		default:
-			b = append(b, c)
-		}
-	}
-	return string(append(b, '"'))
 }

@@ -381,6 +381,54 @@ func TestHitsAddend(t *testing.T) {
 	}
 }
 
+// Envoy charges a response's usage when its stream is done
+// (apply_on_stream_done, with the descriptor's hits_addend): a rule that
+// counts refused hits counts that charge whether it fits or not, so the
+// next request is refused until the debt is paid off. The issue's example:
+// 1,000 a minute, a response of 1,200 tokens.
+func TestChargeWhenTheStreamIsDone(t *testing.T) {
+	f := newFixture(t, `domain: llm
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 1000, algorithm: token, count_refused: true}
+  - key: team
+    rate_limit: {unit: minute, requests_per_unit: 1000}
+`, Options{})
+	look := func(k, v string) *rlpb.RateLimitDescriptor {
+		d := desc(k, v)
+		d.HitsAddend = wrapperspb.UInt64(0) // the request's entry: hits_addend {number: 0}
+		return d
+	}
+	usage := func(k, v string, n uint64) *rlpb.RateLimitDescriptor {
+		d := desc(k, v)
+		d.HitsAddend = wrapperspb.UInt64(n) // the stream's: hits_addend {format: ...}
+		return d
+	}
+	for _, c := range []struct {
+		key   string
+		retry int64 // seconds until the debt is paid off
+	}{{"user", 12}, {"team", 60}} {
+		if r := f.ask("llm", 0, look(c.key, "ada")); r.OverallCode != pb.RateLimitResponse_OK {
+			t.Fatalf("%s: the request, before any usage: %v", c.key, r)
+		}
+		// Envoy ignores this answer; what matters is that it counted.
+		if st := f.ask("llm", 0, usage(c.key, "ada", 1200)).Statuses[0]; st.Code != pb.RateLimitResponse_OVER_LIMIT || st.LimitRemaining != 0 {
+			t.Fatalf("%s: the stream's 1,200 tokens: %v", c.key, st)
+		}
+		st := f.ask("llm", 0, look(c.key, "ada")).Statuses[0]
+		if st.Code != pb.RateLimitResponse_OVER_LIMIT || st.DurationUntilReset.GetSeconds() != c.retry {
+			t.Fatalf("%s: the next request: %v, want OVER_LIMIT for %d s", c.key, st, c.retry)
+		}
+	}
+	f.clock.Set(1699956000000 + 12_000) // the bucket's 200 tokens of debt are paid off
+	if r := f.ask("llm", 0, look("user", "ada")); r.OverallCode != pb.RateLimitResponse_OK {
+		t.Fatalf("after 12 s: %v", r)
+	}
+	if r := f.ask("llm", 0, look("team", "ada")); r.OverallCode != pb.RateLimitResponse_OVER_LIMIT {
+		t.Fatalf("the fixed window's debt lasts until the window ends: %v", r)
+	}
+}
+
 // The response headers describe the most restrictive descriptor: a refusal
 // before an allowance, then the longer wait, else the fewer remaining.
 func TestResponseHeaders(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/sfv"
 )
 
 // A descriptor's status, as envoyproxy/ratelimit answers it:
@@ -56,7 +57,7 @@ func (s *Service) respond(c *call) *pb.RateLimitResponse {
 			Code:               pb.RateLimitResponse_OK,
 			CurrentLimit:       r.limit,
 			LimitRemaining:     clampUint32(it.d.Remaining),
-			DurationUntilReset: &durationpb.Duration{Seconds: secondsUp(untilReset(it.d))},
+			DurationUntilReset: &durationpb.Duration{Seconds: sfv.Seconds(untilReset(it.d))},
 		}
 		if !it.d.Allowed {
 			st.LimitRemaining = 0
@@ -80,10 +81,4 @@ func untilReset(d engine.Decision) int64 {
 		return d.RetryAfter
 	}
 	return d.ResetAfter
-}
-
-// secondsUp is ms in whole seconds, rounded up: a client that waits that
-// long is never early.
-func secondsUp(ms int64) int64 {
-	return (max(ms, 0) + 999) / 1000
 }

@@ -384,9 +384,6 @@ func (p *fileParser) extensions(r *rule, f map[string]field) error {
 		if err != nil {
 			return err
 		}
-		if b && !r.Algorithm.countsRefusals() {
-			return p.fail(v.value, "the %s algorithm cannot count refused hits: a bucket cannot go below empty", r.Algorithm)
-		}
 		r.CountRefused = b
 	}
 	return nil

@@ -251,3 +251,23 @@ func TestTimeHasMicroseconds(t *testing.T) {
 		}
 	}
 }
+
+// A FORCE charge from a script counts as from a client, its remaining
+// below zero; RL.ALL's and RL.CHECK's too. RL.RESERVE and RL.SETTLE are
+// not for scripts: a script's charge is known when it runs.
+func TestForceInScripts(t *testing.T) {
+	ts := newTestShard(t)
+	if got, want := ts.eval("return redis.call('RL.TOKEN', KEYS[1], 1000, 1000, 60000, 'COST', 1200, 'FORCE')", []string{"k"}),
+		lines("*5", ":0", ":1000", ":-200", ":12000", ":72000"); got != want {
+		t.Errorf("RESP2: %q, want %q", got, want)
+	}
+	if got := ts.eval("redis.setresp(3) local r = redis.call('RL.ALL', 'FIXED', KEYS[1], 10, 1000, 'FIXED', KEYS[2], 100, 1000, 'COST', 15, 'FORCE') "+
+		"return {r[1].map.allowed, r[2].map.remaining, r[3].map.remaining}", []string{"{u}a", "{u}b"}); got != lines("*3", ":0", ":-5", ":85") {
+		t.Errorf("RL.ALL FORCE: %q", got)
+	}
+	for _, call := range []string{"'RL.RESERVE', 'TOKEN', KEYS[1], 10, 1, 1000, 'COST', 1", "'RL.SETTLE', '{a}1:' .. KEYS[1], 1"} {
+		if got := ts.eval("return redis.call("+call+")", []string{"r"}); !strings.HasPrefix(got, "-ERR This Redis command is not allowed from script") {
+			t.Errorf("%s from a script: %q", call, got)
+		}
+	}
+}

@@ -103,6 +103,9 @@ func (b *batch) addKeyed(s *Server, spec *commands.Spec, args [][]byte) {
 	}
 	var err error
 	b.parsed, err = spec.Parse(args, b.parsed[:0])
+	if err == nil {
+		err = s.checkFederated(b.parsed)
+	}
 	if err != nil {
 		b.addError(err)
 		return
@@ -223,6 +226,8 @@ func (b *batch) encodeEngine(out []byte, p pending, resp3 bool) []byte {
 		return b.encodeAll(out, p, resp3)
 	case commands.IDSetNX:
 		return b.encodeSetNX(out, p)
+	case commands.IDReserve:
+		return b.encodeReserve(out, p, resp3)
 	}
 	var sum int64
 	for i := p.first; i < p.first+p.n; i++ {
@@ -255,6 +260,21 @@ func (b *batch) encodeAll(out []byte, p pending, resp3 bool) []byte {
 		out = appendResult(out, &r.Results[b.posOf[i]], resp3)
 	}
 	return out
+}
+
+// encodeReserve encodes RL.RESERVE: the decision, its reservation's seq
+// replaced by the id built from it and the key.
+func (b *batch) encodeReserve(out []byte, p pending, resp3 bool) []byte {
+	r := b.reqs[b.shardOf[p.first]]
+	if r.Err != nil {
+		return appendError(out, r.Err)
+	}
+	pos := b.posOf[p.first]
+	res := &r.Results[pos]
+	if res.Type != engine.ResDecision {
+		return appendResult(out, res, resp3)
+	}
+	return appendReservation(out, res, r.Cmds[pos].Key, resp3)
 }
 
 // encodeSetNX encodes SETNX: 1 when SET NX set the key, 0 when not.

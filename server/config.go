@@ -58,6 +58,13 @@ type Config struct {
 	// cluster's) it suspends a pipeline whose requests are not answered
 	// yet, and goes on with other connections (loopwait.go).
 	AnswersInSubmit bool
+	// Federated says the node is a region of a federation (--region):
+	// GLOBAL decisions and policies are refused otherwise, as no other
+	// region could ever grant them a block.
+	Federated bool
+	// Federation, when set, is the region's federation, for INFO
+	// federation.
+	Federation Federation
 	// Backups, when set, takes shards' state for RL.BACKUP
 	// (cluster.RaftShards, cluster.MemoryShards). Nil: RL.BACKUP is
 	// refused.

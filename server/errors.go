@@ -100,3 +100,21 @@ func ErrorText(err error) string {
 	b := appendError(nil, err)
 	return string(b[1 : len(b)-2])
 }
+
+// errNotFederated refuses GLOBAL on a node that is no region of a
+// federation.
+var errNotFederated = errors.New("ERR GLOBAL needs a federation of regions: this node has no --region")
+
+// checkFederated refuses cmds when one is GLOBAL and the server is no
+// region of a federation.
+func (s *Server) checkFederated(cmds []engine.Command) error {
+	if s.cfg.Federated {
+		return nil
+	}
+	for i := range cmds {
+		if cmds[i].Flags&engine.FlagGlobal != 0 {
+			return errNotFederated
+		}
+	}
+	return nil
+}

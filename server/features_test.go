@@ -2,7 +2,10 @@ package server
 
 import (
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/federation"
 )
 
 // decisionWith is the RESP2 wire text of a decision with extra fields.
@@ -195,6 +198,50 @@ func TestPoliciesOnANodeWithoutShardZero(t *testing.T) {
 	for _, line := range []string{"policy_orders:shadow=0,checks=6,denied=0,shadow_denied=0\r\n", "policy_trial:shadow=1,checks=0,denied=0,shadow_denied=0\r\n"} {
 		if !contains(info, line) {
 			t.Errorf("INFO policies misses %q:\n%s", line, info)
+		}
+	}
+}
+
+// GLOBAL is refused on a node that is no region of a federation: no home
+// would ever grant its strict keys a block. A region takes it.
+func TestGlobalNeedsAFederation(t *testing.T) {
+	c := startServer(t).dial(t)
+	const refused = "-ERR GLOBAL needs a federation of regions: this node has no --region\r\n"
+	c.expect(refused, "RL.SLIDING", "k", "10", "1000", "GLOBAL")
+	c.expect(refused, "RL.POLICY", "SET", "p", "SLIDING", "10", "1000", "GLOBAL")
+	c.expect("+OK\r\n", "MULTI")
+	c.expect(refused, "RL.FIXED", "k", "10", "1000", "GLOBAL", "RELAXED")
+	c.expect("-EXECABORT Transaction discarded because of previous errors.\r\n", "EXEC")
+	f := startServer(t, withConfig(func(cfg *Config) { cfg.Federated = true })).dial(t)
+	f.expect("+OK\r\n", "RL.POLICY", "SET", "p", "SLIDING", "10", "1000", "GLOBAL")
+	if got := f.do("RL.SLIDING", "k", "10", "1000", "GLOBAL"); !strings.HasPrefix(got, "*5\r\n:0\r\n") {
+		t.Fatalf("a region's first GLOBAL decision, before any block: %q", got)
+	}
+	f.expect("+rl.global\r\n", "TYPE", "k")
+}
+
+// fakeFederation reports fixed federation counters.
+type fakeFederation struct{}
+
+func (fakeFederation) Stats() federation.Stats {
+	return federation.Stats{Region: "eu", Ticks: 7, LeasesSent: 3, OvershootBound: 12, OvershootBoundRatio: 0.012,
+		Links: []federation.LinkStats{{Region: "us", Up: true, RTTMillis: 101, Calls: 9, Fail: 1}}}
+}
+
+// INFO federation says what the metrics export; a node without one says
+// it has none.
+func TestInfoFederation(t *testing.T) {
+	c := startServer(t).dial(t)
+	if got := c.do("INFO", "federation"); !strings.Contains(got, "federation_enabled:0\r\n") {
+		t.Fatalf("INFO federation without one: %q", got)
+	}
+	f := startServer(t, withConfig(func(cfg *Config) { cfg.Federated, cfg.Federation = true, fakeFederation{} })).dial(t)
+	got := f.do("INFO", "federation")
+	for _, line := range []string{"federation_enabled:1", "federation_region:eu", "federation_rounds:7",
+		"federation_lease_requests_sent:3", "federation_relaxed_overshoot_bound:12",
+		"federation_relaxed_overshoot_bound_ratio:0.0120", "federation_link_us:up=1,rtt_ms=101,calls=9,failures=1"} {
+		if !strings.Contains(got, line+"\r\n") {
+			t.Errorf("INFO federation lacks %q:\n%s", line, got)
 		}
 	}
 }

@@ -33,6 +33,8 @@ var infoSections = []infoSection{
 	{"ratelimit", (*Server).writeRateLimitInfo},
 	{"policies", (*Server).writePolicyInfo},
 	{"shares", (*Server).writeSharesInfo},
+	{"federation", (*Server).writeFederationInfo},
+	{"reservations", (*Server).writeReservationsInfo},
 	{"topkeys", (*Server).writeTopKeys},
 	{"scripting", (*Server).writeScriptingInfo},
 	{"raft", (*Server).writeRaftInfo},
@@ -209,6 +211,50 @@ func (s *Server) writeSharesInfo(b *strings.Builder, t *engine.Stats) {
 	infoLine(b, "rl_share_grants", t.ShareGrants)
 	infoLine(b, "rl_share_returned", t.ShareReturned)
 	infoLine(b, "rl_share_lapsed", t.ShareLapsed)
+}
+
+// writeFederationInfo is the region's federation: what
+// rlserver_federation_* export, by the same names less the prefix.
+func (s *Server) writeFederationInfo(b *strings.Builder, _ *engine.Stats) {
+	if s.cfg.Federation == nil {
+		infoLine(b, "federation_enabled", 0)
+		return
+	}
+	st := s.cfg.Federation.Stats()
+	infoLine(b, "federation_enabled", 1)
+	infoLine(b, "federation_region", st.Region)
+	infoLine(b, "federation_rounds", st.Ticks)
+	infoLine(b, "federation_keys", st.Keys)
+	infoLine(b, "federation_lease_requests_sent", st.LeasesSent)
+	infoLine(b, "federation_lease_requests_served", st.LeasesServed)
+	infoLine(b, "federation_lease_errors", st.LeaseErrors)
+	infoLine(b, "federation_grants_recorded", st.Installs)
+	infoLine(b, "federation_units_granted", st.UnitsGranted)
+	infoLine(b, "federation_floor_blocks", st.FloorBlocks)
+	infoLine(b, "federation_seals", st.Seals)
+	infoLine(b, "federation_counts_sent", st.CountsSent)
+	infoLine(b, "federation_counts_received", st.CountsReceived)
+	infoLine(b, "federation_auth_failures", st.AuthFailures)
+	infoLine(b, "federation_relaxed_overshoot_bound", st.OvershootBound)
+	infoLine(b, "federation_relaxed_overshoot_bound_ratio", strconv.FormatFloat(st.OvershootBoundRatio, 'f', 4, 64))
+	for _, l := range st.Links {
+		up := 0
+		if l.Up {
+			up = 1
+		}
+		infoLine(b, "federation_link_"+l.Region, fmt.Sprintf("up=%d,rtt_ms=%d,calls=%d,failures=%d", up, l.RTTMillis, l.Calls, l.Fail))
+	}
+}
+
+// writeReservationsInfo writes the reservations' figures (RL.RESERVE):
+// those pending and the units they hold, now; those made, settled and
+// expired (settled at their estimate), since the start.
+func (s *Server) writeReservationsInfo(b *strings.Builder, t *engine.Stats) {
+	infoLine(b, "rl_reservations_pending", t.ReservationsPending)
+	infoLine(b, "rl_reserved", t.Reserved)
+	infoLine(b, "rl_reservations_made", t.ReservationsMade)
+	infoLine(b, "rl_reservations_settled", t.ReservationsSettled)
+	infoLine(b, "rl_reservations_expired", t.ReservationsExpired)
 }
 
 func (s *Server) writeClusterInfo(b *strings.Builder, _ *engine.Stats) {

@@ -142,6 +142,11 @@ func (s *Server) total() engine.Stats {
 		t.ShareLapsed += st.ShareLapsed
 		t.Captures += st.Captures
 		t.CaptureCopies += st.CaptureCopies
+		t.ReservationsPending += st.ReservationsPending
+		t.Reserved += st.Reserved
+		t.ReservationsMade += st.ReservationsMade
+		t.ReservationsSettled += st.ReservationsSettled
+		t.ReservationsExpired += st.ReservationsExpired
 	}
 	return t
 }

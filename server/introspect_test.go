@@ -230,11 +230,11 @@ func TestInfo(t *testing.T) {
 			t.Errorf("INFO lacks %q", want)
 		}
 	}
-	if order := sectionOrder(all); strings.Join(order, ",") != "Server,Clients,Memory,Persistence,Stats,Replication,Cpu,Ratelimit,Policies,Shares,Topkeys,Scripting,Raft,Cluster,Keyspace" {
+	if order := sectionOrder(all); strings.Join(order, ",") != "Server,Clients,Memory,Persistence,Stats,Replication,Cpu,Ratelimit,Policies,Shares,Federation,Reservations,Topkeys,Scripting,Raft,Cluster,Keyspace" {
 		t.Errorf("INFO sections: %v", order)
 	}
 	for _, section := range []string{"default", "all", "everything"} {
-		if got := sectionOrder(parse(t, c.do("INFO", section)).(string)); len(got) != 15 {
+		if got := sectionOrder(parse(t, c.do("INFO", section)).(string)); len(got) != 17 {
 			t.Errorf("INFO %s: sections %v", section, got)
 		}
 	}

@@ -111,6 +111,9 @@ func (c *conn) checkQueueable(spec *commands.Spec, args [][]byte) error {
 	if c.batch.parsed, err = spec.Parse(args, c.batch.parsed[:0]); err != nil {
 		return err
 	}
+	if err := c.srv.checkFederated(c.batch.parsed); err != nil {
+		return err
+	}
 	slot := c.tx.slot
 	spec.Keys(args, func(k []byte) {
 		s := int(cluster.Slot(k))

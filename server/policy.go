@@ -21,6 +21,9 @@ import (
 // defined on every shard.
 func (c *conn) policySet(_ *commands.Spec, args [][]byte, out []byte) []byte {
 	set, err := commands.ParsePolicySet(args)
+	if err == nil {
+		err = c.srv.checkFederated([]engine.Command{set})
+	}
 	if err != nil {
 		return appendError(out, err)
 	}

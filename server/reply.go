@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/commands"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/resp"
 )
@@ -26,35 +28,70 @@ const (
 // RESP2, a map with their names in RESP3, followed by the extra fields of
 // some commands and options (granted, delay_ms, lease_id, shadow_denied).
 func appendDecision(b []byte, r *engine.Result, resp3 bool) []byte {
-	d := r.Decision
+	extras := r.Extras[:r.NExtras]
+	b = appendDecisionHead(b, r.Decision, len(extras), resp3)
+	return appendExtras(b, extras, resp3)
+}
+
+// appendDecisionHead encodes the head of a decision reply with extra more
+// fields: the array's or map's length, then the five common fields.
+func appendDecisionHead(b []byte, d engine.Decision, extra int, resp3 bool) []byte {
 	var allowed int64
 	if d.Allowed {
 		allowed = 1
 	}
-	extras := r.Extras[:r.NExtras]
 	if !resp3 {
-		b = resp.AppendArray(b, 5+len(extras))
+		b = resp.AppendArray(b, 5+extra)
 		b = resp.AppendInt(b, allowed)
 		b = resp.AppendInt(b, d.Limit)
 		b = resp.AppendInt(b, d.Remaining)
 		b = resp.AppendInt(b, d.RetryAfter)
-		b = resp.AppendInt(b, d.ResetAfter)
-		for _, e := range extras {
-			b = resp.AppendInt(b, e.Value)
-		}
-		return b
+		return resp.AppendInt(b, d.ResetAfter)
 	}
-	b = resp.AppendMap(b, 5+len(extras), true)
+	b = resp.AppendMap(b, 5+extra, true)
 	b = resp.AppendInt(resp.AppendEncoded(b, keyAllowed), allowed)
 	b = resp.AppendInt(resp.AppendEncoded(b, keyLimit), d.Limit)
 	b = resp.AppendInt(resp.AppendEncoded(b, keyRemaining), d.Remaining)
 	b = resp.AppendInt(resp.AppendEncoded(b, keyRetryAfter), d.RetryAfter)
-	b = resp.AppendInt(resp.AppendEncoded(b, keyResetAfter), d.ResetAfter)
+	return resp.AppendInt(resp.AppendEncoded(b, keyResetAfter), d.ResetAfter)
+}
+
+// appendExtras encodes a decision's extra fields: integers in RESP2, named
+// in RESP3.
+func appendExtras(b []byte, extras []engine.Extra, resp3 bool) []byte {
 	for _, e := range extras {
-		b = resp.AppendBulkString(b, e.Name)
+		if resp3 {
+			b = resp.AppendBulkString(b, e.Name)
+		}
 		b = resp.AppendInt(b, e.Value)
 	}
 	return b
+}
+
+// appendReservation encodes RL.RESERVE's reply: the decision and its
+// extra fields, the last of which, the reservation's seq, becomes its id,
+// a bulk string (a null when refused), named reservation_id in RESP3.
+func appendReservation(b []byte, r *engine.Result, key []byte, resp3 bool) []byte {
+	extras := r.Extras[:r.NExtras]
+	if len(extras) == 0 || extras[len(extras)-1].Name != engine.ExtraReservation {
+		return appendDecision(b, r, resp3) // not a reservation's: never from RL.RESERVE
+	}
+	seq := extras[len(extras)-1].Value
+	extras = extras[:len(extras)-1]
+	b = appendExtras(appendDecisionHead(b, r.Decision, len(extras)+1, resp3), extras, resp3)
+	if resp3 {
+		b = resp.AppendBulkString(b, engine.ExtraReservation)
+	}
+	if seq == 0 {
+		return resp.AppendNull(b, resp3)
+	}
+	return resp.AppendBulk(b, reservationID(nil, seq, key))
+}
+
+// reservationID appends the id of reservation seq of key: its slot's tag,
+// the seq and the key (commands.AppendReservationID).
+func reservationID(b []byte, seq int64, key []byte) []byte {
+	return commands.AppendReservationID(b, cluster.SlotTag(cluster.Slot(key)), seq, key)
 }
 
 // appendThrottle encodes CL.THROTTLE's reply: five integers, an array in

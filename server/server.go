@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/federation"
 	"github.com/rlserver/rlserver/internal/resp"
 )
 
@@ -63,6 +64,12 @@ type RaftInfo interface {
 	// other nodes', its logs' disk, and why it must not lead, if it must
 	// not.
 	Fitness() cluster.Fitness
+}
+
+// Federation is a region's part in a federation (federation.Federation),
+// for INFO.
+type Federation interface {
+	Stats() federation.Stats
 }
 
 // Clock is the time decisions use (for TIME).

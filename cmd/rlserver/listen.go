@@ -12,6 +12,8 @@ import (
 type listeners struct {
 	plain, tls net.Listener // nil where off
 	grpc       net.Listener // nil without --grpc-port
+	fed        net.Listener // nil without --region
+	http       net.Listener // nil without --http-port
 }
 
 // listen opens the client ports the settings ask for, before anything else
@@ -36,6 +38,16 @@ func listen(o options) (*listeners, error) {
 			return nil, fmt.Errorf("--grpc-port: %w", err)
 		}
 	}
+	if l.fed, err = listenFederation(o); err != nil {
+		l.close()
+		return nil, err
+	}
+	if o.httpPort != 0 {
+		if l.http, err = net.Listen("tcp", net.JoinHostPort(o.bind, strconv.Itoa(o.httpPort))); err != nil {
+			l.close()
+			return nil, fmt.Errorf("--http-port: %w", err)
+		}
+	}
 	return l, nil
 }
 
@@ -50,7 +62,7 @@ func (l *listeners) clientAddr() string {
 
 // close closes the ports (once serving, the server closes them).
 func (l *listeners) close() {
-	for _, ln := range []net.Listener{l.plain, l.tls, l.grpc} {
+	for _, ln := range []net.Listener{l.plain, l.tls, l.grpc, l.fed, l.http} {
 		if ln != nil {
 			ln.Close()
 		}

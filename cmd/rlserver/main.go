@@ -26,6 +26,8 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/cluster/placement"
+	"github.com/rlserver/rlserver/federation"
+	"github.com/rlserver/rlserver/httpapi"
 	"github.com/rlserver/rlserver/internal/gcpacer"
 	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/persistence"
@@ -153,9 +155,11 @@ type running struct {
 	node   *placement.Node // nil in memory
 	mode   string          // the node's mode, for the log
 	srv    *server.Server
-	front  *rlsFront        // nil without --grpc-port
-	m      *metrics.Metrics // nil without --metrics-port
-	served chan error       // a listener that failed
+	front  *rlsFront              // nil without --grpc-port
+	fed    *federation.Federation // nil without --region
+	http   *httpapi.Server        // nil without --http-port
+	m      *metrics.Metrics       // nil without --metrics-port
+	served chan error             // a listener that failed
 }
 
 // start takes the listeners and starts every layer, releasing what it took
@@ -207,6 +211,15 @@ func start(o options, log *slog.Logger) (*running, error) {
 	} else {
 		cfg.AnswersInSubmit = true // memory shards answer within Submit
 	}
+	if lns.fed != nil {
+		if r.fed, err = newFederation(o, r.shards, r.node, log); err != nil {
+			lns.close()
+			obs.close()
+			r.shards.Close()
+			return nil, err
+		}
+		cfg.Federation = r.fed
+	}
 	if r.srv, err = server.New(cfg, r.shards); err != nil {
 		lns.close()
 		obs.close()
@@ -221,9 +234,17 @@ func start(o options, log *slog.Logger) (*running, error) {
 			return nil, err
 		}
 	}
-	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, log); err != nil {
+	if r.fed != nil {
+		startFederation(o, r.fed, lns.fed, log, r.served)
+	}
+	if lns.http != nil {
+		r.http = startHTTP(o, lns.http, r.shards, log, r.served)
+	}
+	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, r.fed, r.http, log); err != nil {
 		lns.close()
+		r.closeFederation()
 		r.front.close()
+		stopHTTP(r.http, log)
 		r.shards.Close()
 		return nil, err
 	}
@@ -238,6 +259,7 @@ func serverConfig(o options, clock cluster.Clock, debug server.DebugClock) serve
 	cfg.Limits, cfg.MaxClients, cfg.MaxMemory, cfg.EventLoops = o.limits, o.maxClients, memory, o.eventLoops
 	cfg.Users, cfg.ProtectedMode, cfg.IdleTimeout = o.access.users, bool(o.sec.protectedMode), o.idleTimeout()
 	cfg.RequestTimeout = o.reqTimeout
+	cfg.Federated = o.fed.region != ""
 	cfg.Version, cfg.Clock, cfg.Debug = version, clock, debug
 	if o.configPath != "" {
 		cfg.ConfigFile = absPath(o.configPath)
@@ -255,6 +277,12 @@ func (r *running) announce(o options, log *slog.Logger) {
 	}
 	if r.lns.grpc != nil {
 		ready = append(ready, "grpc_addr", r.lns.grpc.Addr().String())
+	}
+	if r.lns.fed != nil {
+		ready = append(ready, "federation_addr", r.lns.fed.Addr().String(), "region", o.fed.region)
+	}
+	if r.lns.http != nil {
+		ready = append(ready, "http_addr", r.lns.http.Addr().String())
 	}
 	log.Info("rlserver ready", append(ready, "shards", r.shards.Shards(), "mode", r.mode, "debug", o.debug)...)
 }
@@ -277,6 +305,8 @@ func (r *running) stop(err error, log *slog.Logger) error {
 		r.m.Stopping()
 	}
 	r.front.close() // its calls in progress still reach the shards
+	r.closeFederation()
+	stopHTTP(r.http, log)
 	r.srv.Close()
 	if cerr := r.shards.Close(); cerr != nil {
 		log.Error("closing shards", "err", cerr)
@@ -287,6 +317,13 @@ func (r *running) stop(err error, log *slog.Logger) error {
 	}
 	log.Info("stopped")
 	return err
+}
+
+// closeFederation stops the federation's agent and server, if on.
+func (r *running) closeFederation() {
+	if r.fed != nil {
+		r.fed.Close()
+	}
 }
 
 // raftSettings is the shard layer's configuration for a durable node: its

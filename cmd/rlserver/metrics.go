@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/rlserver/rlserver/cluster/placement"
+	"github.com/rlserver/rlserver/federation"
+	"github.com/rlserver/rlserver/httpapi"
 	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/server"
 	"github.com/rlserver/rlserver/status"
@@ -41,7 +43,8 @@ func startObserving(o options) (observing, error) {
 // serve serves the metrics of the wired layers on the metrics port, and the
 // status page beside them unless --status-page no; it returns nil without
 // --metrics-port. Closing the Metrics stops the page.
-func (ob observing) serve(o options, shards backend, node *placement.Node, srv *server.Server, front *rlsFront, log *slog.Logger) (*metrics.Metrics, error) {
+func (ob observing) serve(o options, shards backend, node *placement.Node, srv *server.Server, front *rlsFront,
+	fed *federation.Federation, api *httpapi.Server, log *slog.Logger) (*metrics.Metrics, error) {
 	if ob.ln == nil {
 		return nil, nil
 	}
@@ -60,6 +63,12 @@ func (ob observing) serve(o options, shards backend, node *placement.Node, srv *
 		if front.xds != nil {
 			src.XDS = front.xds // not a nil *rls.XDS in the interface
 		}
+	}
+	if fed != nil {
+		src.Federation = fed
+	}
+	if api != nil {
+		src.HTTP = api
 	}
 	m, err := metrics.New(src)
 	if err != nil {

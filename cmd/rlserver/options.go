@@ -46,6 +46,7 @@ type options struct {
 	reqTimeout    time.Duration
 	pprof         string
 	metricsPort   int
+	httpPort      int   // the decision API over HTTP (httpapi.go)
 	statusPage    yesNo // serve the status page beside the metrics
 	logLevel      string
 	logFormat     string
@@ -56,6 +57,7 @@ type options struct {
 	access        access      // what sec loads, once validated
 	rls           rlsSettings // Envoy's rate limit service (rls.go)
 	checks        checks      // the clock and disk checks' bounds (checks.go)
+	fed           fedSettings // the federation of regions (federation.go)
 	// ratelimitIgnored are envoyproxy/ratelimit's variables set in the
 	// environment that set nothing here (ratelimitenv.go), for the log.
 	ratelimitIgnored []string
@@ -116,11 +118,16 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	if err = o.validate(); err != nil {
 		return o, err
 	}
+	if err = o.validateHTTP(); err != nil {
+		return o, err
+	}
 	if err = o.validateRLS(sources); err != nil {
 		return o, err
 	}
-	o.access, err = o.loadAccess()
-	return o, err
+	if o.access, err = o.loadAccess(); err != nil {
+		return o, err
+	}
+	return o, o.validateFederation()
 }
 
 // addFlags declares every setting on fs, with its default and its help.
@@ -164,6 +171,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	o.sec.addFlags(fs)
 	o.rls.addFlags(fs)
 	o.checks.addFlags(fs)
+	o.fed.addFlags(fs)
+	o.addHTTPFlags(fs)
 }
 
 // halfTheCPUs is the default of both --shards on a single node and

@@ -40,6 +40,7 @@ type access struct {
 	users     *acl.Users
 	clientTLS *tls.Config
 	busTLS    *cluster.BusTLS
+	fedTLS    *cluster.BusTLS // the federation's links (--federation-tls)
 }
 
 // yesNo is a boolean setting that takes a value, as redis.conf writes them:
@@ -102,11 +103,14 @@ func (o options) validateSecurity() error {
 		return invalid("timeout", "--timeout %d: must be from 0 (never) to 3153600000 seconds", s.timeout)
 	}
 	grpcTLS := bool(o.rls.grpcTLS) && o.rls.grpcPort != 0 // without a port, validateRLS refuses it
-	if s.tlsPort != 0 || bool(s.tlsCluster) || grpcTLS {
+	if s.tlsPort != 0 || bool(s.tlsCluster) || grpcTLS || bool(o.fed.tls) {
 		needs := "--tls-port"
-		if s.tlsCluster {
+		switch {
+		case bool(s.tlsCluster):
 			needs = "--tls-cluster"
-		} else if s.tlsPort == 0 {
+		case bool(o.fed.tls):
+			needs = "--federation-tls"
+		case s.tlsPort == 0:
 			needs = "--grpc-tls"
 		}
 		if s.tlsCertFile == "" {
@@ -115,6 +119,9 @@ func (o options) validateSecurity() error {
 		if s.tlsKeyFile == "" {
 			return invalid("tls-key-file", "%s needs --tls-key-file", needs)
 		}
+	}
+	if o.fed.tls && s.tlsCAFile == "" {
+		return invalid("tls-ca-cert-file", "--federation-tls needs --tls-ca-cert-file: the CA the other regions' certificates must chain to")
 	}
 	if s.tlsCluster && s.tlsCAFile == "" {
 		return invalid("tls-ca-cert-file", "--tls-cluster needs --tls-ca-cert-file: the CA the other nodes' certificates must chain to")
@@ -139,7 +146,7 @@ func (o options) loadAccess() (access, error) {
 	} else {
 		a.users = acl.New(o.requirePass)
 	}
-	if s.tlsPort == 0 && !s.tlsCluster && !o.rls.grpcTLS {
+	if s.tlsPort == 0 && !s.tlsCluster && !o.rls.grpcTLS && !o.fed.tls {
 		return a, nil
 	}
 	cert, err := tls.LoadX509KeyPair(s.tlsCertFile, s.tlsKeyFile)
@@ -167,6 +174,9 @@ func (o options) loadAccess() (access, error) {
 	}
 	if s.tlsCluster {
 		a.busTLS = &cluster.BusTLS{Certificate: cert, CAs: cas}
+	}
+	if o.fed.tls {
+		a.fedTLS = &cluster.BusTLS{Certificate: cert, CAs: cas}
 	}
 	return a, nil
 }
