@@ -2,7 +2,8 @@
 // steady load: it sends RL.SLIDING at a fixed rate (open loop, each
 // request's latency charged from the moment the schedule said to send it,
 // as bench/openloop does), routed to the node leading each key's shard,
-// counts the TRYAGAIN replies, and splits the latencies between the
+// counts the TRYAGAIN replies (and UNCERTAIN, its kin for a decision that
+// may have been counted), and splits the latencies between the
 // requests in flight while a shard was writing a snapshot and the others,
 // from the servers' logs ("shard snapshot written", with how long the
 // shard was held and how long the writing took).
@@ -106,8 +107,11 @@ func load(addrs []string, rate float64, conns, keys int, warmup, duration time.D
 	wg.Wait()
 	var all []sample
 	for _, c := range cs {
-		if c.err != nil {
+		if c.err != nil { // what the replies said first: a write fails after
 			return nil, c.err
+		}
+		if c.sendErr != nil {
+			return nil, c.sendErr
 		}
 		all = append(all, c.samples...)
 	}
@@ -126,7 +130,8 @@ type conn struct {
 	keys    []int32        // the key numbers this node leads
 	pending chan time.Time // due times of the requests in flight, in order
 	samples []sample
-	err     error
+	err     error // the receiver's
+	sendErr error
 }
 
 func dial(addr string, keys []int32, seed uint64) (*conn, error) {
@@ -155,7 +160,7 @@ func (c *conn) send(next time.Time, interval time.Duration, end time.Time) {
 			c.pending <- next
 		}
 		if err := c.w.Flush(); err != nil {
-			c.err = err
+			c.sendErr = err
 			return
 		}
 	}
@@ -167,7 +172,10 @@ func (c *conn) receive(measureFrom time.Time) {
 	for due := range c.pending {
 		v, err := readValue(c.r)
 		tryAgain := false
-		if re, ok := err.(replyError); ok && strings.HasPrefix(string(re), "TRYAGAIN") {
+		// UNCERTAIN is what a node answers instead of TRYAGAIN when the
+		// decision may have been counted: both are a decision the shard
+		// did not answer in time, and both count as TRYAGAIN here.
+		if re, ok := err.(replyError); ok && (strings.HasPrefix(string(re), "TRYAGAIN") || strings.HasPrefix(string(re), "UNCERTAIN")) {
 			tryAgain, err = true, nil
 		}
 		if err != nil {
