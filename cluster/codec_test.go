@@ -22,6 +22,8 @@ func TestBatchRoundTripKeepsFlagsAndValues(t *testing.T) {
 		{Op: engine.OpCheck, Key: []byte("user:ada"), Value: []byte("orders"), Args: [4]int64{3: 1}},
 		shareCommand("api", "envoy-1", 700, 42),
 		{Op: engine.OpUnshare, Key: []byte("api"), Value: []byte("envoy-2")},
+		{Op: engine.OpWatch, Key: []byte("w"), Value: bytes.Repeat([]byte{0xfe}, engine.FingerprintLen), Args: [4]int64{engine.WatchGuard, 2}},
+		{Op: engine.OpWatch, Key: []byte("w"), Args: [4]int64{engine.WatchRead}},
 	}
 	data := appendBatch(nil, 1_700_000_000_000, []*Request{{Cmds: cmds}})
 	if data[0] != entryVersion2 {
@@ -202,7 +204,7 @@ func TestShareResultRoundTrip(t *testing.T) {
 // The ops added since the first releases come after every op of the
 // releases before them, which therefore halt on an entry that holds one
 // (ErrNewerEntry) rather than skip it: RL.SHARE's, then the global keys',
-// then RL.RESERVE's.
+// then RL.RESERVE's, then WATCH's.
 func TestNewOpsComeLast(t *testing.T) {
 	if engine.OpShare != engine.OpTop+1 || engine.OpUnshare != engine.OpShare+1 {
 		t.Fatalf("RL.SHARE's ops are %d and %d after OpTop %d", engine.OpShare, engine.OpUnshare, engine.OpTop)
@@ -210,8 +212,38 @@ func TestNewOpsComeLast(t *testing.T) {
 	if engine.OpGlobalScan != engine.OpUnshare+1 || engine.OpGlobalCounts != engine.OpGlobalScan+3 {
 		t.Fatalf("the global ops are %d to %d after OpUnshare %d", engine.OpGlobalScan, engine.OpGlobalCounts, engine.OpUnshare)
 	}
-	if engine.OpReserve != engine.OpGlobalCounts+1 || engine.OpSettle != engine.OpReserve+1 || (engine.OpSettle + 1).Known() {
+	if engine.OpReserve != engine.OpGlobalCounts+1 || engine.OpSettle != engine.OpReserve+1 {
 		t.Fatalf("RL.RESERVE's ops are %d and %d after OpGlobalCounts %d", engine.OpReserve, engine.OpSettle, engine.OpGlobalCounts)
+	}
+	if engine.OpWatch != engine.OpSettle+1 || (engine.OpWatch + 1).Known() {
+		t.Fatalf("WATCH's op is %d, not the last, after OpSettle %d", engine.OpWatch, engine.OpSettle)
+	}
+}
+
+// A guard (OpWatch) carries a live key's fingerprint or none, and guards a
+// count of commands; a command read from a log that holds anything else is
+// refused, as one of a known op with bad parameters is.
+func TestWatchGuardsAreChecked(t *testing.T) {
+	fp := strings.Repeat("f", engine.FingerprintLen)
+	cmds := []engine.Command{
+		{Op: engine.OpWatch, Key: []byte("k"), Args: [4]int64{engine.WatchRead}},
+		{Op: engine.OpWatch, Key: []byte("k"), Value: []byte(fp), Args: [4]int64{engine.WatchGuard, 3}},
+		{Op: engine.OpWatch, Key: []byte("k"), Args: [4]int64{engine.WatchGuard, 0}},
+	}
+	for _, c := range cmds {
+		if err := c.Check(); err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+	}
+	for _, c := range []engine.Command{
+		{Op: engine.OpWatch, Key: []byte("k"), Value: []byte("short"), Args: [4]int64{engine.WatchGuard, 1}},
+		{Op: engine.OpWatch, Key: []byte("k"), Value: []byte(fp), Args: [4]int64{engine.WatchRead}},
+		{Op: engine.OpWatch, Key: []byte("k"), Args: [4]int64{2}},
+		{Op: engine.OpWatch, Key: []byte("k"), Args: [4]int64{engine.WatchGuard, -1}},
+	} {
+		if c.Check() == nil {
+			t.Errorf("%+v passed Check", c)
+		}
 	}
 }
 

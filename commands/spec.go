@@ -128,6 +128,13 @@ const (
 	// charging by usage
 	IDReserve
 	IDSettle
+	// strings over several keys, and the keyspace
+	IDMGet
+	IDMSet
+	IDKeys
+	// optimistic locking
+	IDWatch
+	IDUnwatch
 )
 
 // Arg documents one argument for COMMAND DOCS and the reference docs.
@@ -211,7 +218,7 @@ func (s *Spec) KeyUse() KeyUse {
 	switch {
 	case s.ID == IDDel || s.ID == IDUnlink || s.ID == IDReset:
 		return KeysDeleted
-	case len(s.Flags) > 0 && s.Flags[0] == "readonly":
+	case s.ID == IDWatch || len(s.Flags) > 0 && s.Flags[0] == "readonly":
 		return KeysRead
 	}
 	return KeysUpdated
@@ -220,6 +227,9 @@ func (s *Spec) KeyUse() KeyUse {
 // CheckArity returns the arity error for args, if any.
 func (s *Spec) CheckArity(args [][]byte) error {
 	if (s.Arity > 0 && len(args) != s.Arity) || (s.Arity < 0 && len(args) < -s.Arity) {
+		return WrongArity(s.Name)
+	}
+	if s.KeyStep == 2 && s.LastKey == -1 && len(args)%2 == 0 { // key value pairs (MSET)
 		return WrongArity(s.Name)
 	}
 	return nil

@@ -161,8 +161,8 @@ var (
 	policyWriteCats = []string{"@write", "@admin", "@slow", "@dangerous"}
 )
 
-var table = append(append(append(append(append(append([]*Spec{}, baseTable...), shareSpecs...), reserveSpecs...), collectionSpecs...),
-	scriptingSpecs...), operatorSpecs...)
+var table = append(append(append(append(append(append(append([]*Spec{}, baseTable...), shareSpecs...), reserveSpecs...), collectionSpecs...),
+	scriptingSpecs...), operatorSpecs...), multiKeySpecs...)
 
 // baseTable is the commands of the limiters and the server.
 var baseTable = []*Spec{

@@ -130,8 +130,8 @@ func (ks *keyspace) describe(i int32, now int64) []Field {
 	return kinds[kind].describe(ks, i, now, []Field{{Name: "algorithm", Text: kind.String()}})
 }
 
-// Inspect answers a read-only, shard-wide command (OpDBSize, OpScan,
-// OpDigest, OpPolicyList, OpTop, OpGlobalScan) at the shard's own time and changes nothing, not even the clock
+// Inspect answers a read-only command (OpDBSize, OpScan, OpDigest,
+// OpPolicyList, OpTop, OpGlobalScan, OpWatch's read) at the shard's own time and changes nothing, not even the clock
 // or the expiry sweep: a replica may answer it between batches and still
 // agree with every other replica about its state.
 func (s *Shard) Inspect(c *Command) Result {
@@ -149,6 +149,11 @@ func (s *Shard) Inspect(c *Command) Result {
 		r = s.topResult(c)
 	case OpGlobalScan:
 		s.globalScan(s.now, c, &r)
+	case OpWatch:
+		if c.Args[0] != WatchRead {
+			return Result{Type: ResError, Err: ErrUnknownOp}
+		}
+		r.Type, r.Text = ResBulk, s.fingerprint(c.Key, s.now)
 	default:
 		r.Type, r.Err = ResError, ErrUnknownOp
 	}

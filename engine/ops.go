@@ -95,6 +95,11 @@ const (
 	OpReserve // Args: the algorithm's parameters, the estimate; Value: its op, the TTL; Extra: reservation
 	OpSettle  // Args[0]: the reservation's seq, Args[1]: the actual cost; a Decision
 
+	// WATCH (watch.go): Args[0] WatchRead answers Key's fingerprint;
+	// WatchGuard compares it with Value and skips the Args[1] commands after
+	// it when they differ.
+	OpWatch
+
 	opCount // one past the latest op
 )
 
@@ -234,6 +239,8 @@ var ops = [opCount]OpSpec{
 	OpGlobalCounts:  {},
 	OpReserve:       {Cost: Param{Name: "cost", Min: 1, Max: MaxCount}}, // check: set in init, as it reads this table
 	OpSettle:        {Params: []Param{{Name: "reservation", Min: 1, Max: math.MaxInt64}, {Name: "actual", Max: MaxCount}}},
+	OpWatch: {Params: []Param{{Name: "mode", Max: WatchGuard}, {Name: "guarded", Max: math.MaxInt32}},
+		check: checkWatch},
 }
 
 func init() {

@@ -254,6 +254,8 @@ func (s *Shard) applyCommands(now int64, cmds []Command, out []Result, readAhead
 			s.listCommand(now, c, r)
 		case OpRename:
 			s.rename(now, c, r)
+		case OpWatch:
+			i += s.watch(now, cmds[i:], out[i:])
 		case OpEval:
 			s.eval(now, c, r)
 		case OpScriptLoad, OpScriptExists, OpScriptFlush:

@@ -52,6 +52,8 @@ type collector struct {
 	rebalanceState   *prometheus.Desc
 	rebalanceSteps   *prometheus.Desc
 	rebalancePlanned *prometheus.Desc
+
+	fitness fitnessDescs
 }
 
 // raftStates are the values of rlserver_raft_state's state label, as
@@ -122,6 +124,8 @@ func newCollector(src Sources, notReady func() error) *collector {
 		rebalanceSteps: d("rlserver_rebalance_steps", "The steps the current or last rebalance started (CLUSTER REBALANCE STATUS's steps).", nil, nil),
 		rebalancePlanned: d("rlserver_rebalance_planned_steps",
 			"The steps CLUSTER REBALANCE DRYRUN plans now: above 0 with no rebalance running, the cluster is unbalanced.", nil, nil),
+
+		fitness: newFitnessDescs(),
 	}
 }
 
@@ -134,6 +138,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.raftState, c.raftLeaderKnown, c.raftTerm, c.raftCommit, c.raftApplied, c.raftContact,
 		c.rebalanceState, c.rebalanceSteps, c.rebalancePlanned,
 	} {
+		ch <- d
+	}
+	for _, d := range c.fitness.all() {
 		ch <- d
 	}
 }
@@ -230,6 +237,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.maxMemory, float64(st.MaxMemory))
 	c.collectTopKeys(gauge)
 	c.collectRebalance(gauge)
+	c.collectFitness(gauge)
 
 	if c.src.Raft == nil {
 		return

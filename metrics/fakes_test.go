@@ -1,10 +1,13 @@
 package metrics
 
 import (
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/persistence"
 	"github.com/rlserver/rlserver/server"
 )
 
@@ -23,6 +26,10 @@ func (f fakeRaft) RaftStates() []cluster.RaftState { return f }
 type fakeRebalance cluster.RebalanceStatus
 
 func (f fakeRebalance) RebalanceStatus() cluster.RebalanceStatus { return cluster.RebalanceStatus(f) }
+
+type fakeFitness cluster.Fitness
+
+func (f fakeFitness) Fitness() cluster.Fitness { return cluster.Fitness(f) }
 
 type fakeServer server.Stats
 
@@ -66,6 +73,12 @@ func testSources() Sources {
 		Rebalance: fakeRebalance{State: cluster.RebalanceWaiting, WaitingFor: []string{"n4"},
 			Run: cluster.RebalanceRun{Began: 1, Steps: 3}, Plan: []string{"shard 0: move the replica on n1 to n4", "shard 1: preferred leader n4"}},
 		Top: fakeTop{},
+		// A node that may lead, one of whose logs is slow.
+		Fitness: fakeFitness{
+			Clock:        cluster.ClockState{MaxOffset: 500 * time.Millisecond, Others: 2, Peers: 2, Offset: -120 * time.Millisecond},
+			SlowLogWrite: 500 * time.Millisecond, LastLogWrite: 750 * time.Millisecond,
+			LogSlow: []error{fmt.Errorf("shard 1: %w", persistence.ErrLogSlow)},
+		},
 	}
 }
 

@@ -1,14 +1,18 @@
 package metrics
 
 import (
+	"fmt"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/persistence"
 	"github.com/rlserver/rlserver/rls"
 )
 
@@ -80,6 +84,8 @@ func TestRegistryHoldsEveryMetric(t *testing.T) {
 		"rlserver_raft_state", "rlserver_raft_leader_known", "rlserver_raft_term", "rlserver_raft_commit_index",
 		"rlserver_raft_applied_index", "rlserver_raft_last_contact_seconds", "rlserver_raft_state_changes_total",
 		"rlserver_rebalance_state", "rlserver_rebalance_steps", "rlserver_rebalance_planned_steps",
+		"rlserver_clock_offset_seconds", "rlserver_clock_max_offset_seconds", "rlserver_clock_ok", "rlserver_may_lead",
+		"rlserver_raft_logs_failing", "rlserver_raft_logs_slow", "rlserver_raft_log_last_write_seconds",
 		"go_goroutines", "go_memstats_heap_alloc_bytes", "process_resident_memory_bytes",
 	} {
 		if len(got[name]) == 0 {
@@ -140,6 +146,13 @@ func TestRegistryHoldsEveryMetric(t *testing.T) {
 		{"rlserver_rebalance_state", "state=done", 0},
 		{"rlserver_rebalance_steps", "", 3},
 		{"rlserver_rebalance_planned_steps", "", 2},
+		{"rlserver_clock_offset_seconds", "", -0.12},
+		{"rlserver_clock_max_offset_seconds", "", 0.5},
+		{"rlserver_clock_ok", "", 1},
+		{"rlserver_may_lead", "", 1},
+		{"rlserver_raft_logs_failing", "", 0},
+		{"rlserver_raft_logs_slow", "", 1},
+		{"rlserver_raft_log_last_write_seconds", "", 0.75},
 	} {
 		v, ok := find(t, got, want.name, want.labels)
 		if !ok || v != want.value {
@@ -166,14 +179,16 @@ func TestRegistryHoldsEveryMetric(t *testing.T) {
 // In memory there is no Raft: no Raft series, and no error.
 func TestRegistryWithoutRaft(t *testing.T) {
 	src := testSources()
-	src.Raft, src.Ready, src.Rebalance = nil, nil, nil
+	src.Raft, src.Ready, src.Rebalance, src.Fitness = nil, nil, nil, nil
 	m, err := New(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := gather(t, m)
-	if len(got["rlserver_raft_state"]) != 0 || len(got["rlserver_rebalance_state"]) != 0 {
-		t.Errorf("raft or rebalance series in memory: %v %v", got["rlserver_raft_state"], got["rlserver_rebalance_state"])
+	for _, name := range []string{"rlserver_raft_state", "rlserver_rebalance_state", "rlserver_may_lead", "rlserver_clock_ok", "rlserver_raft_logs_failing"} {
+		if len(got[name]) != 0 {
+			t.Errorf("%s in memory: %v", name, got[name])
+		}
 	}
 	if v, _ := find(t, got, "rlserver_ready", ""); v != 1 {
 		t.Errorf("rlserver_ready = %v without a readiness source, want 1", v)
@@ -344,5 +359,56 @@ func TestRegistryHoldsTheXDSSubscription(t *testing.T) {
 		if s := got["rlserver_rls_xds_config_info"]; !slices.Equal(s, c.info) {
 			t.Errorf("%+v: config info %v, want %v", c.stats, s, c.info)
 		}
+	}
+}
+
+// A node whose clock is off and one of whose logs cannot be written says
+// so in the gauges operators alert on, as INFO cluster and INFO raft do.
+func TestFitnessOfANodeThatMustNotLead(t *testing.T) {
+	off := fmt.Errorf("%w: 2 of 2 other nodes are further than 500ms", cluster.ErrClockOffset)
+	for _, tc := range []struct {
+		name string
+		f    cluster.Fitness
+		want map[string]float64
+	}{
+		{"clock ahead", cluster.Fitness{
+			Clock:       cluster.ClockState{MaxOffset: 500 * time.Millisecond, Others: 2, Peers: 2, Far: 2, Offset: 3 * time.Second, Off: off},
+			MustNotLead: off,
+		}, map[string]float64{
+			"rlserver_clock_offset_seconds": 3, "rlserver_clock_ok": 0, "rlserver_may_lead": 0,
+			"rlserver_raft_logs_failing": 0, "rlserver_raft_logs_slow": 0, "rlserver_raft_log_last_write_seconds": 0,
+		}},
+		{"clock behind", cluster.Fitness{
+			Clock:       cluster.ClockState{MaxOffset: 500 * time.Millisecond, Others: 2, Peers: 2, Far: 2, Offset: -1500 * time.Millisecond, Off: off},
+			MustNotLead: off,
+		}, map[string]float64{"rlserver_clock_offset_seconds": -1.5, "rlserver_clock_ok": 0, "rlserver_may_lead": 0}},
+		{"logs failing", cluster.Fitness{
+			Clock:        cluster.ClockState{MaxOffset: 500 * time.Millisecond, Others: 2, Peers: 2},
+			SlowLogWrite: 500 * time.Millisecond, LastLogWrite: 2 * time.Second,
+			LogFailing: []error{
+				fmt.Errorf("the catalogue: %w", persistence.ErrLogWriteFailed),
+				fmt.Errorf("shard 0: %w", persistence.ErrLogWriteFailed),
+			},
+			LogSlow:     []error{fmt.Errorf("shard 0: %w", persistence.ErrLogSlow)},
+			MustNotLead: fmt.Errorf("the catalogue: %w", persistence.ErrLogWriteFailed),
+		}, map[string]float64{
+			"rlserver_clock_offset_seconds": 0, "rlserver_clock_ok": 1, "rlserver_may_lead": 0,
+			"rlserver_raft_logs_failing": 2, "rlserver_raft_logs_slow": 1, "rlserver_raft_log_last_write_seconds": 2,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := testSources()
+			src.Fitness = fakeFitness(tc.f)
+			m, err := New(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := gather(t, m)
+			for name, want := range tc.want {
+				if v, ok := find(t, got, name, ""); !ok || v != want {
+					t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
+				}
+			}
+		})
 	}
 }

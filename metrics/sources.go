@@ -40,6 +40,12 @@ type Rebalance interface {
 	RebalanceStatus() cluster.RebalanceStatus
 }
 
+// Fitness is what this node's checks found of its clock and of its logs'
+// disk (cluster.RaftShards, cluster/placement.Node): whether it may lead.
+type Fitness interface {
+	Fitness() cluster.Fitness
+}
+
 // Sources are what a Metrics reads when scraped. Shards and Server are
 // required; Raft is nil in memory, and a nil Ready counts as always ready.
 type Sources struct {
@@ -71,6 +77,9 @@ type Sources struct {
 	Top TopKeys
 	// Rebalance, when set (a cluster's node), gives rlserver_rebalance_*.
 	Rebalance Rebalance
+	// Fitness, when set (a node with Raft), gives rlserver_clock_*,
+	// rlserver_may_lead and rlserver_raft_logs_*.
+	Fitness Fitness
 	// Federation, when set (--region), gives rlserver_federation_*.
 	Federation Federation
 }

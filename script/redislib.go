@@ -298,11 +298,23 @@ func (in *interp) callArgs(L *lua.LState) ([][]byte, error) {
 // or 0, RL.ALL is an array of the overall decision and the limits'.
 func (in *interp) combine(spec *commands.Spec, results []engine.Result) (lua.LValue, error) {
 	for i := range results {
-		if results[i].Type == engine.ResError && (spec.ID != commands.IDAll || i == 0) {
+		if results[i].Type == engine.ResError && (spec.ID != commands.IDAll || i == 0) && !mgetNil(spec, &results[i]) {
 			return nil, results[i].Err
 		}
 	}
 	switch {
+	case spec.ID == commands.IDMGet:
+		t := in.L.CreateTable(len(results), 0)
+		for i := range results {
+			if mgetNil(spec, &results[i]) {
+				t.Append(lua.LFalse)
+				continue
+			}
+			t.Append(in.resultValue(&results[i]))
+		}
+		return t, nil
+	case spec.ID == commands.IDMSet:
+		return statusTable(in.L, "OK"), nil
 	case spec.ID == commands.IDSetNX:
 		if results[0].Type == engine.ResOK {
 			return in.boxes.boxInt(1), nil
@@ -322,6 +334,12 @@ func (in *interp) combine(spec *commands.Spec, results []engine.Result) (lua.LVa
 		sum += results[i].Int
 	}
 	return in.boxes.boxInt(sum), nil
+}
+
+// mgetNil reports whether res is MGET's nil (false) for a key of another
+// kind, where GET answers WRONGTYPE.
+func mgetNil(spec *commands.Spec, res *engine.Result) bool {
+	return spec.ID == commands.IDMGet && res.Type == engine.ResError && errors.Is(res.Err, engine.ErrWrongType)
 }
 
 // serverCommand runs the server's commands a script may call: TIME (the

@@ -252,6 +252,24 @@ func TestTimeHasMicroseconds(t *testing.T) {
 	}
 }
 
+// MGET answers a table with false for a key absent or not a string (where
+// GET is WRONGTYPE), MSET a status; WATCH is not for scripts.
+func TestMGetMSetInScripts(t *testing.T) {
+	ts := newTestShard(t)
+	keys := []string{"{k}a", "{k}b", "{k}h"}
+	steps := []struct{ body, want string }{
+		{"redis.call('hset', KEYS[3], 'f', 'v') return redis.call('mset', KEYS[1], '1', KEYS[2], 'two')", "+OK\r\n"},
+		{"return redis.call('mget', KEYS[1], KEYS[3], KEYS[2], KEYS[1])", lines("*4", "$1", "1", "_", "$3", "two", "$1", "1")},
+		{"return redis.pcall('mset', KEYS[1])", lines("-ERR Wrong number of args calling Redis command from script")},
+		{"return redis.pcall('watch', KEYS[1])", lines("-ERR This Redis command is not allowed from script")},
+	}
+	for _, st := range steps {
+		if got := ts.eval(st.body, keys); got != st.want {
+			t.Errorf("%s: got %q, want %q", st.body, got, st.want)
+		}
+	}
+}
+
 // A FORCE charge from a script counts as from a client, its remaining
 // below zero; RL.ALL's and RL.CHECK's too. RL.RESERVE and RL.SETTLE are
 // not for scripts: a script's charge is known when it runs.

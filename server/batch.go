@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -52,6 +53,9 @@ type pending struct {
 	first, n int32
 	from, to int32
 	local    bool
+	// skip is, for EXEC's guards (spec WATCH), how many replies after this
+	// one are the transaction's, left out when it is aborted.
+	skip int32
 }
 
 func (b *batch) init(shards int, timeout time.Duration) {
@@ -207,12 +211,19 @@ func (b *batch) giveUp() {
 
 // encode appends the replies of the segment, in order.
 func (b *batch) encode(out []byte, resp3 bool) []byte {
-	for _, p := range b.replies {
-		if p.local {
+	for k := 0; k < len(b.replies); k++ {
+		p := b.replies[k]
+		switch {
+		case p.local:
 			out = append(out, b.side[p.from:p.to]...)
-			continue
+		case p.spec.ID == commands.IDWatch:
+			var aborted bool
+			if out, aborted = b.encodeGuards(out, p, resp3); aborted {
+				k += int(p.skip)
+			}
+		default:
+			out = b.encodeEngine(out, p, resp3)
 		}
-		out = b.encodeEngine(out, p, resp3)
 	}
 	return out
 }
@@ -226,6 +237,8 @@ func (b *batch) encodeEngine(out []byte, p pending, resp3 bool) []byte {
 		return b.encodeAll(out, p, resp3)
 	case commands.IDSetNX:
 		return b.encodeSetNX(out, p)
+	case commands.IDMGet, commands.IDMSet:
+		return b.encodeMulti(out, p, resp3)
 	case commands.IDReserve:
 		return b.encodeReserve(out, p, resp3)
 	}
@@ -260,6 +273,39 @@ func (b *batch) encodeAll(out []byte, p pending, resp3 bool) []byte {
 		out = appendResult(out, &r.Results[b.posOf[i]], resp3)
 	}
 	return out
+}
+
+// encodeMulti encodes MGET, an array of its GETs' values (nil for a key
+// that holds no string, as Redis answers), and MSET: OK once every SET is,
+// else the first error.
+func (b *batch) encodeMulti(out []byte, p pending, resp3 bool) []byte {
+	for i := p.first; i < p.first+p.n; i++ {
+		r := b.reqs[b.shardOf[i]]
+		if r.Err != nil {
+			return appendError(out, r.Err)
+		}
+		if res := &r.Results[b.posOf[i]]; res.Type == engine.ResError && !multiNil(p.spec, res) {
+			return appendError(out, res.Err)
+		}
+	}
+	if p.spec.ID == commands.IDMSet {
+		return resp.AppendOK(out)
+	}
+	out = resp.AppendArray(out, int(p.n))
+	for i := p.first; i < p.first+p.n; i++ {
+		res := &b.reqs[b.shardOf[i]].Results[b.posOf[i]]
+		if multiNil(p.spec, res) {
+			out = resp.AppendNull(out, resp3)
+			continue
+		}
+		out = appendResult(out, res, resp3)
+	}
+	return out
+}
+
+// multiNil reports whether res is MGET's nil for a key of another kind.
+func multiNil(spec *commands.Spec, res *engine.Result) bool {
+	return spec.ID == commands.IDMGet && res.Type == engine.ResError && errors.Is(res.Err, engine.ErrWrongType)
 }
 
 // encodeReserve encodes RL.RESERVE: the decision, its reservation's seq

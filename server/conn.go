@@ -48,6 +48,7 @@ type conn struct {
 	// cluster client that follows MOVED.
 	clusterAware bool
 	tx           transaction
+	watching     watchState
 	batch        batch
 	run          pipelineRun  // what the pipeline being answered has done
 	nowait       nowait       // how it answers without waiting, on an event loop
@@ -118,5 +119,6 @@ func (c *conn) resetState() {
 	c.authed = c.srv.cfg.Users.OpenAccess()
 	c.clusterAware = false
 	c.tx.reset()
+	c.unwatch()
 	c.stopTracking() // Redis's RESET turns tracking off too
 }

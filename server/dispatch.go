@@ -179,6 +179,13 @@ func (c *conn) serverCommand(spec *commands.Spec, args [][]byte, out []byte) []b
 		return c.flushAll(args, out)
 	case commands.IDScan:
 		return c.scan(args, out)
+	case commands.IDKeys:
+		return c.keys(args, out)
+	case commands.IDWatch:
+		return c.watch(args, out)
+	case commands.IDUnwatch:
+		c.unwatch()
+		return resp.AppendOK(out)
 	}
 	return appendError(out, commands.UnknownCommand(args))
 }

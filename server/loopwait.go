@@ -145,7 +145,7 @@ func onTheLoop(spec *commands.Spec, args [][]byte) bool {
 	case commands.IDPing, commands.IDEcho, commands.IDQuit, commands.IDResetConn,
 		commands.IDHello, commands.IDAuth, commands.IDSelect, commands.IDTime,
 		commands.IDReadOnly, commands.IDReadWrite, commands.IDInfo, commands.IDMulti,
-		commands.IDExec, commands.IDDiscard:
+		commands.IDExec, commands.IDDiscard, commands.IDUnwatch:
 		return true
 	}
 	return false

@@ -55,7 +55,7 @@ func (t *transaction) markDirty() {
 // of being queued.
 func endsTransaction(id commands.ID) bool {
 	switch id {
-	case commands.IDExec, commands.IDDiscard, commands.IDMulti, commands.IDQuit, commands.IDResetConn:
+	case commands.IDExec, commands.IDDiscard, commands.IDMulti, commands.IDQuit, commands.IDResetConn, commands.IDWatch:
 		return true
 	}
 	return false
@@ -64,7 +64,7 @@ func endsTransaction(id commands.ID) bool {
 // allowedInTransaction reports the server commands that may be queued: ones
 // that touch neither other shards nor the connection's state.
 func allowedInTransaction(id commands.ID) bool {
-	return id == commands.IDPing || id == commands.IDEcho || id == commands.IDTime
+	return id == commands.IDPing || id == commands.IDEcho || id == commands.IDTime || id == commands.IDUnwatch
 }
 
 // queue validates a command inside MULTI and queues it, answering QUEUED, or
@@ -152,6 +152,9 @@ func (c *conn) multi(out []byte) []byte {
 	}
 	c.tx.reset()
 	c.tx.active = true
+	if len(c.watching.keys) > 0 {
+		c.tx.slot = c.watching.slot // the transaction's keys share the watched keys' slot
+	}
 	return resp.AppendOK(out)
 }
 
@@ -161,6 +164,7 @@ func (c *conn) discard(out []byte) []byte {
 		return appendError(out, errDiscardNoMult)
 	}
 	c.tx.reset()
+	c.unwatch()
 	return resp.AppendOK(out)
 }
 
@@ -170,13 +174,19 @@ func (c *conn) execTransaction(out []byte) []byte {
 	if !c.tx.active {
 		return appendError(out, errExecNoMulti)
 	}
-	tx := c.tx
+	tx, w := c.tx, c.watching
 	c.tx = transaction{slot: -1, queued: tx.queued[:0]}
+	defer c.unwatch()
 	if tx.dirty {
 		clear(tx.queued)
 		return appendError(out, errExecAbort)
 	}
-	out = resp.AppendArray(out, len(tx.queued))
+	guards := -1
+	if len(w.keys) > 0 {
+		guards = c.batch.addGuards(c.srv, &w, len(tx.queued))
+	} else {
+		out = resp.AppendArray(out, len(tx.queued))
+	}
 	for _, q := range tx.queued {
 		if q.spec.Route == commands.RouteKey {
 			c.batchKeyed(q.spec, q.args)
@@ -185,5 +195,8 @@ func (c *conn) execTransaction(out []byte) []byte {
 		}
 	}
 	clear(tx.queued)
+	if guards >= 0 {
+		c.batch.guardTransaction(guards, len(w.keys))
+	}
 	return c.flush(out)
 }

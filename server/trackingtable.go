@@ -140,7 +140,7 @@ func changesKey(op engine.Op, c *engine.Command) bool {
 		engine.OpSetClock, engine.OpSweep, engine.OpMemoryLimit, engine.OpPolicySet, engine.OpPolicyDel,
 		engine.OpHGet, engine.OpHMGet, engine.OpHExists, engine.OpHGetAll, engine.OpHLen,
 		engine.OpLIndex, engine.OpLRange, engine.OpLLen,
-		engine.OpScriptLoad, engine.OpScriptExists, engine.OpScriptFlush:
+		engine.OpScriptLoad, engine.OpScriptExists, engine.OpScriptFlush, engine.OpWatch:
 		return false
 	case engine.OpEval:
 		return c.Flags&engine.FlagReadOnly == 0

@@ -19,8 +19,9 @@ const clockJump = 5 * 60 * 1000
 // A shard leader's clock jumps five minutes ahead under load (DEBUG CLOCK
 // OFFSET, as a stepped clock or a resumed VM would): it decides nothing on
 // it (every reply of the load is checked for the phase's time), hands its
-// leaderships over within a bounded time, says why in INFO and its log,
-// leads nothing while its clock is off, and leads again once it is back.
+// leaderships over within a bounded time, says why in INFO, its log,
+// /readyz (503) and its metrics, leads nothing while its clock is off, and
+// leads again once it is back, /readyz 200 and its metrics saying so.
 func TestFaultLeaderClockJumps(t *testing.T) {
 	t.Parallel()
 	r := startFitnessRun(t)
@@ -42,6 +43,15 @@ func TestFaultLeaderClockJumps(t *testing.T) {
 	if !strings.Contains(tc.node(victim).Log(), "this node's clock is off from the other nodes'") {
 		t.Errorf("n1's log does not say its clock is off:\n%s", tc.node(victim).Log())
 	}
+	// What an orchestrator and Prometheus see: not ready, because of the
+	// clock, and the gauges the alerts read.
+	m := r.waitReadyz(victim, 503, "clock is off")
+	checkMetrics(t, "n1", m, map[string]float64{"rlserver_ready": 0, "rlserver_clock_ok": 0, "rlserver_may_lead": 0,
+		"rlserver_clock_max_offset_seconds": 0.5, "rlserver_raft_logs_failing": 0})
+	if offset := m["rlserver_clock_offset_seconds"][""]; offset < float64(clockJump-1000)/1000 {
+		t.Errorf("n1's rlserver_clock_offset_seconds = %v with its clock 5 min ahead", offset)
+	}
+	checkMetrics(t, "n2", scrape(t, r.metrics[1]), map[string]float64{"rlserver_clock_ok": 1, "rlserver_may_lead": 1})
 	// Its clients are answered all along, by the others' clocks.
 	l.waitServed("n1 to answer while its clock is off", victim, time.Now(), 20, nil)
 	r.lap.lap("served while off")
@@ -53,6 +63,11 @@ func TestFaultLeaderClockJumps(t *testing.T) {
 	back := time.Now()
 	tc.waitInfo(victim, "cluster", map[string]string{"clock_ok": "1", "may_lead": "1"})
 	trusted := time.Since(back)
+	m = r.waitReadyz(victim, 200, "ready")
+	checkMetrics(t, "n1", m, map[string]float64{"rlserver_ready": 1, "rlserver_clock_ok": 1, "rlserver_may_lead": 1})
+	if offset := m["rlserver_clock_offset_seconds"][""]; offset < -0.5 || offset > 0.5 {
+		t.Errorf("n1's rlserver_clock_offset_seconds = %v with its clock set right", offset)
+	}
 	tc.waitPreferredLeaders() // n1 leads shard 0 again
 	ledAgain := time.Since(back)
 	r.lap.lap("leads again")

@@ -37,6 +37,11 @@ func TestFaultLeaderDiskFails(t *testing.T) {
 	if raft, err := tc.infoOf(victim, "raft"); err != nil || raft["raft_logs_failing"] == "0" {
 		t.Errorf("n1's INFO raft with its disk failing: %v, %v", raft, err)
 	}
+	m := r.waitReadyz(victim, 503, "the Raft log cannot be written")
+	checkMetrics(t, "n1", m, map[string]float64{"rlserver_ready": 0, "rlserver_may_lead": 0, "rlserver_clock_ok": 1})
+	if m["rlserver_raft_logs_failing"][""] < 1 {
+		t.Errorf("n1's rlserver_raft_logs_failing = %v with its disk failing", m["rlserver_raft_logs_failing"][""])
+	}
 	// It stays out while the others go on: many elections' worth of time.
 	l.waitServed("the others to go on serving", -1, time.Now(), 500, nil)
 	l.waitServed("n1 to answer by forwarding", victim, time.Now(), 20, nil)
@@ -49,6 +54,7 @@ func TestFaultLeaderDiskFails(t *testing.T) {
 	fixed := time.Now()
 	tc.waitInfo(victim, "cluster", map[string]string{"may_lead": "1"})
 	works := time.Since(fixed)
+	checkMetrics(t, "n1", r.waitReadyz(victim, 200, "ready"), map[string]float64{"rlserver_may_lead": 1, "rlserver_raft_logs_failing": 0})
 	tc.waitPreferredLeaders() // n1 leads shard 0 again
 	ledAgain := time.Since(fixed)
 	r.lap.lap("leads again")
@@ -74,6 +80,13 @@ func TestFaultLeaderDiskSlow(t *testing.T) {
 	raft := tc.waitInfo(victim, "raft", map[string]string{"raft_logs_failing": "0"})
 	if n, _ := strconv.Atoi(raft["raft_logs_slow"]); n == 0 {
 		t.Errorf("n1's INFO raft with its disk slow: %v", raft)
+	}
+	// Slow is no reason not to lead other shards: it still may.
+	m := scrape(t, r.metrics[victim])
+	checkMetrics(t, "n1", m, map[string]float64{"rlserver_may_lead": 1, "rlserver_raft_logs_failing": 0})
+	if m["rlserver_raft_logs_slow"][""] < 1 || m["rlserver_raft_log_last_write_seconds"][""] < 1 {
+		t.Errorf("n1's metrics with its disk slow: rlserver_raft_logs_slow %v, rlserver_raft_log_last_write_seconds %v",
+			m["rlserver_raft_logs_slow"][""], m["rlserver_raft_log_last_write_seconds"][""])
 	}
 	l.waitServed("shard 0 served by another leader", -1, time.Now(), 50, func(k faultKey) bool { return k.shard == shard })
 	r.lap.lap("served")

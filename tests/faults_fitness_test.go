@@ -5,12 +5,14 @@ package tests
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlproc"
 )
 
 // The helpers of the tests of a node that should not lead: its clock off
@@ -23,15 +25,23 @@ type fitnessRun struct {
 	l     *faultLoad
 	lap   *laps
 	began time.Time
+	// metrics are the nodes' --metrics-port addresses, as base URLs
+	// (startFitnessRun gives every node one).
+	metrics []string
 }
 
 // startFitnessRun starts a cluster whose shards are led by their preferred
-// nodes (shard s by node s), and a load over it that has served 100
-// decisions.
+// nodes (shard s by node s), each node serving its metrics and /readyz, and
+// a load over it that has served 100 decisions.
 func startFitnessRun(t *testing.T) *fitnessRun {
 	t.Helper()
 	r := &fitnessRun{began: time.Now()}
-	r.tc = startCluster(t, 3)
+	r.tc = newCluster(t, 3)
+	for i, port := range rlproc.Ports(t, len(r.tc.Nodes)) {
+		r.tc.Nodes[i].Config.Args = append(r.tc.Nodes[i].Config.Args, "--metrics-port", strconv.Itoa(port))
+		r.metrics = append(r.metrics, fmt.Sprintf("http://127.0.0.1:%d", port))
+	}
+	r.tc.LaunchAsPlanned(t)
 	r.tc.waitPreferredLeaders()
 	r.l = newFaultLoad(t, r.tc, 300)
 	r.l.setPhase(1)
@@ -52,6 +62,33 @@ func (r *fitnessRun) finish() string {
 	r.lap.lap("checked")
 	return fmt.Sprintf("slowest request %v (%s); %s; %v in all (%v)", slowest.done.Sub(slowest.sent).Round(time.Millisecond), slowest.err,
 		summary, time.Since(r.began).Round(100*time.Millisecond), r.lap)
+}
+
+// waitReadyz waits until node i's /readyz answers code with a body that
+// holds want, and returns a scrape of its metrics then.
+func (r *fitnessRun) waitReadyz(i, code int, want string) series {
+	t := r.tc.t
+	t.Helper()
+	base := r.metrics[i]
+	poll.Until(t, 20*time.Second, fmt.Sprintf("n%d's /readyz to answer %d %q", i+1, code, want), func() (bool, error) {
+		got, body := httpGet(t, base+"/readyz")
+		if got != code || !strings.Contains(body, want) {
+			return false, fmt.Errorf("%d %q", got, body)
+		}
+		return true, nil
+	})
+	return scrape(t, base)
+}
+
+// checkMetrics reports the unlabelled series of s that do not hold their
+// value in want (a missing one included).
+func checkMetrics(t *testing.T, node string, s series, want map[string]float64) {
+	t.Helper()
+	for name, v := range want {
+		if got, ok := s[name][""]; !ok || got != v {
+			t.Errorf("%s's %s = %v (present %v), want %v", node, name, got, ok, v)
+		}
+	}
 }
 
 // infoOf reads node i's INFO section as its fields.

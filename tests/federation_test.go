@@ -291,7 +291,13 @@ func TestFederationRegionCutOff(t *testing.T) {
 	const (
 		capacity, rate = 300, 600 // each strict key: 600 a second
 		relaxed, limit = "cut:relaxed", 100_000
-		ttl, interval  = time.Second, 100 * time.Millisecond
+		// relaxedWindow holds the whole run, wherever the clock is: the
+		// counts compared at the end are those of the window in progress,
+		// and a run across a minute's boundary (with a 60 s window) found
+		// each region's count of the new window short of every grant.
+		// Windows are aligned to the epoch; this one ends in 2033.
+		relaxedWindow = 1_000_000_000_000
+		ttl, interval = time.Second, 100 * time.Millisecond
 	)
 	cutOff := "ap"
 	keys := map[string]string{} // by home
@@ -308,7 +314,7 @@ func TestFederationRegionCutOff(t *testing.T) {
 	for _, k := range keys {
 		loads = append(loads, l.drive(ctx, rig, k, []any{"RL.TOKEN", k, capacity, rate, 1000, "GLOBAL"}, even))
 	}
-	loads = append(loads, l.drive(ctx, rig, relaxed, []any{"RL.SLIDING", relaxed, limit, 60_000, "GLOBAL", "RELAXED"},
+	loads = append(loads, l.drive(ctx, rig, relaxed, []any{"RL.SLIDING", relaxed, limit, relaxedWindow, "GLOBAL", "RELAXED"},
 		func(int, time.Time) float64 { return 200 }))
 	time.Sleep(time.Until(cutAt)) // the load runs meanwhile: this is the test's timeline
 	rig.cut(cutOff)
@@ -352,7 +358,8 @@ func TestFederationRegionCutOff(t *testing.T) {
 
 // relaxedReconciled waits until every region counts, of a relaxed key in
 // the window in progress, its own grants as its own and the others' as
-// theirs: nothing lost, nothing counted twice.
+// theirs: nothing lost, nothing counted twice. Every grant must be in that
+// window: the key's window must hold the whole run.
 func relaxedReconciled(t *testing.T, rig *fedRig, l *fedLoad, key string) {
 	t.Helper()
 	own := map[int]int64{}

@@ -53,7 +53,7 @@ func (ob observing) serve(o options, shards backend, node *placement.Node, srv *
 		Latency: ob.latency, RaftSink: ob.sink, Top: srv,
 	}
 	if node != nil {
-		src.Raft = node // not a nil *Node in the interface
+		src.Raft, src.Fitness = node, node // not a nil *Node in the interfaces
 		if o.cluster != "" || o.join != "" {
 			src.Rebalance = node
 		}
