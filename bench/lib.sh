@@ -39,3 +39,17 @@ leading() {
     if redis-cli -p "$port" info raft 2>/dev/null | grep -q '^raft_shards_leading:[1-9]'; then echo "$port"; fi
   done
 }
+
+# host_load <redis port> <scratch dir>: the host's load as the figures
+# quote it: redis-server's PING rate there (P=1, 50 clients), the time of
+# one 4 KiB write with O_DSYNC in the scratch dir, in µs, and the load
+# average.
+host_load() {
+  local ping fsync start
+  ping=$(redis-benchmark -p "$1" -t ping_mbulk -n 200000 -c 50 -q 2>/dev/null | tr -d '\r' | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -1)
+  start=$(date +%s%N)
+  dd if=/dev/zero of="$2/dsync" bs=4k count=500 oflag=dsync 2>/dev/null
+  fsync=$(( ($(date +%s%N) - start) / 500 / 1000 ))
+  rm -f "$2/dsync"
+  echo "PING ${ping%.*}/s, O_DSYNC write ${fsync} µs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+}

@@ -49,6 +49,8 @@ type replica struct {
 	// goroutines (Stats, INFO, a read-only command) look between batches.
 	mu    sync.Mutex
 	shard *engine.Shard
+	// captures are the snapshots of the shard being written (capture.go).
+	captures []*capture
 }
 
 func newReplica(index int, observer *observerSlot, scripts engine.ScriptRunner) replica {
@@ -63,7 +65,7 @@ func newReplica(index int, observer *observerSlot, scripts engine.ScriptRunner) 
 // any request is answered.
 func (r *replica) apply(us int64, cmds []engine.Command, results []engine.Result) {
 	r.mu.Lock()
-	r.shard.ApplyMicros(us, cmds, results)
+	r.applyLocked(us, cmds, results)
 	r.mu.Unlock()
 	r.observe(cmds)
 }

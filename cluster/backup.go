@@ -125,10 +125,11 @@ func (m *MemoryShards) Backup(_ context.Context, shard int) (ShardBackup, error)
 	}
 	r := &m.shards[shard].replica
 	r.mu.Lock()
-	state, now := r.shard.AppendSnapshot(nil), r.shard.Stats().Now
+	c, now := r.startCapture(), r.shard.Stats().Now
 	r.mu.Unlock()
+	defer c.end(nil, "")
 	var frame bytes.Buffer
-	if err := persistence.WriteSnapshot(&frame, engine.SnapshotFormat, state); err != nil {
+	if err := c.writeFrame(&frame); err != nil {
 		return ShardBackup{}, err
 	}
 	return ShardBackup{Shard: shard, Time: now, Size: int64(frame.Len()), Frame: io.NopCloser(&frame)}, nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/hashicorp/raft"
 
@@ -27,6 +28,7 @@ type shardFSM struct {
 	// told, so that the process stops rather than let its state diverge.
 	halted error
 	halt   chan<- error
+	log    *slog.Logger // says what each snapshot cost; nil: nothing
 }
 
 func newShardFSM(index int, observer *observerSlot, halt chan<- error, scripts engine.ScriptRunner) *shardFSM {
@@ -77,15 +79,15 @@ func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 	return out
 }
 
-// Snapshot captures the state as bytes; Raft writes them out with Persist
-// while later batches apply.
+// Snapshot freezes the state (capture.go); Raft encodes it with Persist,
+// on a goroutine of its own, while later batches apply.
 func (f *shardFSM) Snapshot() (raft.FSMSnapshot, error) {
 	if f.halted != nil {
 		return nil, f.halted // its state is not the state at the applied index
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &fsmSnapshot{state: f.shard.AppendSnapshot(nil)}, nil
+	return &fsmSnapshot{capture: f.startCapture(), log: f.log}, nil
 }
 
 // Restore replaces the whole state with a snapshot's.
@@ -109,17 +111,19 @@ func (f *shardFSM) Restore(rc io.ReadCloser) error {
 }
 
 type fsmSnapshot struct {
-	state []byte
+	capture *capture
+	log     *slog.Logger
 }
 
 // Persist writes the snapshot frame to the sink.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := persistence.WriteSnapshot(sink, engine.SnapshotFormat, s.state); err != nil {
+	if err := s.capture.writeFrame(sink); err != nil {
 		sink.Cancel()
 		return err
 	}
 	return sink.Close()
 }
 
-// Release lets the captured state go.
-func (s *fsmSnapshot) Release() { s.state = nil }
+// Release ends the capture: Raft calls it once done with the snapshot,
+// written or not.
+func (s *fsmSnapshot) Release() { s.capture.end(s.log, "shard snapshot written") }

@@ -110,7 +110,7 @@ func (s *memoryShard) applyRequest(r *Request) {
 	s.sweeps.request()
 	// The clock is read under the lock, so that time never runs backwards
 	// from one request to the next, whichever goroutines apply them.
-	s.shard.ApplyMicros(s.stamper.stamp(s.clock.NowMicro(), scriptsIn(r.Cmds)), r.Cmds, r.Results)
+	s.applyLocked(s.stamper.stamp(s.clock.NowMicro(), scriptsIn(r.Cmds)), r.Cmds, r.Results)
 	s.mu.Unlock()
 	s.observe(r.Cmds)
 	r.answer(nil)
@@ -127,7 +127,7 @@ func (s *memoryShard) sweepWhileIdle(quit <-chan struct{}) {
 			s.mu.Lock()
 			due := s.sweeps.due(s.shard.Stats().Keys)
 			if due {
-				s.shard.ApplyMicros(s.stamper.stamp(s.clock.NowMicro(), 0), s.sweep, s.sweepOut)
+				s.applyLocked(s.stamper.stamp(s.clock.NowMicro(), 0), s.sweep, s.sweepOut)
 			}
 			s.mu.Unlock()
 			if due {

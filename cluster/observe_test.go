@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/poll"
-	"github.com/rlserver/rlserver/persistence"
 )
 
 // recorder is a WriteObserver that keeps what it is told, keys copied (they
@@ -162,9 +161,10 @@ func TestShardFSMRestoreTellsTheObserverEverythingChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := persistence.WriteSnapshot(&buf, engine.SnapshotFormat, snap.(*fsmSnapshot).state); err != nil {
+	if err := snap.(*fsmSnapshot).capture.writeFrame(&buf); err != nil {
 		t.Fatal(err)
 	}
+	snap.Release()
 	if err := f.Restore(io.NopCloser(&buf)); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/rlserver/rlserver/internal/wire"
 )
@@ -45,13 +44,13 @@ func appendCollection(b []byte, ks *keyspace, i int32, kind Kind) []byte {
 	case KindGlobal:
 		b = appendGlobal(b, ks, i)
 	case KindHash:
-		h := ks.hashes[i]
+		h := ks.fields(i)
 		b = wire.AppendUvarint(b, uint64(len(h)))
 		for _, f := range h {
 			b = wire.AppendString(wire.AppendString(b, f.name), f.value)
 		}
 	case KindList:
-		l := ks.lists[i]
+		l := ks.list(i)
 		b = wire.AppendUvarint(b, uint64(len(l)))
 		for _, e := range l {
 			b = wire.AppendString(b, e)
@@ -91,45 +90,6 @@ func (d *decoder) collection(ks *keyspace, i int32, kind Kind) {
 	}
 }
 
-// AppendSnapshot appends the shard's state to b: its clock, then every
-// record in order (a free one as a 0 byte, a key, even one expired but not
-// yet reclaimed, as its entry), then the sections of sections.go. A restored
-// shard is the same record for record, free list and cursors included, so
-// that what depends on the layout (which keys an eviction examines) stays
-// the same on every replica. RestoreShard reads it back.
-//
-// b is first grown to the exact size of the snapshot, so that encoding a
-// large shard allocates its bytes once: grown as it fills, the buffer was
-// copied again and again while the shard's applies waited for the snapshot
-// (docs/performance.md#memory, "Snapshots sized exactly").
-func (s *Shard) AppendSnapshot(b []byte) []byte {
-	ks := &s.keys
-	sections := s.appendSettings(s.appendLayout(nil))
-	b = slices.Grow(b, s.snapshotLen(len(sections)))
-	b = wire.AppendVarint(b, s.now)
-	b = wire.AppendUvarint(b, uint64(ks.records.len()))
-	for i := range int32(ks.records.len()) {
-		if ks.records.at(i).params == 0 {
-			b = append(b, 0)
-			continue
-		}
-		b = appendEntry(b, ks, i, s.now)
-	}
-	return append(b, sections...)
-}
-
-// snapshotLen is the length of the shard's snapshot, whose sections take
-// sections bytes.
-func (s *Shard) snapshotLen(sections int) int {
-	ks := &s.keys
-	n := wire.VarintLen(s.now) + wire.UvarintLen(uint64(ks.records.len())) + sections
-	var scratch []byte
-	for i := range int32(ks.records.len()) {
-		n += entryLen(ks, i, s.now, &scratch)
-	}
-	return n
-}
-
 // entryLen is the length of record i's entry in a snapshot (1 for a free
 // record). An entry with nothing beside its record (no log, value or
 // collection: almost every limiter) is sized from its fields, as
@@ -146,7 +106,7 @@ func entryLen(ks *keyspace, i int32, now int64, scratch *[]byte) int {
 	}
 	klen := int(r.klen)
 	if r.klen == longKey {
-		klen = len(ks.long[i])
+		klen = len(ks.longKey(i))
 	}
 	n := 1 + wire.UvarintLen(uint64(klen)) + klen + 1 // kind, key, an empty log
 	for _, v := range ks.paramsOf(i) {
@@ -272,7 +232,7 @@ func (d *decoder) entry(s *Shard) {
 		return
 	}
 	i := s.keys.add(key, kind, params) // the next record: the free list is empty until the layout section
-	s.keys.records.at(i).state = state
+	s.keys.records.mut(i).state = state
 	if s.keys.persists(i) {
 		s.keys.persistent++
 	}

@@ -4,7 +4,7 @@ package engine
 // written against Redis that keep their state in them (Laravel's, the
 // seed's script, Python limits' moving window). Their records hold only
 // the expiry, in state[1] as a string's (0: none); their contents live in
-// keyspace.hashes and keyspace.lists. Both are bounded, so that no command
+// their chunk's extras (extras.go). Both are bounded, so that no command
 // can make one key cost more than a few megabytes, and charged to the
 // memory limit by their contents' lengths, literal sizes like every other
 // record's.
@@ -29,19 +29,23 @@ var (
 
 // collBytes is what the hashes and lists are charged.
 func (ks *keyspace) collBytes() int64 {
-	return ks.collLen + collEntrySize*ks.collN + 48*int64(len(ks.hashes)+len(ks.lists))
+	return ks.collLen + collEntrySize*ks.collN + 48*int64(ks.nHashes+ks.nLists)
 }
 
 // collUsage is what record i's hash or list is charged, 0 for other kinds.
 func (ks *keyspace) collUsage(i int32) int64 {
+	e := ks.extras(i)
+	if e == nil {
+		return 0
+	}
 	var n int64
-	if h, ok := ks.hashes[i]; ok {
+	if h, ok := e.hashes[i]; ok {
 		n = 48
 		for _, f := range h {
 			n += int64(len(f.name)+len(f.value)) + 2*collEntrySize
 		}
 	}
-	if l, ok := ks.lists[i]; ok {
+	if l, ok := e.lists[i]; ok {
 		n = 48
 		for _, e := range l {
 			n += int64(len(e)) + collEntrySize
@@ -52,19 +56,25 @@ func (ks *keyspace) collUsage(i int32) int64 {
 
 // dropCollection forgets record i's hash or list.
 func (ks *keyspace) dropCollection(i int32) {
-	if h, ok := ks.hashes[i]; ok {
+	e := ks.extras(i)
+	if e == nil {
+		return
+	}
+	if h, ok := e.hashes[i]; ok {
 		for _, f := range h {
 			ks.collLen -= int64(len(f.name) + len(f.value))
 		}
 		ks.collN -= 2 * int64(len(h))
-		delete(ks.hashes, i)
+		ks.nHashes--
+		delete(ks.records.extMut(i).hashes, i)
 	}
-	if l, ok := ks.lists[i]; ok {
-		for _, e := range l {
-			ks.collLen -= int64(len(e))
+	if l, ok := e.lists[i]; ok {
+		for _, v := range l {
+			ks.collLen -= int64(len(v))
 		}
 		ks.collN -= int64(len(l))
-		delete(ks.lists, i)
+		ks.nLists--
+		delete(ks.records.extMut(i).lists, i)
 	}
 }
 

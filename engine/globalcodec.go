@@ -27,6 +27,9 @@ import (
 
 // appendGlobal appends record i's side state.
 func appendGlobal(b []byte, ks *keyspace, i int32) []byte {
+	if ks.frozenGlobals != nil {
+		return append(b, ks.frozenGlobals[i]...)
+	}
 	g := ks.global(i)
 	b = wire.AppendVarint(b, int64(g.algo))
 	b = wire.AppendBool(b, g.relaxed)

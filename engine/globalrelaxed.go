@@ -15,12 +15,12 @@ import (
 // decideRelaxed decides c on the sum of the counts; it returns the
 // decision and the units granted.
 func (s *Shard) decideRelaxed(now int64, c *Command, i int32, g *globalState) (Decision, int64) {
-	st := &s.keys.records.at(i).state
-	own := rollWindowed(g.algo, g.params, *st, now)
+	// Read here, written through mut: a capture may hold the record.
+	own := rollWindowed(g.algo, g.params, s.keys.records.at(i).state, now)
 	cost := c.Args[3]
 	if cost < 0 {
 		own = refundWindowed(g.algo, g.params, own, now, -cost)
-		*st = own
+		s.keys.records.mut(i).state = own
 		_, total := relaxedTotals(g, own, now)
 		_, d := decideWindowed(g.algo, g.params, total, now, 0)
 		d.Allowed, d.RetryAfter = true, 0
@@ -37,7 +37,7 @@ func (s *Shard) decideRelaxed(now int64, c *Command, i int32, g *globalState) (D
 		return d, 0
 	}
 	own[curWord(g.algo)] += want
-	*st = own
+	s.keys.records.mut(i).state = own
 	return d, want
 }
 
@@ -117,20 +117,20 @@ func refundWindowed(op Op, p, st [3]int64, now, n int64) [3]int64 {
 // windows and count again once they report in the new ones (a new window
 // length drops them).
 func (s *Shard) adoptRelaxed(i int32, g *globalState, p [3]int64, now int64) {
-	st := &s.keys.records.at(i).state
+	st := s.keys.records.at(i).state // a copy: s.keys.set writes it
 	if g.algo == OpFixed {
 		c := fixedWindow{Limit: p[0], Window: p[1]}.adopt(fixedWindow{Limit: g.params[0], Window: g.params[1]},
 			windowCount{Start: st[0], Count: st[1]}, now)
-		*st = [3]int64{c.Start, c.Count}
+		st = [3]int64{c.Start, c.Count}
 	} else {
 		c := slidingWindow{Limit: p[0], Window: p[1]}.adopt(slidingWindow{Limit: g.params[0], Window: g.params[1]},
 			windowCounts{Start: st[0], Prev: st[1], Cur: st[2]}, now)
-		*st = [3]int64{c.Start, c.Prev, c.Cur}
+		st = [3]int64{c.Start, c.Prev, c.Cur}
 	}
 	if g.params[1] != p[1] {
 		g.peers = nil
 	}
-	s.keys.set(i, KindGlobal, p, *st)
+	s.keys.set(i, KindGlobal, p, st)
 }
 
 // mergePeer records region's counts st and peak: a later window replaces

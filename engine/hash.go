@@ -32,12 +32,12 @@ func (s *Shard) hashCommand(now int64, c *Command, r *Result) {
 	case OpHGet:
 		r.Type = ResNil
 		if j := ks.hashField(i, c.Value); j >= 0 {
-			r.Type, r.Text = ResBulk, ks.hashes[i][j].value
+			r.Type, r.Text = ResBulk, ks.fields(i)[j].value
 		}
 	case OpHMGet:
 		n := packedCount(c.Value)
 		vs := append(make([]resp.Value, 0, 1+n), resp.Array(n))
-		h := ks.hashes[i]
+		h := ks.fields(i)
 		for v := c.Value; len(v) > 0; {
 			var f []byte
 			f, v, _ = nextPacked(v) // checked by the op's row
@@ -54,9 +54,9 @@ func (s *Shard) hashCommand(now int64, c *Command, r *Result) {
 			r.Int = 1
 		}
 	case OpHLen:
-		r.Type, r.Int = ResInt, int64(len(ks.hashes[i]))
+		r.Type, r.Int = ResInt, int64(len(ks.fields(i)))
 	case OpHGetAll:
-		h := ks.hashes[i]
+		h := ks.fields(i)
 		vs := append(make([]resp.Value, 0, 1+2*len(h)), resp.Map(len(h)))
 		for _, f := range h {
 			vs = append(vs, resp.Bulk(f.name), resp.Bulk(f.value))
@@ -75,7 +75,7 @@ func (s *Shard) hashCommand(now int64, c *Command, r *Result) {
 				r.Int++
 			}
 		})
-		if len(ks.hashes[i]) == 0 {
+		if len(ks.fields(i)) == 0 {
 			ks.remove(i)
 		}
 	case OpHIncrBy, OpHIncrByFloat:
@@ -89,7 +89,7 @@ func (ks *keyspace) hashField(i int32, name []byte) int {
 	if i < 0 {
 		return -1
 	}
-	return fieldIndex(ks.hashes[i], name)
+	return fieldIndex(ks.fields(i), name)
 }
 
 // fieldIndex is the index of field name in h, -1 if absent.
@@ -105,25 +105,33 @@ func fieldIndex(h []hashField, name []byte) int {
 // putHashField sets field name of record i's hash to value, adding it
 // last when it is new.
 func (ks *keyspace) putHashField(i int32, name, value []byte) {
-	h := ks.hashes[i]
-	if j := ks.hashField(i, name); j >= 0 {
+	e := ks.records.extMut(i)
+	h, ok := e.hashes[i]
+	if j := fieldIndex(h, name); j >= 0 {
 		ks.collLen += int64(len(value) - len(h[j].value))
 		h[j].value = string(value)
 		return
 	}
-	ks.hashes[i] = append(h, hashField{string(name), string(value)})
+	if !ok {
+		ks.nHashes++
+	}
+	if e.hashes == nil {
+		e.hashes = make(map[int32][]hashField)
+	}
+	e.hashes[i] = append(h, hashField{string(name), string(value)})
 	ks.collLen += int64(len(name) + len(value))
 	ks.collN += 2
 }
 
 // delHashField removes field j of record i's hash.
 func (ks *keyspace) delHashField(i int32, j int) {
-	h := ks.hashes[i]
+	e := ks.records.extMut(i)
+	h := e.hashes[i]
 	ks.collLen -= int64(len(h[j].name) + len(h[j].value))
 	ks.collN -= 2
 	copy(h[j:], h[j+1:])
 	h[len(h)-1] = hashField{}
-	ks.hashes[i] = h[:len(h)-1]
+	e.hashes[i] = h[:len(h)-1]
 }
 
 // hset applies HSET and HMSET: Value packs field, value, field, value ...
@@ -134,7 +142,7 @@ func (s *Shard) hset(now int64, c *Command, i int32, r *Result) {
 	pairs := unpack(s.pairs[:0], c.Value)
 	s.pairs = pairs[:0]
 	added := 0
-	h := ks.hashes[i]
+	h := ks.fields(i)
 	for p := 0; p+1 < len(pairs); p += 2 {
 		if fieldIndex(h, pairs[p]) < 0 && !fieldBefore(pairs, p) {
 			added++
@@ -190,7 +198,7 @@ func (s *Shard) hincr(now int64, c *Command, i int32, r *Result) {
 		}
 	}
 	j := ks.hashField(i, field)
-	if j < 0 && len(ks.hashes[i]) >= maxHashFields {
+	if j < 0 && len(ks.fields(i)) >= maxHashFields {
 		r.Type, r.Err = ResError, errHashFull
 		return
 	}
@@ -199,7 +207,7 @@ func (s *Shard) hincr(now int64, c *Command, i int32, r *Result) {
 		var v int64
 		if j >= 0 {
 			var ok bool
-			if v, ok = parseInteger([]byte(ks.hashes[i][j].value)); !ok {
+			if v, ok = parseInteger([]byte(ks.fields(i)[j].value)); !ok {
 				r.Type, r.Err = ResError, errHashNotInteger
 				return
 			}
@@ -216,7 +224,7 @@ func (s *Shard) hincr(now int64, c *Command, i int32, r *Result) {
 		var v float64
 		if j >= 0 {
 			var ok bool
-			if v, ok = parseFloat(ks.hashes[i][j].value); !ok {
+			if v, ok = parseFloat(ks.fields(i)[j].value); !ok {
 				r.Type, r.Err = ResError, errHashNotFloat
 				return
 			}

@@ -83,15 +83,15 @@ func checkCounters(t *testing.T, s *Shard) {
 			persistent++
 		}
 	}
-	for _, l := range ks.logs {
-		logLen += int64(len(l))
+	for i := range int32(ks.records.len()) {
+		logLen += int64(len(ks.log(i)))
 	}
 	if live != ks.live || persistent != ks.persistent || logLen != ks.logLen {
 		t.Fatalf("counters: live %d (counted %d), persistent %d (%d), log entries %d (%d)",
 			ks.live, live, ks.persistent, persistent, ks.logLen, logLen)
 	}
 	var shareLen int64
-	for i, set := range ks.shareSets {
+	for i, set := range ks.shareSets() {
 		if ks.kind(i) != KindShare || set.charged != sharesBytes(set.holders) {
 			t.Fatalf("record %d: holders of a %v key, charged %d for %d", i, ks.kind(i), set.charged, sharesBytes(set.holders))
 		}

@@ -59,9 +59,10 @@ func (s *Shard) applyKeyspaceOp(now int64, c *Command, r *Result) {
 	case OpScan:
 		s.scan(now, c, r)
 	case OpFlush:
-		counts := s.keys.shareStat // counters, which outlive the keys as the shard's others do
+		// Counters, which outlive the keys as the shard's others do.
+		counts, copies := s.keys.shareStat, s.keys.records.cow.copies
 		s.keys = newKeyspace()
-		s.keys.shareStat = counts
+		s.keys.shareStat, s.keys.records.cow.copies = counts, copies
 		s.res.flush() // the reservations are the keys' too; policies and scripts stay
 		r.Type = ResOK
 	case OpDigest:

@@ -17,16 +17,16 @@ import "hash/maphash"
 // processes; nothing reads it but lookups.
 type keyspace struct {
 	records recordStore
-	free    []int32 // removed records, reused last first
-	live    int     // records in use
-	sweep   int     // next record the expiry sweep examines
+	// The removed records are a stack, reused last first: freeTop is its
+	// top (-1: empty), and each free record names the one below it in its
+	// state[0] (-1 at the bottom), so that the stack lives in the records
+	// and a capture freezes it with them (capture.go).
+	freeTop int32
+	freeLen int
+	live    int // records in use
+	sweep   int // next record the expiry sweep examines
 
 	index   keyIndex
-	long    map[int32]string      // keys longer than inlineKey, by record
-	logs    map[int32][]logEntry  // sliding logs and leases, by record
-	vals    map[int32]string      // strings that are not integers, by record
-	hashes  map[int32][]hashField // hashes, their fields in the order first set
-	lists   map[int32][]string    // lists, stored tail first (see list.go)
 	params  paramTable
 	longLen int64 // bytes of the long keys
 	logCap  int64 // entries the logs have room for
@@ -35,26 +35,34 @@ type keyspace struct {
 	// collLen and collN are the bytes and the number of the fields, values
 	// and elements the hashes and lists hold.
 	collLen, collN int64
+	// nLong, nLogs, nVals, nHashes, nLists and nShares count the records
+	// holding a long key, a log, a string value, a hash, a list and share
+	// holders (in their chunks' extras, extras.go).
+	nLong, nLogs, nVals, nHashes, nLists, nShares int
 	// persistent counts the strings without an expiry, which INFO's
 	// keyspace line does not count among the keys that expire.
 	persistent int
 	touched    int32 // what prefetch read, for nothing
 
-	// shareSets are the share keys' holders (sharestate.go), by record;
-	// shareLen is what they are charged, shareStat RL.SHARE's counters.
-	shareSets map[int32]*shareSet
+	// shareLen is what the share keys' holders (sharestate.go) are
+	// charged, shareStat RL.SHARE's counters.
 	shareLen  int64
 	shareStat shareCounts
 	// globals are the global keys' side state (global.go), by record;
 	// globalLen is what it is charged.
 	globals   map[int32]*globalEntry
 	globalLen int64
+	// frozenGlobals is, in a capture's view (capture.go), the global
+	// keys' side state as encoded when the capture was taken: the shard
+	// changes a globalState in place, and the global keys are few. Nil in
+	// a shard's keyspace.
+	frozenGlobals map[int32][]byte
 }
 
 // inlineKey is the longest key kept inside its record.
 const inlineKey = 27
 
-// longKey marks a record whose key is in keyspace.long.
+// longKey marks a record whose key is in its chunk's extras (extras.go).
 const longKey = 0xff
 
 // record is one key: its state, its interned kind and parameters, and its
@@ -76,21 +84,12 @@ const (
 )
 
 func newKeyspace() keyspace {
-	return keyspace{
-		index:  newKeyIndex(),
-		long:   make(map[int32]string),
-		logs:   make(map[int32][]logEntry),
-		vals:   make(map[int32]string),
-		hashes: make(map[int32][]hashField),
-		lists:  make(map[int32][]string),
-		params: newParamTable(),
-
-		shareSets: make(map[int32]*shareSet),
-		globals:   make(map[int32]*globalEntry),
-	}
+	return keyspace{freeTop: -1, index: newKeyIndex(), params: newParamTable(), globals: make(map[int32]*globalEntry)}
 }
 
-// find returns the record of key, or -1.
+// find returns the record of key, or -1. A record found is the live
+// state's alone (recordStore.ownRecord): whatever the command then reads of
+// it to change, a capture in progress keeps its own.
 func (ks *keyspace) find(key []byte) int32 {
 	h := ks.hash(key)
 	s := ks.index.segment(h)
@@ -101,6 +100,7 @@ func (ks *keyspace) find(key []byte) int32 {
 			return -1
 		case fp:
 			if r := s.slots[i]; ks.keyIs(r, key) {
+				ks.records.ownRecord(r)
 				return r
 			}
 		}
@@ -116,7 +116,7 @@ func (ks *keyspace) hash(key []byte) uint64 {
 func (ks *keyspace) hashOf(i int32) uint64 {
 	r := ks.records.at(i)
 	if r.klen == longKey {
-		return maphash.String(ks.index.seed, ks.long[i])
+		return maphash.String(ks.index.seed, ks.longKey(i))
 	}
 	return maphash.Bytes(ks.index.seed, r.key[:r.klen])
 }
@@ -125,7 +125,7 @@ func (ks *keyspace) hashOf(i int32) uint64 {
 func (ks *keyspace) keyIs(i int32, key []byte) bool {
 	r := ks.records.at(i)
 	if r.klen == longKey {
-		return ks.long[i] == string(key)
+		return ks.longKey(i) == string(key)
 	}
 	return int(r.klen) == len(key) && string(r.key[:r.klen]) == string(key)
 }
@@ -135,7 +135,7 @@ func (ks *keyspace) keyIs(i int32, key []byte) bool {
 func (ks *keyspace) key(i int32) []byte {
 	r := ks.records.at(i)
 	if r.klen == longKey {
-		return []byte(ks.long[i])
+		return []byte(ks.longKey(i))
 	}
 	return r.key[:r.klen]
 }
@@ -144,13 +144,14 @@ func (ks *keyspace) key(i int32) []byte {
 // and params, and returns its number.
 func (ks *keyspace) add(key []byte, kind Kind, params [3]int64) int32 {
 	var i int32
-	if n := len(ks.free); n > 0 {
-		i = ks.free[n-1]
-		ks.free = ks.free[:n-1]
+	if ks.freeLen > 0 {
+		i = ks.freeTop
+		ks.freeTop = int32(ks.records.at(i).state[0])
+		ks.freeLen--
 	} else {
 		i = ks.records.grow()
 	}
-	*ks.records.at(i) = record{params: ks.params.acquire(kind, params)}
+	*ks.records.mut(i) = record{params: ks.params.acquire(kind, params)}
 	ks.setKey(i, key)
 	ks.live++
 	return i
@@ -158,35 +159,50 @@ func (ks *keyspace) add(key []byte, kind Kind, params [3]int64) int32 {
 
 // setKey stores key in record i, which holds none, and indexes it.
 func (ks *keyspace) setKey(i int32, key []byte) {
-	r := ks.records.at(i)
+	r := ks.records.mut(i)
 	if len(key) <= inlineKey {
 		r.klen = uint8(len(key))
 		r.key = [inlineKey]byte{}
 		copy(r.key[:], key)
 	} else {
 		r.klen = longKey
-		ks.long[i] = string(key)
-		ks.longLen += int64(len(key))
+		ks.setLongKey(i, string(key), true)
 	}
 	ks.index.insert(ks.hash(key), i, ks)
 }
 
-// remove deletes record i.
+// remove deletes record i, which goes on the free stack.
 func (ks *keyspace) remove(i int32) {
-	r := ks.records.at(i)
+	r := ks.records.mut(i) // before anything is read to be changed, and stable after
 	ks.index.drop(ks.hashOf(i), i)
 	if r.klen == longKey {
-		ks.longLen -= int64(len(ks.long[i]))
-		delete(ks.long, i)
+		ks.setLongKey(i, "", false)
 	}
 	if ks.persists(i) {
 		ks.persistent--
 	}
 	ks.dropExtras(i)
 	ks.params.release(r.params)
-	*r = record{}
-	ks.free = append(ks.free, i)
+	ks.pushFree(i)
 	ks.live--
+}
+
+// pushFree puts record i, which holds nothing, on the free stack.
+func (ks *keyspace) pushFree(i int32) {
+	*ks.records.mut(i) = record{state: [3]int64{int64(ks.freeTop)}}
+	ks.freeTop = i
+	ks.freeLen++
+}
+
+// freeList is the free stack, bottom first: the order a snapshot's layout
+// section writes (sections.go).
+func (ks *keyspace) freeList() []int32 {
+	list := make([]int32, ks.freeLen)
+	for k, i := len(list)-1, ks.freeTop; k >= 0; k-- {
+		list[k] = i
+		i = int32(ks.records.at(i).state[0])
+	}
+	return list
 }
 
 // kind is record i's algorithm (kindNone for a free record).
@@ -201,7 +217,7 @@ func (ks *keyspace) paramsOf(i int32) [3]int64 {
 
 // set stores record i's kind, parameters and state.
 func (ks *keyspace) set(i int32, kind Kind, params [3]int64, state [3]int64) {
-	r := ks.records.at(i)
+	r := ks.records.mut(i)
 	if set := ks.params.sets[r.params]; set.kind != kind || set.p != params {
 		ks.params.release(r.params)
 		r.params = ks.params.acquire(kind, params)
@@ -216,39 +232,8 @@ func (ks *keyspace) dropExtras(i int32) {
 	ks.dropCollection(i)
 	ks.dropShares(i)
 	ks.dropGlobal(i)
-	if log, ok := ks.logs[i]; ok {
-		ks.logCap -= int64(cap(log))
-		ks.logLen -= int64(len(log))
-		delete(ks.logs, i)
-	}
-	if v, ok := ks.vals[i]; ok {
-		ks.valLen -= int64(len(v))
-		delete(ks.vals, i)
-	}
-}
-
-// value is record i's string value when it is not an integer.
-func (ks *keyspace) value(i int32) string { return ks.vals[i] }
-
-// setValue replaces record i's string value ("" with ok false: none).
-func (ks *keyspace) setValue(i int32, v string, ok bool) {
-	ks.valLen -= int64(len(ks.vals[i]))
-	if !ok {
-		delete(ks.vals, i)
-		return
-	}
-	ks.vals[i] = v
-	ks.valLen += int64(len(v))
-}
-
-// log is record i's sliding log or lease list.
-func (ks *keyspace) log(i int32) []logEntry { return ks.logs[i] }
-
-// setLog replaces record i's sliding log.
-func (ks *keyspace) setLog(i int32, entries []logEntry) {
-	ks.logCap += int64(cap(entries) - cap(ks.logs[i]))
-	ks.logLen += int64(len(entries) - len(ks.logs[i]))
-	ks.logs[i] = entries
+	ks.dropLog(i)
+	ks.setValue(i, "", false)
 }
 
 // len is the number of keys held, including expired ones not yet reclaimed.
@@ -258,8 +243,8 @@ func (ks *keyspace) len() int { return ks.live }
 // logs and parameter sets, spare capacity included. It is an estimate for
 // INFO, not an allocator measurement; --maxmemory counts charged instead.
 func (ks *keyspace) bytes() int64 {
-	return ks.records.bytes() + ks.index.bytes() + ks.longLen + 48*int64(len(ks.long)) +
-		logEntrySize*ks.logCap + 48*int64(len(ks.logs)) + ks.valLen + 48*int64(len(ks.vals)) + ks.params.bytes() +
+	return ks.records.bytes() + ks.index.bytes() + ks.longLen + 48*int64(ks.nLong) +
+		logEntrySize*ks.logCap + 48*int64(ks.nLogs) + ks.valLen + 48*int64(ks.nVals) + ks.params.bytes() +
 		ks.collBytes() + ks.shareLen + ks.globalLen
 }
 
@@ -267,15 +252,15 @@ func (ks *keyspace) bytes() int64 {
 func (ks *keyspace) usage(i int32) int64 {
 	n := int64(recordSize + indexSlotSize)
 	if ks.records.at(i).klen == longKey {
-		n += 48 + int64(len(ks.long[i]))
+		n += 48 + int64(len(ks.longKey(i)))
 	}
-	if log, ok := ks.logs[i]; ok {
+	if log, ok := ks.extras(i).logsOf(i); ok {
 		n += 48 + logEntrySize*int64(cap(log))
 	}
-	if v, ok := ks.vals[i]; ok {
-		n += 48 + int64(len(v))
+	if ks.hasValue(i) {
+		n += 48 + int64(len(ks.value(i)))
 	}
-	if set, ok := ks.shareSets[i]; ok {
+	if set := ks.shareSet(i); set != nil {
 		n += set.charged
 	}
 	if e, ok := ks.globals[i]; ok {
@@ -305,11 +290,9 @@ func (ks *keyspace) reclaim(now int64, budget int) {
 // rekey gives record i the key key (which must be absent), keeping its
 // number, its kind and its state.
 func (ks *keyspace) rekey(i int32, key []byte) {
-	r := ks.records.at(i)
 	ks.index.drop(ks.hashOf(i), i)
-	if r.klen == longKey {
-		ks.longLen -= int64(len(ks.long[i]))
-		delete(ks.long, i)
+	if ks.records.at(i).klen == longKey {
+		ks.setLongKey(i, "", false)
 	}
 	ks.setKey(i, key)
 }

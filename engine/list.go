@@ -14,7 +14,7 @@ func (s *Shard) listCommand(now int64, c *Command, r *Result) {
 		return
 	}
 	ks := &s.keys
-	l := ks.lists[i]
+	l := ks.list(i)
 	switch c.Op {
 	case OpLLen:
 		r.Type, r.Int = ResInt, int64(len(l))
@@ -80,7 +80,11 @@ func listRange(start, stop int64, n int) (from, to int) {
 // setList replaces record i's list with l (a part of the old one, or a new
 // slice), keeping the charges right.
 func (ks *keyspace) setList(i int32, l []string) {
-	old := ks.lists[i]
+	e := ks.records.extMut(i)
+	old, ok := e.lists[i]
+	if !ok {
+		ks.nLists++
+	}
 	for _, e := range old {
 		ks.collLen -= int64(len(e))
 	}
@@ -91,7 +95,10 @@ func (ks *keyspace) setList(i int32, l []string) {
 		ks.collLen += int64(len(e))
 	}
 	ks.collN += int64(len(kept))
-	ks.lists[i] = kept
+	if e.lists == nil {
+		e.lists = make(map[int32][]string)
+	}
+	e.lists[i] = kept
 }
 
 // push applies LPUSH and RPUSH (FlagRight): the elements packed in Value,
@@ -99,7 +106,7 @@ func (ks *keyspace) setList(i int32, l []string) {
 func (s *Shard) push(now int64, c *Command, i int32, r *Result) {
 	ks := &s.keys
 	n := packedCount(c.Value)
-	if len(ks.lists[i])+n > maxListLen {
+	if len(ks.list(i))+n > maxListLen {
 		r.Type, r.Err = ResError, errListFull
 		return
 	}
@@ -110,7 +117,8 @@ func (s *Shard) push(now int64, c *Command, i int32, r *Result) {
 			return
 		}
 	}
-	l := ks.lists[i]
+	e := ks.records.extMut(i)
+	l, ok := e.lists[i]
 	if c.Flags&FlagRight != 0 {
 		// RPUSH a b c: the tail becomes c, b, a stored first.
 		pushed := make([]string, 0, n+len(l))
@@ -124,7 +132,13 @@ func (s *Shard) push(now int64, c *Command, i int32, r *Result) {
 	}
 	eachPacked(c.Value, func(e []byte) { ks.collLen += int64(len(e)) })
 	ks.collN += int64(n)
-	ks.lists[i] = l
+	if !ok {
+		ks.nLists++
+	}
+	if e.lists == nil {
+		e.lists = make(map[int32][]string)
+	}
+	e.lists[i] = l
 	r.Type, r.Int = ResInt, int64(len(l))
 }
 
@@ -140,7 +154,7 @@ func (s *Shard) pop(c *Command, i int32, r *Result) {
 		}
 		return
 	}
-	l := ks.lists[i]
+	l := ks.list(i)
 	n := 1
 	if withCount {
 		n = int(min(c.Args[0], int64(len(l))))

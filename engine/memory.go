@@ -39,8 +39,8 @@ const maxEvictions = 8
 // the live state only (no slice capacities, which depend on the runtime),
 // close to what bytes estimates.
 func (ks *keyspace) charged() int64 {
-	return int64(ks.live)*(recordSize+2*indexSlotSize) + ks.longLen + 48*int64(len(ks.long)) +
-		logEntrySize*ks.logLen + 48*int64(len(ks.logs)) + ks.valLen + 48*int64(len(ks.vals)) + ks.collBytes() + ks.shareLen + ks.globalLen
+	return int64(ks.live)*(recordSize+2*indexSlotSize) + ks.longLen + 48*int64(ks.nLong) +
+		logEntrySize*ks.logLen + 48*int64(ks.nLogs) + ks.valLen + 48*int64(ks.nVals) + ks.collBytes() + ks.shareLen + ks.globalLen
 }
 
 // setMemoryLimit applies OpMemoryLimit.

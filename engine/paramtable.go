@@ -7,11 +7,20 @@ package engine
 // limits) cost only while keys use them. Numbers are given in order of first
 // use, reusing the latest freed first, so they are deterministic too; set 0
 // is no set, the mark of a free record.
+//
+// While a capture is in progress (capture.go) its records may name sets
+// the live records no longer use: a set freed then is held, its number
+// not reused and its entry not cleared, until the captures end. Numbers
+// are not replicated state (a snapshot holds the parameters themselves,
+// and a restored shard numbers them afresh), so holding them changes
+// nothing another replica could see.
 type paramTable struct {
 	sets []paramSet
 	refs []uint32
 	ids  map[paramSet]uint32
 	free []uint32
+	hold bool     // a capture is in progress
+	held []uint32 // sets freed while one was
 }
 
 type paramSet struct {
@@ -51,9 +60,22 @@ func (t *paramTable) release(id uint32) {
 	}
 	if t.refs[id]--; t.refs[id] == 0 {
 		delete(t.ids, t.sets[id])
+		if t.hold {
+			t.held = append(t.held, id)
+			return
+		}
 		t.sets[id] = paramSet{}
 		t.free = append(t.free, id)
 	}
+}
+
+// releaseHeld frees the sets held for captures, which have all ended.
+func (t *paramTable) releaseHeld() {
+	for _, id := range t.held {
+		t.sets[id] = paramSet{}
+		t.free = append(t.free, id)
+	}
+	t.hold, t.held = false, nil
 }
 
 // bytes estimates the table's memory.

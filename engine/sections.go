@@ -28,16 +28,21 @@ const (
 	sectionScripts  = 'S'
 )
 
-// appendLayout appends the layout section.
+// appendLayout appends the shard's layout section.
 func (s *Shard) appendLayout(b []byte) []byte {
-	ks := &s.keys
+	return layoutSection(b, s.keys.freeList(), s.keys.sweep, s.evictCursor)
+}
+
+// layoutSection appends a layout section: the free stack, bottom first,
+// and the cursors.
+func layoutSection(b []byte, free []int32, sweep, evict int) []byte {
 	b = append(b, sectionLayout)
-	b = wire.AppendUvarint(b, uint64(len(ks.free)))
-	for _, i := range ks.free {
+	b = wire.AppendUvarint(b, uint64(len(free)))
+	for _, i := range free {
 		b = wire.AppendUvarint(b, uint64(i))
 	}
-	b = wire.AppendUvarint(b, uint64(ks.sweep))
-	return wire.AppendUvarint(b, uint64(s.evictCursor))
+	b = wire.AppendUvarint(b, uint64(sweep))
+	return wire.AppendUvarint(b, uint64(evict))
 }
 
 // appendSettings appends the memory, policies, reservations and scripts
@@ -200,5 +205,8 @@ func (d *decoder) layout(s *Shard, free []int32) {
 		d.Fail("cursor out of range")
 		return
 	}
-	ks.free, ks.sweep, s.evictCursor = list, int(sweep), int(evict)
+	for _, i := range list {
+		ks.pushFree(i)
+	}
+	ks.sweep, s.evictCursor = int(sweep), int(evict)
 }

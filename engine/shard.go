@@ -83,6 +83,11 @@ type Stats struct {
 	// (RL.UNSHARE, ACK); ShareLapsed, the holders dropped because every
 	// grant of theirs expired.
 	ShareGrants, ShareReturned, ShareLapsed int64
+	// Captures are the captures in progress (capture.go); CaptureCopies
+	// counts the chunks of 256 records copied for them, each about 14 KiB
+	// and what its records hold outside.
+	Captures      int
+	CaptureCopies int64
 	// ReservationsPending are RL.RESERVE's reservations neither settled
 	// nor expired, and Reserved the units their estimates hold.
 	ReservationsPending, Reserved int64
@@ -133,13 +138,14 @@ func (s *Shard) Stats() Stats {
 	st.Policies = len(s.policies)
 	st.Charged, st.MemoryLimit, st.MemoryPolicy = s.charged(), s.memLimit, s.memPolicy
 	st.Scripts, st.ScriptBytes = len(s.scripts.byName), s.scripts.bytes
-	st.ShareKeys = int64(len(s.keys.shareSets))
-	for _, set := range s.keys.shareSets {
+	st.ShareKeys = int64(s.keys.nShares)
+	for _, set := range s.keys.shareSets() {
 		n, c := liveShares(set.holders, s.now)
 		st.ShareHolders, st.ShareCommitted = st.ShareHolders+n, satAdd(st.ShareCommitted, c)
 	}
 	sc := s.keys.shareStat
 	st.ShareGrants, st.ShareReturned, st.ShareLapsed = sc.grants, sc.returned, sc.lapsed
+	st.Captures, st.CaptureCopies = len(s.keys.records.cow.live), s.keys.records.cow.copies
 	for _, r := range s.res.byID {
 		if r.pending(s.now) {
 			st.ReservationsPending, st.Reserved = st.ReservationsPending+1, satAdd(st.Reserved, r.estimate)

@@ -91,7 +91,7 @@ func TestSweepReclaimsExpiredKeys(t *testing.T) {
 	}
 	held := s.Stats().Bytes
 	apply(s, 2000, OpSweep, "", 10_000)
-	if st := s.Stats(); st.Keys != 0 || len(s.keys.params.ids) != 0 || len(s.keys.long) != 0 {
+	if st := s.Stats(); st.Keys != 0 || len(s.keys.params.ids) != 0 || s.keys.nLong != 0 {
 		t.Fatalf("after the sweep: %+v, %d parameter sets", st, len(s.keys.params.ids))
 	}
 	// Freed records are reused before the slice grows: the memory held (the

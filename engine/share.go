@@ -15,7 +15,7 @@ import (
 //
 // A share key's record holds the limit and the window (params), and the
 // last sequence number granted and the latest expiry of any reservation
-// (state); its holders live in keyspace.shareSets, sorted by id. A holder's
+// (state); its holders live in its chunk's extras (extras.go), sorted by id. A holder's
 // reservations are the grants it may still be using: each until its TTL
 // passes, or until the holder acknowledges a newer grant (ACK). Its
 // committed rate is the largest of them, since it uses one grant at a

@@ -63,10 +63,10 @@ func info(t *testing.T, s *Shard, now int64, key string) map[string]any {
 // the shard's own state: what the invariant bounds.
 func committedOf(s *Shard, key string, now int64) int64 {
 	i := s.keys.find([]byte(key))
-	if i < 0 || s.keys.shareSets[i] == nil {
+	if i < 0 || s.keys.shareSet(i) == nil {
 		return 0
 	}
-	_, c := liveShares(s.keys.shareSets[i].holders, now)
+	_, c := liveShares(s.keys.shareSet(i).holders, now)
 	return c
 }
 
@@ -319,7 +319,7 @@ func TestShareReservationsBounded(t *testing.T) {
 		if after < max(before, got.rate) {
 			t.Fatalf("step %d: committed %d after %d and a grant of %d", step, after, before, got.rate)
 		}
-		if n := len(s.keys.shareSets[s.keys.find([]byte("k"))].holders[0].res); n > maxReservations {
+		if n := len(s.keys.shareSet(s.keys.find([]byte("k"))).holders[0].res); n > maxReservations {
 			t.Fatalf("step %d: %d reservations", step, n)
 		}
 	}
@@ -439,7 +439,7 @@ func TestShareKeyRenamedAndDeleted(t *testing.T) {
 	if r := apply(s, 1000, OpExpire, "new", 5000, ExpiryRelative); r.Int != 0 {
 		t.Fatalf("EXPIRE on a share key: %+v", r)
 	}
-	if r := apply(s, 1000, OpDel, "new"); r.Int != 1 || s.keys.shareLen != 0 || len(s.keys.shareSets) != 0 {
+	if r := apply(s, 1000, OpDel, "new"); r.Int != 1 || s.keys.shareLen != 0 || s.keys.nShares != 0 {
 		t.Fatalf("DEL: %+v, %d bytes of holders left", r, s.keys.shareLen)
 	}
 	checkCounters(t, s)

@@ -18,7 +18,7 @@ import "github.com/rlserver/rlserver/internal/wire"
 // appendShares appends record i's holders.
 func appendShares(b []byte, ks *keyspace, i int32) []byte {
 	var holders []shareHolder
-	if set := ks.shareSets[i]; set != nil {
+	if set := ks.shareSet(i); set != nil {
 		holders = set.holders
 	}
 	b = wire.AppendUvarint(b, uint64(len(holders)))
@@ -72,5 +72,5 @@ func (d *decoder) shares(ks *keyspace, i int32) {
 	ks.setShares(i, holders, params, st[0])
 	// setShares names the latest expiry of the holders; the stored one,
 	// which may be later (reservations dropped since), is the key's.
-	ks.records.at(i).state[1] = st[1]
+	ks.records.mut(i).state[1] = st[1]
 }

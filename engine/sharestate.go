@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// A share key's holders, kept in keyspace.shareSets beside its record.
+// A share key's holders, kept in its chunk's extras beside its record.
 
 // shareSet is a share key's holders, sorted by id, and what they are
 // charged to the memory limit (sharesBytes) as last stored.
@@ -87,10 +87,10 @@ func (h *shareHolder) inForce(now int64) (committed int64, live bool) {
 // lapsed), storing the result. The slice is the stored one: change it,
 // then store it with setShares.
 func (ks *keyspace) shares(i int32, now int64) []shareHolder {
-	set := ks.shareSets[i]
-	if set == nil {
+	if ks.shareSet(i) == nil {
 		return nil
 	}
+	set := ks.records.extMut(i).shares[i]
 	kept := set.holders[:0]
 	for _, h := range set.holders {
 		h.res = slices.DeleteFunc(h.res, func(r reservation) bool { return r.until <= now })
@@ -110,10 +110,15 @@ func (ks *keyspace) shares(i int32, now int64) []shareHolder {
 // setShares stores holders as record i's, with the last seq granted: its
 // state is then the seq and the latest expiry among the reservations.
 func (ks *keyspace) setShares(i int32, holders []shareHolder, params [3]int64, lastSeq int64) {
-	set := ks.shareSets[i]
+	e := ks.records.extMut(i)
+	set := e.shares[i]
 	if set == nil {
 		set = &shareSet{}
-		ks.shareSets[i] = set
+		if e.shares == nil {
+			e.shares = make(map[int32]*shareSet)
+		}
+		e.shares[i] = set
+		ks.nShares++
 	}
 	charged := sharesBytes(holders)
 	ks.shareLen += charged - set.charged
@@ -129,16 +134,17 @@ func (ks *keyspace) setShares(i int32, holders []shareHolder, params [3]int64, l
 
 // dropShares forgets record i's holders.
 func (ks *keyspace) dropShares(i int32) {
-	if set, ok := ks.shareSets[i]; ok {
+	if set := ks.shareSet(i); set != nil {
 		ks.shareLen -= set.charged
-		delete(ks.shareSets, i)
+		ks.nShares--
+		delete(ks.records.extMut(i).shares, i)
 	}
 }
 
 // expire removes record i, which has expired: a share key's holders are
 // counted as lapsed.
 func (ks *keyspace) expire(i int32) {
-	if set := ks.shareSets[i]; set != nil {
+	if set := ks.shareSet(i); set != nil {
 		ks.shareStat.lapsed += int64(len(set.holders))
 	}
 	ks.remove(i)
@@ -282,7 +288,7 @@ func (shareKind) expiresAt(ks *keyspace, i int32) int64 {
 func (shareKind) describe(ks *keyspace, i int32, now int64, f []Field) []Field {
 	p := ks.paramsOf(i)
 	var holders, committed int64
-	if set := ks.shareSets[i]; set != nil {
+	if set := ks.shareSet(i); set != nil {
 		holders, committed = liveShares(set.holders, now)
 	}
 	return append(f, Field{Name: "limit", Int: p[0]}, Field{Name: "window_ms", Int: p[1]},

@@ -20,7 +20,7 @@ func TestSnapshotRoundTripKeepsStateAndAnswers(t *testing.T) {
 		}
 		snap := a.AppendSnapshot(nil)
 		// Sized exactly before it is encoded (every kind of key is here).
-		if want := a.snapshotLen(len(a.appendSettings(a.appendLayout(nil)))); len(snap) != want {
+		if want := captureSize(a); len(snap) != want {
 			t.Fatalf("seed %d: a snapshot of %d bytes sized for %d", seed, len(snap), want)
 		}
 		b, err := RestoreShard(snap, SnapshotFormat)
@@ -198,7 +198,7 @@ func TestSnapshotSizedExactly(t *testing.T) {
 		t.Fatalf("%d keys", s.Stats().Keys)
 	}
 	snap := s.AppendSnapshot(nil)
-	if want := s.snapshotLen(len(s.appendSettings(s.appendLayout(nil)))); len(snap) != want {
+	if want := captureSize(s); len(snap) != want {
 		t.Fatalf("a snapshot of %d bytes sized for %d", len(snap), want)
 	}
 	if _, err := RestoreShard(snap, SnapshotFormat); err != nil {
@@ -239,6 +239,14 @@ func TestSnapshotKeepsShares(t *testing.T) {
 	if _, err := RestoreShard(append(bad, s.appendLayout(nil)...), SnapshotFormat); !errors.Is(err, ErrCorruptSnapshot) {
 		t.Fatalf("an unknown kind: %v", err)
 	}
+}
+
+// captureSize is the size a capture of s gives its snapshot, reckoned
+// before it is encoded.
+func captureSize(s *Shard) int {
+	c := s.Capture()
+	defer s.EndCapture(c)
+	return c.Size()
 }
 
 // Reservations survive a snapshot exactly: pending ones settle on the

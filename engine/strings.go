@@ -5,7 +5,7 @@ import "math"
 // Redis strings, for the limiters written against Redis: INCR/INCRBY with
 // EXPIRE (envoyproxy/ratelimit's fixed window), SET NX PX, GET. A string's
 // record holds its value in state[0] when it is an integer Redis would
-// accept (strings that are not live in keyspace.vals, with state[2] 1), and
+// accept (strings that are not live in their chunk's extras, with state[2] 1), and
 // its expiry, an absolute time in ms, in state[1] (0: none).
 
 // The ways OpSet and OpExpire give an expiry (Args[1]).
@@ -152,7 +152,7 @@ func (s *Shard) incrBy(now int64, c *Command, i int32, r *Result) {
 		i = ks.add(c.Key, KindString, [3]int64{})
 		ks.persistent++
 	}
-	ks.records.at(i).state[0] = v
+	ks.records.mut(i).state[0] = v
 	r.Type, r.Int = ResInt, v
 }
 
@@ -169,7 +169,7 @@ func (s *Shard) expire(now int64, c *Command, i int32, r *Result) {
 	cur := ks.records.at(i).state[1] // 0: none, which compares as infinite
 	if c.Args[1] == ExpiryPersist {
 		if cur != 0 {
-			ks.records.at(i).state[1] = 0
+			ks.records.mut(i).state[1] = 0
 			ks.persistent++
 			r.Int = 1
 		}
@@ -192,7 +192,7 @@ func (s *Shard) expire(now int64, c *Command, i int32, r *Result) {
 	if cur == 0 {
 		ks.persistent--
 	}
-	ks.records.at(i).state[1] = at
+	ks.records.mut(i).state[1] = at
 }
 
 // parseInteger parses v as Redis does for INCR: decimal, an optional minus,

@@ -38,17 +38,61 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // WriteSnapshot writes payload, of format version, in a snapshot frame.
 func WriteSnapshot(w io.Writer, version uint16, payload []byte) error {
+	sw, err := NewSnapshotWriter(w, version, uint64(len(payload)))
+	if err != nil {
+		return err
+	}
+	if _, err := sw.Write(payload); err != nil {
+		return err
+	}
+	return sw.Close()
+}
+
+// ErrSnapshotLength reports a payload written through a SnapshotWriter
+// that is not of the length its frame announced.
+var ErrSnapshotLength = errors.New("snapshot payload not of its announced length")
+
+// SnapshotWriter writes a snapshot frame whose payload's length is known
+// before its bytes are: they are written as they are encoded, never held
+// whole (engine.Capture).
+type SnapshotWriter struct {
+	w    io.Writer
+	left uint64 // payload bytes still to come
+	sum  uint32
+}
+
+// NewSnapshotWriter writes the head of a frame of format version, whose
+// payload is length bytes, and returns the writer of the payload.
+func NewSnapshotWriter(w io.Writer, version uint16, length uint64) (*SnapshotWriter, error) {
 	head := make([]byte, 0, 16)
 	head = append(head, snapshotMagic...)
 	head = binary.BigEndian.AppendUint16(head, version)
-	head = binary.BigEndian.AppendUint64(head, uint64(len(payload)))
+	head = binary.BigEndian.AppendUint64(head, length)
 	if _, err := w.Write(head); err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := w.Write(payload); err != nil {
-		return err
+	return &SnapshotWriter{w: w, left: length}, nil
+}
+
+// Write writes the next bytes of the payload; more than it announced is
+// refused.
+func (s *SnapshotWriter) Write(p []byte) (int, error) {
+	if uint64(len(p)) > s.left {
+		return 0, fmt.Errorf("%w: %d bytes more than announced", ErrSnapshotLength, uint64(len(p))-s.left)
 	}
-	_, err := w.Write(binary.BigEndian.AppendUint32(nil, crc32.Checksum(payload, castagnoli)))
+	n, err := s.w.Write(p)
+	s.sum = crc32.Update(s.sum, castagnoli, p[:n])
+	s.left -= uint64(n)
+	return n, err
+}
+
+// Close ends the frame with its checksum, once the whole payload is
+// written.
+func (s *SnapshotWriter) Close() error {
+	if s.left != 0 {
+		return fmt.Errorf("%w: %d bytes short", ErrSnapshotLength, s.left)
+	}
+	_, err := s.w.Write(binary.BigEndian.AppendUint32(nil, s.sum))
 	return err
 }
 

@@ -101,10 +101,10 @@ const snapshotsRetained = 2
 
 // OpenSnapshotStore opens a shard's snapshot directory; the store logs
 // through logger.
-func OpenSnapshotStore(shardDir string, logger hclog.Logger) (*raft.FileSnapshotStore, error) {
+func OpenSnapshotStore(shardDir string, logger hclog.Logger) (*SnapshotStore, error) {
 	store, err := raft.NewFileSnapshotStoreWithLogger(shardDir, snapshotsRetained, logger)
 	if err != nil {
 		return nil, fmt.Errorf("open snapshots in %s: %w", shardDir, err)
 	}
-	return store, nil
+	return &SnapshotStore{FileSnapshotStore: store, dir: filepath.Join(shardDir, snapshotsDir)}, nil
 }

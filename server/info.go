@@ -134,11 +134,15 @@ func (s *Server) writeMemoryInfo(b *strings.Builder, t *engine.Stats) {
 	infoLine(b, "mem_allocator", "go")
 }
 
-func (s *Server) writePersistenceInfo(b *strings.Builder, _ *engine.Stats) {
+func (s *Server) writePersistenceInfo(b *strings.Builder, t *engine.Stats) {
 	infoLine(b, "loading", 0)
 	infoLine(b, "async_loading", 0)
 	infoLine(b, "rdb_changes_since_last_save", 0)
-	infoLine(b, "rdb_bgsave_in_progress", 0)
+	// A snapshot (Raft's, a backup's) being written from a capture, as a
+	// fork being saved is Redis's.
+	infoLine(b, "rdb_bgsave_in_progress", min(t.Captures, 1))
+	infoLine(b, "rl_snapshots_in_progress", t.Captures)
+	infoLine(b, "rl_snapshot_chunk_copies", t.CaptureCopies)
 	infoLine(b, "aof_enabled", 0)
 	if s.cfg.Raft != nil {
 		infoLine(b, "rl_durability", "raft")

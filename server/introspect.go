@@ -140,6 +140,8 @@ func (s *Server) total() engine.Stats {
 		t.ShareGrants += st.ShareGrants
 		t.ShareReturned += st.ShareReturned
 		t.ShareLapsed += st.ShareLapsed
+		t.Captures += st.Captures
+		t.CaptureCopies += st.CaptureCopies
 		t.ReservationsPending += st.ReservationsPending
 		t.Reserved += st.Reserved
 		t.ReservationsMade += st.ReservationsMade

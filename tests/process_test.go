@@ -54,6 +54,7 @@ func TestInvalidFlagsExit2(t *testing.T) {
 		{[]string{"serve"}, `unexpected argument "serve"`},
 		{[]string{"--data-dir", "/nonexistent/rl"}, "--in-memory and --data-dir exclude each other"},
 		{[]string{"--raft-heartbeat", "1ms"}, "--raft-heartbeat 1ms: must be from 10ms to 1m"},
+		{[]string{"--raft-snapshot-interval", "2h"}, "--raft-snapshot-interval 2h0m0s: must be from 10ms to 1h"},
 		{[]string{"--node-id", ""}, "--node-id: must not be empty"},
 	}
 	for _, tc := range cases {

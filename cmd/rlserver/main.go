@@ -371,6 +371,12 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 	if o.heartbeat != 0 { // --raft-heartbeat is both timeouts
 		cfg.HeartbeatTimeout, cfg.ElectionTimeout = o.heartbeat, o.heartbeat
 	}
+	if o.snapInterval != 0 {
+		cfg.SnapshotInterval = o.snapInterval
+	}
+	if o.snapThreshold != 0 {
+		cfg.SnapshotThreshold = o.snapThreshold
+	}
 	return cfg, nil
 }
 

@@ -39,21 +39,25 @@ type options struct {
 	memPolicy   string
 	limits      server.Limits
 	heartbeat   time.Duration
-	reqTimeout  time.Duration
-	pprof       string
-	metricsPort int
-	httpPort    int   // the decision API over HTTP (httpapi.go)
-	statusPage  yesNo // serve the status page beside the metrics
-	logLevel    string
-	logFormat   string
-	configPath  string // the config file, "" for none
-	version     bool
-	fleet       fleet       // how the node takes part in a fleet (fleet.go)
-	sec         security    // access: users, protected mode, TLS, timeout
-	access      access      // what sec loads, once validated
-	rls         rlsSettings // Envoy's rate limit service (rls.go)
-	checks      checks      // the clock and disk checks' bounds (checks.go)
-	fed         fedSettings // the federation of regions (federation.go)
+	// snapInterval and snapThreshold pace Raft's snapshots (0: the
+	// defaults).
+	snapInterval  time.Duration
+	snapThreshold uint64
+	reqTimeout    time.Duration
+	pprof         string
+	metricsPort   int
+	httpPort      int   // the decision API over HTTP (httpapi.go)
+	statusPage    yesNo // serve the status page beside the metrics
+	logLevel      string
+	logFormat     string
+	configPath    string // the config file, "" for none
+	version       bool
+	fleet         fleet       // how the node takes part in a fleet (fleet.go)
+	sec           security    // access: users, protected mode, TLS, timeout
+	access        access      // what sec loads, once validated
+	rls           rlsSettings // Envoy's rate limit service (rls.go)
+	checks        checks      // the clock and disk checks' bounds (checks.go)
+	fed           fedSettings // the federation of regions (federation.go)
 	// ratelimitIgnored are envoyproxy/ratelimit's variables set in the
 	// environment that set nothing here (ratelimitenv.go), for the log.
 	ratelimitIgnored []string
@@ -151,6 +155,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&o.limits.MaxRequestLen, "max-request-len", defaults.Limits.MaxRequestLen, "maximum bytes in one command")
 	fs.IntVar(&o.limits.MaxKeyLen, "max-key-len", defaults.Limits.MaxKeyLen, "maximum bytes in one key")
 	fs.DurationVar(&o.heartbeat, "raft-heartbeat", 0, "Raft heartbeat and election timeout (default 500ms in a cluster, 100ms for a single node)")
+	fs.DurationVar(&o.snapInterval, "raft-snapshot-interval", 0, "how often each shard checks whether to snapshot its state, 10ms to 1h: Raft waits one to two intervals between checks (default 5s)")
+	fs.Uint64Var(&o.snapThreshold, "raft-snapshot-threshold", 0, "entries a shard writes after a snapshot before it takes the next (default 4096)")
 	fs.StringVar(&o.raftLog, "raft-log-store", persistence.DefaultLogFormat.String(), "format of the Raft logs a new data directory gets: wal (one fsync an append) or bolt (bbolt, two; every release before 0.2's format); an existing log keeps its own")
 	fs.DurationVar(&o.reqTimeout, "request-timeout", defaults.RequestTimeout, "answer every command within this long, when its shard cannot (an election, a leader that died or froze) with TRYAGAIN if nothing was counted and UNCERTAIN if it may have been; 10ms to 1m")
 	fs.StringVar(&o.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
@@ -265,6 +271,8 @@ func (o options) validate() error {
 		return invalid("max-key-len", "--max-key-len %d: must be from 1 to %d", o.limits.MaxKeyLen, 1<<20)
 	case o.heartbeat != 0 && (o.heartbeat < 10*time.Millisecond || o.heartbeat > time.Minute):
 		return invalid("raft-heartbeat", "--raft-heartbeat %v: must be from 10ms to 1m", o.heartbeat)
+	case o.snapInterval != 0 && (o.snapInterval < 10*time.Millisecond || o.snapInterval > time.Hour):
+		return invalid("raft-snapshot-interval", "--raft-snapshot-interval %v: must be from 10ms to 1h", o.snapInterval)
 	case o.reqTimeout < 10*time.Millisecond || o.reqTimeout > time.Minute:
 		return invalid("request-timeout", "--request-timeout %v: must be from 10ms to 1m", o.reqTimeout)
 	case o.nodeID == "":

@@ -1,0 +1,97 @@
+package cluster
+
+import (
+	"io"
+	"log/slog"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/persistence"
+)
+
+// A snapshot of a shard (Raft's, a backup's) is taken in two steps, so that
+// the shard never waits for its keys to be encoded: under the replica's
+// lock, between two batches, the engine freezes its state (engine.Capture:
+// a copy of its chunk pointers, well under a millisecond at millions of
+// keys); then another goroutine (Raft's snapshot goroutine, a backup's
+// caller) encodes the frozen state into a snapshot frame while the shard
+// goes on applying batches. Before each batch the shard is told how far
+// the encoding has gone, so that it stops keeping the chunks already
+// written.
+
+// capture is a shard's state being encoded outside its replica's lock.
+type capture struct {
+	r     *replica
+	shard *engine.Shard // the shard frozen: a restore may replace the replica's
+	c     *engine.Capture
+	done  atomic.Int64 // parts written
+	// What the log says of it: when it was taken, how long the shard
+	// waited for that, the shard's chunk copies then, and the payload's
+	// size once written.
+	taken  time.Time
+	held   time.Duration
+	copies int64
+	size   int
+}
+
+// startCapture freezes r's state. r.mu must be held; end the capture
+// (end) when done with it.
+func (r *replica) startCapture() *capture {
+	start := time.Now()
+	c := &capture{r: r, shard: r.shard, c: r.shard.Capture(), copies: r.shard.CaptureCopies()}
+	c.taken = time.Now()
+	c.held = c.taken.Sub(start)
+	r.captures = append(r.captures, c)
+	return c
+}
+
+// applyLocked applies a batch at us (Unix µs), r.mu held, telling the
+// shard first how far its captures in progress have been written.
+func (r *replica) applyLocked(us int64, cmds []engine.Command, results []engine.Result) {
+	for _, c := range r.captures {
+		r.shard.CaptureProgress(c.c, int(c.done.Load()))
+	}
+	r.shard.ApplyMicros(us, cmds, results)
+}
+
+// writeFrame writes the captured state to w as a snapshot frame
+// (persistence.WriteSnapshot's), part by part as it is encoded.
+func (c *capture) writeFrame(w io.Writer) error {
+	sw, err := persistence.NewSnapshotWriter(w, engine.SnapshotFormat, uint64(c.c.Size()))
+	c.size = c.c.Size()
+	if err != nil {
+		return err
+	}
+	var part []byte
+	for c.c.Encoded() < c.c.Parts() {
+		part = c.c.AppendNext(part[:0])
+		if _, err := sw.Write(part); err != nil {
+			return err
+		}
+		c.done.Store(int64(c.c.Encoded()))
+		// A part is some 10 µs of work: a batch or a connection waiting
+		// for a processor (two, on a small machine) gets one now, not at
+		// the scheduler's next preemption, up to 10 ms away.
+		runtime.Gosched()
+	}
+	return sw.Close()
+}
+
+// end tells the shard the capture is over: it keeps nothing more for it.
+// With a log, when it was written, it says what the capture cost: how long the shard waited
+// while it was taken (held), how long it took to write (took), and the
+// chunks the shard copied meanwhile.
+func (c *capture) end(log *slog.Logger, what string) {
+	c.r.mu.Lock()
+	c.shard.EndCapture(c.c)
+	c.r.captures = slices.DeleteFunc(c.r.captures, func(o *capture) bool { return o == c })
+	copies := c.shard.CaptureCopies() - c.copies
+	c.r.mu.Unlock()
+	if log != nil && c.size > 0 {
+		log.Info(what, "shard", c.r.index, "bytes", c.size, "held", c.held, "took", time.Since(c.taken),
+			"chunk_copies", copies, "copied_bytes", copies*engine.ChunkBytes)
+	}
+}
