@@ -39,3 +39,19 @@ leading() {
     if redis-cli -p "$port" info raft 2>/dev/null | grep -q '^raft_shards_leading:[1-9]'; then echo "$port"; fi
   done
 }
+
+# ping_rate <port>: PINGs a second the Redis-protocol server there answers
+# (redis-benchmark, 50 clients, pipeline 1): the host's cost of a system
+# call and a switch, which the figures of docs/performance.md name.
+ping_rate() {
+  redis-benchmark -p "$1" --csv -q -c 50 -P 1 -n 100000 PING 2>/dev/null | tail -1 | tr -d '"' | cut -d, -f2
+}
+
+# fsync_us <dir>: microseconds a 4 KiB synchronous write takes in dir
+# (dd bs=4k count=2000 oflag=dsync): the host's fsync.
+fsync_us() {
+  local s
+  s=$(LC_ALL=C dd if=/dev/zero of="$1/dsync.probe" bs=4k count=2000 oflag=dsync 2>&1 | sed -n 's/.*copied, \([0-9.e+-]*\) s.*/\1/p')
+  rm -f "$1/dsync.probe"
+  awk -v s="$s" 'BEGIN { printf "%.0f", s * 1e6 / 2000 }'
+}
