@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"time"
 )
 
 // idleConns are connections held open beside the measured ones, each with
@@ -29,9 +30,12 @@ func holdIdle(addr string, n int) (*idleConns, error) {
 }
 
 // check sends a PING on every idle connection, then reads every reply: the
-// server still holds them all.
+// server still holds them all. A server that holds a connection without
+// answering fails the check after half a minute rather than hanging the run.
 func (h *idleConns) check() error {
+	deadline := time.Now().Add(30 * time.Second)
 	for i, nc := range h.ncs {
+		nc.SetDeadline(deadline)
 		if _, err := nc.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
 			return fmt.Errorf("idle connection %d: %w", i+1, err)
 		}

@@ -127,6 +127,10 @@ func run(addr string, rate float64, nconns int, warmup, duration time.Duration, 
 	start := time.Now().Add(10 * time.Millisecond)
 	measureFrom := start.Add(warmup)
 	end := measureFrom.Add(duration)
+	for _, c := range cs {
+		// A reply that never comes fails the run half a minute after its end.
+		c.nc.SetDeadline(end.Add(30 * time.Second))
+	}
 	var wg sync.WaitGroup
 	for _, c := range cs {
 		wg.Add(1)
