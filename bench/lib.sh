@@ -40,16 +40,27 @@ leading() {
   done
 }
 
+# ping_rate <port>: PINGs a second the Redis-protocol server there answers
+# (redis-benchmark, 50 clients, pipeline 1): the host's cost of a system
+# call and a switch, which the figures of docs/performance.md name.
+ping_rate() {
+  redis-benchmark -p "$1" --csv -q -c 50 -P 1 -n 100000 PING 2>/dev/null | tail -1 | tr -d '"' | cut -d, -f2
+}
+
+# fsync_us <dir>: microseconds a 4 KiB synchronous write takes in dir
+# (dd bs=4k count=2000 oflag=dsync): the host's fsync.
+fsync_us() {
+  local s
+  s=$(LC_ALL=C dd if=/dev/zero of="$1/dsync.probe" bs=4k count=2000 oflag=dsync 2>&1 | sed -n 's/.*copied, \([0-9.e+-]*\) s.*/\1/p')
+  rm -f "$1/dsync.probe"
+  awk -v s="$s" 'BEGIN { printf "%.0f", s * 1e6 / 2000 }'
+}
+
 # host_load <redis port> <scratch dir>: the host's load as the figures
-# quote it: redis-server's PING rate there (P=1, 50 clients), the time of
-# one 4 KiB write with O_DSYNC in the scratch dir, in µs, and the load
-# average.
+# quote it: redis-server's PING rate there, the time of one 4 KiB write
+# with O_DSYNC in the scratch dir, and the load average.
 host_load() {
-  local ping fsync start
-  ping=$(redis-benchmark -p "$1" -t ping_mbulk -n 200000 -c 50 -q 2>/dev/null | tr -d '\r' | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -1)
-  start=$(date +%s%N)
-  dd if=/dev/zero of="$2/dsync" bs=4k count=500 oflag=dsync 2>/dev/null
-  fsync=$(( ($(date +%s%N) - start) / 500 / 1000 ))
-  rm -f "$2/dsync"
-  echo "PING ${ping%.*}/s, O_DSYNC write ${fsync} µs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  local ping
+  ping=$(ping_rate "$1")
+  echo "PING ${ping%.*}/s, O_DSYNC write $(fsync_us "$2") µs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 }

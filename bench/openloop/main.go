@@ -16,6 +16,12 @@
 // prints one CSV line: the rate asked, the rate achieved, the replies' p50,
 // p90, p99, p99.9 and maximum in milliseconds, and the p99 of how late the
 // generator itself sent (its own share of the latency on a busy machine).
+//
+// -idle n opens n more connections that send nothing during the run (a
+// PING each before it, to be sure the server holds them, and after it, to
+// be sure it still does): the idle share of a server's many clients.
+// -closed measures the maximum instead: each connection sends its next
+// request when the last is answered, and the rate asked is printed as 0.
 package main
 
 import (
@@ -26,6 +32,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,21 +47,36 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Second, "how long to send (after the warm-up)")
 	warmup := flag.Duration("warmup", 2*time.Second, "how long to send before measuring")
 	keys := flag.Int("keys", 100_000, "random key numbers are below this")
+	idle := flag.Int("idle", 0, "connections held open beside the active ones, sending nothing during the run")
+	closed := flag.Bool("closed", false, "closed loop: each connection sends when its last request is answered (-rate is ignored)")
 	header := flag.Bool("header", false, "print the CSV header first")
 	flag.Parse()
-	if flag.NArg() == 0 || *rate <= 0 || *conns < 1 || *keys < 1 {
-		fmt.Fprintln(os.Stderr, "usage: openloop [-addr a] [-rate r] [-conns n] [-duration d] [-keys k] COMMAND ARGS...")
+	if flag.NArg() == 0 || *rate <= 0 || *conns < 1 || *keys < 1 || *idle < 0 {
+		fmt.Fprintln(os.Stderr, "usage: openloop [-addr a] [-rate r | -closed] [-conns n] [-idle n] [-duration d] [-keys k] COMMAND ARGS...")
 		os.Exit(2)
 	}
-	res, err := run(*addr, *rate, *conns, *warmup, *duration, *keys, flag.Args())
+	if *closed {
+		*rate = 0
+	}
+	held, err := holdIdle(*addr, *idle)
+	if err == nil {
+		var res result
+		res, err = run(*addr, *rate, *conns, *warmup, *duration, *keys, flag.Args())
+		if err == nil {
+			err = held.check()
+		}
+		if err == nil {
+			if *header {
+				fmt.Println("rate,achieved,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,send_late_p99_ms")
+			}
+			fmt.Println(res)
+		}
+	}
+	held.close()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "openloop:", err)
 		os.Exit(1)
 	}
-	if *header {
-		fmt.Println("rate,achieved,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,send_late_p99_ms")
-	}
-	fmt.Println(res)
 }
 
 // result is one run's figures.
@@ -77,11 +99,18 @@ type conn struct {
 	rng       *rand.Rand
 	pending   chan time.Time // intended send times of the requests in flight, in order
 	latencies []time.Duration
-	late      []time.Duration
 	err       error
 }
 
 func run(addr string, rate float64, nconns int, warmup, duration time.Duration, keys int, args []string) (result, error) {
+	// A connection's queue of requests in flight holds two seconds of its
+	// share of the rate (a stall longer than that holds its sender back, and
+	// the requests it then sends late are still charged from their schedule):
+	// ten thousand connections of 16,384 each would take gigabytes.
+	inflight := 1 << 14
+	if rate > 0 {
+		inflight = min(inflight, max(64, int(2*rate/float64(nconns))))
+	}
 	cs := make([]*conn, nconns)
 	for i := range cs {
 		nc, err := net.Dial("tcp", addr)
@@ -90,34 +119,62 @@ func run(addr string, rate float64, nconns int, warmup, duration time.Duration, 
 		}
 		defer nc.Close()
 		cs[i] = &conn{
-			nc: nc, w: bufio.NewWriterSize(nc, 1<<14), r: bufio.NewReaderSize(nc, 1<<14),
+			nc: nc, w: bufio.NewWriterSize(nc, 4096), r: bufio.NewReaderSize(nc, 4096),
 			rng:     rand.New(rand.NewPCG(uint64(i), 17)),
-			pending: make(chan time.Time, 1<<14),
+			pending: make(chan time.Time, inflight),
 		}
 	}
-	interval := time.Duration(float64(time.Second) * float64(nconns) / rate)
 	start := time.Now().Add(10 * time.Millisecond)
 	measureFrom := start.Add(warmup)
 	end := measureFrom.Add(duration)
+	for _, c := range cs {
+		// A reply that never comes fails the run half a minute after its end.
+		c.nc.SetDeadline(end.Add(30 * time.Second))
+	}
 	var wg sync.WaitGroup
-	for i, c := range cs {
-		// Each connection's schedule is offset so that the sends interleave.
-		first := start.Add(interval * time.Duration(i) / time.Duration(nconns))
-		wg.Add(2)
-		go func() { defer wg.Done(); c.send(first, interval, end, keys, args) }()
-		go func() { defer wg.Done(); c.receive(measureFrom) }()
+	for _, c := range cs {
+		wg.Add(1)
+		if rate == 0 {
+			go func() { defer wg.Done(); c.closedLoop(measureFrom, end, keys, args) }()
+		} else {
+			go func() { defer wg.Done(); c.receive(measureFrom) }()
+		}
+	}
+	var senders []*sender
+	if rate > 0 {
+		// A sender a processor, each with its share of the connections and
+		// of the rate, their schedules offset so that the sends interleave.
+		n := min(nconns, runtime.GOMAXPROCS(0))
+		step := time.Duration(float64(time.Second) * float64(n) / rate)
+		for j := range n {
+			sd := &sender{cs: cs[j*nconns/n : (j+1)*nconns/n]}
+			senders = append(senders, sd)
+			first := start.Add(step * time.Duration(j) / time.Duration(n))
+			wg.Add(1)
+			go func() { defer wg.Done(); sd.send(first, step, end, keys, args) }()
+		}
 	}
 	wg.Wait()
+	return summarise(cs, senders, rate, duration)
+}
+
+// summarise puts the connections' measurements together.
+func summarise(cs []*conn, senders []*sender, rate float64, duration time.Duration) (result, error) {
 	var all, late []time.Duration
 	for _, c := range cs {
 		if c.err != nil {
 			return result{}, c.err
 		}
 		all = append(all, c.latencies...)
-		late = append(late, c.late...)
+	}
+	for _, sd := range senders {
+		late = append(late, sd.late...)
 	}
 	if len(all) == 0 {
 		return result{}, errors.New("no replies measured")
+	}
+	if len(late) == 0 {
+		late = []time.Duration{0} // closed loop: never late, by definition
 	}
 	slices.Sort(all)
 	slices.Sort(late)
@@ -129,24 +186,71 @@ func run(addr string, rate float64, nconns int, warmup, duration time.Duration, 
 	}, nil
 }
 
-// send writes the requests due by now, one write for all that are due, and
-// sleeps until the next is; it closes pending when the schedule ends.
-func (c *conn) send(next time.Time, interval time.Duration, end time.Time, keys int, args []string) {
-	defer close(c.pending)
+// closedLoop sends a request, waits for its reply and sends the next, until
+// end; the replies to requests sent from measureFrom are counted, each from
+// when it was sent.
+func (c *conn) closedLoop(measureFrom, end time.Time, keys int, args []string) {
+	for {
+		sent := time.Now()
+		if !sent.Before(end) {
+			return
+		}
+		c.writeCommand(args, keys)
+		if err := c.w.Flush(); err != nil {
+			c.err = err
+			return
+		}
+		if err := readReply(c.r); err != nil {
+			c.err = err
+			return
+		}
+		if !sent.Before(measureFrom) {
+			c.latencies = append(c.latencies, time.Since(sent))
+		}
+	}
+}
+
+// sender writes the requests of some connections on one schedule: a
+// timer per connection would be ten thousand sleeping goroutines, whose
+// wake-ups cost the generator more than its writes.
+type sender struct {
+	cs    []*conn
+	late  []time.Duration
+	dirty []*conn
+}
+
+// send writes the requests due by now, each to the next connection in
+// turn, then flushes every connection written to, and sleeps until the next
+// is due; it closes every connection's pending when the schedule ends.
+func (s *sender) send(next time.Time, step time.Duration, end time.Time, keys int, args []string) {
+	defer func() {
+		for _, c := range s.cs {
+			close(c.pending)
+		}
+	}()
+	turn := 0
 	for next.Before(end) {
 		if d := time.Until(next); d > 0 {
 			time.Sleep(d)
 		}
 		now := time.Now()
-		for ; !next.After(now) && next.Before(end); next = next.Add(interval) {
+		for ; !next.After(now) && next.Before(end); next = next.Add(step) {
+			c := s.cs[turn]
+			turn = (turn + 1) % len(s.cs)
+			if c.w.Buffered() == 0 {
+				s.dirty = append(s.dirty, c)
+			}
 			c.writeCommand(args, keys)
 			c.pending <- next
-			c.late = append(c.late, now.Sub(next))
+			s.late = append(s.late, now.Sub(next))
 		}
-		if err := c.w.Flush(); err != nil {
-			c.err = err
-			return
+		for _, c := range s.dirty {
+			if err := c.w.Flush(); err != nil {
+				c.err = err
+				return
+			}
 		}
+		s.dirty = s.dirty[:0]
 	}
 }
 
