@@ -145,6 +145,11 @@ func RestoreShard(b []byte, format int) (*Shard, error) {
 	if d.Err() == nil && (s.now < 0 || s.now > MaxTime || n > uint64(len(b))) {
 		d.Fail("clock or key count out of range")
 	}
+	if d.Err() == nil {
+		// Sized for the keys at most the bytes can hold, not the count a
+		// damaged snapshot may claim.
+		s.keys.index.reserve(int(min(n, uint64(d.Len()/minEntryBytes))))
+	}
 	var free []int32 // the free records, in record order
 	for i := uint64(0); i < n && d.Err() == nil; i++ {
 		if d.Len() > 0 && d.Rest()[0] == 0 {
@@ -168,6 +173,10 @@ func RestoreShard(b []byte, format int) (*Shard, error) {
 	}
 	return s, nil
 }
+
+// minEntryBytes is the least a key's entry takes: its kind, its key's
+// length, six varints and its log's length.
+const minEntryBytes = 9
 
 // decoder reads a snapshot: the shard's parts, each a method, over one
 // wire.Reader whose errors wrap ErrCorruptSnapshot.

@@ -131,6 +131,40 @@ func TestIndexSplitsKeepEveryKey(t *testing.T) {
 	}
 }
 
+// An index reserved for n keys takes them without a split, finds each,
+// and splits as before past them.
+func TestIndexReservedTakesItsKeysWithoutSplits(t *testing.T) {
+	ks := newKeyspace()
+	const n = 200_000
+	ks.index.reserve(n)
+	segments := ks.index.segments
+	if segments < n/segmentSlots || segments > 4*n/segmentSlots {
+		t.Fatalf("%d segments reserved for %d keys", segments, n)
+	}
+	key := func(n int) []byte { return strconv.AppendInt([]byte("user:"), int64(n), 10) }
+	for i := range n {
+		ks.add(key(i), KindFixed, [3]int64{100, 60_000})
+	}
+	if ks.index.segments != segments {
+		t.Fatalf("%d keys split the reserved %d segments into %d", n, segments, ks.index.segments)
+	}
+	for i := range n {
+		if got := ks.find(key(i)); got < 0 || string(ks.key(got)) != string(key(i)) {
+			t.Fatalf("key %d: record %d", i, got)
+		}
+	}
+	for i := n; i < 4*n; i++ { // past what the reserved segments hold
+		ks.add(key(i), KindFixed, [3]int64{100, 60_000})
+	}
+	if ks.index.segments <= segments || ks.find(key(4*n-1)) < 0 {
+		t.Fatalf("past its reserve the index has %d segments", ks.index.segments)
+	}
+	ks.index.reserve(10 * n) // holds keys: nothing to do
+	if ks.find(key(0)) < 0 {
+		t.Fatal("reserve on a full index lost a key")
+	}
+}
+
 // Growing the keyspace allocates only what it keeps: records come in chunks
 // that never move and the index splits a segment at a time, so no array is
 // copied and left behind as garbage. (A slice and a table grown by doubling
