@@ -214,7 +214,7 @@ func (d *reader) result() engine.Result {
 	r := engine.Result{Type: engine.ResultType(d.Byte())}
 	switch r.Type {
 	case engine.ResDecision:
-		r.Decision.Allowed = d.Byte() == 1
+		r.Decision.Allowed = d.Bool()
 		r.Decision.Limit, r.Decision.Remaining, r.Decision.RetryAfter, r.Decision.ResetAfter = d.Varint(), d.Varint(), d.Varint(), d.Varint()
 		if r.NExtras = d.Byte(); int(r.NExtras) > len(r.Extras) {
 			d.Fail("too many extras")
@@ -225,7 +225,7 @@ func (d *reader) result() engine.Result {
 		}
 		r.Members = d.members()
 	case engine.ResThrottle:
-		r.Throttle.Limited = d.Byte() == 1
+		r.Throttle.Limited = d.Bool()
 		r.Throttle.Limit, r.Throttle.Remaining, r.Throttle.RetryAfter, r.Throttle.ResetAfter = d.Varint(), d.Varint(), d.Varint(), d.Varint()
 	case engine.ResInt, engine.ResIntBulk:
 		r.Int = d.Varint()

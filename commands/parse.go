@@ -26,11 +26,6 @@ func decisionParser(op engine.Op) parser {
 		if err := parseOptions(rest, &c, true); err != nil {
 			return dst, err
 		}
-		if c.Flags&engine.FlagGlobal != 0 { // GLOBAL's bounds across options
-			if err := c.Check(); err != nil {
-				return dst, err
-			}
-		}
 		return append(dst, c), nil
 	}
 }
@@ -65,8 +60,10 @@ func parseOptions(rest [][]byte, c *engine.Command, partial bool) error {
 			return ErrSyntax
 		}
 	}
-	if c.Flags&engine.FlagForce != 0 && c.Flags&engine.FlagPartial != 0 {
-		return c.Check() // the engine's words: FORCE charges the whole cost
+	if c.Flags&engine.FlagGlobal != 0 || c.Flags&engine.FlagForce != 0 && c.Flags&engine.FlagPartial != 0 {
+		// Rules across options (GLOBAL's, FORCE's), in the engine's words;
+		// parseLimit checked each parameter before any option was read.
+		return c.Check()
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func appendLease(b []byte, l *regionLease) []byte {
 // and distinct, counts and times in range, and the record's state one the
 // algorithm can hold where it is the algorithm's.
 func (d *decoder) global(ks *keyspace, i int32) {
-	g := &globalState{algo: Op(d.Varint()), relaxed: d.Byte() == 1}
+	g := &globalState{algo: Op(d.Varint()), relaxed: d.Bool()}
 	g.params = [3]int64{d.Varint(), d.Varint(), d.Varint()}
 	if d.Err() != nil || checkGlobalKey("", g.algo, false, g.params) != nil ||
 		(g.relaxed && !slices.Contains(GlobalRelaxedOps, g.algo)) {
@@ -97,7 +97,7 @@ func (d *decoder) global(ks *keyspace, i int32) {
 		return
 	}
 	d.peers(g)
-	if d.Err() == nil && d.Byte() == 1 {
+	if d.Err() == nil && d.Bool() {
 		d.home(g)
 	}
 	st, params := ks.records.at(i).state, ks.paramsOf(i)
@@ -172,7 +172,7 @@ func (d *decoder) peers(g *globalState) {
 
 // home decodes the home's side of a global key.
 func (d *decoder) home(g *globalState) {
-	h := &homeState{live: d.Byte() == 1, lastID: d.Varint()}
+	h := &homeState{live: d.Bool(), lastID: d.Varint()}
 	n := d.Uvarint()
 	if d.Err() != nil || h.lastID < 0 || n > MaxRegions {
 		d.Fail("bad home")

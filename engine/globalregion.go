@@ -107,7 +107,7 @@ func DecodeGlobalScan(res *Result) (GlobalScan, error) {
 		return sc, errGlobalWire
 	}
 	for range n {
-		k := GlobalKey{Key: r.Bytes(maxSnapshotKey), Relaxed: r.Byte() == 1}
+		k := GlobalKey{Key: r.Bytes(maxSnapshotKey), Relaxed: r.Bool()}
 		k.Algo = Op(r.Varint())
 		k.Params = [3]int64{r.Varint(), r.Varint(), r.Varint()}
 		k.NextReq, k.Asked, k.Held, k.Expires, k.Share = r.Varint(), r.Varint(), r.Varint(), r.Varint(), r.Varint()

@@ -139,7 +139,7 @@ func DecodeGlobalGrant(res *Result) (GlobalGrant, error) {
 		return a, errGlobalWire
 	}
 	r := wire.NewReader([]byte(res.Text), errGlobalWire)
-	a.Stale = r.Byte() == 1
+	a.Stale = r.Bool()
 	a.Req, a.Block, a.Units, a.TTL, a.Share = r.Varint(), r.Varint(), r.Varint(), r.Varint(), r.Varint()
 	a.Floor, a.Dropped = r.Varint(), r.Varint()
 	n := r.Varint()
@@ -184,7 +184,7 @@ func globalInstallOf(c *Command) (GlobalInstall, error) {
 	r := wire.NewReader(c.Value, errGlobalWire)
 	q := GlobalInstall{Params: [3]int64{c.Args[0], c.Args[1], c.Args[2]}, Algo: Op(r.Varint())}
 	q.Req, q.Base, q.FloorUnits, q.FloorUntil, q.Retry = r.Varint(), r.Varint(), r.Varint(), r.Varint(), r.Varint()
-	q.Seal = r.Byte() == 1
+	q.Seal = r.Bool()
 	if r.Err() != nil {
 		return q, errGlobalWire
 	}

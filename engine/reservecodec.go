@@ -77,10 +77,10 @@ func (d *decoder) reservations(s *Shard) {
 		}
 		r.op = Op(d.Byte())
 		r.params[0], r.params[1], r.params[2], r.estimate, r.at, r.until = d.Varint(), d.Varint(), d.Varint(), d.Varint(), d.Varint(), d.Varint()
-		r.settled = d.bool()
+		r.settled = d.Bool()
 		if r.settled {
 			r.settledAt, r.actual = d.Varint(), d.Varint()
-			r.outcome.Allowed = d.bool()
+			r.outcome.Allowed = d.Bool()
 			r.outcome.Limit, r.outcome.Remaining, r.outcome.RetryAfter, r.outcome.ResetAfter = d.Varint(), d.Varint(), d.Varint(), d.Varint()
 		}
 		if d.Err() != nil || seq <= prev || seq > rs.last || !r.valid() {
@@ -98,13 +98,4 @@ func (r *reservedCharge) valid() bool {
 	run := ReserveCommand(r.op, []byte(r.key), r.params, r.estimate, r.until-r.at)
 	return validTime(r.at) && r.until > r.at && run.Valid() && // the empty key is a key, as in Redis
 		(!r.settled || r.settledAt >= r.at && r.settledAt < r.until && validCount(r.actual))
-}
-
-// bool reads a byte that must be 1 or 0.
-func (d *decoder) bool() bool {
-	if d.Len() == 0 || d.Rest()[0] > 1 {
-		d.Fail("bad boolean")
-		return false
-	}
-	return d.Byte() == 1
 }

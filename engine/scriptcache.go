@@ -144,7 +144,7 @@ func (d *decoder) scripts(s *Shard) {
 			d.Fail("bad script")
 			return
 		}
-		sc := &cachedScript{body: slices.Clone(body), loaded: d.Byte() == 1}
+		sc := &cachedScript{body: slices.Clone(body), loaded: d.Bool()}
 		sc.used = d.Uvarint()
 		sha := SHA1Hex(body)
 		if _, dup := c.byName[sha]; dup || sc.used > c.uses {

@@ -153,10 +153,13 @@ func newFaultLoad(t *testing.T, tc loadTarget, tight int64) *faultLoad {
 // (no retries), and a reply may take as long as the cluster can legitimately
 // hold a request (an election, a forward to a frozen node). A restarted node
 // keeps its port, so the client reaches it again.
-func (l *faultLoad) faultClient(i int) *redis.Client {
+func (l *faultLoad) faultClient(i int) *redis.Client { return l.faultClientOf(i, 1) }
+
+// faultClientOf is faultClient with connections for pool requests at once.
+func (l *faultLoad) faultClientOf(i, pool int) *redis.Client {
 	return l.tc.clientOf(i, func(o *redis.Options) {
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = time.Second, 20*time.Second, 5*time.Second
-		o.PoolSize = 1
+		o.PoolSize = pool
 	})
 }
 
@@ -360,10 +363,7 @@ func (l *faultLoad) exhaust(key faultKey, i int, since time.Time) {
 	l.t.Helper()
 	const exhaustBurst = 16
 	k := slices.IndexFunc(l.keys, func(fk faultKey) bool { return fk.name == key.name })
-	c := l.tc.clientOf(i, func(o *redis.Options) {
-		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = time.Second, 20*time.Second, 5*time.Second
-		o.PoolSize = exhaustBurst
-	})
+	c := l.faultClientOf(i, exhaustBurst)
 	poll.Until(l.t, time.Minute, "the budget of "+key.name+" to be spent through n"+strconv.Itoa(i+1), func() (bool, error) {
 		var burst sync.WaitGroup
 		for range exhaustBurst {

@@ -63,6 +63,16 @@ func (r *Reader) Byte() byte {
 	return c
 }
 
+// Bool reads what AppendBool wrote: 1 or 0; any other byte fails.
+func (r *Reader) Bool() bool {
+	c := r.Byte()
+	if c > 1 {
+		r.Fail("bad boolean")
+		return false
+	}
+	return c == 1
+}
+
 // Uvarint reads a uvarint.
 func (r *Reader) Uvarint() uint64 {
 	v, n := binary.Uvarint(r.b)

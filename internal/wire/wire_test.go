@@ -33,7 +33,7 @@ func TestRoundTrip(t *testing.T) {
 		b = AppendBytes(b, s)
 		b = AppendString(b, string(s))
 		r := NewReader(b, errBad)
-		gotU, gotV, gotV1, gotV2, gotFlag := r.Uvarint(), r.Varint(), r.Varint(), r.Varint(), r.Byte() == 1
+		gotU, gotV, gotV1, gotV2, gotFlag := r.Uvarint(), r.Varint(), r.Varint(), r.Varint(), r.Bool()
 		gotS, gotStr := r.Bytes(uint64(len(s))), r.Bytes(uint64(len(s)))
 		if r.Err() != nil || r.Len() != 0 || gotU != u || gotV != v || gotV1 != v || gotV2 != -v || gotFlag != flag ||
 			!bytes.Equal(gotS, s) || !bytes.Equal(gotStr, s) {
@@ -78,6 +78,8 @@ func TestReaderErrors(t *testing.T) {
 		{"bytes past the end", []byte{5, 'a'}, func(r *Reader) { r.Bytes(10) }, "bad length"},
 		{"bytes of a bad length", overlong, func(r *Reader) { r.Bytes(10) }, "bad uvarint"},
 		{"next past the end", []byte{1, 2}, func(r *Reader) { r.Next(3) }, "truncated"},
+		{"bool of nothing", nil, func(r *Reader) { r.Bool() }, "truncated"},
+		{"bool of a byte not 0 or 1", []byte{2}, func(r *Reader) { r.Bool() }, "bad boolean"},
 		{"the first error stays", nil, func(r *Reader) { r.Varint(); r.Byte(); r.Fail("later") }, "bad varint"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
