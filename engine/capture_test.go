@@ -60,14 +60,6 @@ func captureCommands(seed uint64, n int, flush bool) ([]int64, []Command) {
 	return append([]int64{times[0]}, times...), append([]Command{limit}, cmds...)
 }
 
-// applyEach applies cmds one by one at their times.
-func applyEach(s *Shard, times []int64, cmds []Command) {
-	out := make([]Result, 1)
-	for i := range cmds {
-		s.Apply(times[i], cmds[i:i+1], out)
-	}
-}
-
 // inFlight is a capture being encoded, beside what it must give.
 type inFlight struct {
 	c            *Capture

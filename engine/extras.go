@@ -121,13 +121,6 @@ func (ks *keyspace) log(i int32) []logEntry {
 	return nil
 }
 
-// hasLog reports whether record i has a log, even an empty one.
-func (ks *keyspace) hasLog(i int32) bool {
-	e := ks.extras(i)
-	_, ok := e.logsOf(i)
-	return ok
-}
-
 // logsOf is record i's log and whether it has one; e may be nil.
 func (e *chunkExtras) logsOf(i int32) ([]logEntry, bool) {
 	if e == nil {

@@ -66,21 +66,6 @@ func New(domain string, interval time.Duration, fallback Kind, conns ...grpc.Cli
 // stops its reports.
 func (e *Envoy) Close() { e.cancel() }
 
-// CloseSend ends the Envoy's stream cleanly (the client closes its side),
-// as Envoy does when its filter goes away, and stops its reports.
-func (e *Envoy) CloseSend() {
-	e.mu.Lock()
-	st := e.stream
-	e.stream = nil
-	e.mu.Unlock()
-	if st != nil {
-		st.sendMu.Lock()
-		st.c.CloseSend()
-		st.sendMu.Unlock()
-	}
-	e.cancel()
-}
-
 // Counts returns what the Envoy saw so far.
 func (e *Envoy) Counts() Counts {
 	e.mu.Lock()

@@ -30,11 +30,10 @@ type ControlPlane struct {
 	addr string
 	tls  *tls.Config
 
-	mu     sync.Mutex
-	cache  cachev3.SnapshotCache
-	srv    *grpc.Server
-	reqs   []Request
-	opened int
+	mu    sync.Mutex
+	cache cachev3.SnapshotCache
+	srv   *grpc.Server
+	reqs  []Request
 }
 
 // Request is a request the control plane received, and when.
@@ -70,12 +69,6 @@ func (c *ControlPlane) serve(t testing.TB) {
 	cache := cachev3.NewSnapshotCache(false, cachev3.IDHash{}, nil)
 	srv := grpc.NewServer(opts...)
 	discoverypb.RegisterAggregatedDiscoveryServiceServer(srv, serverv3.NewServer(context.Background(), cache, serverv3.CallbackFuncs{
-		StreamOpenFunc: func(context.Context, int64, string) error {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			c.opened++
-			return nil
-		},
 		StreamRequestFunc: func(_ int64, r *discoverypb.DiscoveryRequest) error {
 			c.mu.Lock()
 			defer c.mu.Unlock()
@@ -84,7 +77,7 @@ func (c *ControlPlane) serve(t testing.TB) {
 		},
 	}))
 	c.mu.Lock()
-	c.addr, c.cache, c.srv, c.reqs, c.opened = ln.Addr().String(), cache, srv, nil, 0
+	c.addr, c.cache, c.srv, c.reqs = ln.Addr().String(), cache, srv, nil
 	c.mu.Unlock()
 	go srv.Serve(ln)
 }
@@ -129,13 +122,6 @@ func (c *ControlPlane) Requests() []Request {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]Request(nil), c.reqs...)
-}
-
-// Streams is how many streams have been opened since the last start.
-func (c *ControlPlane) Streams() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.opened
 }
 
 // Acked reports whether a request acknowledged version (a request naming
