@@ -164,17 +164,24 @@ type running struct {
 
 // start takes the listeners and starts every layer, releasing what it took
 // when one fails.
-func start(o options, log *slog.Logger) (*running, error) {
+func start(o options, log *slog.Logger) (r *running, err error) {
 	var clock cluster.Clock = cluster.SystemClock{}
 	var debug server.DebugClock
 	faults := newDebugFaults(o)
 	if faults.clock != nil {
 		clock, debug = faults.clock, faults.clock
 	}
+	var taken releases // what a failure gives back
+	defer func() {
+		if err != nil {
+			taken.release()
+		}
+	}()
 	lns, err := listen(o)
 	if err != nil {
 		return nil, err
 	}
+	taken.add(lns.close)
 	cfg := serverConfig(o, clock, debug)
 	if faults.disk != nil {
 		cfg.DebugDisk = faults.disk
@@ -182,7 +189,6 @@ func start(o options, log *slog.Logger) (*running, error) {
 	// The flags were validated, so this holds; checked before the shards
 	// start all the same, so that New cannot fail after them.
 	if err := cfg.Validate(); err != nil {
-		lns.close()
 		return nil, err
 	}
 	// The metrics' port is taken, and raft's measurements caught, before
@@ -190,47 +196,29 @@ func start(o options, log *slog.Logger) (*running, error) {
 	// restores of the shards' snapshots are measured.
 	obs, err := startObserving(o)
 	if err != nil {
-		lns.close()
 		return nil, err
 	}
+	closeObs := taken.add(obs.close)
 	if obs.latency != nil {
 		cfg.Observer = obs.latency
 	}
-	r := &running{lns: lns, served: make(chan error, 3)}
+	r = &running{lns: lns, served: make(chan error, 3)}
 	if r.shards, r.node, r.mode, err = openShards(o, lns.clientAddr(), clock, faults.disk, log); err != nil {
-		lns.close()
-		obs.close()
 		return nil, err
 	}
-	cfg.Backups = r.shards
-	if r.node != nil {
-		cfg.Raft, cfg.DataDir = r.node, o.dataDir
-		if o.cluster != "" || o.join != "" {
-			cfg.Cluster, cfg.ClusterChanges = r.node, r.node
-		}
-	} else {
-		cfg.AnswersInSubmit = true // memory shards answer within Submit
-	}
+	closeShards := taken.add(func() { r.shards.Close() })
+	wireShards(o, &cfg, r)
 	if lns.fed != nil {
 		if r.fed, err = newFederation(o, r.shards, r.node, log); err != nil {
-			lns.close()
-			obs.close()
-			r.shards.Close()
 			return nil, err
 		}
 		cfg.Federation = r.fed
 	}
 	if r.srv, err = server.New(cfg, r.shards); err != nil {
-		lns.close()
-		obs.close()
-		r.shards.Close()
 		return nil, err
 	}
 	if lns.grpc != nil {
 		if r.front, err = startRLS(o, lns.grpc, r.shards, clock, log, r.served); err != nil {
-			lns.close()
-			obs.close()
-			r.shards.Close()
 			return nil, err
 		}
 	}
@@ -240,15 +228,53 @@ func start(o options, log *slog.Logger) (*running, error) {
 	if lns.http != nil {
 		r.http = startHTTP(o, lns.http, r.shards, log, r.served)
 	}
-	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, r.fed, r.http, log); err != nil {
-		lns.close()
+	// From here on a failure also stops what was started above, before the
+	// shards it uses; serve closes the metrics' listener itself when it
+	// fails.
+	*closeObs = func() {}
+	*closeShards = func() {
 		r.closeFederation()
 		r.front.close()
 		stopHTTP(r.http, log)
 		r.shards.Close()
+	}
+	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, r.fed, r.http, log); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// wireShards tells the server's configuration what the opened shards can
+// do: back up, answer Raft's commands, change the cluster.
+func wireShards(o options, cfg *server.Config, r *running) {
+	cfg.Backups = r.shards
+	if r.node == nil {
+		cfg.AnswersInSubmit = true // memory shards answer within Submit
+		return
+	}
+	cfg.Raft, cfg.DataDir = r.node, o.dataDir
+	if o.cluster != "" || o.join != "" {
+		cfg.Cluster, cfg.ClusterChanges = r.node, r.node
+	}
+}
+
+// releases are what a failed start gives back, in the order they were
+// taken: the listeners first, so that nothing new arrives while the rest
+// stops.
+type releases []*func()
+
+// add records a release and returns it, so that the caller may replace it
+// once the release is someone else's to make.
+func (t *releases) add(f func()) *func() {
+	*t = append(*t, &f)
+	return &f
+}
+
+// release makes every recorded release, oldest first.
+func (t releases) release() {
+	for _, f := range t {
+		(*f)()
+	}
 }
 
 // serverConfig is the Redis protocol server's configuration from the
