@@ -75,12 +75,32 @@ var ratelimitVars = []ratelimitVar{
 
 // ratelimitIgnored are the variables of envoyproxy/ratelimit that set
 // nothing here (docs/envoy.md says why for each), named in the log when
-// set.
-var ratelimitIgnored = []string{"REDIS_SOCKET_TYPE", "REDIS_URL", "REDIS_TYPE", "REDIS_AUTH", "REDIS_POOL_SIZE", "REDIS_TLS",
-	"REDIS_TLS_CLIENT_CERT", "REDIS_TLS_CLIENT_KEY", "REDIS_TLS_CACERT", "BACKEND_TYPE", "MEMCACHE_HOST_PORT",
-	"LOCAL_CACHE_SIZE_IN_BYTES", "USE_STATSD", "STATSD_HOST", "STATSD_PORT", "USE_DOG_STATSD", "USE_PROMETHEUS",
-	"PROMETHEUS_ADDR", "PROMETHEUS_PATH", "PROMETHEUS_MAPPER_YAML", "TRACING_ENABLED", "TRACING_SERVICE_NAME",
-	"TRACING_SERVICE_NAMESPACE", "TRACING_SERVICE_INSTANCE_ID", "TRACING_SAMPLING_RATE", "OTEL_EXPORTER_OTLP_ENDPOINT",
+// set: every variable of its settings (src/settings/settings.go) is either
+// read (ratelimitVars, CONFIG_TYPE, the RUNTIME_ path), refused
+// (GRPC_CLIENT_TLS_SAN, GRPC_UDS) or listed here, so that none is dropped
+// unseen.
+var ratelimitIgnored = []string{
+	// The counts' backends: the counts are rlserver's own.
+	"BACKEND_TYPE", "LOCAL_CACHE_SIZE_IN_BYTES", "EXPIRATION_JITTER_MAX_SECONDS", "CACHE_KEY_PREFIX",
+	"REDIS_SOCKET_TYPE", "REDIS_URL", "REDIS_TYPE", "REDIS_AUTH", "REDIS_POOL_SIZE", "REDIS_TLS",
+	"REDIS_TLS_CLIENT_CERT", "REDIS_TLS_CLIENT_KEY", "REDIS_TLS_CACERT", "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION",
+	"REDIS_PIPELINE_WINDOW", "REDIS_PIPELINE_LIMIT", "REDIS_USE_EXPLICIT_PIPELINE", "REDIS_SENTINEL_AUTH",
+	"REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", "REDIS_TIMEOUT", "REDIS_POOL_ON_EMPTY_BEHAVIOR",
+	"REDIS_PERSECOND", "REDIS_PERSECOND_SOCKET_TYPE", "REDIS_PERSECOND_TYPE", "REDIS_PERSECOND_URL",
+	"REDIS_PERSECOND_POOL_SIZE", "REDIS_PERSECOND_AUTH", "REDIS_PERSECOND_TLS", "REDIS_PERSECOND_SENTINEL_AUTH",
+	"REDIS_PERSECOND_PIPELINE_WINDOW", "REDIS_PERSECOND_PIPELINE_LIMIT", "REDIS_PERSECOND_USE_EXPLICIT_PIPELINE",
+	"REDIS_PERSECOND_TIMEOUT", "REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR",
+	"MEMCACHE_HOST_PORT", "MEMCACHE_MAX_IDLE_CONNS", "MEMCACHE_SRV", "MEMCACHE_SRV_REFRESH", "MEMCACHE_TLS",
+	"MEMCACHE_TLS_CLIENT_CERT", "MEMCACHE_TLS_CLIENT_KEY", "MEMCACHE_TLS_CACERT", "MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION",
+	// Stats and traces: rlserver's metrics are its own Prometheus series.
+	"USE_STATSD", "STATSD_HOST", "STATSD_PORT", "USE_DOG_STATSD", "USE_DOG_STATSD_MOGRIFIERS", "EXTRA_TAGS",
+	"STATS_FLUSH_INTERVAL", "DISABLE_STATS", "USE_PROMETHEUS", "PROMETHEUS_ADDR", "PROMETHEUS_PATH", "PROMETHEUS_MAPPER_YAML",
+	"TRACING_ENABLED", "TRACING_SERVICE_NAME", "TRACING_SERVICE_NAMESPACE", "TRACING_SERVICE_INSTANCE_ID",
+	"TRACING_EXPORTER_PROTOCOL", "TRACING_SAMPLING_RATE", "OTEL_EXPORTER_OTLP_ENDPOINT",
+	// The response's extras: rlserver's headers have the IETF draft's
+	// names, and it sets no dynamic metadata.
+	"LIMIT_LIMIT_HEADER", "LIMIT_REMAINING_HEADER", "LIMIT_RESET_HEADER", "RESPONSE_DYNAMIC_METADATA",
+	// Behaviour rlserver has always, or never.
 	"FORCE_START_WITHOUT_INITIAL_CONFIG", "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "GRPC_SERVER_TLS_CA_CERT",
 	"GRPC_MAX_CONNECTION_AGE", "GRPC_MAX_CONNECTION_AGE_GRACE", "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL",
 	"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "XDS_CLIENT_BACKOFF_JITTER", "HOST", "DEBUG_HOST", "DEBUG_PORT",
@@ -106,6 +126,10 @@ func ratelimitEnv(lookupEnv func(string) (string, bool)) (settings []ratelimitSe
 	default:
 		return nil, nil, &settingError{name: "rls-config", source: "CONFIG_TYPE",
 			msg: strconv.Quote(configType) + " is not one of envoyproxy/ratelimit's config types, FILE and GRPC_XDS_SOTW"}
+	}
+	if _, ok := get("GRPC_UDS"); ok {
+		return nil, nil, &settingError{name: "grpc-port", source: "GRPC_UDS",
+			msg: "rlserver serves gRPC on a TCP port only, not on a unix socket; unset it, and point Envoy at GRPC_PORT (default 8081)"}
 	}
 	if _, ok := get("GRPC_CLIENT_TLS_SAN"); ok {
 		return nil, nil, &settingError{name: "tls-auth-clients", source: "GRPC_CLIENT_TLS_SAN",

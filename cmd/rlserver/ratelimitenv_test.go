@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -117,6 +118,8 @@ func TestRatelimitEnvErrors(t *testing.T) {
 			`CONFIG_TYPE: "REDIS" is not one of envoyproxy/ratelimit's config types, FILE and GRPC_XDS_SOTW`},
 		{"client SAN", map[string]string{"CONFIG_TYPE": "GRPC_XDS_SOTW", "GRPC_CLIENT_TLS_SAN": "envoy"},
 			"GRPC_CLIENT_TLS_SAN: rlserver cannot require a name in the clients' certificates; unset it (every certificate from GRPC_CLIENT_TLS_CACERT is then accepted)"},
+		{"unix socket", map[string]string{"CONFIG_TYPE": "GRPC_XDS_SOTW", "GRPC_UDS": "/tmp/ratelimit.sock"},
+			"GRPC_UDS: rlserver serves gRPC on a TCP port only, not on a unix socket; unset it, and point Envoy at GRPC_PORT (default 8081)"},
 		{"log level", map[string]string{"CONFIG_TYPE": "GRPC_XDS_SOTW", "LOG_LEVEL": "loud"},
 			`LOG_LEVEL: --log-level "loud": must be one of trace, debug, info, warn, error, fatal or panic`},
 		{"boolean", map[string]string{"CONFIG_TYPE": "GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_SERVER_USE_TLS": "sure"},
@@ -137,5 +140,76 @@ func TestRatelimitEnvErrors(t *testing.T) {
 				t.Errorf("%v does not wrap ErrInvalidSetting", err)
 			}
 		})
+	}
+}
+
+// ratelimitSettings are the variables envoyproxy/ratelimit reads
+// (src/settings/settings.go, every envconfig tag), copied here so that a
+// variable rlserver neither reads, refuses nor names as ignored fails a
+// test instead of being dropped unseen.
+var ratelimitSettings = []string{
+	"HOST", "PORT", "DEBUG_HOST", "DEBUG_PORT", "GRPC_UDS", "GRPC_HOST", "GRPC_PORT",
+	"GRPC_MAX_CONNECTION_AGE", "GRPC_MAX_CONNECTION_AGE_GRACE", "GRPC_SERVER_USE_TLS", "GRPC_SERVER_TLS_CERT",
+	"GRPC_SERVER_TLS_KEY", "GRPC_CLIENT_TLS_CACERT", "GRPC_CLIENT_TLS_SAN", "LOG_LEVEL", "LOG_FORMAT",
+	"CONFIG_TYPE", "FORCE_START_WITHOUT_INITIAL_CONFIG", "CONFIG_GRPC_XDS_NODE_ID", "CONFIG_GRPC_XDS_NODE_METADATA",
+	"CONFIG_GRPC_XDS_SERVER_URL", "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS",
+	"CONFIG_GRPC_XDS_SERVER_USE_TLS", "CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "CONFIG_GRPC_XDS_CLIENT_TLS_KEY",
+	"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "CONFIG_GRPC_XDS_SERVER_TLS_SAN", "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL",
+	"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "XDS_CLIENT_BACKOFF_JITTER",
+	"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "USE_DOG_STATSD", "USE_DOG_STATSD_MOGRIFIERS", "USE_STATSD", "STATSD_HOST",
+	"STATSD_PORT", "EXTRA_TAGS", "STATS_FLUSH_INTERVAL", "DISABLE_STATS", "USE_PROMETHEUS", "PROMETHEUS_ADDR",
+	"PROMETHEUS_PATH", "PROMETHEUS_MAPPER_YAML", "RUNTIME_ROOT", "RUNTIME_SUBDIRECTORY", "RUNTIME_APPDIRECTORY",
+	"RUNTIME_IGNOREDOTFILES", "RUNTIME_WATCH_ROOT", "EXPIRATION_JITTER_MAX_SECONDS", "LOCAL_CACHE_SIZE_IN_BYTES",
+	"NEAR_LIMIT_RATIO", "CACHE_KEY_PREFIX", "BACKEND_TYPE", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT",
+	"LIMIT_RESPONSE_HEADERS_ENABLED", "LIMIT_LIMIT_HEADER", "LIMIT_REMAINING_HEADER", "LIMIT_RESET_HEADER",
+	"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "REDIS_SOCKET_TYPE", "REDIS_TYPE", "REDIS_URL", "REDIS_POOL_SIZE",
+	"REDIS_AUTH", "REDIS_TLS", "REDIS_TLS_CLIENT_CERT", "REDIS_TLS_CLIENT_KEY", "REDIS_TLS_CACERT",
+	"REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", "REDIS_PIPELINE_WINDOW", "REDIS_PIPELINE_LIMIT",
+	"REDIS_USE_EXPLICIT_PIPELINE", "REDIS_PERSECOND", "REDIS_PERSECOND_SOCKET_TYPE", "REDIS_PERSECOND_TYPE",
+	"REDIS_PERSECOND_URL", "REDIS_PERSECOND_POOL_SIZE", "REDIS_PERSECOND_AUTH", "REDIS_PERSECOND_TLS",
+	"REDIS_SENTINEL_AUTH", "REDIS_PERSECOND_SENTINEL_AUTH", "REDIS_PERSECOND_PIPELINE_WINDOW",
+	"REDIS_PERSECOND_PIPELINE_LIMIT", "REDIS_PERSECOND_USE_EXPLICIT_PIPELINE", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
+	"REDIS_TIMEOUT", "REDIS_PERSECOND_TIMEOUT", "REDIS_POOL_ON_EMPTY_BEHAVIOR", "REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR",
+	"MEMCACHE_HOST_PORT", "MEMCACHE_MAX_IDLE_CONNS", "MEMCACHE_SRV", "MEMCACHE_SRV_REFRESH", "MEMCACHE_TLS",
+	"MEMCACHE_TLS_CLIENT_CERT", "MEMCACHE_TLS_CLIENT_KEY", "MEMCACHE_TLS_CACERT", "MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION",
+	"SHADOW_MODE", "RESPONSE_DYNAMIC_METADATA", "MERGE_DOMAIN_CONFIG", "TRACING_ENABLED", "TRACING_SERVICE_NAME",
+	"TRACING_SERVICE_NAMESPACE", "TRACING_SERVICE_INSTANCE_ID", "TRACING_EXPORTER_PROTOCOL", "TRACING_SAMPLING_RATE",
+	// Not in settings.go, but set by Envoy Gateway: the OpenTelemetry
+	// SDK's endpoint, and a CA no one reads (docs/envoy.md).
+	"OTEL_EXPORTER_OTLP_ENDPOINT", "GRPC_SERVER_TLS_CA_CERT",
+}
+
+// Every variable of envoyproxy/ratelimit's is read, refused, or named in
+// the log as ignored, in both config types; none is dropped unseen.
+func TestEveryRatelimitVariableHasAFate(t *testing.T) {
+	read := map[string]bool{"CONFIG_TYPE": true, "RUNTIME_ROOT": true, "RUNTIME_SUBDIRECTORY": true, "RUNTIME_APPDIRECTORY": true}
+	for _, v := range ratelimitVars {
+		read[v.name] = true
+	}
+	refused := map[string]bool{"GRPC_CLIENT_TLS_SAN": true, "GRPC_UDS": true}
+	for _, mode := range []string{configXDS, configFile} {
+		for _, name := range ratelimitSettings {
+			if refused[name] {
+				continue
+			}
+			vars := map[string]string{"CONFIG_TYPE": mode, name: "x"}
+			_, ignored, _ := ratelimitEnv(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+			named := slices.Contains(ignored, name)
+			if !read[name] && !named {
+				t.Errorf("CONFIG_TYPE=%s: %s is neither read nor named as ignored", mode, name)
+			}
+			if read[name] && named && mode == configFile {
+				t.Errorf("CONFIG_TYPE=%s: %s is read and named as ignored", mode, name)
+			}
+		}
+	}
+	known := map[string]bool{}
+	for _, name := range ratelimitSettings {
+		known[name] = true
+	}
+	for _, name := range ratelimitIgnored {
+		if !known[name] {
+			t.Errorf("%s is named as ignored but is not envoyproxy/ratelimit's", name)
+		}
 	}
 }
