@@ -46,10 +46,13 @@ COPY --chown=65532:65532 data/ /data/
 # line wins over its RLSERVER_ variable). Every client reaches the node from
 # another network namespace, hence 0.0.0.0; protected mode stays on, so a
 # node without a password (RLSERVER_REQUIREPASS, --config, --aclfile) still
-# refuses them. The metrics port serves /readyz to the HEALTHCHECK below.
+# refuses them. The log is JSON on standard output, where log collectors
+# look for an application's; an error that stops the start is still on
+# standard error. The metrics port serves /readyz to the HEALTHCHECK below.
 ENV RLSERVER_BIND=0.0.0.0 \
     RLSERVER_DATA_DIR=/data \
     RLSERVER_LOG_FORMAT=json \
+    RLSERVER_LOG_OUTPUT=stdout \
     RLSERVER_METRICS_PORT=9380
 
 USER 65532:65532

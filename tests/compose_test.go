@@ -17,20 +17,26 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/poll"
+	"github.com/rlserver/rlserver/internal/rlproc"
 	"go.yaml.in/yaml/v3"
 )
 
-// deploy/compose.yaml, read and run as compose would, with podman run: the
-// test makes the network, the named volumes and one container per service
-// from the file's own settings. Not podman-compose: Debian 12's 1.0.3 was
-// tried here and ignores stop_grace_period (it stops with podman stop -t
-// 10, and a node was killed mid-shutdown), ignores the file's name and
-// leaves its network behind at down; and it names containers through
-// aardvark-dns 1.4, which drops queries while it reloads (containers.md,
-// section 2.4). The test gives the network static addresses instead, and
-// every container the services' names in /etc/hosts (--add-host), so a
-// start takes the same time at every run; the published host ports become
-// free ones, on the 127.0.0.1 the file names.
+// deploy/compose.yaml, run by podman-compose (Debian 12's 1.0.3) when it is
+// installed, as a user runs it; RLSERVER_REQUIRE_TOOLS=1 (CI) requires it.
+// Without it the test reads the file and runs its services as compose
+// would, with podman run: a network and the named volumes of its own, one
+// container per service from the file's own settings.
+//
+// podman-compose 1.0.3 ignores stop_grace_period (it stops with podman
+// stop's 10 s) and the file's name, and leaves its network behind at down:
+// the test stops with -t (the file's grace), names the project itself (-p,
+// its process's prefix), and removes whatever carries the project's label
+// when it ends, whatever the outcome. Its containers find each other
+// through aardvark-dns, which drops queries while it reloads (containers.md,
+// section 2.4): the wait for the cluster allows for it. The emulation gives
+// its network static addresses instead, and every container the services'
+// names in /etc/hosts (--add-host). Both publish the host ports on free
+// ports of the 127.0.0.1 the file names (its RLn_PORT variables).
 
 // composeFile is the part of the compose specification deploy/compose.yaml
 // uses. A key the test does not know fails the test: teach the emulation
@@ -140,7 +146,7 @@ func interpolate(s string, env map[string]string) (string, error) {
 // --shards), each told only its name and where it is reached, a password
 // that must come from the environment, a named volume each at /data, every
 // port published on 127.0.0.1 only, and the image deploy/build-image names
-// by default.
+// by default (RLn_PORT and RLn_METRICS_PORT choose other host ports).
 func TestComposeFileIsTheChartsStyle(t *testing.T) {
 	if _, err := readCompose(t, nil); err == nil || !strings.Contains(err.Error(), "RLSERVER_REQUIREPASS") {
 		t.Errorf("without RLSERVER_REQUIREPASS: %v, want compose to refuse to start", err)
@@ -191,13 +197,21 @@ func TestComposeFileIsTheChartsStyle(t *testing.T) {
 			t.Errorf("%s: stop_grace_period %q: want time for an ordered shutdown", name, s.StopGracePeriod)
 		}
 	}
+	// Ports taken on the machine: RLn_PORT and RLn_METRICS_PORT move them.
+	moved, err := readCompose(t, map[string]string{"RLSERVER_REQUIREPASS": "pw", "RL1_PORT": "7381", "RL1_METRICS_PORT": "7391"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := moved.Services["rl-1"].Ports, []string{"127.0.0.1:7381:6380", "127.0.0.1:7391:9380"}; !slices.Equal(got, want) {
+		t.Errorf("rl-1 with RL1_PORT=7381 RL1_METRICS_PORT=7391: ports %q, want %q", got, want)
+	}
 }
 
-// The compose file's three nodes, run as compose would: they form a
-// cluster (cluster_state:ok and every slot served, on every node), a
-// decision taken through one node is counted through the others, every
-// node passes its HEALTHCHECK, and each stops cleanly on SIGTERM within
-// its stop_grace_period. Everything is removed afterwards.
+// The compose file's three nodes, run by podman-compose (or as compose
+// would): they form a cluster (cluster_state:ok and every slot served, on
+// every node), a decision taken through one node is counted through the
+// others, every node passes its HEALTHCHECK, and each stops cleanly on
+// SIGTERM within its stop_grace_period. Everything is removed afterwards.
 func TestComposeClusterForms(t *testing.T) {
 	t.Parallel()
 	img := sharedImage(t)
@@ -206,12 +220,23 @@ func TestComposeClusterForms(t *testing.T) {
 		t.Logf("%-52s %6.1fs", what, time.Since(began).Seconds())
 	}
 	password := fmt.Sprintf("compose-%d", time.Now().UnixNano())
-	f, err := readCompose(t, map[string]string{"RLSERVER_IMAGE": img.Tag, "RLSERVER_REQUIREPASS": password})
+	env := map[string]string{"RLSERVER_IMAGE": img.Tag, "RLSERVER_REQUIREPASS": password}
+	for i, port := range rlproc.Ports(t, 6) {
+		env[fmt.Sprintf("RL%d_%s", i/2, []string{"PORT", "METRICS_PORT"}[i%2])] = strconv.Itoa(port)
+	}
+	f, err := readCompose(t, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := runCompose(t, f)
-	step("3 containers started")
+	var nodes []*composeNode
+	project := podmanCompose(t, env)
+	if project != nil {
+		nodes = project.up(t, f)
+		step("podman-compose up -d: 3 containers started")
+	} else {
+		nodes = runCompose(t, f)
+		step("3 containers started (podman run, as compose would)")
+	}
 
 	ctx := context.Background()
 	for _, n := range nodes {
@@ -228,10 +253,47 @@ func TestComposeClusterForms(t *testing.T) {
 		})
 	}
 	step("cluster_state:ok, cluster_slots_ok:16384 on each")
+	checkComposeDecisions(t, nodes, password)
+	step("decided through rl-0 and rl-2, read through the others")
 
+	for _, n := range nodes {
+		if health := n.WaitHealthy(t, time.Minute); health != "healthy" {
+			t.Errorf("%s: health %q", n.service, health)
+		}
+	}
+	step("HEALTHCHECK passes on each")
+
+	// compose down stops the services at once. A node whose peers stop
+	// with it cannot hand its leaderships over, and may wait for Raft's
+	// goroutines (5 s a group, cluster/raftfix): 0.5-14 s measured here,
+	// past podman's and docker's default of 10 s, hence stop_grace_period.
+	if project != nil {
+		project.stop(t, nodes)
+		step("podman-compose stop -t: all stopped, exit 0")
+		project.down(t, nodes)
+		step("podman-compose down -v: containers and volumes gone")
+		return
+	}
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Go(func() {
+			code, took := n.Stop(t, n.stopGrace)
+			if checkComposeStop(t, n, code, took) {
+				t.Logf("%s stopped in %.1fs", n.service, took.Seconds())
+			}
+		})
+	}
+	wg.Wait()
+	step("all stopped, exit 0")
+}
+
+// checkComposeDecisions takes decisions through rl-0 and rl-2 and reads the
+// count through the others: every node serves the cluster's one count.
+func checkComposeDecisions(t *testing.T, nodes []*composeNode, password string) {
+	t.Helper()
 	decide := func(n *composeNode, cost int) []int64 {
 		t.Helper()
-		got, err := n.Client(t, 6380, password).Do(ctx, "RL.SLIDING", "compose-e2e", 100, 60000, "COST", cost).Int64Slice()
+		got, err := n.Client(t, 6380, password).Do(context.Background(), "RL.SLIDING", "compose-e2e", 100, 60000, "COST", cost).Int64Slice()
 		if err != nil || len(got) != 5 {
 			t.Fatalf("RL.SLIDING through %s: %v %v", n.service, got, err)
 		}
@@ -249,33 +311,18 @@ func TestComposeClusterForms(t *testing.T) {
 	if got := decide(nodes[0], 0); got[2] != 98 {
 		t.Errorf("read through rl-0: %v, want 98 remaining", got)
 	}
-	step("decided through rl-0 and rl-2, read through the others")
+}
 
-	for _, n := range nodes {
-		if health := n.WaitHealthy(t, time.Minute); health != "healthy" {
-			t.Errorf("%s: health %q", n.service, health)
-		}
+// checkComposeStop checks that a node SIGTERM stopped exited 0 with its
+// stopped line; took is how long the stop took, for the error.
+func checkComposeStop(t *testing.T, n *composeNode, code int, took time.Duration) bool {
+	t.Helper()
+	logs := n.Logs(t)
+	if code != 0 || !slices.Contains(jsonLogMessages(t, logs), "stopped") {
+		t.Errorf("%s: exit %d after SIGTERM (%v); log:\n%s", n.service, code, took, logs)
+		return false
 	}
-	step("HEALTHCHECK passes on each")
-
-	// compose down stops the services at once. A node whose peers stop
-	// with it cannot hand its leaderships over, and may wait for Raft's
-	// goroutines (5 s a group, cluster/raftfix): 0.5-14 s measured here,
-	// past podman's and docker's default of 10 s, hence stop_grace_period.
-	var wg sync.WaitGroup
-	for _, n := range nodes {
-		wg.Go(func() {
-			code, took := n.Stop(t, n.stopGrace)
-			logs := n.Logs(t)
-			if code != 0 || !slices.Contains(jsonLogMessages(t, logs), "stopped") {
-				t.Errorf("%s: exit %d after SIGTERM (%v); log:\n%s", n.service, code, took, logs)
-				return
-			}
-			t.Logf("%s stopped in %.1fs", n.service, took.Seconds())
-		})
-	}
-	wg.Wait()
-	step("all stopped, exit 0")
+	return true
 }
 
 // composeNode is a service of the compose file, running.

@@ -379,6 +379,19 @@ func containerLogs(name string) (string, error) {
 	return podmanNoise(string(out)), nil
 }
 
+// LogStreams is what the container wrote on its standard output and on its
+// standard error, apart (podman logs keeps the two streams apart).
+func (c *container) LogStreams(t testing.TB) (stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command("podman", "logs", c.Name)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("podman logs %s: %v: %s", c.Name, err, errb.String())
+	}
+	return out.String(), podmanNoise(errb.String())
+}
+
 // Stop sends the stop signal (SIGTERM) and waits until the container has
 // exited, killing it after timeout; it returns the exit code and how long
 // it took.

@@ -61,7 +61,7 @@ func TestImageIsSmallNonRootAndOnlyTheBinary(t *testing.T) {
 	if !slices.Equal(cfg.Entrypoint, []string{"/rlserver"}) || len(cfg.Cmd) != 0 {
 		t.Errorf("entrypoint %q and cmd %q, want [/rlserver] and none (the defaults are in the environment)", cfg.Entrypoint, cfg.Cmd)
 	}
-	for _, env := range []string{"RLSERVER_BIND=0.0.0.0", "RLSERVER_DATA_DIR=/data", "RLSERVER_LOG_FORMAT=json", "RLSERVER_METRICS_PORT=9380"} {
+	for _, env := range []string{"RLSERVER_BIND=0.0.0.0", "RLSERVER_DATA_DIR=/data", "RLSERVER_LOG_FORMAT=json", "RLSERVER_LOG_OUTPUT=stdout", "RLSERVER_METRICS_PORT=9380"} {
 		if !slices.Contains(cfg.Env, env) {
 			t.Errorf("environment %q lacks %s", cfg.Env, env)
 		}
@@ -131,7 +131,7 @@ func TestImageIsSmallNonRootAndOnlyTheBinary(t *testing.T) {
 // environment, a named volume at /data, the client port published on
 // 127.0.0.1, under a restricted profile (read-only, no capabilities). It
 // answers PING and RL.SLIDING there, names its version and commit, passes
-// its HEALTHCHECK, logs JSON, stops cleanly on SIGTERM, and comes back on
+// its HEALTHCHECK, logs JSON on its standard output, stops cleanly on SIGTERM, and comes back on
 // its volume with the count it had. Without a password, protected mode
 // refuses clients from outside the container; with the password in a
 // mounted config file (a secret), it serves and passes its HEALTHCHECK.
@@ -178,17 +178,22 @@ func TestImageServesWithAPassword(t *testing.T) {
 	step("rlserver version; HEALTHCHECK passes")
 
 	code, took := c.Stop(t, 30*time.Second)
-	logs := c.Logs(t)
+	logs, errs := c.LogStreams(t)
 	if code != 0 {
-		t.Fatalf("exit %d after SIGTERM (%v); log:\n%s", code, took, logs)
+		t.Fatalf("exit %d after SIGTERM (%v); stdout:\n%s\nstderr:\n%s", code, took, logs, errs)
 	}
+	// The log is JSON on standard output (RLSERVER_LOG_OUTPUT=stdout),
+	// where log collectors look for it, and nothing is on standard error.
 	msgs := jsonLogMessages(t, logs)
 	for _, want := range []string{"rlserver ready", "shutting down", "stopped"} {
 		if !slices.Contains(msgs, want) {
-			t.Errorf("no %q in the JSON log; log:\n%s", want, logs)
+			t.Errorf("no %q in the JSON log on the container's standard output; stdout:\n%s\nstderr:\n%s", want, logs, errs)
 		}
 	}
-	step(fmt.Sprintf("SIGTERM: exit 0 in %.1fs", took.Seconds()))
+	if errs != "" {
+		t.Errorf("the container wrote on its standard error, want nothing there:\n%s", errs)
+	}
+	step(fmt.Sprintf("SIGTERM: exit 0 in %.1fs; JSON log on stdout", took.Seconds()))
 
 	podman(t, "start", c.Name)
 	waitPong(t, rc, c.Addr(6380))

@@ -276,6 +276,48 @@ func TestOperationsConfigFileAndEnvironment(t *testing.T) {
 	}
 }
 
+// --log-output stdout puts the whole log on standard output, hashicorp/raft's
+// lines included, and nothing on standard error; by default it is the
+// other way round. (The image sets stdout: tests/image_test.go.)
+func TestOperationsLogOutput(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		output string
+		// other is the stream that must stay empty, redirected to a file
+		// by the shell the binary runs through; the log's stream is
+		// what rlproc reads.
+		other string
+	}{
+		{"stdout", "2"},
+		{"stderr", "1"},
+	} {
+		t.Run(tc.output, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			other := filepath.Join(dir, "other-stream")
+			srv := rlproc.Launch(t, rlproc.Config{
+				Dir:   dir,
+				Wrap:  []string{"sh", "-c", `exec "$@" ` + tc.other + `>"$0"`, other},
+				Args:  []string{"--port", "0", "--bind", "127.0.0.1", "--log-format", "json", "--log-output", tc.output},
+				Ready: regexp.MustCompile(`"msg":"rlserver ready".*"addr":"([^"]+)"`),
+			})
+			decide(t, srv.Client(t, 3), "RL.SLIDING out 10 60000")
+			if code := srv.Stop(t); code != 0 {
+				t.Errorf("exit %d after SIGTERM:\n%s", code, srv.Log())
+			}
+			logs := srv.Log()
+			for _, want := range []string{`"msg":"rlserver ready"`, `"component":"raft`, `"msg":"stopped"`} {
+				if !strings.Contains(logs, want) {
+					t.Errorf("no %s on %s:\n%s", want, tc.output, logs)
+				}
+			}
+			if b, err := os.ReadFile(other); err != nil || len(b) != 0 {
+				t.Errorf("the other stream (fd %s) holds %q (%v), want nothing", tc.other, b, err)
+			}
+		})
+	}
+}
+
 // --log-format json writes one JSON object a line, hashicorp/raft's
 // election warning included, from start to a clean stop.
 func TestOperationsJSONLogs(t *testing.T) {

@@ -128,6 +128,8 @@ func TestSettingErrorsNameTheSetting(t *testing.T) {
 			`RLSERVER_LOG_LEVEL: --log-level "loud": must be debug, info, warn or error`},
 		{"log format", []string{"--log-format", "xml"}, nil, "",
 			`--log-format "xml": must be text or json`},
+		{"log output", nil, map[string]string{"RLSERVER_LOG_OUTPUT": "/var/log/rlserver.log"}, "",
+			`RLSERVER_LOG_OUTPUT: --log-output "/var/log/rlserver.log": must be stderr or stdout`},
 		{"metrics port", nil, nil, "metrics-port 70000\n",
 			"FILE:1: --metrics-port 70000: must be from 1 to 65535, or 0 for off"},
 		{"metrics port is the client port", []string{"--port", "7000", "--metrics-port", "7000"}, nil, "",

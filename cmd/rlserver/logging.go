@@ -22,6 +22,17 @@ func parseLogLevel(s string) (slog.Level, error) {
 	return 0, fmt.Errorf("unknown log level %q", s)
 }
 
+// logWriter is where --log-output sends the log: stdout or stderr. A
+// container's runtime keeps both, but its log collectors (Kubernetes',
+// Docker's) and platform conventions expect an application's log on
+// standard output, and standard error for what went wrong before it.
+func logWriter(o options, stdout, stderr io.Writer) io.Writer {
+	if o.logOutput == "stdout" {
+		return stdout
+	}
+	return stderr
+}
+
 // newLogger is the process's logger: --log-format's handler on w, writing
 // records from --log-level up. The options have been validated.
 func newLogger(o options, w io.Writer) *slog.Logger {

@@ -86,7 +86,7 @@ func run(args []string, stdout, stderr io.Writer, lookupEnv func(string) (string
 		fmt.Fprintln(stdout, versionLine())
 		return 0
 	}
-	log := newLogger(o, stderr)
+	log := newLogger(o, logWriter(o, stdout, stderr))
 	if len(o.ratelimitIgnored) > 0 {
 		log.Info("envoyproxy/ratelimit's variables that rlserver has no use for (docs/envoy.md says why)", "ignored", strings.Join(o.ratelimitIgnored, ","))
 	}

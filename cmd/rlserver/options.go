@@ -50,6 +50,7 @@ type options struct {
 	statusPage    yesNo // serve the status page beside the metrics
 	logLevel      string
 	logFormat     string
+	logOutput     string // --log-output: stdout or stderr
 	configPath    string // the config file, "" for none
 	version       bool
 	fleet         fleet       // how the node takes part in a fleet (fleet.go)
@@ -165,6 +166,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.Var(&o.statusPage, "status-page", "with --metrics-port, also serve the status page at / and /status.json: yes or no")
 	fs.StringVar(&o.logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line)")
+	fs.StringVar(&o.logOutput, "log-output", "stderr", "where the log goes: stderr or stdout (a container's image sets stdout); errors that stop the start go to stderr")
 	fs.StringVar(&o.configPath, "config", "", "read settings from this file, one \"name value\" a line (also RLSERVER_CONFIG; flags and RLSERVER_<NAME> variables take precedence)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	o.fleet.addFlags(fs)
@@ -313,6 +315,9 @@ func (o options) validate() error {
 	}
 	if o.logFormat != "text" && o.logFormat != "json" {
 		return invalid("log-format", "--log-format %q: must be text or json", o.logFormat)
+	}
+	if o.logOutput != "stderr" && o.logOutput != "stdout" {
+		return invalid("log-output", "--log-output %q: must be stderr or stdout", o.logOutput)
 	}
 	return nil
 }

@@ -57,7 +57,33 @@ live member, whichever ordinals are down.
 {{- end }}
 {{- if .Values.rls.enabled }}
 - --grpc-port={{ int .Values.rls.port }}
+{{- with .Values.rls.xds }}
+{{- if .server }}
+{{- /*
+The limits from the control plane, each pod its own subscriber under the same node id: every
+pod gets every config, as each decides for any caller.
+*/}}
+- --rls-xds-server={{ .server }}
+- --rls-xds-node-id={{ .nodeId }}
+{{- if .tls.enabled }}
+- --rls-xds-tls=yes
+{{- with .tls.certFile }}
+- --rls-xds-tls-cert-file=/etc/rlserver/rls-xds/{{ . }}
+{{- end }}
+{{- with .tls.keyFile }}
+- --rls-xds-tls-key-file=/etc/rlserver/rls-xds/{{ . }}
+{{- end }}
+{{- with .tls.caFile }}
+- --rls-xds-tls-ca-cert-file=/etc/rlserver/rls-xds/{{ . }}
+{{- end }}
+{{- with .tls.serverName }}
+- --rls-xds-tls-server-name={{ . }}
+{{- end }}
+{{- end }}
+{{- else }}
 - --rls-config=/etc/rlserver/rls
+{{- end }}
+{{- end }}
 {{- if .Values.rls.responseHeaders }}
 - --rls-response-headers=yes
 {{- end }}

@@ -41,6 +41,14 @@ label: a pod's name is the first label of its address.
 {{- .Values.rls.configMap | default (printf "%s-rls" (include "rlserver.fullname" .)) }}
 {{- end }}
 
+{{/*
+The Secret of the xDS client's certificate and CA, when the pods take the limits over xDS with
+TLS: "" otherwise.
+*/}}
+{{- define "rlserver.xdsSecret" -}}
+{{- if and .Values.rls.enabled .Values.rls.xds.server .Values.rls.xds.tls.enabled }}{{ .Values.rls.xds.tls.secret }}{{ end }}
+{{- end }}
+
 {{- define "rlserver.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "rlserver.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -90,8 +98,26 @@ Checks of values that the schema cannot express.
 {{- if and .Values.tls.cluster (not .Values.tls.enabled) }}
 {{- fail "tls.cluster needs tls.enabled and tls.secret: the bus uses the same certificate" }}
 {{- end }}
-{{- if and .Values.rls.enabled (not .Values.rls.configMap) (not .Values.rls.config) }}
-{{- fail "rls.enabled needs its limits: rls.config, or rls.configMap" }}
+{{- $xds := .Values.rls.xds }}
+{{- if and .Values.rls.enabled (not .Values.rls.configMap) (not .Values.rls.config) (not $xds.server) }}
+{{- fail "rls.enabled needs its limits: rls.config, rls.configMap, or rls.xds.server" }}
+{{- end }}
+{{- if $xds.server }}
+{{- if not .Values.rls.enabled }}
+{{- fail "rls.xds.server needs rls.enabled: true, whose gRPC port serves the limits the control plane sends" }}
+{{- end }}
+{{- if or .Values.rls.config .Values.rls.configMap }}
+{{- fail "rls.xds.server and rls.config / rls.configMap exclude each other: the limits come from the control plane or from files, not both (--rls-xds-server excludes --rls-config)" }}
+{{- end }}
+{{- if and $xds.tls.enabled (not $xds.tls.secret) }}
+{{- fail "rls.xds.tls.enabled needs rls.xds.tls.secret: the CA the control plane's certificate chains to (the image holds none), and the client certificate it asks for (Envoy Gateway's Secret: envoy-rate-limit)" }}
+{{- end }}
+{{- if and $xds.tls.enabled (ne (empty $xds.tls.certFile) (empty $xds.tls.keyFile)) }}
+{{- fail "rls.xds.tls.certFile and rls.xds.tls.keyFile go together: a client certificate and its key, or neither" }}
+{{- end }}
+{{- if and (not $xds.tls.enabled) $xds.tls.secret }}
+{{- fail "rls.xds.tls.secret needs rls.xds.tls.enabled: without TLS its certificates would not be used" }}
+{{- end }}
 {{- end }}
 {{- $ports := list (int .Values.ports.client) (int .Values.ports.bus) (int .Values.ports.metrics) }}
 {{- if .Values.tls.enabled }}{{ $ports = append $ports (int .Values.tls.port) }}{{ end }}

@@ -75,10 +75,15 @@ hold lost+found, and rlserver wipes its whole data directory when the cluster ha
   mountPath: /etc/rlserver/tls
   readOnly: true
 {{- end }}
-{{- if .Values.rls.enabled }}
+{{- if and .Values.rls.enabled (not .Values.rls.xds.server) }}
 {{- /* Mounted whole (no subPath), so that the kubelet updates the files and rlserver reloads them. */}}
 - name: rls
   mountPath: /etc/rlserver/rls
+  readOnly: true
+{{- end }}
+{{- if include "rlserver.xdsSecret" . }}
+- name: rls-xds
+  mountPath: /etc/rlserver/rls-xds
   readOnly: true
 {{- end }}
 {{- end }}
@@ -103,10 +108,16 @@ hold lost+found, and rlserver wipes its whole data directory when the cluster ha
     secretName: {{ .Values.tls.secret }}
     defaultMode: 0440
 {{- end }}
-{{- if .Values.rls.enabled }}
+{{- if and .Values.rls.enabled (not .Values.rls.xds.server) }}
 - name: rls
   configMap:
     name: {{ include "rlserver.rlsConfigMap" . }}
+{{- end }}
+{{- with include "rlserver.xdsSecret" . }}
+- name: rls-xds
+  secret:
+    secretName: {{ . }}
+    defaultMode: 0440
 {{- end }}
 {{- end }}
 

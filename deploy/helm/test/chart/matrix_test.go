@@ -27,7 +27,7 @@ type renderCase struct {
 // of checkInvariants, and what each case's values ask for.
 func TestRenderMatrix(t *testing.T) {
 	t.Parallel()
-	for _, tc := range renderCases() {
+	for _, tc := range append(renderCases(), xdsCases(t)...) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			want := defaults()
@@ -126,7 +126,7 @@ func checkDefaults(t *testing.T, r *rendering) {
 	if r.flags["protected-mode"] != "no" {
 		t.Errorf("--protected-mode=%s: without a password, protected mode would refuse every client of another pod", r.flags["protected-mode"])
 	}
-	for _, absent := range []string{"requirepass", "aclfile", "tls-port", "grpc-port", "status-page"} {
+	for _, absent := range []string{"requirepass", "aclfile", "tls-port", "grpc-port", "status-page", "rls-xds-server"} {
 		if _, ok := r.flags[absent]; ok {
 			t.Errorf("--%s by default", absent)
 		}
