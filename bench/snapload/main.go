@@ -258,6 +258,9 @@ func report(out *os.File, label string, samples []sample, windows []window, elec
 			n++
 		}
 	}
+	// The logs may cover more than the load (a script that runs several
+	// loads against the same nodes): only the snapshots it overlapped count.
+	windows = slices.DeleteFunc(slices.Clone(windows), func(w window) bool { return w.end.Before(first) || w.start.After(last) })
 	fmt.Fprintf(out, "# %d requests in %v (%.0f/s); %d snapshots: %s; %d elections (leaderships lost) during the load; "+
 		"of %d TRYAGAIN, %d in flight while a shard was held by a snapshot, %d within 2 s of an election\n",
 		len(samples), duration, float64(len(samples))/duration.Seconds(), len(windows), describeWindows(windows),
