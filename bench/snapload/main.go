@@ -10,6 +10,7 @@
 //
 //	snapload -addrs 127.0.0.1:6380 -rate 20000 -keys 1000000 -duration 60s -logs node.log
 //	snapload -addrs 127.0.0.1:6380,127.0.0.1:6381,127.0.0.1:6382 -logs n1.log,n2.log,n3.log ...
+//	snapload -addrs 127.0.0.1:6380 -duration 30m -until /tmp/moved ...   # until the file exists
 //
 // Keys are named as bench/fill -pad names them (user:000000000042), so a
 // load after a fill finds every key. It prints a summary, then one CSV line
@@ -27,6 +28,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,12 +42,13 @@ func main() {
 	logs := flag.String("logs", "", "the nodes' log files, comma-separated, read for the snapshots' windows after the run")
 	label := flag.String("label", "", "a label for the CSV lines")
 	series := flag.String("series", "", "also write the latencies over time to this file: per 100 ms of due times, the requests, their p99 and maximum, and whether a snapshot was in progress")
+	until := flag.String("until", "", "end the load once this file exists (looked for every 10 ms), or after -duration, whichever comes first")
 	flag.Parse()
 	if *rate <= 0 || *conns < 1 || *keys < 1 {
 		fmt.Fprintln(os.Stderr, "snapload: -rate, -conns and -keys must be positive")
 		os.Exit(2)
 	}
-	samples, err := load(strings.Split(*addrs, ","), *rate, *conns, *keys, *warmup, *duration)
+	samples, measured, err := load(strings.Split(*addrs, ","), *rate, *conns, *keys, *warmup, *duration, *until)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "snapload:", err)
 		os.Exit(1)
@@ -58,7 +61,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	report(os.Stdout, *label, samples, windows, elections, *duration)
+	report(os.Stdout, *label, samples, windows, elections, measured)
 	if *series != "" {
 		if err := writeSeries(*series, samples, windows); err != nil {
 			fmt.Fprintln(os.Stderr, "snapload:", err)
@@ -76,18 +79,19 @@ type sample struct {
 }
 
 // load runs the schedule over every node's connections and returns the
-// samples of the measured part.
-func load(addrs []string, rate float64, conns, keys int, warmup, duration time.Duration) ([]sample, error) {
+// samples of the measured part and how long it lasted: duration, or less
+// when the file until names appeared earlier.
+func load(addrs []string, rate float64, conns, keys int, warmup, duration time.Duration, until string) ([]sample, time.Duration, error) {
 	pools, err := keyPools(addrs, keys)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var cs []*conn
 	for n, addr := range addrs {
 		for i := range conns {
 			c, err := dial(addr, pools[n], uint64(n*conns+i))
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			defer c.nc.Close()
 			cs = append(cs, c)
@@ -96,7 +100,13 @@ func load(addrs []string, rate float64, conns, keys int, warmup, duration time.D
 	interval := time.Duration(float64(time.Second) * float64(len(cs)) / rate)
 	start := time.Now().Add(10 * time.Millisecond)
 	measureFrom := start.Add(warmup)
-	end := measureFrom.Add(duration)
+	end := &schedule{}
+	end.at.Store(measureFrom.Add(duration).UnixNano())
+	if until != "" {
+		stop := make(chan struct{})
+		defer close(stop)
+		go end.watch(until, stop)
+	}
 	var wg sync.WaitGroup
 	for i, c := range cs {
 		first := start.Add(interval * time.Duration(i) / time.Duration(len(cs)))
@@ -108,17 +118,44 @@ func load(addrs []string, rate float64, conns, keys int, warmup, duration time.D
 	var all []sample
 	for _, c := range cs {
 		if c.err != nil { // what the replies said first: a write fails after
-			return nil, c.err
+			return nil, 0, c.err
 		}
 		if c.sendErr != nil {
-			return nil, c.sendErr
+			return nil, 0, c.sendErr
 		}
 		all = append(all, c.samples...)
 	}
 	if len(all) == 0 {
-		return nil, errors.New("no replies measured")
+		return nil, 0, errors.New("no replies measured")
 	}
-	return all, nil
+	return all, max(0, end.time().Sub(measureFrom)), nil
+}
+
+// schedule is when the load ends, which watch brings forward once a file
+// exists: a script ends the load when what it measures is over.
+type schedule struct{ at atomic.Int64 } // Unix ns
+
+func (s *schedule) time() time.Time { return time.Unix(0, s.at.Load()) }
+
+// watch brings the end forward to the moment path exists, if that is
+// earlier; it returns then, at the end, or when stop is closed.
+func (s *schedule) watch(path string, stop <-chan struct{}) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			if now.After(s.time()) {
+				return
+			}
+			if _, err := os.Stat(path); err == nil {
+				s.at.Store(now.UnixNano())
+				return
+			}
+		}
+	}
 }
 
 // conn is one connection's schedule and what it measured.
@@ -147,9 +184,9 @@ func dial(addr string, keys []int32, seed uint64) (*conn, error) {
 
 // send writes the requests due by now, one write for all that are due, and
 // sleeps until the next is; it closes pending when the schedule ends.
-func (c *conn) send(next time.Time, interval time.Duration, end time.Time) {
+func (c *conn) send(next time.Time, interval time.Duration, s *schedule) {
 	defer close(c.pending)
-	for next.Before(end) {
+	for end := s.time(); next.Before(end); end = s.time() {
 		if d := time.Until(next); d > 0 {
 			time.Sleep(d)
 		}
@@ -221,6 +258,9 @@ func report(out *os.File, label string, samples []sample, windows []window, elec
 			n++
 		}
 	}
+	// The logs may cover more than the load (a script that runs several
+	// loads against the same nodes): only the snapshots it overlapped count.
+	windows = slices.DeleteFunc(slices.Clone(windows), func(w window) bool { return w.end.Before(first) || w.start.After(last) })
 	fmt.Fprintf(out, "# %d requests in %v (%.0f/s); %d snapshots: %s; %d elections (leaderships lost) during the load; "+
 		"of %d TRYAGAIN, %d in flight while a shard was held by a snapshot, %d within 2 s of an election\n",
 		len(samples), duration, float64(len(samples))/duration.Seconds(), len(windows), describeWindows(windows),
