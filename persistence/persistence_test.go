@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -189,5 +192,67 @@ func TestSnapshotStoreWritesBack(t *testing.T) {
 	got, err := io.ReadAll(rc)
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("read back %d bytes (%v), wrote %d", len(got), err, len(want))
+	}
+}
+
+// The store keeps the newest snapshotsRetained snapshots and deletes the
+// older ones itself once a new one is kept (raft's file store keeps one
+// more and never gets to delete one), so that a large file is shrunk
+// before it is unlinked.
+func TestSnapshotStoreKeepsTheNewestAndReapsTheRest(t *testing.T) {
+	dir := t.TempDir()
+	store, err := OpenSnapshotStore(dir, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for index := uint64(10); index <= 40; index += 10 {
+		sink, err := store.Create(raft.SnapshotVersionMax, index, 1, raft.Configuration{}, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sink.Write([]byte("state")); err != nil {
+			t.Fatal(err)
+		}
+		if err := sink.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sink.ID())
+		metas, err := store.List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(len(ids), snapshotsRetained); len(metas) != want || metas[0].ID != sink.ID() {
+			t.Fatalf("after snapshot %d: %d listed, the newest %q; want %d, the newest %q", index, len(metas), metas[0].ID, want, sink.ID())
+		}
+		for _, old := range ids[:max(len(ids)-snapshotsRetained, 0)] {
+			if _, err := os.Stat(filepath.Join(dir, snapshotsDir, old)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("after snapshot %d: %s is still there (%v)", index, old, err)
+			}
+		}
+	}
+}
+
+// shrink leaves an empty file, whatever its size against the step, and
+// takes a file already gone as shrunk.
+func TestShrinkEmptiesAFileAStepAtATime(t *testing.T) {
+	dir := t.TempDir()
+	for _, size := range []int64{0, 1, shrinkStep, 3*shrinkStep + 5} {
+		path := filepath.Join(dir, "state.bin")
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(path, size); err != nil { // sparse: nothing written
+			t.Fatal(err)
+		}
+		if err := shrink(path); err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		if st, err := os.Stat(path); err != nil || st.Size() != 0 {
+			t.Fatalf("size %d: after shrink %v, %v", size, st.Size(), err)
+		}
+	}
+	if err := shrink(filepath.Join(dir, "gone")); err != nil {
+		t.Errorf("a file already gone: %v", err)
 	}
 }

@@ -47,9 +47,9 @@ func (s *SnapshotStore) Create(version raft.SnapshotVersion, index, term uint64,
 	}
 	f, err := os.OpenFile(filepath.Join(s.dir, sink.ID()+snapshotTmpSuffix, snapshotStateFile), os.O_WRONLY, 0)
 	if err != nil {
-		return sink, nil
+		f = nil // written back when raft syncs it at close
 	}
-	return &writingBackSink{SnapshotSink: sink, f: f}, nil
+	return &writingBackSink{SnapshotSink: sink, f: f, store: s}, nil
 }
 
 // writingBackSink is a snapshot's sink that writes its file back to the
@@ -58,12 +58,13 @@ type writingBackSink struct {
 	raft.SnapshotSink
 	f               *os.File // the state's file, opened again to write it back
 	written, synced int64
+	store           *SnapshotStore // reaps the snapshots beyond those retained once this one is kept
 }
 
 func (s *writingBackSink) Write(p []byte) (int, error) {
 	n, err := s.SnapshotSink.Write(p)
 	s.written += int64(n)
-	if err == nil && s.written-s.synced >= writeBackStep {
+	if err == nil && s.f != nil && s.written-s.synced >= writeBackStep {
 		// An error here only leaves more for the sync at close, whose
 		// error is the one that counts.
 		_ = writeBack(s.f, s.synced, s.written-s.synced)
@@ -72,10 +73,15 @@ func (s *writingBackSink) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Close closes the snapshot (raft syncs it), once.
+// Close closes the snapshot (raft syncs it), once, and then deletes the
+// snapshots beyond those retained.
 func (s *writingBackSink) Close() error {
 	s.closeFile()
-	return s.SnapshotSink.Close()
+	if err := s.SnapshotSink.Close(); err != nil {
+		return err
+	}
+	s.store.reapShrinking()
+	return nil
 }
 
 // Cancel abandons the snapshot.

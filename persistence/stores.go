@@ -100,9 +100,10 @@ func openLogStoreAt(path string) (Store, error) {
 const snapshotsRetained = 2
 
 // OpenSnapshotStore opens a shard's snapshot directory; the store logs
-// through logger.
+// through logger. Raft's file store is told to keep one snapshot more than
+// snapshotsRetained: the store deletes that one itself (reapShrinking).
 func OpenSnapshotStore(shardDir string, logger hclog.Logger) (*SnapshotStore, error) {
-	store, err := raft.NewFileSnapshotStoreWithLogger(shardDir, snapshotsRetained, logger)
+	store, err := raft.NewFileSnapshotStoreWithLogger(shardDir, snapshotsRetained+1, logger)
 	if err != nil {
 		return nil, fmt.Errorf("open snapshots in %s: %w", shardDir, err)
 	}
