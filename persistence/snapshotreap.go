@@ -11,9 +11,8 @@ import (
 // Raft's file store deletes the snapshots beyond those it retains when a
 // new one is closed, one unlink each. On ext4 the unlink of a file of
 // hundreds of megabytes frees all its extents in one journal transaction,
-// and the log's next fsync, a commit's, waits for it: a 1 GB snapshot's
-// unlink took 220–460 ms here, and a 4 KiB write's fsync beside it up to
-// 60–100 ms against 3–13 ms outside (docs/performance.md, "Snapshots
+// and the log's next fsync, a commit's, waits for it (a 1 GB file's unlink
+// and the fsyncs beside it are measured in docs/performance.md, "Snapshots
 // without a pause"). So raft's store keeps one snapshot more than
 // snapshotsRetained, and the store deletes that one itself once each new
 // snapshot is kept, shrinking its file a step at a time first: each
