@@ -198,7 +198,7 @@ func start(o options, log *slog.Logger) (r *running, err error) {
 	if err != nil {
 		return nil, err
 	}
-	closeObs := taken.add(obs.close)
+	taken.add(obs.close)
 	if obs.latency != nil {
 		cfg.Observer = obs.latency
 	}
@@ -206,7 +206,7 @@ func start(o options, log *slog.Logger) (r *running, err error) {
 	if r.shards, r.node, r.mode, err = openShards(o, lns.clientAddr(), clock, faults.disk, log); err != nil {
 		return nil, err
 	}
-	closeShards := taken.add(func() { r.shards.Close() })
+	taken.add(func() { r.shards.Close() })
 	wireShards(o, &cfg, r)
 	if lns.fed != nil {
 		if r.fed, err = newFederation(o, r.shards, r.node, log); err != nil {
@@ -231,13 +231,12 @@ func start(o options, log *slog.Logger) (r *running, err error) {
 	// From here on a failure also stops what was started above, before the
 	// shards it uses; serve closes the metrics' listener itself when it
 	// fails.
-	*closeObs = func() {}
-	*closeShards = func() {
+	taken = releases{lns.close, func() {
 		r.closeFederation()
 		r.front.close()
 		stopHTTP(r.http, log)
 		r.shards.Close()
-	}
+	}}
 	if r.m, err = obs.serve(o, r.shards, r.node, r.srv, r.front, r.fed, r.http, log); err != nil {
 		return nil, err
 	}
@@ -261,19 +260,15 @@ func wireShards(o options, cfg *server.Config, r *running) {
 // releases are what a failed start gives back, in the order they were
 // taken: the listeners first, so that nothing new arrives while the rest
 // stops.
-type releases []*func()
+type releases []func()
 
-// add records a release and returns it, so that the caller may replace it
-// once the release is someone else's to make.
-func (t *releases) add(f func()) *func() {
-	*t = append(*t, &f)
-	return &f
-}
+// add records a release.
+func (t *releases) add(f func()) { *t = append(*t, f) }
 
 // release makes every recorded release, oldest first.
 func (t releases) release() {
 	for _, f := range t {
-		(*f)()
+		f()
 	}
 }
 
