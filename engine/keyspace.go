@@ -94,7 +94,7 @@ func (ks *keyspace) find(key []byte) int32 {
 	h := ks.hash(key)
 	s := ks.index.segment(h)
 	fp := fingerprint7(h)
-	for i := h & segmentMask; ; i = (i + 1) & segmentMask {
+	for i := s.home(h); ; i = s.next(i) {
 		switch s.ctrl[i] {
 		case ctrlEmpty:
 			return -1
@@ -316,7 +316,7 @@ func (ks *keyspace) prefetch(cmds []Command) {
 	for i := range cmds {
 		h := ks.hash(cmds[i].Key)
 		s := ks.index.segment(h)
-		j := h & segmentMask
+		j := s.home(h)
 		named[i] = -1
 		if s.ctrl[j] >= 0x80 {
 			named[i] = s.slots[j]
