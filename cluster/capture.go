@@ -35,13 +35,16 @@ type capture struct {
 	held   time.Duration
 	copies int64
 	size   int
+	// step is how many chunk pointers fill takes under the lock at a time
+	// (fillStep; tests take fewer, to interleave more).
+	step int
 }
 
 // startCapture freezes r's state. r.mu must be held; end the capture
 // (end) when done with it.
 func (r *replica) startCapture() *capture {
 	start := time.Now()
-	c := &capture{r: r, shard: r.shard, c: r.shard.Capture(), copies: r.shard.CaptureCopies()}
+	c := &capture{r: r, shard: r.shard, c: r.shard.CaptureInSteps(), copies: r.shard.CaptureCopies(), step: fillStep}
 	c.taken = time.Now()
 	c.held = c.taken.Sub(start)
 	r.captures = append(r.captures, c)
@@ -60,6 +63,7 @@ func (r *replica) applyLocked(us int64, cmds []engine.Command, results []engine.
 // writeFrame writes the captured state to w as a snapshot frame
 // (persistence.WriteSnapshot's), part by part as it is encoded.
 func (c *capture) writeFrame(w io.Writer) error {
+	c.fill()
 	sw, err := persistence.NewSnapshotWriter(w, engine.SnapshotFormat, uint64(c.c.Size()))
 	c.size = c.c.Size()
 	if err != nil {
@@ -67,18 +71,46 @@ func (c *capture) writeFrame(w io.Writer) error {
 	}
 	var part []byte
 	for c.c.Encoded() < c.c.Parts() {
-		part = c.c.AppendNext(part[:0])
+		part = part[:0]
+		for k := 0; k < partsPerYield && c.c.Encoded() < c.c.Parts(); k++ {
+			part = c.c.AppendNext(part)
+		}
 		if _, err := sw.Write(part); err != nil {
 			return err
 		}
 		c.done.Store(int64(c.c.Encoded()))
-		// A part is some 10 µs of work: a batch or a connection waiting
-		// for a processor (two, on a small machine) gets one now, not at
-		// the scheduler's next preemption, up to 10 ms away.
+		// That was some 10 µs of work: a batch or a connection waiting for
+		// a processor (two, on a small machine) gets one now, not at the
+		// scheduler's next preemption, up to 10 ms away.
 		runtime.Gosched()
 	}
 	return sw.Close()
 }
+
+// fill takes the captured chunk pointers, fillStep at a time under the
+// replica's lock, between the shard's batches: at 30 million keys there
+// are 940,000 of them, and taken at once they held the shard for
+// milliseconds.
+func (c *capture) fill() {
+	c.c.Reserve()
+	for {
+		c.r.mu.Lock()
+		done := c.shard.FillCapture(c.c, c.step)
+		c.r.mu.Unlock()
+		if done {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// fillStep is how many chunk pointers fill takes a step: a million keys'
+// worth, two copies of 256 KiB, tens of microseconds.
+const fillStep = 32768
+
+// partsPerYield is how many parts (chunks of records) writeFrame encodes
+// between two yields of its processor: 256 records.
+const partsPerYield = 8
 
 // end tells the shard the capture is over: it keeps nothing more for it.
 // With a log, when it was written, it says what the capture cost: how long the shard waited

@@ -49,8 +49,9 @@ func randomEntry(rng *rand.Rand, now int64) *raft.Log {
 // A snapshot Raft takes while entries go on applying (Snapshot on the
 // FSM's goroutine, Persist on another, as hashicorp/raft does) holds the
 // state at the entry it was taken after, and restores to that state's
-// digest. Run with -race, it also shows that Persist reads nothing the
-// applies write.
+// digest, its chunk pointers taken a few at a time while entries apply
+// (so that chunks are written before their turn). Run with -race, it also
+// shows that Persist reads nothing the applies write.
 func TestSnapshotHoldsItsIndexWhileEntriesApply(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	f := newShardFSM(0, &observerSlot{}, nil, nil)
@@ -66,6 +67,7 @@ func TestSnapshotHoldsItsIndexWhileEntriesApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	snap.(*fsmSnapshot).capture.step = 3
 	sink := &memorySink{gate: make(chan struct{})}
 	persisted := make(chan error, 1)
 	go func() { persisted <- snap.Persist(sink) }()

@@ -8,13 +8,16 @@ import (
 
 // A Capture is a shard's state frozen at one instant, which another
 // goroutine encodes as a snapshot (AppendSnapshot's bytes) while the shard
-// goes on applying commands. Taking one costs the shard a copy of its
-// chunk pointers (two words and a half for 256 keys: 1 MiB at 30 million
-// keys, well under a millisecond), never a pass over the keys.
+// goes on applying commands. Taking one costs the shard nothing that grows
+// with its keys (CaptureInSteps): the capture takes the shard's chunk
+// pointers (two words for 32 keys, 15 MiB at 30 million keys) a step at a
+// time between the shard's batches (FillCapture), and before the shard
+// writes a chunk the capture has not yet taken, it keeps the original for
+// it (Capture.early).
 //
 // The capture keeps the chunks of records (recordStore) and their extras
 // as they were; from then on the shard writes no chunk the capture still
-// needs: before its first write to one, it copies the chunk (14 KiB) and
+// needs: before its first write to one, it copies the chunk (ChunkBytes) and
 // its extras' maps, and writes the copy (recordStore.own); the slices a
 // record holds (logs, hashes, lists, holders) are copied the first time
 // the record is found (chunkExtras.ownValues). Chunks the capture has
@@ -35,13 +38,29 @@ import (
 // captures, and the goroutine that encodes one reads only what no one
 // writes any more.
 type Capture struct {
-	view     keyspace // the records, extras and parameter sets as captured
-	now      int64
-	evict    int
-	settings []byte // the sections after the layout
-	tail     []byte // the layout and settings sections, once prepared
-	size     int    // the payload's length, once prepared
-	encoded  int    // parts appended
+	view keyspace // the records, extras and parameter sets as captured
+	// src are the shard's chunk pointers and extras when it was taken,
+	// which FillCapture copies into view, filled of them so far; early
+	// are the originals of chunks the shard copied before their turn
+	// (recordStore.own), which FillCapture takes instead. Only the shard's
+	// goroutine (or its lock's holder) reads src and early: after a
+	// flush, nothing writes src's arrays any more.
+	src       []*recordChunk
+	srcExtras []*chunkExtras
+	early     map[int32]frozenChunk
+	filled    int
+	settings  []byte // the sections after the layout
+	now       int64
+	evict     int
+	tail      []byte // the layout and settings sections, once prepared
+	size      int    // the payload's length, once prepared
+	encoded   int    // parts appended
+}
+
+// frozenChunk is a chunk as a capture took it: its records and extras.
+type frozenChunk struct {
+	chunk  *recordChunk
+	extras *chunkExtras
 }
 
 // copyOnWrite is a record store's bookkeeping of the captures in
@@ -91,8 +110,15 @@ func (w *copyOnWrite) needs(c int32) bool {
 	return false
 }
 
-// owned notes that chunk c was just copied from orig.
-func (w *copyOnWrite) owned(c int32, orig *recordChunk) {
+// owned notes that chunk c was just copied from orig, whose extras were
+// origExtras: a capture that needs it and has not yet taken it
+// (FillCapture) keeps it.
+func (w *copyOnWrite) owned(c int32, orig *recordChunk, origExtras *chunkExtras) {
+	for _, l := range w.live {
+		if w.gens[c] < l.epoch && int(c) >= l.c.filled {
+			l.c.early[c] = frozenChunk{orig, origExtras}
+		}
+	}
 	w.gens[c] = w.epoch
 	w.copies++
 	if len(w.live) == 1 {
@@ -128,18 +154,32 @@ func (w *copyOnWrite) progress(l *liveCapture, done int32) {
 
 // Capture freezes the shard's state as of the last command applied, for
 // the caller to encode (Size, AppendNext) on any goroutine while the shard
-// goes on. Call EndCapture when done with it, on the shard's goroutine, as
-// Capture and CaptureProgress are called.
+// goes on, taking its chunk pointers at once. Call EndCapture when done
+// with it, on the shard's goroutine, as Capture and CaptureProgress are
+// called.
 func (s *Shard) Capture() *Capture {
+	c := s.CaptureInSteps()
+	s.FillCapture(c, len(c.src))
+	return c
+}
+
+// CaptureInSteps freezes the shard's state as Capture does, but takes none
+// of its chunk pointers yet: FillCapture takes them, as many a call as the
+// caller likes, called as Capture is (on the shard's goroutine, between
+// its commands); the capture is encoded once they are all taken. So a
+// capture of millions of keys never holds the shard for a copy of
+// megabytes of pointers.
+func (s *Shard) CaptureInSteps() *Capture {
 	ks := &s.keys
 	w := &ks.records.cow
 	w.epoch++
 	c := &Capture{
+		src:       ks.records.chunks,
+		srcExtras: ks.records.extras,
+		early:     make(map[int32]frozenChunk),
 		view: keyspace{
 			records: recordStore{
-				chunks: slices.Clone(ks.records.chunks),
-				extras: slices.Clone(ks.records.extras),
-				n:      ks.records.n,
+				n: ks.records.n,
 			},
 			params:  paramTable{sets: ks.params.sets},
 			freeTop: ks.freeTop,
@@ -159,13 +199,49 @@ func (s *Shard) Capture() *Capture {
 	return c
 }
 
+// Reserve allocates the capture's view of the chunk pointers, which
+// FillCapture fills. It touches only the capture: call it on the goroutine
+// that encodes it, outside the shard's lock, so that the shard never waits
+// for megabytes to be zeroed. FillCapture calls it otherwise.
+func (c *Capture) Reserve() {
+	if c.view.records.chunks == nil && len(c.src) > 0 {
+		c.view.records.chunks = make([]*recordChunk, len(c.src))
+		c.view.records.extras = make([]*chunkExtras, len(c.src))
+	}
+}
+
+// FillCapture takes up to n more of c's chunk pointers (two copies of 8n
+// bytes) and reports whether it has them all. The original of a chunk the
+// shard copied since c was taken is taken instead of the chunk. It reads
+// only what the shard had when c was taken, so a capture of a keyspace
+// since flushed fills as well.
+func (s *Shard) FillCapture(c *Capture, n int) bool {
+	c.Reserve()
+	v := &c.view.records
+	from, end := c.filled, min(c.filled+max(n, 0), len(c.src))
+	copy(v.chunks[from:end], c.src[from:end])
+	if from < len(c.srcExtras) {
+		copy(v.extras[from:end], c.srcExtras[from:min(end, len(c.srcExtras))])
+	}
+	// The originals kept are all at or past from, and few: the chunks the
+	// shard wrote first since c was taken, while it was being filled.
+	for k, o := range c.early {
+		if int(k) < end {
+			v.chunks[k], v.extras[k] = o.chunk, o.extras
+			delete(c.early, k)
+		}
+	}
+	c.filled = end
+	return end == len(c.src)
+}
+
 // CaptureProgress tells the shard that c has encoded its first parts
 // (Encoded): it need not keep their chunks any longer.
 func (s *Shard) CaptureProgress(c *Capture, parts int) {
 	w := &s.keys.records.cow
 	for k := range w.live {
 		if w.live[k].c == c {
-			w.progress(&w.live[k], int32(min(parts, len(c.view.records.chunks))))
+			w.progress(&w.live[k], int32(min(parts, len(c.src))))
 		}
 	}
 }
@@ -178,7 +254,7 @@ func (s *Shard) EndCapture(c *Capture) {
 	w := &ks.records.cow
 	for k := range w.live {
 		if w.live[k].c == c {
-			w.progress(&w.live[k], int32(len(c.view.records.chunks)))
+			w.progress(&w.live[k], int32(len(c.src)))
 		}
 	}
 	w.live = slices.DeleteFunc(w.live, func(l liveCapture) bool { return l.c == c })
@@ -206,7 +282,7 @@ func (c *Capture) Size() int {
 
 // Parts is how many parts AppendNext appends: one a chunk of records, at
 // least one.
-func (c *Capture) Parts() int { return max(1, len(c.view.records.chunks)) }
+func (c *Capture) Parts() int { return max(1, len(c.src)) }
 
 // Encoded is how many parts AppendNext has appended.
 func (c *Capture) Encoded() int { return c.encoded }
@@ -248,6 +324,9 @@ func (c *Capture) AppendNext(b []byte) []byte {
 func (c *Capture) prepare() {
 	if c.tail != nil {
 		return
+	}
+	if c.filled < len(c.src) {
+		panic("engine: a capture encoded before FillCapture took all its chunks")
 	}
 	ks := &c.view
 	c.tail = append(layoutSection(nil, ks.freeList(), ks.sweep, c.evict), c.settings...)

@@ -67,6 +67,8 @@ type inFlight struct {
 	digest       string
 	reportsDone  bool // tells the shard how far it has encoded
 	partsPerStep int
+	fillPerStep  int // chunks FillCapture takes a step; 0: all at once
+	sized        bool
 }
 
 // A capture encodes the state as it was when it was taken, whatever the
@@ -87,14 +89,24 @@ func TestCaptureWhileWriting(t *testing.T) {
 			s.Apply(times[i], cmds[i:i+1], out)
 			control.Apply(times[i], cmds[i:i+1], out)
 			if len(flying) < 2 && rng.IntN(400) == 0 {
-				f := &inFlight{want: s.AppendSnapshot(nil), digest: s.digest(), reportsDone: rng.IntN(2) == 0, partsPerStep: rng.IntN(3)}
-				f.c = s.Capture()
-				if f.c.Size() != len(f.want) {
-					t.Fatalf("seed %d: a capture sized %d, its snapshot %d", seed, f.c.Size(), len(f.want))
+				f := &inFlight{want: s.AppendSnapshot(nil), digest: s.digest(), reportsDone: rng.IntN(2) == 0, partsPerStep: rng.IntN(3), fillPerStep: rng.IntN(3)}
+				if f.fillPerStep == 0 {
+					f.c = s.Capture()
+				} else {
+					f.c = s.CaptureInSteps()
 				}
 				flying = append(flying, f)
 			}
 			for _, f := range flying {
+				if !s.FillCapture(f.c, f.fillPerStep) {
+					continue
+				}
+				if !f.sized {
+					if f.c.Size() != len(f.want) {
+						t.Fatalf("seed %d: a capture sized %d, its snapshot %d", seed, f.c.Size(), len(f.want))
+					}
+					f.sized = true
+				}
 				for range f.partsPerStep {
 					f.got = f.c.AppendNext(f.got)
 				}
@@ -106,6 +118,7 @@ func TestCaptureWhileWriting(t *testing.T) {
 				if f.c.Encoded() < f.c.Parts() && i < len(cmds)-1 {
 					return false
 				}
+				s.FillCapture(f.c, len(f.c.src))
 				for f.c.Encoded() < f.c.Parts() {
 					f.got = f.c.AppendNext(f.got)
 				}

@@ -25,7 +25,7 @@ type chunkExtras struct {
 	// the extras (clone) shares them until ownValues copies them, before
 	// the record is first read to be changed. Strings are never changed in
 	// place, so the copies share them for good.
-	shared [chunkRecords / 64]uint64
+	shared [(chunkRecords + 63) / 64]uint64
 }
 
 // clone copies e's maps, sharing their values, all marked shared.

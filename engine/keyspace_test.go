@@ -75,8 +75,8 @@ func TestSizes(t *testing.T) {
 	}
 	// The size classes the chunks and segments are sized for: a chunk fills
 	// its class exactly, and a segment's arrays take what segmentSizes says.
-	if got := unsafe.Sizeof(recordChunk{}); got != 14336 {
-		t.Errorf("a record chunk takes %d bytes, not the size class of 14,336", got)
+	if got := allocated(func() { sinkChunk = new(recordChunk) }); got != int64(unsafe.Sizeof(recordChunk{})) || got != ChunkBytes {
+		t.Errorf("a record chunk allocates %d bytes, for %d of records", got, ChunkBytes)
 	}
 	for _, size := range segmentSizes {
 		n := int(size.slots)
@@ -95,6 +95,7 @@ var (
 	sinkCtrl    []uint8
 	sinkSlots   []int32
 	sinkSegment *indexSegment
+	sinkChunk   *recordChunk
 )
 
 // allocated is what one call of f allocates, as the runtime counts it:
@@ -217,7 +218,8 @@ func TestIndexBytesPerKeyStayLowAtEveryCount(t *testing.T) {
 // Growing the keyspace allocates little more than it keeps: records come
 // in chunks that never move, and the index grows a segment at a time, each
 // segment leaving behind the arrays of its smaller sizes (keyindex.go):
-// under four times what the index keeps, a tenth of the whole. (A slice
+// under four times what the index keeps, a tenth of the whole; the slices
+// of chunk pointers double as they grow, a few bytes for 32 keys. (A slice
 // and a table grown by doubling allocated about three times what they
 // kept, all of it.)
 func TestKeyspaceGrowsWithoutGarbage(t *testing.T) {
@@ -232,7 +234,7 @@ func TestKeyspaceGrowsWithoutGarbage(t *testing.T) {
 	}
 	runtime.ReadMemStats(&after)
 	allocated, kept := int64(after.TotalAlloc-before.TotalAlloc), ks.bytes()
-	if allocated > kept+4*ks.index.bytes()+64<<10 {
+	if allocated > kept+kept/50+4*ks.index.bytes()+64<<10 {
 		t.Fatalf("%d keys allocated %d bytes and keep %d, %d of them the index's", n, allocated, kept, ks.index.bytes())
 	}
 	if perKey := kept / n; perKey > recordSize+8 {

@@ -19,17 +19,26 @@ package engine
 // the capture keeps the original.
 type recordStore struct {
 	chunks []*recordChunk
-	extras []*chunkExtras // by chunk; nil: its records hold nothing outside
-	n      int32          // records in use or free, numbered 0 to n-1
+	// extras are by chunk, up to the last chunk that has had any (nil, or
+	// past the end: its records hold nothing outside), so that a keyspace
+	// of short keys and counters pays nothing for them.
+	extras []*chunkExtras
+	n      int32 // records in use or free, numbered 0 to n-1
 	cow    copyOnWrite
 }
 
-// chunkShift sets the chunk size: 256 records of 56 bytes, 14,336 bytes, one
-// of the runtime's size classes exactly (no rounding lost), small enough
-// that a shard with a handful of keys holds little, and that copying one
-// before a write takes about a microsecond.
+// chunkShift sets the chunk size: 32 records of 56 bytes, 1,792 bytes, one
+// of the runtime's size classes exactly (no rounding lost). What sets it is
+// the copy a capture makes before the shard writes a chunk (capture.go):
+// under a load that writes random keys nearly every write during a capture
+// copies a chunk, and at 256 records (14 KiB) that copy made a decision
+// five times slower while a snapshot was written
+// (docs/performance.md#smaller-chunks). What it costs is 12 bytes of
+// bookkeeping a chunk (its pointer and its generation; its extras' pointer
+// too once its records hold something outside): 0.4 bytes a key, against
+// 0.08 at 256.
 const (
-	chunkShift   = 8
+	chunkShift   = 5
 	chunkRecords = 1 << chunkShift
 	chunkMask    = chunkRecords - 1
 )
@@ -63,7 +72,6 @@ func (s *recordStore) grow() int32 {
 	i := s.n
 	if int(i>>chunkShift) == len(s.chunks) {
 		s.chunks = append(s.chunks, new(recordChunk))
-		s.extras = append(s.extras, nil)
 		s.cow.added()
 	}
 	s.n++
@@ -78,13 +86,13 @@ func (s *recordStore) own(c int32) {
 	if !s.cow.needs(c) {
 		return
 	}
-	orig, copied := s.chunks[c], s.cow.chunk()
+	orig, origExtras, copied := s.chunks[c], s.ext(c), s.cow.chunk()
 	*copied = *orig
 	s.chunks[c] = copied
-	if e := s.extras[c]; e != nil {
-		s.extras[c] = e.clone()
+	if origExtras != nil {
+		s.extras[c] = origExtras.clone()
 	}
-	s.cow.owned(c, orig)
+	s.cow.owned(c, orig, origExtras)
 }
 
 // ownRecord makes record i, and the slices it holds, the live state's
@@ -95,13 +103,18 @@ func (s *recordStore) ownRecord(i int32) {
 	}
 	c := i >> chunkShift
 	s.own(c)
-	if e := s.extras[c]; e != nil {
+	if e := s.ext(c); e != nil {
 		e.ownValues(i)
 	}
 }
 
 // ext returns chunk c's extras to read (nil: none).
-func (s *recordStore) ext(c int32) *chunkExtras { return s.extras[c] }
+func (s *recordStore) ext(c int32) *chunkExtras {
+	if int(c) < len(s.extras) {
+		return s.extras[c]
+	}
+	return nil
+}
 
 // extMut returns the extras of record i's chunk to write, creating them
 // when there are none, with record i's values (logs, hashes, lists,
@@ -109,6 +122,9 @@ func (s *recordStore) ext(c int32) *chunkExtras { return s.extras[c] }
 func (s *recordStore) extMut(i int32) *chunkExtras {
 	s.ownRecord(i)
 	c := i >> chunkShift
+	if n := int(c) + 1 - len(s.extras); n > 0 {
+		s.extras = append(s.extras, make([]*chunkExtras, n)...)
+	}
 	e := s.extras[c]
 	if e == nil {
 		e = new(chunkExtras)

@@ -84,8 +84,8 @@ type Stats struct {
 	// grant of theirs expired.
 	ShareGrants, ShareReturned, ShareLapsed int64
 	// Captures are the captures in progress (capture.go); CaptureCopies
-	// counts the chunks of 256 records copied for them, each about 14 KiB
-	// and what its records hold outside.
+	// counts the chunks of records copied for them (ChunkBytes each) and
+	// what their records hold outside.
 	Captures      int
 	CaptureCopies int64
 	// ReservationsPending are RL.RESERVE's reservations neither settled
