@@ -10,7 +10,7 @@ import (
 // goroutine encodes as a snapshot (AppendSnapshot's bytes) while the shard
 // goes on applying commands. Taking one costs the shard nothing that grows
 // with its keys (CaptureInSteps): the capture takes the shard's chunk
-// pointers (two words for 32 keys, 15 MiB at 30 million keys) a step at a
+// pointers (two words for 256 keys, 2 MiB at 30 million keys) a step at a
 // time between the shard's batches (FillCapture), and before the shard
 // writes a chunk the capture has not yet taken, it keeps the original for
 // it (Capture.early).

@@ -219,7 +219,7 @@ func TestIndexBytesPerKeyStayLowAtEveryCount(t *testing.T) {
 // in chunks that never move, and the index grows a segment at a time, each
 // segment leaving behind the arrays of its smaller sizes (keyindex.go):
 // under four times what the index keeps, a tenth of the whole; the slices
-// of chunk pointers double as they grow, a few bytes for 32 keys. (A slice
+// of chunk pointers double as they grow, a few bytes for 256 keys. (A slice
 // and a table grown by doubling allocated about three times what they
 // kept, all of it.)
 func TestKeyspaceGrowsWithoutGarbage(t *testing.T) {

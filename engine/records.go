@@ -27,18 +27,16 @@ type recordStore struct {
 	cow    copyOnWrite
 }
 
-// chunkShift sets the chunk size: 32 records of 56 bytes, 1,792 bytes, one
-// of the runtime's size classes exactly (no rounding lost). What sets it is
-// the copy a capture makes before the shard writes a chunk (capture.go):
-// under a load that writes random keys nearly every write during a capture
-// copies a chunk, and at 256 records (14 KiB) that copy made a decision
-// five times slower while a snapshot was written
-// (docs/performance.md#smaller-chunks). What it costs is 12 bytes of
-// bookkeeping a chunk (its pointer and its generation; its extras' pointer
-// too once its records hold something outside): 0.4 bytes a key, against
-// 0.08 at 256.
+// chunkShift sets the chunk size: 256 records of 56 bytes, 14,336 bytes, one
+// of the runtime's size classes exactly (no rounding lost), small enough
+// that a shard with a handful of keys holds little, and that copying one
+// before a write takes about a microsecond. Chunks of 32 records made a
+// capture's copies an eighth as large, but cost 1.6 bytes a key more at
+// 30M keys (the chunk pointers, and the collector's headroom for scanning
+// them) and a tenth of a restore's speed, for no gain in the latency of
+// decisions during a snapshot (docs/performance.md#smaller-chunks).
 const (
-	chunkShift   = 5
+	chunkShift   = 8
 	chunkRecords = 1 << chunkShift
 	chunkMask    = chunkRecords - 1
 )
