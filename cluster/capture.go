@@ -71,17 +71,14 @@ func (c *capture) writeFrame(w io.Writer) error {
 	}
 	var part []byte
 	for c.c.Encoded() < c.c.Parts() {
-		part = part[:0]
-		for k := 0; k < partsPerYield && c.c.Encoded() < c.c.Parts(); k++ {
-			part = c.c.AppendNext(part)
-		}
+		part = c.c.AppendNext(part[:0])
 		if _, err := sw.Write(part); err != nil {
 			return err
 		}
 		c.done.Store(int64(c.c.Encoded()))
-		// That was some 10 µs of work: a batch or a connection waiting for
-		// a processor (two, on a small machine) gets one now, not at the
-		// scheduler's next preemption, up to 10 ms away.
+		// A part is some 10 µs of work: a batch or a connection waiting
+		// for a processor (two, on a small machine) gets one now, not at
+		// the scheduler's next preemption, up to 10 ms away.
 		runtime.Gosched()
 	}
 	return sw.Close()
@@ -107,10 +104,6 @@ func (c *capture) fill() {
 // fillStep is how many chunk pointers fill takes a step: a million keys'
 // worth, two copies of 32 KiB, a few microseconds.
 const fillStep = 4096
-
-// partsPerYield is how many parts (chunks of records) writeFrame encodes
-// between two yields of its processor: 256 records.
-const partsPerYield = 8
 
 // end tells the shard the capture is over: it keeps nothing more for it.
 // With a log, when it was written, it says what the capture cost: how long the shard waited
