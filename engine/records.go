@@ -29,12 +29,14 @@ type recordStore struct {
 
 // chunkShift sets the chunk size: 256 records of 56 bytes, 14,336 bytes, one
 // of the runtime's size classes exactly (no rounding lost), small enough
-// that a shard with a handful of keys holds little, and that copying one
-// before a write takes about a microsecond. Chunks of 32 records made a
-// capture's copies an eighth as large, but cost 1.6 bytes a key more at
+// that a shard with a handful of keys holds little. Copying one before a
+// write costs a decision some microseconds while a capture is in progress
+// (5.5x a decision outside one, measured in the engine at 10M keys).
+// Chunks of 32 records made that 2.3x, but cost 1.6 bytes a key more at
 // 30M keys (the chunk pointers, and the collector's headroom for scanning
-// them) and a tenth of a restore's speed, for no gain in the latency of
-// decisions during a snapshot (docs/performance.md#smaller-chunks).
+// them) and an eighth of a restore's speed, while decisions during a
+// snapshot stayed 2-4x slower at p99 than outside one
+// (docs/performance.md#smaller-chunks).
 const (
 	chunkShift   = 8
 	chunkRecords = 1 << chunkShift
