@@ -20,9 +20,10 @@ import "hash/maphash"
 // 7/8 full (just before a wave of splits) and 7/16 (just after): from 6.6
 // bytes a key at 27M keys to 11.0 at 31M. With sizes 1.3 and 1.5 times
 // the smallest, every segment stays between 0.66 and 7/8 full as keys are
-// added, whatever their count. What that costs is the arrays a segment leaves behind at each step
-// (a few kilobytes for the collector) and placing every key about twice more
-// as the index grows (docs/performance.md#memory).
+// added, whatever their count. What that costs is the arrays a segment
+// leaves behind at each step (a few kilobytes for the collector) and
+// placing every key about twice more as the index grows
+// (docs/performance.md#memory).
 //
 // Each slot is a control byte (empty, deleted, or 0x80 and seven bits of the
 // key's hash) and a record number, kept in two arrays: a probe reads control
