@@ -173,13 +173,14 @@ func TestSnapshotStoreWritesBack(t *testing.T) {
 		t.Fatalf("a sink of %T: the snapshot's file is not where raft's file store kept it", sink)
 	}
 	want := bytes.Repeat([]byte("0123456789abcdef"), (2*writeBackStep+100)/16)
-	for p := want; len(p) > 0; p = p[min(len(p), 1<<20):] {
-		if _, err := sink.Write(p[:min(len(p), 1<<20)]); err != nil {
+	const piece = writeBackStep / 4
+	for p := want; len(p) > 0; p = p[min(len(p), piece):] {
+		if _, err := sink.Write(p[:min(len(p), piece)]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if wb.synced < 2*writeBackStep-(1<<20) {
-		t.Errorf("%d bytes written back of %d", wb.synced, len(want))
+	if wb.synced != 2*writeBackStep {
+		t.Errorf("%d bytes written back of %d, want the two whole steps (%d)", wb.synced, len(want), 2*writeBackStep)
 	}
 	if err := sink.Close(); err != nil {
 		t.Fatal(err)
