@@ -49,8 +49,10 @@ type replica struct {
 	// goroutines (Stats, INFO, a read-only command) look between batches.
 	mu    sync.Mutex
 	shard *engine.Shard
-	// captures are the snapshots of the shard being written (capture.go).
-	captures []*capture
+	// captures are the snapshots of the shard being written (capture.go),
+	// encoded at priority snapshotNice (encoder.go).
+	captures     []*capture
+	snapshotNice int
 }
 
 func newReplica(index int, observer *observerSlot, scripts engine.ScriptRunner) replica {

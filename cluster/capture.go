@@ -61,9 +61,19 @@ func (r *replica) applyLocked(us int64, cmds []engine.Command, results []engine.
 }
 
 // writeFrame writes the captured state to w as a snapshot frame
-// (persistence.WriteSnapshot's), part by part as it is encoded.
+// (persistence.WriteSnapshot's): it takes the chunk pointers under the
+// replica's lock, at the server's priority, then the encoder (encoder.go)
+// sizes the state and writes it part by part as it is encoded.
 func (c *capture) writeFrame(w io.Writer) error {
 	c.fill()
+	var err error
+	encoders.run(c.r.snapshotNice, func() { err = c.encode(w) })
+	return err
+}
+
+// encode sizes the captured state and writes it to w as a snapshot frame,
+// part by part as it is encoded.
+func (c *capture) encode(w io.Writer) error {
 	sw, err := persistence.NewSnapshotWriter(w, engine.SnapshotFormat, uint64(c.c.Size()))
 	c.size = c.c.Size()
 	if err != nil {
@@ -77,8 +87,8 @@ func (c *capture) writeFrame(w io.Writer) error {
 		}
 		c.done.Store(int64(c.c.Encoded()))
 		// A part is some 10 µs of work: a batch or a connection waiting
-		// for a processor (two, on a small machine) gets one now, not at
-		// the scheduler's next preemption, up to 10 ms away.
+		// for a processor gets one now, not at the scheduler's next
+		// preemption, up to 10 ms away.
 		runtime.Gosched()
 	}
 	return sw.Close()

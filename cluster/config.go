@@ -27,11 +27,15 @@ type MemoryConfig struct {
 	Clock Clock
 	// Scripts runs the shards' Lua scripts (EVAL); nil refuses them.
 	Scripts engine.ScriptRunner
+	// SnapshotNice is the scheduling priority (nice, 1 to 19) of the thread
+	// that encodes a backup of a shard, which has a processor of its own
+	// meanwhile (encoder.go); 0 encodes it as any other goroutine.
+	SnapshotNice int
 }
 
 // DefaultMemoryConfig returns the defaults: one shard, on the system clock.
 func DefaultMemoryConfig() MemoryConfig {
-	return MemoryConfig{Shards: 1, Clock: SystemClock{}}
+	return MemoryConfig{Shards: 1, Clock: SystemClock{}, SnapshotNice: DefaultSnapshotNice}
 }
 
 // Validate returns an error naming the first setting that cannot work.
@@ -41,6 +45,14 @@ func (c MemoryConfig) Validate() error {
 	}
 	if c.Clock == nil {
 		return invalidSetting("MemoryConfig.Clock", "must be set")
+	}
+	return validSnapshotNice("MemoryConfig", c.SnapshotNice)
+}
+
+// validSnapshotNice checks a SnapshotNice setting.
+func validSnapshotNice(config string, nice int) error {
+	if nice < 0 || nice > MaxSnapshotNice {
+		return invalidSetting(config+".SnapshotNice", "%d: must be from 0 to %d", nice, MaxSnapshotNice)
 	}
 	return nil
 }
@@ -91,6 +103,11 @@ type RaftConfig struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
+	// SnapshotNice is the scheduling priority (nice, 1 to 19) of the thread
+	// that encodes a shard's snapshot (Raft's, a backup's, a new
+	// replica's), which has a processor of its own meanwhile (encoder.go);
+	// 0 encodes it as any other goroutine.
+	SnapshotNice int
 	// RequestTimeout bounds how long a request waits for its answer when
 	// its waiter sets no Deadline (Request.Deadline): for an election to
 	// end, then for its leader. The server sets every request's deadline
@@ -161,6 +178,7 @@ func DefaultRaftConfig(self Member, nodes int) RaftConfig {
 		// under constant load: a shard's snapshot is its live keys, written
 		// in milliseconds, while its log grows with every decision.
 		SnapshotThreshold: 4096, SnapshotInterval: 5 * time.Second, TrailingLogs: 1024,
+		SnapshotNice:   DefaultSnapshotNice,
 		RequestTimeout: DefaultRequestTimeout,
 		MaxClockOffset: DefaultMaxClockOffset, SlowLogWrite: DefaultSlowLogWrite,
 	}
@@ -200,6 +218,9 @@ func (c RaftConfig) Validate() error {
 		return invalidSetting("RaftConfig.MaxClockOffset", "%v: must be from 1ms to 1h", c.MaxClockOffset)
 	case c.SlowLogWrite < time.Millisecond || c.SlowLogWrite > maxTimeout:
 		return invalidSetting("RaftConfig.SlowLogWrite", "%v: must be from 1ms to %v", c.SlowLogWrite, maxTimeout)
+	}
+	if err := validSnapshotNice("RaftConfig", c.SnapshotNice); err != nil {
+		return err
 	}
 	// What hashicorp/raft itself requires of the settings passed on to it
 	// (SnapshotInterval's minimum among them).

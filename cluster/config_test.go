@@ -22,6 +22,7 @@ func TestMemoryConfigValidate(t *testing.T) {
 		{"no shards", func(c *MemoryConfig) { c.Shards = 0 }, "MemoryConfig.Shards"},
 		{"more shards than SCAN's cursor holds", func(c *MemoryConfig) { c.Shards = MaxShards + 1 }, "MemoryConfig.Shards"},
 		{"no clock", func(c *MemoryConfig) { c.Clock = nil }, "MemoryConfig.Clock"},
+		{"a snapshot nice above 19", func(c *MemoryConfig) { c.SnapshotNice = 20 }, "MemoryConfig.SnapshotNice"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -98,6 +99,7 @@ func TestRaftConfigValidate(t *testing.T) {
 		{"heartbeat too long", func(c *RaftConfig) { c.HeartbeatTimeout, c.ElectionTimeout = time.Hour, time.Hour }, "RaftConfig.HeartbeatTimeout"},
 		{"election shorter than the heartbeat", func(c *RaftConfig) { c.ElectionTimeout = c.HeartbeatTimeout / 2 }, "RaftConfig.ElectionTimeout"},
 		{"no snapshot threshold", func(c *RaftConfig) { c.SnapshotThreshold = 0 }, "RaftConfig.SnapshotThreshold"},
+		{"a negative snapshot nice", func(c *RaftConfig) { c.SnapshotNice = -1 }, "RaftConfig.SnapshotNice"},
 		{"snapshot interval too short", func(c *RaftConfig) { c.SnapshotInterval = time.Millisecond }, "SnapshotInterval"},
 		{"no request timeout", func(c *RaftConfig) { c.RequestTimeout = 0 }, "RaftConfig.RequestTimeout"},
 	}

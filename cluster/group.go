@@ -130,7 +130,7 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 		shard: shard, self: cfg.Self.ID, electionTimeout: cfg.ElectionTimeout, log: cfg.Log, node: node,
 		fsm: newShardFSM(shard, observer, halt, cfg.Scripts), change: make(chan struct{}), stop: make(chan struct{}),
 	}
-	g.fsm.log = cfg.Log
+	g.fsm.log, g.fsm.snapshotNice = cfg.Log, cfg.SnapshotNice
 	dir, err := cfg.Layout.ShardDir(shard)
 	if err != nil {
 		return nil, err

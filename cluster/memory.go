@@ -53,6 +53,7 @@ func NewMemoryShards(cfg MemoryConfig) (*MemoryShards, error) {
 			sweep:    []engine.Command{sweepCommand()},
 			sweepOut: make([]engine.Result, 1),
 		}
+		s.snapshotNice = cfg.SnapshotNice
 		m.shards[i] = s
 		m.wg.Add(1)
 		go func() {

@@ -225,7 +225,9 @@ func openOffline(cfg *RaftConfig, g GroupName, catalogue StateMachine) (*offline
 		return nil, fmt.Errorf("%s: %w: node %s holds no replica of it in %s", g, ErrNoGroup, cfg.Self.ID, cfg.Layout.Dir)
 	default:
 		og.dir, err = cfg.Layout.ShardDir(g.Shard)
-		og.fsm = newShardFSM(g.Shard, new(observerSlot), og.halt, cfg.Scripts)
+		fsm := newShardFSM(g.Shard, new(observerSlot), og.halt, cfg.Scripts)
+		fsm.snapshotNice = cfg.SnapshotNice
+		og.fsm = fsm
 	}
 	if err != nil {
 		return nil, err

@@ -120,6 +120,8 @@ func TestSettingErrorsNameTheSetting(t *testing.T) {
 			"FILE:1: --port needs a value"},
 		{"file bad quotes", nil, nil, `requirepass "open` + "\n",
 			`FILE:1: requirepass: unterminated or malformed quoted value "open`},
+		{"snapshot nice", []string{"--snapshot-nice", "20"}, nil, "",
+			"--snapshot-nice 20: must be from 0 to 19"},
 		{"maxmemory", []string{"--maxmemory", "lots"}, nil, "",
 			`--maxmemory "lots": invalid memory size "lots": bytes, or a number with k, kb, m, mb, g or gb`},
 		{"maxmemory-policy", nil, nil, "maxmemory-policy allkeys-lru\n",

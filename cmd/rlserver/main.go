@@ -398,6 +398,7 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 	if o.snapThreshold != 0 {
 		cfg.SnapshotThreshold = o.snapThreshold
 	}
+	cfg.SnapshotNice = o.snapNice
 	return cfg, nil
 }
 
@@ -410,7 +411,7 @@ func openShards(o options, clientAddr string, clock cluster.Clock, disk *persist
 	scripts := newScripts(log)
 	if o.inMemory {
 		cfg := cluster.DefaultMemoryConfig()
-		cfg.Shards, cfg.Clock, cfg.Scripts = o.shards, clock, scripts
+		cfg.Shards, cfg.Clock, cfg.Scripts, cfg.SnapshotNice = o.shards, clock, scripts, o.snapNice
 		m, err := cluster.NewMemoryShards(cfg)
 		if err != nil {
 			return nil, nil, "", err

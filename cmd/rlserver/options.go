@@ -43,6 +43,7 @@ type options struct {
 	// defaults).
 	snapInterval  time.Duration
 	snapThreshold uint64
+	snapNice      int // the encoder's priority (cluster.RaftConfig.SnapshotNice)
 	reqTimeout    time.Duration
 	pprof         string
 	metricsPort   int
@@ -158,6 +159,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.heartbeat, "raft-heartbeat", 0, "Raft heartbeat and election timeout (default 500ms in a cluster, 100ms for a single node)")
 	fs.DurationVar(&o.snapInterval, "raft-snapshot-interval", 0, "how often each shard checks whether to snapshot its state, 10ms to 1h: Raft waits one to two intervals between checks (default 5s)")
 	fs.Uint64Var(&o.snapThreshold, "raft-snapshot-threshold", 0, "entries a shard writes after a snapshot before it takes the next (default 4096)")
+	fs.IntVar(&o.snapNice, "snapshot-nice", cluster.DefaultSnapshotNice, "scheduling priority (nice, 1 to 19) of the thread that encodes a shard's snapshot or backup, which gets a processor of its own meanwhile; 0: encode it as any other work")
 	fs.StringVar(&o.raftLog, "raft-log-store", persistence.DefaultLogFormat.String(), "format of the Raft logs a new data directory gets: wal (one fsync an append) or bolt (bbolt, two; every release before 0.2's format); an existing log keeps its own")
 	fs.DurationVar(&o.reqTimeout, "request-timeout", defaults.RequestTimeout, "answer every command within this long, when its shard cannot (an election, a leader that died or froze) with TRYAGAIN if nothing was counted and UNCERTAIN if it may have been; 10ms to 1m")
 	fs.StringVar(&o.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
@@ -275,6 +277,8 @@ func (o options) validate() error {
 		return invalid("raft-heartbeat", "--raft-heartbeat %v: must be from 10ms to 1m", o.heartbeat)
 	case o.snapInterval != 0 && (o.snapInterval < 10*time.Millisecond || o.snapInterval > time.Hour):
 		return invalid("raft-snapshot-interval", "--raft-snapshot-interval %v: must be from 10ms to 1h", o.snapInterval)
+	case o.snapNice < 0 || o.snapNice > cluster.MaxSnapshotNice:
+		return invalid("snapshot-nice", "--snapshot-nice %d: must be from 0 to %d", o.snapNice, cluster.MaxSnapshotNice)
 	case o.reqTimeout < 10*time.Millisecond || o.reqTimeout > time.Minute:
 		return invalid("request-timeout", "--request-timeout %v: must be from 10ms to 1m", o.reqTimeout)
 	case o.nodeID == "":
