@@ -27,12 +27,12 @@ import (
 // and a collection may wait for the encoder's thread to reach a safe point.
 // --snapshot-nice 0 encodes as before, as any other goroutine.
 
-// DefaultSnapshotNice is the scheduling priority snapshots are encoded at
-// unless RaftConfig.SnapshotNice says otherwise: the lowest.
-const DefaultSnapshotNice = 19
-
 // MaxSnapshotNice is the lowest priority a thread can have (nice 19).
 const MaxSnapshotNice = 19
+
+// DefaultSnapshotNice is the scheduling priority snapshots are encoded at
+// unless RaftConfig.SnapshotNice says otherwise: the lowest.
+const DefaultSnapshotNice = MaxSnapshotNice
 
 // encoderProcs counts the encoders running, process-wide as GOMAXPROCS
 // is: the first raises GOMAXPROCS from base, each one more, and the last to

@@ -21,10 +21,11 @@ import (
 // back. A commit's sync that comes during a write back waits for it: with
 // 4 MiB steps a 4 KiB O_DSYNC write beside a snapshot written at an
 // encoder's pace (150 MB/s) took 3.3 ms at p99.9 on this project's test
-// machine, against 0.6 ms with 256 KiB steps, and a durable node's
-// decisions during a snapshot were slower by a third
-// (docs/performance.md#the-write-backs-step). Smaller steps gained nothing
-// more, and cost the disk's throughput.
+// machine, against 0.6 ms with 256 KiB steps; a durable node's decisions
+// during a snapshot (the median p99 of its 100 ms windows) were 9.9 ms
+// with 4 MiB steps against 7.5 with 1 MiB, and 11.9 with 1 MiB against
+// 8.4 with 256 KiB in a busier run (docs/performance.md#the-write-backs-step).
+// Smaller steps gained nothing more, and cost the disk's throughput.
 const writeBackStep = 256 << 10
 
 // SnapshotStore is a shard's snapshot directory: raft's file store, whose
