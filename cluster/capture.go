@@ -38,13 +38,30 @@ type capture struct {
 	// step is how many chunk pointers fill takes under the lock at a time
 	// (fillStep; tests take fewer, to interleave more).
 	step int
+	// copyBound is what the capture adds to capturesCopyBound until it
+	// ends (engine.Capture.CopyBound; zero once ended).
+	copyBound int64
 }
+
+// capturesCopyBound is the sum of the CopyBound of the captures in
+// progress in this process: process-wide, as the heap is.
+var capturesCopyBound atomic.Int64
+
+// CaptureCopyBound is the most memory the shards of this process may yet
+// allocate for the chunk copies of the snapshots and backups in progress
+// (engine.Capture.CopyBound), which stay live until each ends: the
+// collector's pacer lets the heap grow by it (gcpacer.Config.Reserved)
+// rather than collect again and again for memory that a collection cannot
+// free.
+func CaptureCopyBound() uint64 { return uint64(max(capturesCopyBound.Load(), 0)) }
 
 // startCapture freezes r's state. r.mu must be held; end the capture
 // (end) when done with it.
 func (r *replica) startCapture() *capture {
 	start := time.Now()
 	c := &capture{r: r, shard: r.shard, c: r.shard.CaptureInSteps(), copies: r.shard.CaptureCopies(), step: fillStep}
+	c.copyBound = c.c.CopyBound()
+	capturesCopyBound.Add(c.copyBound)
 	c.taken = time.Now()
 	c.held = c.taken.Sub(start)
 	r.captures = append(r.captures, c)
@@ -123,6 +140,8 @@ func (c *capture) end(log *slog.Logger, what string) {
 	c.r.mu.Lock()
 	c.shard.EndCapture(c.c)
 	c.r.captures = slices.DeleteFunc(c.r.captures, func(o *capture) bool { return o == c })
+	capturesCopyBound.Add(-c.copyBound)
+	c.copyBound = 0
 	copies := c.shard.CaptureCopies() - c.copies
 	c.r.mu.Unlock()
 	if log != nil && c.size > 0 {

@@ -50,8 +50,9 @@ func randomEntry(rng *rand.Rand, now int64) *raft.Log {
 // FSM's goroutine, Persist on another, as hashicorp/raft does) holds the
 // state at the entry it was taken after, and restores to that state's
 // digest, its chunk pointers taken a few at a time while entries apply
-// (so that chunks are written before their turn). Run with -race, it also
-// shows that Persist reads nothing the applies write.
+// (so that chunks are written before their turn); and room for its chunk
+// copies is reserved for the collector's pacer until it is released. Run
+// with -race, it also shows that Persist reads nothing the applies write.
 func TestSnapshotHoldsItsIndexWhileEntriesApply(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	f := newShardFSM(0, &observerSlot{}, nil, nil)
@@ -68,6 +69,10 @@ func TestSnapshotHoldsItsIndexWhileEntriesApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap.(*fsmSnapshot).capture.step = 3
+	// The pacer leaves room for its copies until it is released.
+	if bound := snap.(*fsmSnapshot).capture.c.CopyBound(); bound == 0 || CaptureCopyBound() != uint64(bound) {
+		t.Fatalf("a capture of %d bytes of copies at most, %d reserved", bound, CaptureCopyBound())
+	}
 	sink := &memorySink{gate: make(chan struct{})}
 	persisted := make(chan error, 1)
 	go func() { persisted <- snap.Persist(sink) }()
@@ -94,6 +99,9 @@ func TestSnapshotHoldsItsIndexWhileEntriesApply(t *testing.T) {
 		}
 	}
 	snap.Release()
+	if CaptureCopyBound() != 0 {
+		t.Fatalf("%d bytes reserved for copies after the snapshot's release", CaptureCopyBound())
+	}
 	if !sink.closed || sink.cancelled {
 		t.Fatalf("sink closed %v, cancelled %v", sink.closed, sink.cancelled)
 	}

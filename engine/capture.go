@@ -55,6 +55,7 @@ type Capture struct {
 	tail      []byte // the layout and settings sections, once prepared
 	size      int    // the payload's length, once prepared
 	encoded   int    // parts appended
+	copyBound int64  // CopyBound's
 }
 
 // frozenChunk is a chunk as a capture took it: its records and extras.
@@ -194,10 +195,21 @@ func (s *Shard) CaptureInSteps() *Capture {
 	for i := range ks.globals {
 		c.view.frozenGlobals[i] = appendGlobal(nil, ks, i)
 	}
+	c.copyBound = int64(max(len(c.src)-len(w.spare), 0)) * ChunkBytes
 	w.live = append(w.live, liveCapture{c: c, epoch: w.epoch})
 	ks.params.hold = true
 	return c
 }
+
+// CopyBound is the most the shard may allocate for chunk copies while c is
+// in progress: a copy of every chunk it holds, less the spare chunks the
+// copies are made into first. The copies stay live until the capture ends
+// (they are the shard's state, the originals the capture's), so a
+// collection during a capture frees none of them: a caller that paces the
+// collector can let the heap grow by this much before collecting
+// (gcpacer's Reserved). The records' slices copied with them (logs,
+// hashes, lists) are not counted: few keys hold any.
+func (c *Capture) CopyBound() int64 { return c.copyBound }
 
 // Reserve allocates the capture's view of the chunk pointers, which
 // FillCapture fills. It touches only the capture: call it on the goroutine

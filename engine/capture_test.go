@@ -167,6 +167,9 @@ func TestCaptureCopiesAChunkOnce(t *testing.T) {
 	}
 	write := func(k int) { decision(t, s, 1001, OpSliding, "k"+strconv.Itoa(k), 100, 60_000, 0, 1) }
 	c := s.Capture()
+	if chunks := len(s.keys.records.chunks); c.CopyBound() != int64(chunks)*ChunkBytes {
+		t.Fatalf("a capture of %d chunks, none spare, may copy %d bytes", chunks, c.CopyBound())
+	}
 	copies := func() int64 { return s.keys.records.cow.copies }
 	original := s.keys.records.chunks[0]
 	write(0)
@@ -193,6 +196,9 @@ func TestCaptureCopiesAChunkOnce(t *testing.T) {
 	}
 	spare := s.keys.records.cow.spare[0]
 	c = s.Capture()
+	if chunks := len(s.keys.records.chunks); c.CopyBound() != int64(chunks-1)*ChunkBytes {
+		t.Fatalf("a capture of %d chunks, one spare, may copy %d bytes", chunks, c.CopyBound())
+	}
 	write(2 * chunkRecords)
 	if s.keys.records.chunks[2] != spare {
 		t.Fatal("the next capture's first copy is not made into the spare chunk")

@@ -113,11 +113,12 @@ func serve(o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// The collector's pace follows what it must scan, not the keys (see
-	// gcpacer), for as long as the server serves.
+	// The collector's pace follows what it must scan, not the keys, and
+	// leaves room for a snapshot's copies (see gcpacer), for as long as the
+	// server serves.
 	paced := make(chan struct{})
 	defer close(paced)
-	go gcpacer.Run(gcpacer.Config{Percent: o.gcPercent}, paced)
+	go gcpacer.Run(gcpacer.Config{Percent: o.gcPercent, Reserved: cluster.CaptureCopyBound}, paced)
 	// Catch the signals before saying ready: a SIGTERM right after the ready
 	// line must stop the server in order, not kill it.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -27,6 +27,15 @@
 // (garbage from a burst of work, a snapshot's buffer released), it collects
 // and returns the free pages to the system, which the runtime would
 // otherwise keep until it next needs them.
+//
+// One allocation is known ahead: while a shard's snapshot is taken, every
+// chunk of keys the shard first writes is copied (engine's Capture), and
+// the copies stay live until the snapshot is written. Seconds of copies at
+// tens of millions of keys are gigabytes that no collection can free, yet
+// paced as above the collector ran for every few dozen megabytes of them,
+// back to back. So the heap may also grow by what the server says it has
+// reserved (Config.Reserved: the bound on a snapshot's copies), and the
+// pace is set again as soon as that changes, not at the next collection.
 package gcpacer
 
 import (
@@ -58,6 +67,10 @@ type Config struct {
 	// Percent leaves GOGC as it is when false (the operator set GOGC) and
 	// only returns memory when idle.
 	Percent bool
+	// Reserved, when set, says how much memory the server may allocate
+	// soon and keep live for a while (cluster.CaptureCopyBound): the heap
+	// may grow by that much more before the next collection.
+	Reserved func() uint64
 }
 
 // Defaults.
@@ -91,6 +104,7 @@ type reading struct {
 	Live      uint64 // heap live at the end of the latest collection
 	Scan      uint64 // what a collection must scan: heap, stacks and globals (as allocated since)
 	Held      uint64 // heap held and resident: objects, garbage and free pages not returned
+	Reserved  uint64 // Config.Reserved's
 }
 
 // action is what the pacer decides at an interval.
@@ -107,6 +121,7 @@ type pacer struct {
 	cycles    uint64 // reading.Cycles at the previous step
 	idle      int    // steps in a row that allocated at most IdleAlloc
 	percent   int    // GOGC as last set
+	reserved  uint64 // reading.Reserved at the previous step
 	started   bool
 }
 
@@ -134,13 +149,13 @@ func newPacer(cfg Config) *pacer {
 func (p *pacer) Step(r reading) action {
 	var a action
 	// Live is as of the latest collection: the percent is set again after
-	// each one (and at the first reading).
-	if p.cfg.Percent && (!p.started || r.Cycles != p.cycles) {
+	// each one (and at the first reading), and when the reserve changes.
+	if p.cfg.Percent && (!p.started || r.Cycles != p.cycles || r.Reserved != p.reserved) {
 		floor := p.cfg.MinHeadroom
 		if p.started {
 			floor = max(floor, min(r.Allocated-p.allocated, p.cfg.MaxRateHeadroom))
 		}
-		if pct := percentFor(r.Live, r.Scan, floor); pct != p.percent {
+		if pct := percentFor(r.Live, r.Scan, floor, r.Reserved); pct != p.percent {
 			p.percent, a.Percent = pct, pct
 		}
 	}
@@ -152,7 +167,7 @@ func (p *pacer) Step(r reading) action {
 	} else {
 		p.idle = 0
 	}
-	p.allocated, p.cycles = r.Allocated, r.Cycles
+	p.allocated, p.cycles, p.reserved = r.Allocated, r.Cycles, r.Reserved
 	held := r.Held - min(r.Held, r.Live)
 	if p.idle >= idleIntervals && held > max(p.cfg.MinReturn, r.Live/64) {
 		a.Return = true
@@ -163,14 +178,16 @@ func (p *pacer) Step(r reading) action {
 
 // percentFor is the GOGC that lets a heap of live bytes grow, before the
 // next collection, by what the collector must scan (scan bytes) but not by
-// more than the live heap (Go's default), and by at least floor.
-func percentFor(live, scan, floor uint64) int {
+// more than the live heap (Go's default), and by at least floor; and by
+// the reserved bytes besides.
+func percentFor(live, scan, floor, reserved uint64) int {
 	if live == 0 {
 		return maxPercent
 	}
 	pct := min(scan, live) * 100 / live
 	pct = max(pct, (floor*100+live-1)/live) // rounded up: at least floor
-	return int(min(max(pct, minPercent), ceilPercent))
+	pct = max(pct, minPercent) + (reserved*100+live-1)/live
+	return int(min(pct, ceilPercent))
 }
 
 // samples are the runtime metrics a reading comes from.
@@ -213,7 +230,11 @@ func Run(cfg Config, stop <-chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		a := p.Step(read(s))
+		r := read(s)
+		if cfg.Reserved != nil {
+			r.Reserved = cfg.Reserved()
+		}
+		a := p.Step(r)
 		if a.Percent != 0 {
 			debug.SetGCPercent(a.Percent)
 		}

@@ -16,21 +16,24 @@ var sink []byte
 
 func TestPercentFor(t *testing.T) {
 	for _, c := range []struct {
-		name                    string
-		live, scan, minHeadroom uint64
-		want                    int
+		name                              string
+		live, scan, minHeadroom, reserved uint64
+		want                              int
 	}{
-		{"nothing live yet", 0, 0, 8 * mib, 100},
-		{"a small heap grows by the floor", 4 * mib, 2 * mib, 8 * mib, 200},
-		{"a tiny heap under a fast allocator", 1 * mib, 1 * mib, 64 * mib, 6400},
-		{"a floor that does not divide the heap is rounded up", 3 * mib, 1 * mib, 8 * mib, 267},
-		{"a heap all pointers keeps Go's default", 100 * mib, 100 * mib, 8 * mib, 100},
-		{"the minimum headroom over a keyspace", 400 * mib, 1 * mib, 8 * mib, 2},
-		{"headroom for what is scanned", 200 * mib, 50 * mib, 8 * mib, 25},
-		{"never below the floor", 10_000 * mib, 1 * mib, 8 * mib, 2},
+		{"nothing live yet", 0, 0, 8 * mib, 0, 100},
+		{"a small heap grows by the floor", 4 * mib, 2 * mib, 8 * mib, 0, 200},
+		{"a tiny heap under a fast allocator", 1 * mib, 1 * mib, 64 * mib, 0, 6400},
+		{"a floor that does not divide the heap is rounded up", 3 * mib, 1 * mib, 8 * mib, 0, 267},
+		{"a heap all pointers keeps Go's default", 100 * mib, 100 * mib, 8 * mib, 0, 100},
+		{"the minimum headroom over a keyspace", 400 * mib, 1 * mib, 8 * mib, 0, 2},
+		{"headroom for what is scanned", 200 * mib, 50 * mib, 8 * mib, 0, 25},
+		{"never below the floor", 10_000 * mib, 1 * mib, 8 * mib, 0, 2},
+		{"a snapshot's copies besides the minimum", 2000 * mib, 1 * mib, 8 * mib, 1200 * mib, 62},
+		{"a snapshot's copies besides the scanned headroom", 200 * mib, 50 * mib, 8 * mib, 100 * mib, 75},
+		{"a reserve beside an empty heap", 0, 0, 8 * mib, 100 * mib, 100},
 	} {
-		if got := percentFor(c.live, c.scan, c.minHeadroom); got != c.want {
-			t.Errorf("%s: percentFor(%d MiB, %d MiB) = %d, want %d", c.name, c.live/mib, c.scan/mib, got, c.want)
+		if got := percentFor(c.live, c.scan, c.minHeadroom, c.reserved); got != c.want {
+			t.Errorf("%s: percentFor(%d MiB, %d MiB, %d MiB) = %d, want %d", c.name, c.live/mib, c.scan/mib, c.reserved/mib, got, c.want)
 		}
 	}
 }
@@ -50,6 +53,10 @@ func TestStep(t *testing.T) {
 			cycles, lastLive = cycles+1, live
 		}
 		return reading{Cycles: cycles, Allocated: alloc, Live: live, Scan: scan, Held: held}
+	}
+	reserve := func(r reading, reserved uint64) reading {
+		r.Reserved = reserved
+		return r
 	}
 	for _, c := range []struct {
 		name    string
@@ -89,6 +96,13 @@ func TestStep(t *testing.T) {
 			{busy(0, 600*mib, 600*mib, 606*mib), action{}},
 			{busy(0, 600*mib, 600*mib, 606*mib), action{}},
 			{busy(0, 600*mib, 600*mib, 606*mib), action{}}, // 6 MiB < 600/64
+		}},
+		{"a snapshot's copies: the pace is set at once when it starts and ends", true, []step{
+			{busy(0, 2000*mib, 1*mib, 2100*mib), action{Percent: 2}},
+			{reserve(busy(10*mib, 2000*mib, 1*mib, 2100*mib), 1000*mib), action{Percent: 52}}, // no collection since
+			{reserve(busy(20*mib, 2000*mib, 1*mib, 2100*mib), 1000*mib), action{}},
+			{reserve(busy(30*mib, 2400*mib, 1*mib, 2500*mib), 1000*mib), action{Percent: 44}}, // a collection: the copies are live
+			{busy(40*mib, 2400*mib, 1*mib, 2500*mib), action{Percent: 2}},                     // ended: collect what it left
 		}},
 		{"GOGC set by the operator", false, []step{
 			{busy(0, 400*mib, 1*mib, 450*mib), action{}},
