@@ -8,9 +8,9 @@
 // snapshot's file deleted, whole or shrunk a step at a time first
 // (persistence/snapshotreap.go).
 //
-//	fsyncbeside -dir /data -step 4MiB                     # a snapshot written as fast as it goes
-//	fsyncbeside -dir /data -step 1MiB -rate 150           # at an encoder's pace, MB/s
-//	fsyncbeside -dir /data -delete 32MiB                  # an old snapshot shrunk 32 MiB at a time, then removed
+//	fsyncbeside -dir /data -step 4mb                      # a snapshot written as fast as it goes
+//	fsyncbeside -dir /data -step 1mb -rate 150            # at an encoder's pace, MB/s
+//	fsyncbeside -dir /data -delete 32mb                   # an old snapshot shrunk 32 MiB at a time, then removed
 //	fsyncbeside -dir /data -delete 0                      # an old snapshot removed at once
 //
 // docs/performance.md ("The write-back's step") quotes it.
@@ -22,20 +22,20 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rlserver/rlserver/server"
 )
 
 func main() {
 	dir := flag.String("dir", ".", "a directory on the disk to measure")
-	step := flag.String("step", "4MiB", "write the large file back every this many bytes (KiB, MiB)")
+	step := flag.String("step", "4mb", "write the large file back every this many bytes (as Redis's configuration writes sizes: 256kb, 4mb)")
 	size := flag.Int("mb", 350, "the large file's size, MB (a snapshot of 10M keys)")
 	rate := flag.Int("rate", 0, "write the large file at this many MB/s (0: as fast as the disk takes it)")
 	alone := flag.Duration("alone", 3*time.Second, "how long to measure the commits alone first")
-	del := flag.String("delete", "", "instead of writing the large file, write it first and measure its deletion: shrunk this many bytes at a time (KiB, MiB; 0: removed at once)")
+	del := flag.String("delete", "", "instead of writing the large file, write it first and measure its deletion: shrunk this many bytes at a time (2mb; 0: removed at once)")
 	flag.Parse()
 	if err := run(*dir, *step, *del, int64(*size)*1e6, int64(*rate)*1e6, *alone); err != nil {
 		fmt.Fprintln(os.Stderr, "fsyncbeside:", err)
@@ -62,18 +62,21 @@ func run(dir, step, del string, size, rate int64, alone time.Duration) error {
 	}
 	defer big.Close()
 
+	stepBytes, err := server.ParseMemorySize(step)
+	if err == nil && stepBytes == 0 {
+		err = fmt.Errorf("-step %s: must be more than 0 bytes", step)
+	}
+	if err != nil {
+		return err
+	}
 	var what string
 	var work func() error
 	if del == "" {
-		stepBytes, err := parseSize(step)
-		if err != nil {
-			return err
-		}
 		what = fmt.Sprintf("%d MB written back every %d KiB", size/1e6, stepBytes>>10)
 		work = func() error { return writeBack(big, stepBytes, size, rate) }
 	} else {
-		shrinkBytes, err := parseSize(del)
-		if err != nil && del != "0" {
+		shrinkBytes, err := server.ParseMemorySize(del)
+		if err != nil {
 			return err
 		}
 		if err := writeBack(big, 4<<20, size, 0); err != nil {
@@ -176,19 +179,4 @@ func report(what string, lat []time.Duration) {
 	slices.Sort(lat)
 	q := func(p float64) time.Duration { return lat[int(float64(len(lat)-1)*p)].Round(time.Microsecond) }
 	fmt.Printf("%s: %d commits, p50 %v, p99 %v, p99.9 %v, max %v\n", what, len(lat), q(.5), q(.99), q(.999), lat[len(lat)-1].Round(time.Microsecond))
-}
-
-// parseSize reads a size such as 4MiB, 256KiB or 65536.
-func parseSize(s string) (int64, error) {
-	unit := int64(1)
-	for suffix, u := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20} {
-		if n, ok := strings.CutSuffix(s, suffix); ok {
-			s, unit = n, u
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("bad size %q: want a positive count of bytes, KiB or MiB", s)
-	}
-	return n * unit, nil
 }
