@@ -36,6 +36,22 @@ import (
 // forwards, or of a busy gRPC front, come back late and unevenly, and to
 // other shards as often as to this one.
 //
+// Requests that arrive independently of the answers (an open-loop load, as
+// an API's traffic is) fill a wait too: it gathers them at the pace they
+// arrive, ends with as many as it waited for, and the larger entry it makes
+// asks for a longer wait next time, until every entry waits to the bound
+// (4 ms at the median where a commit took 0.5, docs/performance.md). Such
+// a wait only delays: what it gathers would join the next entry as soon,
+// and as many requests queue during the next commit as if it had not
+// waited. Callers differ in one of two ways. They come back together, so
+// they reach a wait faster than requests queued between waits (more than
+// half as fast again, at the pace of the last few entries); or, when they
+// come back no faster than that (callers split in two halves that
+// alternate and take nearly a commit to come back), the wait draws them
+// forward: fewer queue during the next commit, at two thirds of the pace
+// before the wait or less. A wait that did neither was in vain too, however
+// many requests it brought.
+//
 // The bound on any wait, maxGroupWait, is short because of those callers
 // spread over shards. A caller this shard waits for is often held in
 // another shard's wait, which waits in turn for callers held in this one:
@@ -57,6 +73,56 @@ type groupCommit struct {
 	// raises it to that wait's bound, as they took longer than that.
 	turnaround time.Duration
 	commit     atomic.Int64 // nanoseconds the latest entry took to commit (set by complete)
+	// between is the pace requests arrive at outside the waits: those
+	// queued when each plan was made, over the time since the entry
+	// before was gathered.
+	between pace
+	// judge is between as it was before the latest wait, while the next
+	// plan is to judge whether that wait drew requests forward (judging).
+	judge   pace
+	judging bool
+}
+
+// pace is a rate of arrivals: requests over time, both summed with the
+// older terms decaying by a quarter each time, so that a few entries'
+// worth of random arrivals even out and a change of load shows within a
+// few entries.
+type pace struct {
+	requests int64 // scaled by paceScale, so that a few requests decay smoothly
+	time     int64 // nanoseconds
+}
+
+const (
+	paceScale = 256
+	// paceSpan is the longest time an add counts: a shard idle for longer
+	// says nothing more about its pace, and the sums stay far from
+	// overflowing (the first add of all is since the zero time).
+	paceSpan = time.Second
+)
+
+// add records n requests that arrived within d.
+func (p *pace) add(n int, d time.Duration) {
+	d = min(d, paceSpan)
+	p.requests += int64(n)*paceScale - p.requests/4
+	p.time += int64(d) - p.time/4
+}
+
+// outpaced reports whether n requests within d came more than half as fast
+// again as p: callers that a wait expects and that come back together come
+// that much faster than requests arrive between waits (the groupCommit type
+// says why). With nothing recorded yet, any arrivals outpace it.
+func (p *pace) outpaced(n int, d time.Duration) bool {
+	if p.requests == 0 {
+		return n > 0
+	}
+	return 2*int64(n)*paceScale*p.time > 3*p.requests*int64(d)
+}
+
+// fellTo reports whether n requests within d came at two thirds of p's pace
+// or less: a wait that drew callers forward leaves that few to queue during
+// the next commit.
+func (p *pace) fellTo(n int, d time.Duration) bool {
+	return 3*int64(n)*paceScale*p.time <= 2*p.requests*int64(min(d, paceSpan))
 }
 
 const (
@@ -70,11 +136,21 @@ const (
 
 // plan says how many requests the next entry should wait for and for how
 // long at most (want 0: gather what is waiting, as is). queued is how many
-// are waiting, the first included; waitedForCommit, whether they arrived
-// while the previous entry was still committing (then they are callers of
-// their own, in addition to those it answered).
-func (g *groupCommit) plan(queued int, waitedForCommit bool) (want int, wait time.Duration) {
+// are waiting, the first included, since the entry before was gathered;
+// waitedForCommit, whether they arrived while that entry was still
+// committing (then they are callers of their own, in addition to those it
+// answered).
+func (g *groupCommit) plan(queued int, waitedForCommit bool, since time.Duration) (want int, wait time.Duration) {
 	g.queued, g.wanted = queued, 0
+	if g.judging {
+		g.judging = false
+		if g.judge.fellTo(queued, since) {
+			g.worthIt()
+		} else {
+			g.inVain()
+		}
+	}
+	g.between.add(queued, since)
 	if g.cooldown > 0 {
 		g.cooldown--
 		return 0, 0
@@ -109,15 +185,29 @@ func (g *groupCommit) gathered(got int, timedOut bool, took time.Duration) {
 		g.turnaround = (3*g.turnaround + took) / 4
 	} else {
 		g.turnaround = max(g.turnaround, took)
-		if got < 2*g.queued && 2*(got-g.queued) < g.wanted-g.queued { // in vain
-			g.backoff = min(max(g.backoff, minGroupBackoff/2)*2, maxGroupBackoff)
-			g.cooldown, g.streak = g.backoff, 0
+		if got < 2*g.queued && 2*(got-g.queued) < g.wanted-g.queued {
+			g.inVain()
 			return
 		}
 	}
+	if g.between.outpaced(got-g.queued, took) { // callers, back together
+		g.worthIt()
+		return
+	}
+	g.judge, g.judging = g.between, true // the next plan sees whether it drew them forward
+}
+
+// worthIt counts a wait that was worth it: several in a row end a backoff.
+func (g *groupCommit) worthIt() {
 	if g.streak++; g.streak >= groupStreak {
 		g.backoff = 0
 	}
+}
+
+// inVain turns waiting off for a cooldown twice as long as the last.
+func (g *groupCommit) inVain() {
+	g.backoff = min(max(g.backoff, minGroupBackoff/2)*2, maxGroupBackoff)
+	g.cooldown, g.streak = g.backoff, 0
 }
 
 // committed records how long an entry took from proposal to commit.

@@ -31,7 +31,7 @@ func TestGroupCommitPlan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := groupCommit{last: tc.last}
 			g.committed(tc.commit)
-			want, wait := g.plan(tc.queued, tc.waited)
+			want, wait := g.plan(tc.queued, tc.waited, tc.commit)
 			if want != tc.want || wait != tc.wantWait {
 				t.Errorf("plan(%d, %v) = %d, %v; want %d, %v", tc.queued, tc.waited, want, wait, tc.want, tc.wantWait)
 			}
@@ -48,13 +48,13 @@ const (
 	worthIt                // it ran out with three quarters of them
 )
 
-// run plans n entries, each with one request queued; a wait that is planned
-// ends as o says, an entry without one gathers 50. It returns how many
-// waited.
+// run plans n entries, each with one request queued over a millisecond; a
+// wait that is planned ends as o says, an entry without one gathers 50. It
+// returns how many waited.
 func run(g *groupCommit, n int, o outcome) int {
 	waited := 0
 	for range n {
-		want, wait := g.plan(1, false)
+		want, wait := g.plan(1, false, time.Millisecond)
 		if want == 0 {
 			g.gathered(50, false, 0)
 			continue
@@ -79,7 +79,7 @@ func run(g *groupCommit, n int, o outcome) int {
 func TestGroupCommitBackoff(t *testing.T) {
 	g := &groupCommit{}
 	g.committed(time.Millisecond)
-	g.plan(1, false)
+	g.plan(1, false, time.Millisecond)
 	g.gathered(50, false, 0)
 	if n := run(g, 1, inVain); n != 1 {
 		t.Fatalf("the first entry did not wait")
@@ -137,7 +137,7 @@ func TestGroupCommitWaitFollowsTheCallers(t *testing.T) {
 	// (with most of its callers: no backoff); it returns the wait's bound.
 	wait := func(took time.Duration, timedOut bool) time.Duration {
 		t.Helper()
-		want, bound := g.plan(1, false)
+		want, bound := g.plan(1, false, time.Millisecond)
 		if want == 0 {
 			t.Fatalf("no wait planned")
 		}
@@ -180,7 +180,9 @@ func TestGroupCommitWaitFollowsTheCallers(t *testing.T) {
 
 // A wait that ran out is worth it when it brought at least half the
 // requests it waited for, or as many again as the entry held when it began;
-// otherwise it was in vain and waiting stops for a while.
+// otherwise it was in vain and waiting stops for a while. (The 10 requests
+// queued over 5 ms, so that those that came in the wait came faster: see
+// TestGroupCommitStream.)
 func TestGroupCommitWorthIt(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -195,13 +197,197 @@ func TestGroupCommitWorthIt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := groupCommit{last: 50}
 			g.committed(time.Millisecond)
-			want, wait := g.plan(10, true) // 10 queued while the last entry committed
+			want, wait := g.plan(10, true, 5*time.Millisecond) // 10 queued while the last entry committed
 			if want != 53 {
 				t.Fatalf("want %d, expected 53", want)
 			}
 			g.gathered(tc.got, true, wait)
 			if got := g.cooldown > 0; got != tc.inVain {
 				t.Errorf("gathered %d of 53 (10 queued): in vain %v, want %v", tc.got, got, tc.inVain)
+			}
+		})
+	}
+}
+
+// simulate runs entries through g for callers of one of two kinds and
+// returns how many of them waited and the requests they held on average.
+// A stream (callers 0) sends rate requests a millisecond whatever the
+// answers: while an entry commits, or a wait lasts, requests arrive at that
+// rate. Callers (callers > 0) each send one request, and another when
+// answered: those an entry answers come back within turnaround, and those
+// an entry did not take (all but g.last at the start) arrive while it
+// commits.
+func simulate(g *groupCommit, entries, callers, rate int, commit, turnaround time.Duration) (waits int, mean float64) {
+	g.committed(commit)
+	perMillisecond := func(d time.Duration) int { return rate * int(d/time.Microsecond) / 1000 }
+	left, total := 0, 0 // callers not taken by the last entry: they queue during its commit
+	if callers > 0 {
+		left = callers - g.last
+	}
+	for range entries {
+		queued := perMillisecond(commit)
+		if callers > 0 {
+			queued = max(left, 1)
+		}
+		want, bound := g.plan(queued, true, commit)
+		got, timedOut, took := queued, false, time.Duration(0)
+		if want > 0 {
+			waits++
+			if callers == 0 {
+				took = time.Duration(want-queued) * time.Millisecond / time.Duration(rate)
+			} else {
+				took = turnaround
+			}
+			if took >= bound {
+				took, timedOut = bound, true
+			}
+			if callers == 0 {
+				got += perMillisecond(took)
+			} else if !timedOut {
+				got = max(want, callers-left) // the answered callers, back
+			}
+		}
+		g.gathered(got, timedOut, took)
+		if callers > 0 {
+			left = callers - got
+		}
+		total += got
+	}
+	return waits, float64(total) / float64(entries)
+}
+
+// Requests that arrive at their own pace, as an API's traffic does, do not
+// come faster because an entry waits for them: after a wait or two, entries
+// are gathered as they come, the requests of one commit each. Before waits
+// were judged by the pace requests came at, every entry of such a load
+// waited to the bound (docs/performance.md, the durable idle mix).
+func TestGroupCommitStream(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		rate   int // requests a millisecond
+		commit time.Duration
+	}{
+		{"the idle mix at 80% (11,000/s)", 11, 500 * time.Microsecond},
+		{"a slower disk", 11, 2 * time.Millisecond},
+		{"a heavier stream", 40, 500 * time.Microsecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &groupCommit{last: 47} // as large as a wait to the bound made them
+			waits, mean := simulate(g, 1000, 0, tc.rate, tc.commit, 0)
+			if waits > 8 {
+				t.Errorf("%d of 1000 entries waited, want at most 8 (backing off after each)", waits)
+			}
+			if perCommit := float64(tc.rate) * tc.commit.Seconds() * 1000; mean > 1.2*perCommit {
+				t.Errorf("entries held %.1f requests on average, want about a commit's %.1f", mean, perCommit)
+			}
+		})
+	}
+}
+
+// Callers that wait for each answer and come straight back are worth a
+// wait every time: the wait merges what would otherwise be two entries in
+// turn (the callers start in two halves), however many callers, whatever
+// the commit, as long as they are back within a commit.
+func TestGroupCommitCallersKeepTheWait(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		callers    int
+		commit     time.Duration
+		turnaround time.Duration
+	}{
+		{"50 callers at pipeline 1", 50, 500 * time.Microsecond, 150 * time.Microsecond},
+		{"17 callers a shard", 17, time.Millisecond, 300 * time.Microsecond},
+		{"a busy machine: back within most of a commit", 50, 500 * time.Microsecond, 450 * time.Microsecond},
+		{"a busy machine, in even halves", 16, 500 * time.Microsecond, 300 * time.Microsecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &groupCommit{last: tc.callers / 2}
+			waits, mean := simulate(g, 1000, tc.callers, 0, tc.commit, tc.turnaround)
+			if waits < 980 { // after one cooldown at most, as the halves were even
+				t.Errorf("%d of 1000 entries waited, want nearly all", waits)
+			}
+			if mean < 0.8*float64(tc.callers) {
+				t.Errorf("entries held %.1f of %d callers on average", mean, tc.callers)
+			}
+		})
+	}
+}
+
+// A pace is the requests recorded over the time they took, recent entries
+// counting most; arrivals outpace it when they come more than half as fast
+// again.
+func TestPace(t *testing.T) {
+	var p pace
+	if !p.outpaced(1, time.Millisecond) {
+		t.Fatal("arrivals did not outpace an empty pace")
+	}
+	for range 20 {
+		p.add(10, time.Millisecond) // 10 a millisecond
+	}
+	for _, tc := range []struct {
+		n    int
+		d    time.Duration
+		want bool
+	}{
+		{10, time.Millisecond, false},
+		{15, time.Millisecond, false}, // half as fast again is not more
+		{16, time.Millisecond, true},
+		{30, 2 * time.Millisecond, false},
+		{40, 2 * time.Millisecond, true},
+		{5, 100 * time.Microsecond, true},
+		{0, time.Millisecond, false},
+	} {
+		if got := p.outpaced(tc.n, tc.d); got != tc.want {
+			t.Errorf("%d in %v against 10/ms: outpaced %v, want %v", tc.n, tc.d, got, tc.want)
+		}
+	}
+	for range 20 {
+		p.add(1, time.Millisecond) // the load falls to 1 a millisecond
+	}
+	if !p.outpaced(3, time.Millisecond) {
+		t.Error("the pace did not follow the load down within 20 entries")
+	}
+	// The first plan counts the time since the zero time; a shard may idle
+	// for days: neither overflows the sums.
+	var idle pace
+	idle.add(1, time.Since(time.Time{}))
+	idle.add(1, 72*time.Hour)
+	if !idle.outpaced(10_000, time.Millisecond) || idle.outpaced(1, time.Second) {
+		t.Error("after a long idle, a burst did not outpace it, or one request a second did")
+	}
+}
+
+// A wait whose requests came no faster than those between waits is judged
+// at the next plan: worth it when fewer queued during the commit after it
+// (it drew its callers forward), in vain when as many did (a stream).
+func TestGroupCommitJudgesByTheNextCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		next     int // requests queued during the commit after the wait
+		wantWait bool
+	}{
+		{"the other half drawn forward", 6, true},
+		{"two thirds of the pace", 16, true},
+		{"as many as before: a stream", 25, false},
+		{"a few fewer, by chance", 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := groupCommit{last: 25}
+			g.committed(500 * time.Microsecond)
+			for range 8 { // halves of 25 queue during each commit
+				g.between.add(25, 500*time.Microsecond)
+			}
+			want, _ := g.plan(25, true, 500*time.Microsecond)
+			if want != 44 {
+				t.Fatalf("want %d, expected 44", want)
+			}
+			g.gathered(44, false, 450*time.Microsecond) // 19 more, no faster than 25 a commit
+			if g.cooldown != 0 || !g.judging {
+				t.Fatalf("judged at once: cooldown %d, judging %v", g.cooldown, g.judging)
+			}
+			want, _ = g.plan(tc.next, true, 500*time.Microsecond)
+			if got := want > 0; got != tc.wantWait {
+				t.Errorf("after %d queued: waits %v, want %v (cooldown %d)", tc.next, got, tc.wantWait, g.cooldown)
 			}
 		})
 	}

@@ -36,9 +36,10 @@ type proposer struct {
 	quit    chan struct{}
 	done    chan struct{}
 
-	group   groupCommit
-	timer   *time.Timer // bounds a group wait; reused
-	stamper stamper     // the entries' times
+	group    groupCommit
+	gathered time.Time   // when the last entry was gathered
+	timer    *time.Timer // bounds a group wait; reused
+	stamper  stamper     // the entries' times
 }
 
 // inflightEntry is an entry waiting to commit, or a marker (drained closes
@@ -168,11 +169,11 @@ func (p *proposer) drain() {
 func (p *proposer) gather(first *Request, waited bool) []*Request {
 	var b batch // travels with its entry to complete: not reused
 	b.add(first)
-	want, wait := p.group.plan(1+len(p.in), waited)
+	start := time.Now()
+	want, wait := p.group.plan(1+len(p.in), waited, start.Sub(p.gathered))
 	timedOut := false
 	var took time.Duration
 	if want > 0 {
-		start := time.Now()
 		if p.timer == nil {
 			p.timer = time.NewTimer(wait)
 		} else {
@@ -187,7 +188,10 @@ func (p *proposer) gather(first *Request, waited bool) []*Request {
 			}
 		}
 		p.timer.Stop()
-		took = time.Since(start)
+		p.gathered = time.Now()
+		took = p.gathered.Sub(start)
+	} else {
+		p.gathered = start
 	}
 	b.addWaiting(p.in)
 	p.group.gathered(len(b.reqs), timedOut, took)
