@@ -196,7 +196,16 @@ func raftConfig(cfg *RaftConfig, name string) *raft.Config {
 	// follower's apply: decisions are answered by the leader, and catching
 	// up is judged within 64 entries.
 	c.CommitTimeout = 100 * time.Millisecond
-	c.MaxAppendEntries = 512
+	// MaxAppendEntries bounds the entries of one AppendEntries (a follower
+	// catching up gets them 64 at a time) and sizes a slice hashicorp/raft
+	// allocates each time the commit index moves: 8 bytes an entry of it,
+	// on every replica, for every entry when each carries a request or two
+	// (an open-loop load). At 512 that was 4 KiB an entry and two thirds of
+	// what a durable node allocated under such a load; the proposer keeps
+	// one entry in flight, so more than 64 never meet in one append under
+	// load anyway (docs/performance.md, "The group wait under an open
+	// loop").
+	c.MaxAppendEntries = 64
 	c.BatchApplyCh = true
 	c.SnapshotThreshold = cfg.SnapshotThreshold
 	c.SnapshotInterval = cfg.SnapshotInterval
