@@ -258,7 +258,7 @@ func simulate(g *groupCommit, entries, callers, rate int, commit, turnaround tim
 
 // Requests that arrive at their own pace, as an API's traffic does, do not
 // come faster because an entry waits for them: after a wait or two, entries
-// are gathered as they come, the requests of one commit each. Before waits
+// are gathered as they come, the requests of about one commit each. Before waits
 // were judged by the pace requests came at, every entry of such a load
 // waited to the bound (docs/performance.md, the durable idle mix).
 func TestGroupCommitStream(t *testing.T) {
@@ -274,8 +274,11 @@ func TestGroupCommitStream(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &groupCommit{last: 47} // as large as a wait to the bound made them
 			waits, mean := simulate(g, 1000, 0, tc.rate, tc.commit, 0)
-			if waits > 8 {
-				t.Errorf("%d of 1000 entries waited, want at most 8 (backing off after each)", waits)
+			// After each cooldown, a wait within a commit (not judged), then one
+			// longer, judged in vain: two for each of the seven cooldowns (16
+			// entries, twice as many each time) that 1,000 entries hold.
+			if waits > 16 {
+				t.Errorf("%d of 1000 entries waited, want at most 16 (backing off after each)", waits)
 			}
 			if perCommit := float64(tc.rate) * tc.commit.Seconds() * 1000; mean > 1.2*perCommit {
 				t.Errorf("entries held %.1f requests on average, want about a commit's %.1f", mean, perCommit)
@@ -357,9 +360,10 @@ func TestPace(t *testing.T) {
 	}
 }
 
-// A wait whose requests came no faster than those between waits is judged
-// at the next plan: worth it when fewer queued during the commit after it
-// (it drew its callers forward), in vain when as many did (a stream).
+// A wait longer than a commit whose requests came no faster than those
+// between waits is judged at the next plan: worth it when fewer queued
+// during the commit after it (it drew its callers forward), in vain when as
+// many did (a stream). One within a commit is worth it as it is.
 func TestGroupCommitJudgesByTheNextCommit(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -381,7 +385,7 @@ func TestGroupCommitJudgesByTheNextCommit(t *testing.T) {
 			if want != 44 {
 				t.Fatalf("want %d, expected 44", want)
 			}
-			g.gathered(44, false, 450*time.Microsecond) // 19 more, no faster than 25 a commit
+			g.gathered(44, false, 700*time.Microsecond) // 19 more, slower than 25 a commit
 			if g.cooldown != 0 || !g.judging {
 				t.Fatalf("judged at once: cooldown %d, judging %v", g.cooldown, g.judging)
 			}
@@ -390,5 +394,21 @@ func TestGroupCommitJudgesByTheNextCommit(t *testing.T) {
 				t.Errorf("after %d queued: waits %v, want %v (cooldown %d)", tc.next, got, tc.wantWait, g.cooldown)
 			}
 		})
+	}
+}
+
+// A wait within a commit is worth it whatever the pace its requests came at.
+func TestGroupCommitWaitWithinACommitIsNotJudged(t *testing.T) {
+	g := groupCommit{last: 25}
+	g.committed(time.Millisecond)
+	for range 8 {
+		g.between.add(25, time.Millisecond)
+	}
+	if want, _ := g.plan(25, true, time.Millisecond); want != 44 {
+		t.Fatalf("want %d, expected 44", want)
+	}
+	g.gathered(44, false, 900*time.Microsecond) // 19 more, slower than 25 a commit
+	if g.judging || g.cooldown != 0 || g.streak != 1 {
+		t.Fatalf("judging %v, cooldown %d, streak %d: want the wait counted as worth it", g.judging, g.cooldown, g.streak)
 	}
 }
