@@ -40,7 +40,7 @@ import (
 // an API's traffic is) fill a wait too: it gathers them at the pace they
 // arrive, ends with as many as it waited for, and the larger entry it makes
 // asks for a longer wait next time, until every entry waits to the bound
-// (4 ms at the median where a commit took 0.5, docs/performance.md). Such
+// (3.7 ms on average where a commit took 0.5, docs/performance.md). Such
 // a wait only delays: what it gathers would join the next entry as soon,
 // and as many requests queue during the next commit as if it had not
 // waited. Callers differ in one of two ways. They come back together, so
