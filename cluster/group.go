@@ -160,7 +160,7 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 			return nil, fmt.Errorf("shard %d bootstrap: %w", shard, err)
 		}
 	}
-	g.prop = newProposer(shard, cfg.Self.ID, g.raft.Raft, g.fsm, node.clock)
+	g.prop = newProposer(shard, cfg.Self.ID, g.raft.Raft, g.fsm, node.clock, stream == nil)
 	g.prop.start()
 	return g, nil
 }

@@ -272,7 +272,7 @@ func TestGroupCommitStream(t *testing.T) {
 		{"a heavier stream", 40, 500 * time.Microsecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := &groupCommit{last: 47} // as large as a wait to the bound made them
+			g := &groupCommit{last: 47, judgeStreams: true} // as large as a wait to the bound made them
 			waits, mean := simulate(g, 1000, 0, tc.rate, tc.commit, 0)
 			// After each cooldown, a wait within a commit (not judged), then one
 			// longer, judged in vain: two for each of the seven cooldowns (16
@@ -304,7 +304,7 @@ func TestGroupCommitCallersKeepTheWait(t *testing.T) {
 		{"a busy machine, in even halves", 16, 500 * time.Microsecond, 300 * time.Microsecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := &groupCommit{last: tc.callers / 2}
+			g := &groupCommit{last: tc.callers / 2, judgeStreams: true}
 			waits, mean := simulate(g, 1000, tc.callers, 0, tc.commit, tc.turnaround)
 			if waits < 980 { // after one cooldown at most, as the halves were even
 				t.Errorf("%d of 1000 entries waited, want nearly all", waits)
@@ -376,7 +376,7 @@ func TestGroupCommitJudgesByTheNextCommit(t *testing.T) {
 		{"a few fewer, by chance", 20, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := groupCommit{last: 25}
+			g := groupCommit{last: 25, judgeStreams: true}
 			g.committed(500 * time.Microsecond)
 			for range 8 { // halves of 25 queue during each commit
 				g.between.add(25, 500*time.Microsecond)
@@ -399,7 +399,7 @@ func TestGroupCommitJudgesByTheNextCommit(t *testing.T) {
 
 // A wait within a commit is worth it whatever the pace its requests came at.
 func TestGroupCommitWaitWithinACommitIsNotJudged(t *testing.T) {
-	g := groupCommit{last: 25}
+	g := groupCommit{last: 25, judgeStreams: true}
 	g.committed(time.Millisecond)
 	for range 8 {
 		g.between.add(25, time.Millisecond)
@@ -410,5 +410,16 @@ func TestGroupCommitWaitWithinACommitIsNotJudged(t *testing.T) {
 	g.gathered(44, false, 900*time.Microsecond) // 19 more, slower than 25 a commit
 	if g.judging || g.cooldown != 0 || g.streak != 1 {
 		t.Fatalf("judging %v, cooldown %d, streak %d: want the wait counted as worth it", g.judging, g.cooldown, g.streak)
+	}
+}
+
+// A cluster's shard does not judge its waits by their callers' pace: the
+// callers other nodes forward, and those spread over every shard, come back
+// to it like a stream, and waiting for them is what serves a cluster whose
+// cores are the bound. A stream keeps its waits there, as before.
+func TestGroupCommitClusterKeepsItsWaits(t *testing.T) {
+	g := &groupCommit{last: 47}
+	if waits, _ := simulate(g, 1000, 0, 11, 500*time.Microsecond, 0); waits < 900 {
+		t.Errorf("%d of 1000 entries waited in a cluster's shard, want nearly all", waits)
 	}
 }

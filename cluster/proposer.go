@@ -72,9 +72,12 @@ const (
 	enqueueTimeout = 2 * time.Second
 )
 
-func newProposer(shard int, self string, r *raft.Raft, fsm *shardFSM, clock *clockGuard) *proposer {
+// newProposer makes the proposer of a shard's group; single says whether
+// the group is a single node's (its group commit judges its waits by the
+// pace of their callers: groupCommit).
+func newProposer(shard int, self string, r *raft.Raft, fsm *shardFSM, clock *clockGuard, single bool) *proposer {
 	return &proposer{
-		shard: shard, self: self, raft: r, fsm: fsm, clock: clock,
+		shard: shard, self: self, raft: r, fsm: fsm, clock: clock, group: groupCommit{judgeStreams: single},
 		in:       make(chan *Request, queueLen),
 		inflight: make(chan inflightEntry, maxInflight+1),
 		slots:    make(chan struct{}, maxInflight),
