@@ -363,53 +363,43 @@ func TestPace(t *testing.T) {
 // A wait longer than a commit whose requests came no faster than those
 // between waits is judged at the next plan: worth it when fewer queued
 // during the commit after it (it drew its callers forward), in vain when as
-// many did (a stream). One within a commit is worth it as it is.
+// many did (a stream). One within a commit is worth it as it is, whatever
+// the pace its requests came at and however many queue after it.
 func TestGroupCommitJudgesByTheNextCommit(t *testing.T) {
+	const commit = 500 * time.Microsecond
 	for _, tc := range []struct {
 		name     string
-		next     int // requests queued during the commit after the wait
+		took     time.Duration // the wait, which brings 19 more: slower than 25 a commit
+		next     int           // requests queued during the commit after the wait
 		wantWait bool
 	}{
-		{"the other half drawn forward", 6, true},
-		{"two thirds of the pace", 16, true},
-		{"as many as before: a stream", 25, false},
-		{"a few fewer, by chance", 20, false},
+		{"the other half drawn forward", 700 * time.Microsecond, 6, true},
+		{"two thirds of the pace", 700 * time.Microsecond, 16, true},
+		{"as many as before: a stream", 700 * time.Microsecond, 25, false},
+		{"a few fewer, by chance", 700 * time.Microsecond, 20, false},
+		{"within a commit: not judged", 450 * time.Microsecond, 25, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := groupCommit{last: 25, judgeStreams: true}
-			g.committed(500 * time.Microsecond)
+			g.committed(commit)
 			for range 8 { // halves of 25 queue during each commit
-				g.between.add(25, 500*time.Microsecond)
+				g.between.add(25, commit)
 			}
-			want, _ := g.plan(25, true, 500*time.Microsecond)
+			want, _ := g.plan(25, true, commit)
 			if want != 44 {
 				t.Fatalf("want %d, expected 44", want)
 			}
-			g.gathered(44, false, 700*time.Microsecond) // 19 more, slower than 25 a commit
-			if g.cooldown != 0 || !g.judging {
-				t.Fatalf("judged at once: cooldown %d, judging %v", g.cooldown, g.judging)
+			g.gathered(44, false, tc.took)
+			judged := tc.took > commit
+			if g.cooldown != 0 || g.judging != judged || (!judged && g.streak != 1) {
+				t.Fatalf("after the wait: cooldown %d, judging %v, streak %d; want no cooldown, judging %v, and counted worth it unless judging",
+					g.cooldown, g.judging, g.streak, judged)
 			}
-			want, _ = g.plan(tc.next, true, 500*time.Microsecond)
+			want, _ = g.plan(tc.next, true, commit)
 			if got := want > 0; got != tc.wantWait {
 				t.Errorf("after %d queued: waits %v, want %v (cooldown %d)", tc.next, got, tc.wantWait, g.cooldown)
 			}
 		})
-	}
-}
-
-// A wait within a commit is worth it whatever the pace its requests came at.
-func TestGroupCommitWaitWithinACommitIsNotJudged(t *testing.T) {
-	g := groupCommit{last: 25, judgeStreams: true}
-	g.committed(time.Millisecond)
-	for range 8 {
-		g.between.add(25, time.Millisecond)
-	}
-	if want, _ := g.plan(25, true, time.Millisecond); want != 44 {
-		t.Fatalf("want %d, expected 44", want)
-	}
-	g.gathered(44, false, 900*time.Microsecond) // 19 more, slower than 25 a commit
-	if g.judging || g.cooldown != 0 || g.streak != 1 {
-		t.Fatalf("judging %v, cooldown %d, streak %d: want the wait counted as worth it", g.judging, g.cooldown, g.streak)
 	}
 }
 
