@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	wal "github.com/hashicorp/raft-wal"
+	walfs "github.com/hashicorp/raft-wal/fs"
+	"github.com/hashicorp/raft-wal/segment"
 )
 
 // WALPath is the directory of a group's log and stable store in the WAL
@@ -29,8 +31,9 @@ const walLockFile = "LOCK"
 // out of it.
 type walStore struct {
 	*wal.WAL
-	lock *os.File
-	path string
+	lock  *os.File
+	path  string
+	filer *reapingFiler // deletes obsolete segments off the write path
 }
 
 // Path is the WAL's directory.
@@ -51,17 +54,21 @@ func openWAL(path string, logger hclog.Logger) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	w, err := wal.Open(path, wal.WithSegmentSize(walSegmentSize), wal.WithLogger(logger))
+	filer := newReapingFiler(path, segment.NewFiler(path, walfs.New()), logger)
+	w, err := wal.Open(path, wal.WithSegmentSize(walSegmentSize), wal.WithLogger(logger), wal.WithSegmentFiler(filer))
 	if err != nil {
+		filer.wait()
 		lock.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &walStore{WAL: w, lock: lock, path: path}, nil
+	return &walStore{WAL: w, lock: lock, path: path, filer: filer}, nil
 }
 
-// Close closes the WAL and releases the directory.
+// Close closes the WAL, lets the deletions it queued finish, and releases
+// the directory.
 func (s *walStore) Close() error {
 	err := s.WAL.Close()
+	s.filer.wait()
 	if cerr := s.lock.Close(); err == nil {
 		err = cerr
 	}
