@@ -79,9 +79,9 @@ func election(line string) bool {
 // request timeout before it is).
 func nearElection(s sample, elections []time.Time) bool {
 	const electionSpan = 2 * time.Second
-	end := s.due.Add(s.latency)
+	end := s.due().Add(s.latency)
 	for _, e := range elections {
-		if s.due.Before(e.Add(electionSpan)) && end.After(e.Add(-electionSpan)) {
+		if s.due().Before(e.Add(electionSpan)) && end.After(e.Add(-electionSpan)) {
 			return true
 		}
 	}
@@ -138,9 +138,9 @@ func logFields(line string) map[string]string {
 // during reports whether s was in flight while a snapshot was taken or
 // written.
 func during(s sample, ws []window) bool {
-	end := s.due.Add(s.latency)
+	end := s.due().Add(s.latency)
 	for _, w := range ws {
-		if s.due.Before(w.end) && end.After(w.start) {
+		if s.due().Before(w.end) && end.After(w.start) {
 			return true
 		}
 	}
@@ -150,9 +150,9 @@ func during(s sample, ws []window) bool {
 // whileHeld reports whether s was in flight while a snapshot held its
 // shard (the start of its window, for held).
 func whileHeld(s sample, ws []window) bool {
-	end := s.due.Add(s.latency)
+	end := s.due().Add(s.latency)
 	for _, w := range ws {
-		if s.due.Before(w.start.Add(w.held)) && end.After(w.start) {
+		if s.due().Before(w.start.Add(w.held)) && end.After(w.start) {
 			return true
 		}
 	}
@@ -183,16 +183,16 @@ func describeWindows(ws []window) string {
 // overlaps the interval.
 func writeSeries(path string, samples []sample, ws []window) error {
 	const step = 100 * time.Millisecond
-	first := samples[0].due
+	first := samples[0].due()
 	for _, s := range samples {
-		if s.due.Before(first) {
-			first = s.due
+		if s.due().Before(first) {
+			first = s.due()
 		}
 	}
 	buckets := make(map[int][]sample)
 	last := 0
 	for _, s := range samples {
-		b := int(s.due.Sub(first) / step)
+		b := int(s.due().Sub(first) / step)
 		buckets[b] = append(buckets[b], s)
 		last = max(last, b)
 	}
