@@ -14,10 +14,12 @@ import (
 // raft-wal deletes a segment whose entries a snapshot made obsolete (Raft's
 // compaction after each snapshot, DeleteRange) while it holds the log's
 // write lock: it unlinks the 16 MiB file and syncs the directory before the
-// next append may begin. On ext4 the unlink frees the file's extents in one
-// journal transaction, 10–12 ms on this host with nothing else writing
-// (bench/walstall), longer beside a snapshot's write-back; every commit of
-// the shard waits that long, and the requests behind it.
+// next append may begin, one segment after another. On ext4 the unlink
+// frees the file's extents in one journal transaction: 7–9 ms a segment in
+// a durable node's compactions, which held the lock up to 41 ms when the
+// log had run several segments ahead (docs/performance.md, "A log
+// segment's deletion"; BenchmarkWALCompaction). Every commit of the shard
+// waits that long, and the requests behind it.
 //
 // So the WAL's segments are deleted by a filer that only queues them: a
 // goroutine of its own shrinks each file a step at a time, as an old
