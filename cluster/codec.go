@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
+	"slices"
 
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/resp"
@@ -71,6 +73,7 @@ func appendBatch(b []byte, us int64, reqs []*Request) []byte {
 			version = max(version, entryVersion(&r.Cmds[i]))
 		}
 	}
+	b = slices.Grow(b, batchSize(reqs, version)) // one allocation an entry, not one a doubling
 	b = append(b, version)
 	if version == entryVersion3 {
 		b = binary.AppendVarint(b, us)
@@ -85,6 +88,28 @@ func appendBatch(b []byte, us int64, reqs []*Request) []byte {
 	}
 	return b
 }
+
+// batchSize is at least what appendBatch writes for reqs at version: the
+// commands exactly, the header at its longest.
+func batchSize(reqs []*Request, version byte) int {
+	size := 1 + 2*binary.MaxVarintLen64
+	for _, r := range reqs {
+		for i := range r.Cmds {
+			c := &r.Cmds[i]
+			size += 1 + uvarintLen(uint64(len(c.Key))) + len(c.Key)
+			if version >= entryVersion2 {
+				size += uvarintLen(uint64(c.Flags)) + uvarintLen(uint64(len(c.Value))) + len(c.Value)
+			}
+			for _, a := range c.Args {
+				size += uvarintLen(uint64(a<<1) ^ uint64(a>>63)) // as AppendVarint zigzags it
+			}
+		}
+	}
+	return size
+}
+
+// uvarintLen is how many bytes binary.AppendUvarint writes for x.
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
 
 func appendCommand(b []byte, c *engine.Command, version byte) []byte {
 	b = append(b, byte(c.Op))

@@ -484,3 +484,25 @@ func readRequestError(t *testing.T, d *reader, peer string) error {
 	}
 	return err
 }
+
+// An entry is encoded into one allocation: batchSize is never short of
+// what appendBatch writes, at versions 1 and 2 and for the longest varints.
+func TestBatchEncodesInOneAllocation(t *testing.T) {
+	extreme := engine.Command{Op: engine.OpSliding, Key: bytes.Repeat([]byte("k"), 300), Args: [4]int64{-1 << 63, 1<<63 - 1, -1, 64}, Flags: 1<<16 - 1}
+	batches := map[string][]*Request{
+		"version 1": {{Cmds: []engine.Command{{Op: engine.OpSliding, Key: []byte("user:ada"), Args: [4]int64{100, 60_000}}}}},
+		"version 2": {{Cmds: []engine.Command{{Op: engine.OpSet, Key: []byte("s"), Value: bytes.Repeat([]byte("v"), 200), Flags: engine.FlagNX}}}, {Cmds: []engine.Command{extreme}}},
+		"several":   {{Cmds: []engine.Command{extreme, extreme}}, {Cmds: []engine.Command{{Op: engine.OpCheck, Key: []byte("a")}}}},
+	}
+	for name, reqs := range batches {
+		for _, us := range []int64{1_700_000_000_000_000, 1<<63 - 1} {
+			data := appendBatch(nil, us, reqs)
+			if size := batchSize(reqs, data[0]); len(data) > size {
+				t.Errorf("%s at version %d: %d bytes written, batchSize %d", name, data[0], len(data), size)
+			}
+		}
+		if allocs := testing.AllocsPerRun(100, func() { appendBatch(nil, 1_700_000_000_000_000, reqs) }); allocs != 1 {
+			t.Errorf("%s: %v allocations an entry, want 1", name, allocs)
+		}
+	}
+}

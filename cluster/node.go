@@ -27,9 +27,12 @@ type RaftShards struct {
 	foreign []atomic.Pointer[Member]
 	bus     *bus       // nil for a single node
 	fwd     *forwarder // to the nodes that lead the shards this one does not
-	control *controlCalls
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// rerouter is n.reroute as a func value, made once: one made in each
+	// Submit would be an allocation a request.
+	rerouter func(*Request) bool
+	control  *controlCalls
+	stop     chan struct{}
+	wg       sync.WaitGroup
 	// observer hears of what this node's replicas apply (SetWriteObserver).
 	observer observerSlot
 	// halted receives the first error that stops the node (Halted).

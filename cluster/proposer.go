@@ -66,11 +66,9 @@ var (
 	GroupWaitRanOutTiming = []string{"rlserver", "proposer", "groupWait", "ranOut"}
 )
 
-const (
-	maxInflight = 1
-	// enqueueTimeout bounds how long Apply may wait for room in Raft's queue.
-	enqueueTimeout = 2 * time.Second
-)
+// maxInflight is how many entries a shard's proposer has proposed and not
+// seen committed: one, so that requests gather while it commits.
+const maxInflight = 1
 
 // newProposer makes the proposer of a shard's group; single says whether
 // the group is a single node's (its group commit judges its waits by the
@@ -245,7 +243,11 @@ func (p *proposer) propose(batch []*Request) {
 		r.markSent(p.self)
 	}
 	proposed := time.Now()
-	future := p.raft.Apply(data, enqueueTimeout)
+	// No timeout: Raft's apply queue is MaxAppendEntries deep (BatchApplyCh)
+	// and this proposer, its only writer, has one entry in flight, so the
+	// send never waits; a timeout would cost a timer an entry, live for as
+	// long as it runs, and never fire.
+	future := p.raft.Apply(data, 0)
 	p.inflight <- inflightEntry{future: future, proposed: proposed, reqs: taken, data: data, claim: claim}
 }
 

@@ -16,7 +16,7 @@ import (
 // known, until its Deadline (set to RequestTimeout from now when zero); Done
 // is signalled once, unless r's waiter expires it first. Submit never waits.
 func (n *RaftShards) Submit(shard int, r *Request) {
-	r.begin(shard, n.reroute, n.cfg.RequestTimeout)
+	r.begin(shard, n.rerouter, n.cfg.RequestTimeout)
 	n.route(r)
 }
 

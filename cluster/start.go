@@ -23,6 +23,7 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 		groups: make([]atomic.Pointer[Group], cfg.Shards), foreign: make([]atomic.Pointer[Member], cfg.Shards),
 		clock: newClockGuard(cfg.Clock, cfg.MaxClockOffset, cfg.Log, cfg.Bus != nil),
 	}
+	n.rerouter = n.reroute
 	dialer := newBusDialer(cfg.Dial, cfg.Cluster, cfg.BusTLS)
 	n.fwd = newForwarder(dialer, n.forwardFailed)
 	n.control = newControlCalls(dialer)

@@ -70,14 +70,24 @@ func (c checkedLogs) StoreLog(l *raft.Log) error {
 // keeps the entries it passes (in its cache, and to send to followers).
 func (c checkedLogs) StoreLogs(logs []*raft.Log) error {
 	defer metrics.MeasureSince(StoreLogsTiming, time.Now())
-	sealed := make([]raft.Log, len(logs))
+	sealed := make([]sealedLog, len(logs)) // the copies and their checksums: one allocation
 	ptrs := make([]*raft.Log, len(logs))
 	for i, l := range logs {
-		sealed[i] = *l
-		sealed[i].Extensions = binary.BigEndian.AppendUint32([]byte{checksumTag}, entrySum(l))
-		ptrs[i] = &sealed[i]
+		s := &sealed[i]
+		s.log = *l
+		s.sum[0] = checksumTag
+		binary.BigEndian.PutUint32(s.sum[1:], entrySum(l))
+		s.log.Extensions = s.sum[:]
+		ptrs[i] = &s.log
 	}
 	return c.Store.StoreLogs(ptrs)
+}
+
+// sealedLog is an entry as stored: a copy of Raft's, whose Extensions are
+// sum, the checksum tag and the checksum.
+type sealedLog struct {
+	log raft.Log
+	sum [5]byte
 }
 
 // entrySum is the CRC-32C of what an entry means to Raft and the state
@@ -87,7 +97,14 @@ func entrySum(l *raft.Log) uint32 {
 	binary.BigEndian.PutUint64(head[0:], l.Index)
 	binary.BigEndian.PutUint64(head[8:], l.Term)
 	head[16] = byte(l.Type)
-	return crc32.Update(crc32.Checksum(head[:], castagnoli), castagnoli, l.Data)
+	// The head's 17 bytes through the table, as crc32.Update would: passed
+	// to it, the array would escape (its implementation is chosen at run
+	// time), an allocation an entry.
+	crc := ^uint32(0)
+	for _, b := range head {
+		crc = castagnoli[byte(crc)^b] ^ crc>>8
+	}
+	return crc32.Update(^crc, castagnoli, l.Data)
 }
 
 // checkLength refuses a log store file shorter than its pages: bbolt maps
