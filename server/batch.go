@@ -58,20 +58,29 @@ type pending struct {
 	skip int32
 }
 
+// init readies the batch of a new connection. Its requests to the shards,
+// their channel and its timer are made when first needed (request, submit):
+// a connection that has sent no command to a shard holds nothing for it.
+// Made ahead, they were 630 bytes a connection on one shard and 12 KB on
+// 64, all of it memory each collection scans, for every connection however
+// idle (docs/performance.md, "The group wait under an open loop", on what
+// a collection marks with 10,000 connections).
 func (b *batch) init(shards int, timeout time.Duration) {
 	b.reqs = make([]*cluster.Request, shards)
-	b.done = make(chan struct{}, shards)
-	for i := range b.reqs {
-		b.reqs[i] = b.newRequest()
-	}
 	b.timeout = timeout
-	b.timer = time.NewTimer(timeout)
-	b.timer.Stop()
 }
 
-// newRequest is an empty request that signals the batch.
-func (b *batch) newRequest() *cluster.Request {
-	return &cluster.Request{Done: b.done, Wake: b.wake}
+// request is the batch's request to shard, made on its first use.
+func (b *batch) request(shard int) *cluster.Request {
+	if r := b.reqs[shard]; r != nil {
+		return r
+	}
+	if b.done == nil {
+		b.done = make(chan struct{}, len(b.reqs)) // room for one signal a shard
+	}
+	r := &cluster.Request{Done: b.done, Wake: b.wake}
+	b.reqs[shard] = r
+	return r
 }
 
 // setWake makes every request call wake after it signals the batch: an
@@ -80,7 +89,9 @@ func (b *batch) newRequest() *cluster.Request {
 func (b *batch) setWake(wake func()) {
 	b.wake = wake
 	for _, r := range b.reqs {
-		r.Wake = wake
+		if r != nil {
+			r.Wake = wake
+		}
 	}
 }
 
@@ -120,7 +131,7 @@ func (b *batch) addKeyed(s *Server, spec *commands.Spec, args [][]byte) {
 		if len(b.reqs) > 1 {
 			shard = s.shards.ShardOf(cluster.Slot(cmd.Key))
 		}
-		r := b.reqs[shard]
+		r := b.request(shard)
 		if len(r.Cmds) == 0 {
 			b.used = append(b.used, shard)
 		}
@@ -157,7 +168,11 @@ func (b *batch) submit(s Shards) {
 	if b.send(s) {
 		return
 	}
-	b.timer.Reset(time.Until(b.deadline))
+	if b.timer == nil { // only a connection served by a goroutine waits here
+		b.timer = time.NewTimer(time.Until(b.deadline))
+	} else {
+		b.timer.Reset(time.Until(b.deadline))
+	}
 	defer b.timer.Stop()
 	for b.waiting > 0 {
 		select {
@@ -343,12 +358,14 @@ func (b *batch) encodeSetNX(out []byte, p pending) []byte {
 // buffers.
 func (b *batch) reset() {
 	for _, shard := range b.expired {
-		b.reqs[shard] = b.newRequest()
+		b.reqs[shard] = nil // a shard may still read it: left alone, a new one when next needed
 	}
 	b.expired = b.expired[:0]
 	for _, shard := range b.used {
-		clear(b.reqs[shard].Cmds)
-		b.reqs[shard].Cmds = b.reqs[shard].Cmds[:0]
+		if r := b.reqs[shard]; r != nil {
+			clear(r.Cmds)
+			r.Cmds = r.Cmds[:0]
+		}
 	}
 	b.used = b.used[:0]
 	b.shardOf = b.shardOf[:0]
@@ -392,7 +409,8 @@ func (c *conn) everyShard(cmd engine.Command, include ...func(shard int) bool) (
 		if len(include) > 0 && !include[0](shard) {
 			continue
 		}
-		b.reqs[shard].Cmds = append(b.reqs[shard].Cmds[:0], cmd)
+		r := b.request(shard)
+		r.Cmds = append(r.Cmds[:0], cmd)
 		b.used = append(b.used, shard)
 	}
 	b.submit(c.srv.shards)

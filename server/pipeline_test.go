@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
@@ -154,12 +155,49 @@ func TestPipelineMemoryIsBounded(t *testing.T) {
 		defer c.wmu.Unlock()
 		b := &c.batch
 		results, cmds := 0, 0
-		for i := range b.reqs {
-			results, cmds = results+cap(b.reqs[i].Results), cmds+cap(b.reqs[i].Cmds)
+		for _, r := range b.reqs {
+			if r != nil { // a shard the connection sent nothing to
+				results, cmds = results+cap(r.Results), cmds+cap(r.Cmds)
+			}
 		}
 		if max(cap(b.replies), cap(b.shardOf), cap(b.posOf), cmds, results) > 2*maxSegment {
 			t.Errorf("after %d commands the batch keeps room for %d replies, %d engine commands, %d results",
 				n, cap(b.replies), cmds, results)
 		}
 	})
+}
+
+// A connection holds a request only for the shards it has sent commands
+// to: with many shards and many idle connections, requests made ahead were
+// most of the memory the collector scanned.
+func TestBatchHoldsOnlyTheShardsUsed(t *testing.T) {
+	var b batch
+	if allocs := testing.AllocsPerRun(100, func() { b.init(64, time.Second) }); allocs != 1 {
+		t.Errorf("a new connection's batch for 64 shards: %v allocations, want 1", allocs)
+	}
+	s := startServer(t, withShards(64))
+	rc := s.dial(t)
+	rc.write("PING\r\n")
+	rc.read()
+	held := func() (reqs int) {
+		s.eachClient(func(c *conn) {
+			c.wmu.Lock()
+			defer c.wmu.Unlock()
+			for _, r := range c.batch.reqs {
+				if r != nil {
+					reqs++
+				}
+			}
+		})
+		return reqs
+	}
+	if reqs := held(); reqs != 0 {
+		t.Fatalf("after a PING the connection holds %d requests, want none", reqs)
+	}
+	rc.write(encode("RL.SLIDING", "user:ada", "10", "1000") + encode("RL.SLIDING", "user:ada", "10", "1000"))
+	rc.read()
+	rc.read()
+	if reqs := held(); reqs != 1 {
+		t.Fatalf("after two decisions on one key the connection holds %d requests, want 1", reqs)
+	}
 }

@@ -103,7 +103,7 @@ func (b *batch) addGuards(s *Server, w *watchState, replies int) (first int) {
 	first = len(b.shardOf)
 	b.replies = append(b.replies, pending{spec: watchSpec, first: int32(first), n: int32(len(w.keys)), skip: int32(replies)})
 	shard := s.shards.ShardOf(uint16(w.slot))
-	r := b.reqs[shard]
+	r := b.request(shard)
 	if len(r.Cmds) == 0 {
 		b.used = append(b.used, shard)
 	}
