@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"slices"
 
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/internal/resp"
@@ -73,7 +72,9 @@ func appendBatch(b []byte, us int64, reqs []*Request) []byte {
 			version = max(version, entryVersion(&r.Cmds[i]))
 		}
 	}
-	b = slices.Grow(b, batchSize(reqs, version)) // one allocation an entry, not one a doubling
+	if size := batchSize(reqs, version); cap(b)-len(b) < size { // one allocation an entry, not one a doubling
+		b = append(make([]byte, 0, len(b)+size), b...)
+	}
 	b = append(b, version)
 	if version == entryVersion3 {
 		b = binary.AppendVarint(b, us)
