@@ -64,15 +64,16 @@ var ErrNewerEntry = errors.New("a Raft entry written by a newer rlserver: upgrad
 
 // appendBatch encodes the commands of reqs, stamped with us (Unix µs).
 func appendBatch(b []byte, us int64, reqs []*Request) []byte {
-	n := 0
+	n, size := 0, 1+2*binary.MaxVarintLen64 // the header at its longest
 	version := byte(entryVersion1)
 	for _, r := range reqs {
 		n += len(r.Cmds)
 		for i := range r.Cmds {
 			version = max(version, entryVersion(&r.Cmds[i]))
+			size += commandSize(&r.Cmds[i])
 		}
 	}
-	if size := batchSize(reqs, version); cap(b)-len(b) < size { // one allocation an entry, not one a doubling
+	if cap(b)-len(b) < size { // one allocation an entry, not one a doubling
 		b = append(make([]byte, 0, len(b)+size), b...)
 	}
 	b = append(b, version)
@@ -90,21 +91,13 @@ func appendBatch(b []byte, us int64, reqs []*Request) []byte {
 	return b
 }
 
-// batchSize is at least what appendBatch writes for reqs at version: the
-// commands exactly, the header at its longest.
-func batchSize(reqs []*Request, version byte) int {
-	size := 1 + 2*binary.MaxVarintLen64
-	for _, r := range reqs {
-		for i := range r.Cmds {
-			c := &r.Cmds[i]
-			size += 1 + uvarintLen(uint64(len(c.Key))) + len(c.Key)
-			if version >= entryVersion2 {
-				size += uvarintLen(uint64(c.Flags)) + uvarintLen(uint64(len(c.Value))) + len(c.Value)
-			}
-			for _, a := range c.Args {
-				size += uvarintLen(uint64(a<<1) ^ uint64(a>>63)) // as AppendVarint zigzags it
-			}
-		}
+// commandSize is at least what appendCommand writes for c, at any version
+// (the flags and value of version 2 counted even when absent: two bytes).
+func commandSize(c *engine.Command) int {
+	size := 1 + uvarintLen(uint64(len(c.Key))) + len(c.Key) +
+		uvarintLen(uint64(c.Flags)) + uvarintLen(uint64(len(c.Value))) + len(c.Value)
+	for _, a := range c.Args {
+		size += uvarintLen(uint64(a<<1) ^ uint64(a>>63)) // as AppendVarint zigzags it
 	}
 	return size
 }
