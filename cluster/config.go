@@ -103,6 +103,12 @@ type RaftConfig struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
+	// SnapshotLogPercent, when not 0, holds a shard's next snapshot until
+	// its log has also grown by that percentage of the last snapshot's size
+	// (up to 10,000), so that a large shard does not write its whole state
+	// every SnapshotThreshold entries (snapshotpace.go); 0 snapshots every
+	// SnapshotThreshold entries whatever the state's size.
+	SnapshotLogPercent uint64
 	// SnapshotNice is the scheduling priority (nice, 1 to 19) of the thread
 	// that encodes a shard's snapshot (Raft's, a backup's, a new
 	// replica's), which has a processor of its own meanwhile (encoder.go);
@@ -174,13 +180,16 @@ func DefaultRaftConfig(self Member, nodes int) RaftConfig {
 		LogStore: persistence.DefaultLogFormat,
 		Clock:    SystemClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Dial: tcpDial,
 		HeartbeatTimeout: heartbeat, ElectionTimeout: heartbeat,
-		// Frequent, small snapshots keep the log, and so the disk, small
-		// under constant load: a shard's snapshot is its live keys, written
-		// in milliseconds, while its log grows with every decision.
+		// Frequent, small snapshots keep the log, and so the disk and a
+		// restart's replay, small under constant load: a small shard's
+		// snapshot is its live keys, written in milliseconds, while its log
+		// grows with every decision. A large shard's snapshot is hundreds of
+		// megabytes: it waits for its log to grow by a share of that.
 		SnapshotThreshold: 4096, SnapshotInterval: 5 * time.Second, TrailingLogs: 1024,
-		SnapshotNice:   DefaultSnapshotNice,
-		RequestTimeout: DefaultRequestTimeout,
-		MaxClockOffset: DefaultMaxClockOffset, SlowLogWrite: DefaultSlowLogWrite,
+		SnapshotLogPercent: DefaultSnapshotLogPercent,
+		SnapshotNice:       DefaultSnapshotNice,
+		RequestTimeout:     DefaultRequestTimeout,
+		MaxClockOffset:     DefaultMaxClockOffset, SlowLogWrite: DefaultSlowLogWrite,
 	}
 }
 
@@ -212,6 +221,8 @@ func (c RaftConfig) Validate() error {
 		return invalidSetting("RaftConfig.ElectionTimeout", "%v: must be from HeartbeatTimeout (%v) to %v", c.ElectionTimeout, c.HeartbeatTimeout, maxTimeout)
 	case c.SnapshotThreshold < 1:
 		return invalidSetting("RaftConfig.SnapshotThreshold", "must be at least 1")
+	case c.SnapshotLogPercent > MaxSnapshotLogPercent:
+		return invalidSetting("RaftConfig.SnapshotLogPercent", "%d: must be from 0 to %d", c.SnapshotLogPercent, MaxSnapshotLogPercent)
 	case c.RequestTimeout < minRequestTimeout || c.RequestTimeout > maxTimeout:
 		return invalidSetting("RaftConfig.RequestTimeout", "%v: must be from %v to %v", c.RequestTimeout, minRequestTimeout, maxTimeout)
 	case c.MaxClockOffset < time.Millisecond || c.MaxClockOffset > time.Hour:

@@ -99,6 +99,7 @@ func TestRaftConfigValidate(t *testing.T) {
 		{"heartbeat too long", func(c *RaftConfig) { c.HeartbeatTimeout, c.ElectionTimeout = time.Hour, time.Hour }, "RaftConfig.HeartbeatTimeout"},
 		{"election shorter than the heartbeat", func(c *RaftConfig) { c.ElectionTimeout = c.HeartbeatTimeout / 2 }, "RaftConfig.ElectionTimeout"},
 		{"no snapshot threshold", func(c *RaftConfig) { c.SnapshotThreshold = 0 }, "RaftConfig.SnapshotThreshold"},
+		{"a log percentage past 10,000", func(c *RaftConfig) { c.SnapshotLogPercent = 10_001 }, "RaftConfig.SnapshotLogPercent"},
 		{"a negative snapshot nice", func(c *RaftConfig) { c.SnapshotNice = -1 }, "RaftConfig.SnapshotNice"},
 		{"snapshot interval too short", func(c *RaftConfig) { c.SnapshotInterval = time.Millisecond }, "SnapshotInterval"},
 		{"no request timeout", func(c *RaftConfig) { c.RequestTimeout = 0 }, "RaftConfig.RequestTimeout"},

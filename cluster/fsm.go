@@ -29,6 +29,9 @@ type shardFSM struct {
 	halted error
 	halt   chan<- error
 	log    *slog.Logger // says what each snapshot cost; nil: nothing
+	// grown is what the log gained since the last snapshot, which paces
+	// the next (snapshotpace.go).
+	grown logGrowth
 }
 
 func newShardFSM(index int, observer *observerSlot, halt chan<- error, scripts engine.ScriptRunner) *shardFSM {
@@ -51,6 +54,7 @@ func (f *shardFSM) ApplyBatch(logs []*raft.Log) []any {
 		if l.Type != raft.LogCommand {
 			continue
 		}
+		f.grown.applied(len(l.Data))
 		if f.halted != nil {
 			out[i] = f.halted
 			continue
@@ -87,7 +91,8 @@ func (f *shardFSM) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &fsmSnapshot{capture: f.startCapture(), log: f.log}, nil
+	f.grown.taken()
+	return &fsmSnapshot{capture: f.startCapture(), log: f.log, grown: &f.grown}, nil
 }
 
 // Restore replaces the whole state with a snapshot's.
@@ -105,6 +110,8 @@ func (f *shardFSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	f.shard = shard // its counters start again from zero, as INFO's do
 	f.mu.Unlock()
+	f.grown.taken()
+	f.grown.snapshot.Store(uint64(len(payload)))
 	// Any key may have changed, and no write command says which.
 	f.observer.flushed(f.index)
 	return nil
@@ -113,6 +120,7 @@ func (f *shardFSM) Restore(rc io.ReadCloser) error {
 type fsmSnapshot struct {
 	capture *capture
 	log     *slog.Logger
+	grown   *logGrowth // told the snapshot's size once written
 }
 
 // Persist writes the snapshot frame to the sink.
@@ -121,7 +129,11 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 		sink.Cancel()
 		return err
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	s.grown.snapshot.Store(uint64(s.capture.size))
+	return nil
 }
 
 // Release ends the capture: Raft calls it once done with the snapshot,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,10 +89,16 @@ func openStores(dir string, cfg *RaftConfig, watched bool) (st stores, err error
 // in the log (raft.shard3, raft.catalogue), over stream (nil for a single
 // node's group, which needs no network). mayLead says why this node must
 // not lead it (nil: it may): it then stays out of elections. It owns st
-// and stream from the call on: a failed start closes them.
-func startGroup(cfg *RaftConfig, name string, fsm raft.FSM, st stores, stream raft.StreamLayer, mayLead func() error) (*raftfix.Raft, error) {
+// and stream from the call on: a failed start closes them. paced: a pacer
+// asks for the group's snapshots (snapshotpace.go), so Raft's own trigger
+// is off.
+func startGroup(cfg *RaftConfig, name string, fsm raft.FSM, st stores, stream raft.StreamLayer, mayLead func() error, paced bool) (*raftfix.Raft, error) {
+	rc := raftConfig(cfg, name)
+	if paced {
+		rc.SnapshotThreshold = math.MaxUint64
+	}
 	return raftfix.New(raftfix.Config{
-		Raft: raftConfig(cfg, name), FSM: fsm,
+		Raft: rc, FSM: fsm,
 		Logs: st.logs, Stable: st.store, Snaps: st.snaps,
 		Stream: stream, Local: raft.ServerAddress(cfg.Self.Bus), Log: newRaftLogger(cfg.Log, "raft.net"),
 		MayLead: mayLead,
@@ -149,7 +156,7 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 	}
 	g.recovered.Store(persistence.IsRecovered(dir))
 	started = true
-	if g.raft, err = startGroup(cfg, fmt.Sprintf("raft.shard%d", shard), g.fsm, st, stream, g.mustNotLead); err != nil {
+	if g.raft, err = startGroup(cfg, fmt.Sprintf("raft.shard%d", shard), g.fsm, st, stream, g.mustNotLead, cfg.SnapshotLogPercent > 0); err != nil {
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
 	}
 	if bootstrap != nil && !st.existing {

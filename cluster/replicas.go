@@ -37,6 +37,13 @@ func (n *RaftShards) OpenReplica(shard int, bootstrap []Member, requireState boo
 		defer n.wg.Done()
 		g.watch(n.member, n.stop)
 	}()
+	if n.cfg.SnapshotLogPercent > 0 {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			g.pace(n.cfg.SnapshotThreshold, n.cfg.SnapshotLogPercent, n.cfg.SnapshotInterval, n.stop)
+		}()
+	}
 	return nil
 }
 
@@ -111,7 +118,7 @@ func (n *RaftShards) StartCatalogueGroup(fsm raft.FSM) (r *raftfix.Raft, existin
 		return nil, false, fmt.Errorf("catalogue: %w", err)
 	}
 	n.catalogueDisk.Store(st.disk)
-	if r, err = startGroup(&n.cfg, "raft.catalogue", fsm, st, stream, n.mustNotLead); err != nil {
+	if r, err = startGroup(&n.cfg, "raft.catalogue", fsm, st, stream, n.mustNotLead, false); err != nil {
 		return nil, false, fmt.Errorf("catalogue: %w", err)
 	}
 	return r, st.existing, nil

@@ -55,6 +55,8 @@ func TestInvalidFlagsExit2(t *testing.T) {
 		{[]string{"--data-dir", "/nonexistent/rl"}, "--in-memory and --data-dir exclude each other"},
 		{[]string{"--raft-heartbeat", "1ms"}, "--raft-heartbeat 1ms: must be from 10ms to 1m"},
 		{[]string{"--raft-snapshot-interval", "2h"}, "--raft-snapshot-interval 2h0m0s: must be from 10ms to 1h"},
+		{[]string{"--raft-snapshot-log-percentage", "10001"}, "--raft-snapshot-log-percentage 10001: must be from 0 to 10000"},
+		{[]string{"--raft-snapshot-log-percentage", "-1"}, `invalid value "-1" for flag -raft-snapshot-log-percentage`},
 		{[]string{"--node-id", ""}, "--node-id: must not be empty"},
 	}
 	for _, tc := range cases {

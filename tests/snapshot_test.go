@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// A durable node that snapshots every few tens of milliseconds under a
+// A durable node that snapshots every few tens of milliseconds (whatever
+// its state's size: --raft-snapshot-log-percentage 0) under a
 // steady load answers every decision (a snapshot never stops a shard long
 // enough for a TRYAGAIN), its snapshots overlap the load (the shard copied
 // chunks it wrote while one was written), and restarted from its snapshots
@@ -18,7 +19,7 @@ func TestSnapshotsUnderLoadAndRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"--port", "0", "--bind", "127.0.0.1", "--shards", "2", "--enable-debug-command",
-		"--raft-snapshot-interval", "20ms", "--raft-snapshot-threshold", "1"}
+		"--raft-snapshot-interval", "20ms", "--raft-snapshot-threshold", "1", "--raft-snapshot-log-percentage", "0"}
 	first := launch(t, dir, args...)
 	c := first.Client(t, 2)
 	ctx := context.Background()

@@ -76,3 +76,20 @@ func TestCheckSelfStopsOnlyOnItsOwnIncarnationForgotten(t *testing.T) {
 		t.Errorf("a catalogue that forgot this node: %v; want cluster.ErrRemoved", err)
 	}
 }
+
+// The shards' snapshots are paced by their logs' growth (the cluster
+// package's snapshotpace.go), with Raft's own trigger off; the catalogue's
+// group, which no pacer watches, keeps Raft's, or its log would grow
+// forever.
+func TestCatalogueKeepsRaftsSnapshotTrigger(t *testing.T) {
+	tc := startTestCluster(t, 3, 3)
+	want := cluster.DefaultRaftConfig(cluster.Member{ID: "n1"}, 3).SnapshotThreshold
+	for i, n := range tc.nodes {
+		poll.Until(t, 20*time.Second, fmt.Sprintf("n%d's catalogue group", i+1), func() (bool, error) {
+			return n.meta.Load() != nil, nil
+		})
+		if got := n.meta.Load().raft.ReloadableConfig().SnapshotThreshold; got != want {
+			t.Errorf("n%d: the catalogue snapshots every %d entries, want %d", i+1, got, want)
+		}
+	}
+}

@@ -399,6 +399,7 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 	if o.snapThreshold != 0 {
 		cfg.SnapshotThreshold = o.snapThreshold
 	}
+	cfg.SnapshotLogPercent = o.snapLogPercent
 	cfg.SnapshotNice = o.snapNice
 	return cfg, nil
 }

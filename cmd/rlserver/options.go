@@ -43,23 +43,26 @@ type options struct {
 	// defaults).
 	snapInterval  time.Duration
 	snapThreshold uint64
-	snapNice      int // the encoder's priority (cluster.RaftConfig.SnapshotNice)
-	reqTimeout    time.Duration
-	pprof         string
-	metricsPort   int
-	httpPort      int   // the decision API over HTTP (httpapi.go)
-	statusPage    yesNo // serve the status page beside the metrics
-	logLevel      string
-	logFormat     string
-	logOutput     string // --log-output: stdout or stderr
-	configPath    string // the config file, "" for none
-	version       bool
-	fleet         fleet       // how the node takes part in a fleet (fleet.go)
-	sec           security    // access: users, protected mode, TLS, timeout
-	access        access      // what sec loads, once validated
-	rls           rlsSettings // Envoy's rate limit service (rls.go)
-	checks        checks      // the clock and disk checks' bounds (checks.go)
-	fed           fedSettings // the federation of regions (federation.go)
+	// snapLogPercent holds a large shard's snapshot until its log has
+	// grown by that share of it (cluster.RaftConfig.SnapshotLogPercent).
+	snapLogPercent uint64
+	snapNice       int // the encoder's priority (cluster.RaftConfig.SnapshotNice)
+	reqTimeout     time.Duration
+	pprof          string
+	metricsPort    int
+	httpPort       int   // the decision API over HTTP (httpapi.go)
+	statusPage     yesNo // serve the status page beside the metrics
+	logLevel       string
+	logFormat      string
+	logOutput      string // --log-output: stdout or stderr
+	configPath     string // the config file, "" for none
+	version        bool
+	fleet          fleet       // how the node takes part in a fleet (fleet.go)
+	sec            security    // access: users, protected mode, TLS, timeout
+	access         access      // what sec loads, once validated
+	rls            rlsSettings // Envoy's rate limit service (rls.go)
+	checks         checks      // the clock and disk checks' bounds (checks.go)
+	fed            fedSettings // the federation of regions (federation.go)
 	// ratelimitIgnored are envoyproxy/ratelimit's variables set in the
 	// environment that set nothing here (ratelimitenv.go), for the log.
 	ratelimitIgnored []string
@@ -159,6 +162,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.heartbeat, "raft-heartbeat", 0, "Raft heartbeat and election timeout (default 500ms in a cluster, 100ms for a single node)")
 	fs.DurationVar(&o.snapInterval, "raft-snapshot-interval", 0, "how often each shard checks whether to snapshot its state, 10ms to 1h: Raft waits one to two intervals between checks (default 5s)")
 	fs.Uint64Var(&o.snapThreshold, "raft-snapshot-threshold", 0, "entries a shard writes after a snapshot before it takes the next (default 4096)")
+	fs.Uint64Var(&o.snapLogPercent, "raft-snapshot-log-percentage", cluster.DefaultSnapshotLogPercent,
+		"and the percentage of the last snapshot's size its log must grow by, as Redis's auto-aof-rewrite-percentage: a large shard then writes its state less often, 0 to 10000 (0: every --raft-snapshot-threshold entries)")
 	fs.IntVar(&o.snapNice, "snapshot-nice", cluster.DefaultSnapshotNice, "scheduling priority (nice, 1 to 19) of the thread that encodes a shard's snapshot or backup, which gets a processor of its own meanwhile; 0: encode it as any other work")
 	fs.StringVar(&o.raftLog, "raft-log-store", persistence.DefaultLogFormat.String(), "format of the Raft logs a new data directory gets: wal (one fsync an append) or bolt (bbolt, two; every release before 0.2's format); an existing log keeps its own")
 	fs.DurationVar(&o.reqTimeout, "request-timeout", defaults.RequestTimeout, "answer every command within this long, when its shard cannot (an election, a leader that died or froze) with TRYAGAIN if nothing was counted and UNCERTAIN if it may have been; 10ms to 1m")
@@ -277,6 +282,8 @@ func (o options) validate() error {
 		return invalid("raft-heartbeat", "--raft-heartbeat %v: must be from 10ms to 1m", o.heartbeat)
 	case o.snapInterval != 0 && (o.snapInterval < 10*time.Millisecond || o.snapInterval > time.Hour):
 		return invalid("raft-snapshot-interval", "--raft-snapshot-interval %v: must be from 10ms to 1h", o.snapInterval)
+	case o.snapLogPercent > cluster.MaxSnapshotLogPercent:
+		return invalid("raft-snapshot-log-percentage", "--raft-snapshot-log-percentage %d: must be from 0 to %d", o.snapLogPercent, cluster.MaxSnapshotLogPercent)
 	case o.snapNice < 0 || o.snapNice > cluster.MaxSnapshotNice:
 		return invalid("snapshot-nice", "--snapshot-nice %d: must be from 0 to %d", o.snapNice, cluster.MaxSnapshotNice)
 	case o.reqTimeout < 10*time.Millisecond || o.reqTimeout > time.Minute:
