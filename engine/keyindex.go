@@ -89,8 +89,11 @@ const (
 )
 
 // hasher gives the index's hash of a record's key (the keyspace does).
+// touch reads the keys of records rs before the index hashes them one by
+// one, so that their cache misses overlap (keyspace.touch).
 type hasher interface {
 	hashOf(r int32) uint64
+	touch(rs []int32)
 }
 
 func newKeyIndex() keyIndex {
@@ -241,7 +244,9 @@ func (x *keyIndex) take(s *indexSegment, size int) []int32 {
 // rebuild places segment s's records again, at size size, without its
 // deleted slots.
 func (x *keyIndex) rebuild(s *indexSegment, size int, keys hasher) {
-	for _, r := range x.take(s, size) {
+	rs := x.take(s, size)
+	keys.touch(rs)
+	for _, r := range rs {
 		s.place(keys.hashOf(r), r)
 	}
 }
@@ -259,7 +264,9 @@ func (x *keyIndex) split(s *indexSegment, keys hasher) {
 	t := x.newSegment(0, s.depth)
 	x.segments++
 	var pattern uint64 // the directory bits s's keys share
-	for _, r := range x.take(s, 0) {
+	rs := x.take(s, 0)
+	keys.touch(rs)
+	for _, r := range rs {
 		h := keys.hashOf(r)
 		d := h >> dirShift
 		pattern = d & (bit - 1)
