@@ -41,6 +41,11 @@ type RaftState struct {
 	Preferred string
 	// Learner is set while the replica is a non-voter catching up.
 	Learner bool
+	// LogBytes is what the replica's log has gained since its last
+	// snapshot was taken, SnapshotBytes that snapshot's size (0: none
+	// yet): the next is taken once LogBytes reaches the configured share
+	// of SnapshotBytes (RaftConfig.SnapshotLogPercent).
+	LogBytes, SnapshotBytes uint64
 }
 
 // RaftStates describes this node's replicas. It reads Raft's atomic
@@ -58,6 +63,7 @@ func (n *RaftShards) RaftStates() []RaftState {
 		s := RaftState{
 			Shard: g.shard, State: state.String(), Term: g.raft.CurrentTerm(),
 			CommitIndex: g.raft.CommitIndex(), AppliedIndex: g.raft.AppliedIndex(),
+			LogBytes: g.fsm.grown.bytes.Load(), SnapshotBytes: g.fsm.grown.snapshot.Load(),
 		}
 		// As raft.Stats words it.
 		switch last := g.raft.LastContact(); {

@@ -47,6 +47,8 @@ type collector struct {
 	raftTerm        *prometheus.Desc
 	raftCommit      *prometheus.Desc
 	raftApplied     *prometheus.Desc
+	raftLogBytes    *prometheus.Desc
+	raftSnapBytes   *prometheus.Desc
 	raftContact     *prometheus.Desc
 
 	rebalanceState   *prometheus.Desc
@@ -116,6 +118,9 @@ func newCollector(src Sources, notReady func() error) *collector {
 		raftTerm:        d("rlserver_raft_term", "The Raft term of this node's replica of a shard.", shard, nil),
 		raftCommit:      d("rlserver_raft_commit_index", "The last log index this node's replica of a shard knows committed.", shard, nil),
 		raftApplied:     d("rlserver_raft_applied_index", "The last log index this node's replica of a shard has applied.", shard, nil),
+		raftLogBytes: d("rlserver_raft_log_bytes_since_snapshot", "Bytes of entries this node's replica of a shard has applied since its last snapshot was taken: "+
+			"the next is taken once they reach --raft-snapshot-log-percentage of the last snapshot's size.", shard, nil),
+		raftSnapBytes: d("rlserver_raft_snapshot_bytes", "The size of the last snapshot this node's replica of a shard wrote or restored (0: none yet).", shard, nil),
 		raftContact: d("rlserver_raft_last_contact_seconds",
 			"Since this node's replica of a shard last heard from its leader; 0 on the leader, absent before the first contact.", shard, nil),
 
@@ -135,7 +140,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.buildInfo, c.ready, c.decisions, c.keys, c.dataset, c.evicted, c.oom, c.shadow, c.charged, c.maxMemory, c.topKeys, c.clients, c.onLoops, c.maxClient, c.received, c.rejected, c.commands,
 		c.shareKeys, c.shareHolders, c.shareCommitted, c.shareGrants, c.shareReturned, c.shareLapsed,
 		c.resPending, c.reserved, c.resMade, c.resSettled, c.resExpired,
-		c.raftState, c.raftLeaderKnown, c.raftTerm, c.raftCommit, c.raftApplied, c.raftContact,
+		c.raftState, c.raftLeaderKnown, c.raftTerm, c.raftCommit, c.raftApplied, c.raftLogBytes, c.raftSnapBytes, c.raftContact,
 		c.rebalanceState, c.rebalanceSteps, c.rebalancePlanned,
 	} {
 		ch <- d
@@ -259,6 +264,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.raftTerm, float64(rs.Term), label)
 		gauge(c.raftCommit, float64(rs.CommitIndex), label)
 		gauge(c.raftApplied, float64(rs.AppliedIndex), label)
+		gauge(c.raftLogBytes, float64(rs.LogBytes), label)
+		gauge(c.raftSnapBytes, float64(rs.SnapshotBytes), label)
 		if rs.SinceContact >= 0 {
 			gauge(c.raftContact, rs.SinceContact.Seconds(), label)
 		}

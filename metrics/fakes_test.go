@@ -66,7 +66,7 @@ func testSources() Sources {
 		Shards:  &fakeShards{stats: []engine.Stats{s0, s1}},
 		Server:  fakeServer{ConnectedClients: 3, EventLoopClients: 2, MaxClients: 100, ConnectionsReceived: 10, RejectedConnections: 1, CommandsProcessed: 42},
 		Raft: fakeRaft{
-			{Shard: 0, State: "Leader", Term: 4, CommitIndex: 20, AppliedIndex: 19, LastContact: "0", Leader: "n1"},
+			{Shard: 0, State: "Leader", Term: 4, CommitIndex: 20, AppliedIndex: 19, LastContact: "0", Leader: "n1", LogBytes: 2048, SnapshotBytes: 65536},
 			{Shard: 1, State: "Candidate", Term: 5, CommitIndex: 8, AppliedIndex: 8, LastContact: "never", SinceContact: -1},
 		},
 		Ready: &fakeReady{},

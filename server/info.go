@@ -306,7 +306,9 @@ func (s *Server) writeKeyspaceInfo(b *strings.Builder, t *engine.Stats) {
 }
 
 // writeRaftInfo writes one line per shard replica: its Raft state, term,
-// commit and applied index, last contact with its leader, and the leader.
+// commit and applied index, last contact with its leader, the leader, and
+// what its log has gained since its last snapshot against that snapshot's
+// size, which pace the next.
 func (s *Server) writeRaftInfo(b *strings.Builder, _ *engine.Stats) {
 	if s.cfg.Raft == nil {
 		infoLine(b, "raft_enabled", 0)
@@ -339,7 +341,7 @@ func (s *Server) writeRaftInfo(b *strings.Builder, _ *engine.Stats) {
 		if leader == "" {
 			leader = "-"
 		}
-		infoLine(b, fmt.Sprintf("shard_%d", st.Shard), fmt.Sprintf("state=%s,term=%d,commit_index=%d,applied_index=%d,last_contact=%s,leader=%s",
-			strings.ToLower(st.State), st.Term, st.CommitIndex, st.AppliedIndex, st.LastContact, leader))
+		infoLine(b, fmt.Sprintf("shard_%d", st.Shard), fmt.Sprintf("state=%s,term=%d,commit_index=%d,applied_index=%d,last_contact=%s,leader=%s,log_bytes=%d,snapshot_bytes=%d",
+			strings.ToLower(st.State), st.Term, st.CommitIndex, st.AppliedIndex, st.LastContact, leader, st.LogBytes, st.SnapshotBytes))
 	}
 }

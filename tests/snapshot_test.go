@@ -82,7 +82,33 @@ func TestSnapshotsUnderLoadAndRestart(t *testing.T) {
 	}
 
 	second := launch(t, dir, args...)
-	if got, err := second.Client(t, 2).Do(ctx, "DEBUG", "DIGEST").Text(); err != nil || got != want {
+	c2 := second.Client(t, 2)
+	if got, err := c2.Do(ctx, "DEBUG", "DIGEST").Text(); err != nil || got != want {
 		t.Errorf("after a restart DEBUG DIGEST %s %v, before %s", got, err, want)
+	}
+	// INFO raft says, for each shard, the size of the snapshot it restored
+	// and what its log has gained since, which pace the next snapshot.
+	raftInfo, err := c2.Do(ctx, "INFO", "raft").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for shard := range 2 {
+		line := ""
+		for _, l := range strings.Split(raftInfo, "\r\n") {
+			if v, ok := strings.CutPrefix(l, "shard_"+strconv.Itoa(shard)+":"); ok {
+				line = v
+			}
+		}
+		fields := map[string]string{}
+		for _, kv := range strings.Split(line, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			fields[k] = v
+		}
+		if n, err := strconv.ParseInt(fields["snapshot_bytes"], 10, 64); err != nil || n <= 0 {
+			t.Errorf("INFO raft shard_%d: snapshot_bytes %q, want the restored snapshot's size: %q", shard, fields["snapshot_bytes"], line)
+		}
+		if _, err := strconv.ParseInt(fields["log_bytes"], 10, 64); err != nil {
+			t.Errorf("INFO raft shard_%d: log_bytes %q: %q", shard, fields["log_bytes"], line)
+		}
 	}
 }
