@@ -88,13 +88,10 @@ func TestSnapshotsUnderLoadAndRestart(t *testing.T) {
 	}
 	// INFO raft says, for each shard, the size of the snapshot it restored
 	// and what its log has gained since, which pace the next snapshot.
-	raftInfo, err := c2.Do(ctx, "INFO", "raft").Text()
-	if err != nil {
-		t.Fatal(err)
-	}
+	raftInfo := infoText(t, c2, "raft")
 	for shard := range 2 {
 		line := ""
-		for _, l := range strings.Split(raftInfo, "\r\n") {
+		for _, l := range raftInfo {
 			if v, ok := strings.CutPrefix(l, "shard_"+strconv.Itoa(shard)+":"); ok {
 				line = v
 			}
