@@ -139,6 +139,61 @@ func TestSnapshotWriterStreams(t *testing.T) {
 	}
 }
 
+// claimingReader is a frame's bytes behind a reader that says it holds
+// size bytes, whatever it holds.
+type claimingReader struct {
+	*bytes.Reader
+	size int64
+}
+
+func (r claimingReader) Size() int64 { return r.size }
+
+// A reader that says its size is read into one buffer of the payload's
+// length; one that says more than it holds, or less, is read as any other:
+// a truncated frame is refused either way.
+func TestSnapshotReadIntoOneBuffer(t *testing.T) {
+	payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<19) // 8 MiB
+	var buf bytes.Buffer
+	if err := WriteSnapshot(&buf, snapshotVersion, payload); err != nil {
+		t.Fatal(err)
+	}
+	frame := buf.Bytes()
+	for _, c := range []struct {
+		name   string
+		frame  []byte
+		claims int
+		ok     bool
+	}{
+		{"its size", frame, len(frame), true},
+		{"more than it holds", frame, len(frame) + 1000, true},
+		{"less than it holds", frame, len(frame) - 1000, true},
+		{"nothing", frame, 0, true},
+		{"truncated, claiming its whole size", frame[:len(frame)-100], len(frame), false},
+		{"truncated, claiming what it holds", frame[:len(frame)-100], len(frame) - 100, false},
+	} {
+		got, _, err := ReadSnapshot(claimingReader{bytes.NewReader(c.frame), int64(c.claims)})
+		if c.ok != (err == nil) || c.ok && !bytes.Equal(got, payload) {
+			t.Errorf("%s: %d bytes, %v", c.name, len(got), err)
+		}
+		if !c.ok && !errors.Is(err, ErrBadSnapshot) {
+			t.Errorf("%s: %v, want ErrBadSnapshot", c.name, err)
+		}
+	}
+	// Read as it comes, a buffer grown by doubling allocates about twice
+	// the payload; read at once, the payload and a little.
+	allocs := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if _, _, err := ReadSnapshot(claimingReader{bytes.NewReader(frame), int64(len(frame))}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}).AllocedBytesPerOp()
+	if allocs > int64(len(payload))+int64(len(payload))/8 {
+		t.Errorf("%d bytes allocated to read a payload of %d", allocs, len(payload))
+	}
+}
+
 func FuzzReadSnapshot(f *testing.F) {
 	var buf bytes.Buffer
 	WriteSnapshot(&buf, snapshotVersion, []byte("payload"))
@@ -190,6 +245,9 @@ func TestSnapshotStoreWritesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rc.Close()
+	if s, ok := rc.(sizer); !ok || s.Size() != int64(len(want)) {
+		t.Errorf("the store's reader (%T) does not say its file's %d bytes", rc, len(want))
+	}
 	got, err := io.ReadAll(rc)
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("read back %d bytes (%v), wrote %d", len(got), err, len(want))

@@ -26,6 +26,9 @@ const snapshotVersion = 2
 
 const snapshotMagic = "RLSNAP"
 
+// snapshotHead is the length of a frame's head: magic, version, length.
+const snapshotHead = 16
+
 // MaxSnapshotSize bounds the payload a reader accepts (16 GiB), so a damaged
 // length cannot make it allocate without limit.
 const MaxSnapshotSize = 16 << 30
@@ -64,7 +67,7 @@ type SnapshotWriter struct {
 // NewSnapshotWriter writes the head of a frame of format version, whose
 // payload is length bytes, and returns the writer of the payload.
 func NewSnapshotWriter(w io.Writer, version uint16, length uint64) (*SnapshotWriter, error) {
-	head := make([]byte, 0, 16)
+	head := make([]byte, 0, snapshotHead)
 	head = append(head, snapshotMagic...)
 	head = binary.BigEndian.AppendUint16(head, version)
 	head = binary.BigEndian.AppendUint64(head, length)
@@ -99,7 +102,7 @@ func (s *SnapshotWriter) Close() error {
 // ReadSnapshot reads a snapshot frame and returns its checked payload and
 // its format version.
 func ReadSnapshot(r io.Reader) ([]byte, uint16, error) {
-	head := make([]byte, 16)
+	head := make([]byte, snapshotHead)
 	if _, err := io.ReadFull(r, head); err != nil {
 		return nil, 0, fmt.Errorf("%w: header: %v", ErrBadSnapshot, err)
 	}
@@ -114,14 +117,9 @@ func ReadSnapshot(r io.Reader) ([]byte, uint16, error) {
 	if n > MaxSnapshotSize {
 		return nil, 0, fmt.Errorf("%w: payload of %d bytes", ErrBadSnapshot, n)
 	}
-	// Read through a limit rather than allocating n up front: a damaged
-	// length must not cost memory the file does not hold.
-	payload, err := io.ReadAll(io.LimitReader(r, int64(n)+4))
+	payload, err := readPayload(r, n+4)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: payload: %v", ErrBadSnapshot, err)
-	}
-	if uint64(len(payload)) != n+4 {
-		return nil, 0, fmt.Errorf("%w: truncated payload", ErrBadSnapshot)
+		return nil, 0, err
 	}
 	sum := binary.BigEndian.Uint32(payload[n:])
 	payload = payload[:n]
@@ -129,4 +127,34 @@ func ReadSnapshot(r io.Reader) ([]byte, uint16, error) {
 		return nil, 0, fmt.Errorf("%w: checksum mismatch", ErrBadSnapshot)
 	}
 	return payload, version, nil
+}
+
+// sizer is a reader that says how many bytes it holds in all, its head
+// included (SnapshotStore.Open's readers do).
+type sizer interface{ Size() int64 }
+
+// readPayload reads the want bytes after a frame's head. A reader that
+// says it holds them is read into one buffer of that length. Any other is
+// read through a limit, the buffer growing as the bytes come: a damaged
+// length must not cost memory the file does not hold.
+func readPayload(r io.Reader, want uint64) ([]byte, error) {
+	var payload []byte
+	var err error
+	if s, ok := r.(sizer); ok && s.Size() >= snapshotHead && want <= uint64(s.Size()-snapshotHead) {
+		payload = make([]byte, want)
+		var n int
+		n, err = io.ReadFull(r, payload)
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			payload, err = payload[:n], nil // shorter than it said: truncated, below
+		}
+	} else {
+		payload, err = io.ReadAll(io.LimitReader(r, int64(want)))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: payload: %v", ErrBadSnapshot, err)
+	}
+	if uint64(len(payload)) != want {
+		return nil, fmt.Errorf("%w: truncated payload", ErrBadSnapshot)
+	}
+	return payload, nil
 }
