@@ -37,13 +37,11 @@ func (n *RaftShards) OpenReplica(shard int, bootstrap []Member, requireState boo
 		defer n.wg.Done()
 		g.watch(n.member, n.stop)
 	}()
-	if n.cfg.SnapshotLogPercent > 0 {
-		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
-			g.pace(n.cfg.SnapshotThreshold, n.cfg.SnapshotLogPercent, n.cfg.SnapshotInterval, n.stop)
-		}()
-	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		g.pace(n.cfg.SnapshotThreshold, n.cfg.SnapshotLogPercent, n.cfg.SnapshotInterval, n.snapshotTurn, n.stop)
+	}()
 	return nil
 }
 
