@@ -32,15 +32,15 @@ import (
 // And a node writes one shard's snapshot at a time, as Redis forks one
 // child at a time. Each replica's pacer checks on its own timer, so on a
 // node that holds several replicas of large shards their snapshots
-// overlapped: on the 3-node cluster of three shards at 10M keys, forced
-// every 20 to 40 s, up to five of the nine replicas began theirs within a
-// second, and the decisions stalled for up to 370 ms while they did
-// (docs/performance.md, "One snapshot at a time on a node"). Several at
-// once cost the node their encoders' CPU, their copies' memory (each
-// capture's bound: the sum was the node's worst case) and their writes to
-// one disk together, for no snapshot written sooner. So a pacer whose
-// replica is due waits for the node's turn (RaftShards.snapshotTurn), and
-// a replica's log grows meanwhile by at most the others' snapshots' time.
+// overlapped (on the 3-node cluster of three shards at 10M keys, forced
+// every 20 to 40 s, five of the nine replicas once began theirs within a
+// second: docs/performance.md, "One snapshot at a time on a node"). Several
+// at once cost the node their encoders' CPU, their copies' memory (each
+// capture's bound: their sum was the node's worst case) and their writes
+// to one disk together, and no snapshot is written sooner for it. So a
+// pacer whose replica is due waits for the node's turn
+// (RaftShards.snapshotTurn), and a replica's log grows meanwhile by at
+// most the others' snapshots' time.
 // Backups (RaftShards.Backup) and the snapshot a stopping node takes do
 // not wait: an operator asked for them, or the node is going.
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+
+	"github.com/hashicorp/raft"
 )
 
 // A snapshot on disk is framed so that a reader knows what it holds and can
@@ -133,6 +135,22 @@ func ReadSnapshot(r io.Reader) ([]byte, uint16, error) {
 // included (SnapshotStore.Open's readers do).
 type sizer interface{ Size() int64 }
 
+// sizeOf is the size r says it holds (sizer), looked for through raft's
+// wrappers too (raft counts the bytes a restore reads through one); -1
+// when it says none.
+func sizeOf(r io.Reader) int64 {
+	for {
+		switch v := r.(type) {
+		case sizer:
+			return v.Size()
+		case raft.ReadCloserWrapper:
+			r = v.WrappedReadCloser()
+		default:
+			return -1
+		}
+	}
+}
+
 // readPayload reads the want bytes after a frame's head. A reader that
 // says it holds them is read into one buffer of that length. Any other is
 // read through a limit, the buffer growing as the bytes come: a damaged
@@ -140,7 +158,7 @@ type sizer interface{ Size() int64 }
 func readPayload(r io.Reader, want uint64) ([]byte, error) {
 	var payload []byte
 	var err error
-	if s, ok := r.(sizer); ok && s.Size() >= snapshotHead && want <= uint64(s.Size()-snapshotHead) {
+	if size := sizeOf(r); size >= snapshotHead && want <= uint64(size-snapshotHead) {
 		payload = make([]byte, want)
 		var n int
 		n, err = io.ReadFull(r, payload)
