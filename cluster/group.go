@@ -156,7 +156,7 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 	}
 	g.recovered.Store(persistence.IsRecovered(dir))
 	started = true
-	if g.raft, err = startGroup(cfg, fmt.Sprintf("raft.shard%d", shard), g.fsm, st, stream, g.mustNotLead, true); err != nil {
+	if g.raft, err = startGroup(cfg, fmt.Sprintf("raft.shard%d", shard), g.fsm, st, stream, g.mustNotLead, cfg.SnapshotLogPercent > 0); err != nil {
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
 	}
 	if bootstrap != nil && !st.existing {

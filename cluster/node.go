@@ -33,9 +33,6 @@ type RaftShards struct {
 	control  *controlCalls
 	stop     chan struct{}
 	wg       sync.WaitGroup
-	// snapshotTurn holds a token while one of this node's replicas takes a
-	// snapshot its pacer asked for: one at a time (snapshotpace.go).
-	snapshotTurn chan struct{}
 	// observer hears of what this node's replicas apply (SetWriteObserver).
 	observer observerSlot
 	// halted receives the first error that stops the node (Halted).

@@ -37,11 +37,13 @@ func (n *RaftShards) OpenReplica(shard int, bootstrap []Member, requireState boo
 		defer n.wg.Done()
 		g.watch(n.member, n.stop)
 	}()
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		g.pace(n.cfg.SnapshotThreshold, n.cfg.SnapshotLogPercent, n.cfg.SnapshotInterval, n.snapshotTurn, n.stop)
-	}()
+	if n.cfg.SnapshotLogPercent > 0 {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			g.pace(n.cfg.SnapshotThreshold, n.cfg.SnapshotLogPercent, n.cfg.SnapshotInterval, n.stop)
+		}()
+	}
 	return nil
 }
 

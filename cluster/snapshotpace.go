@@ -23,26 +23,10 @@ import (
 //
 // Raft counts entries, not bytes, and entries vary from one decision (29
 // bytes) to hundreds: a threshold in entries derived from the bytes would
-// be off by that much when the load changes. So Raft's own trigger is off
-// for a shard's group, and the group's pacer (pace, below) asks Raft for
-// the snapshot when both counts are reached (with a percentage of 0, when
-// the entries alone are). The catalogue's group, a few kilobytes of state,
-// keeps Raft's own trigger.
-//
-// And a node writes one shard's snapshot at a time, as Redis forks one
-// child at a time. Each replica's pacer checks on its own timer, so on a
-// node that holds several replicas of large shards their snapshots
-// overlapped (on the 3-node cluster of three shards at 10M keys, forced
-// every 20 to 40 s, five of the nine replicas once began theirs within a
-// second: docs/performance.md, "One snapshot at a time on a node"). Several
-// at once cost the node their encoders' CPU, their copies' memory (each
-// capture's bound: their sum was the node's worst case) and their writes
-// to one disk together, and no snapshot is written sooner for it. So a
-// pacer whose replica is due waits for the node's turn
-// (RaftShards.snapshotTurn), and a replica's log grows meanwhile by at
-// most the others' snapshots' time.
-// Backups (RaftShards.Backup) and the snapshot a stopping node takes do
-// not wait: an operator asked for them, or the node is going.
+// be off by that much when the load changes. So with a percentage Raft's
+// own trigger is off, and the group's pacer (pace, below) asks Raft for the
+// snapshot when both counts are reached. The catalogue's group, a few
+// kilobytes of state, keeps Raft's own trigger.
 
 // logGrowth counts what a replica's log gained since its last snapshot, and
 // the size of that snapshot. The state machine's goroutine writes it (each
@@ -89,10 +73,9 @@ const MaxSnapshotLogPercent = 10_000
 
 // pace asks Raft for a snapshot whenever the group's log has grown enough
 // (snapshotDue), checking every one to two SnapshotInterval as Raft does, until
-// stop or the group's stop is closed. A snapshot waits for the node's turn:
-// turn holds a token while one of the node's replicas snapshots. Raft logs a
-// snapshot that fails; the next check tries again.
-func (g *Group) pace(floor, percent uint64, interval time.Duration, turn chan struct{}, stop <-chan struct{}) {
+// stop or the group's stop is closed. Raft logs a snapshot that fails;
+// the next check tries again.
+func (g *Group) pace(floor, percent uint64, interval time.Duration, stop <-chan struct{}) {
 	t := time.NewTimer(jitter(interval))
 	defer t.Stop()
 	for {
@@ -105,17 +88,7 @@ func (g *Group) pace(floor, percent uint64, interval time.Duration, turn chan st
 		}
 		grown := &g.fsm.grown
 		if snapshotDue(grown.entries.Load(), grown.bytes.Load(), grown.snapshot.Load(), floor, percent) {
-			select {
-			case turn <- struct{}{}:
-			case <-stop:
-				return
-			case <-g.stop:
-				return
-			}
-			// The future answers once the snapshot is written and the log
-			// compacted, or refused.
 			_ = g.raft.Snapshot().Error() // Raft logs a failure; ErrNothingNewToSnapshot is none
-			<-turn
 		}
 		t.Reset(jitter(interval))
 	}

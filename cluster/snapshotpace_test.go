@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,106 +151,5 @@ func TestLargeShardSnapshotsAsItsLogGrows(t *testing.T) {
 	}
 	if got := n.groups[0].Load().fsm.grown.snapshot.Load(); got == 0 {
 		t.Error("the restored snapshot's size is not known to the pacer")
-	}
-}
-
-// A node writes one of its replicas' snapshots at a time: three shards
-// written to at once, each due for a snapshot at every check (a threshold
-// of one entry, a check every 10 ms), take theirs in turn. Each snapshot's
-// span (its log record's time, less what it took) ends before the next
-// one's begins.
-func TestANodeSnapshotsOneReplicaAtATime(t *testing.T) {
-	const shards = 3
-	self := Member{ID: "n1", Client: "127.0.0.1:1", Bus: "local"}
-	layout, err := persistence.Open(t.TempDir(), persistence.Identity{NodeID: "n1", Shards: shards, Members: []string{"n1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out lockedBuffer
-	cfg := DefaultRaftConfig(self, shards)
-	cfg.Layout = layout.Layout
-	cfg.Log = slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.SnapshotLogPercent = 1, 10*time.Millisecond, 0
-	n, err := startAlone(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	poll.Until(t, 10*time.Second, "a leader of every shard", func() (bool, error) {
-		for shard := range shards {
-			if _, ok := n.leaderOf(shard); !ok {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-
-	type span struct {
-		shard      int
-		start, end time.Time
-	}
-	spans := func() []span {
-		var s []span
-		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-			var rec struct {
-				Time  time.Time
-				Msg   string
-				Shard int
-				Took  time.Duration
-			}
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "shard snapshot written" {
-				s = append(s, span{rec.Shard, rec.Time.Add(-rec.Took), rec.Time})
-			}
-		}
-		return s
-	}
-	// Each shard holds 20,000 keys (a snapshot of a few milliseconds) and
-	// is written to until every shard has snapshotted five times.
-	stop := make(chan struct{})
-	errs := make(chan error, shards)
-	for shard := range shards {
-		go func() {
-			batch := make([]engine.Command, 1000)
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					errs <- nil
-					return
-				default:
-				}
-				for j := range batch {
-					batch[j] = sliding(fmt.Sprintf("user:%d:%d", shard, (i*len(batch)+j)%20_000), 1_000_000, 3_600_000)
-				}
-				done := make(chan struct{}, 1)
-				r := &Request{Cmds: batch, Results: make([]engine.Result, len(batch)), Done: done}
-				n.Submit(shard, r)
-				<-done
-				if r.Err != nil {
-					errs <- r.Err
-					return
-				}
-			}
-		}()
-	}
-	poll.Until(t, 60*time.Second, "five snapshots of every shard", func() (bool, error) {
-		count := make([]int, shards)
-		for _, s := range spans() {
-			count[s.shard]++
-		}
-		return slices.Min(count) >= 5, nil
-	})
-	close(stop)
-	for range shards {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	s := spans()
-	slices.SortFunc(s, func(a, b span) int { return a.start.Compare(b.start) })
-	for i := 1; i < len(s); i++ {
-		if s[i].start.Before(s[i-1].end) {
-			t.Errorf("shard %d's snapshot began at %s, before shard %d's ended at %s", s[i].shard,
-				s[i].start.Format("15:04:05.000000"), s[i-1].shard, s[i-1].end.Format("15:04:05.000000"))
-		}
 	}
 }

@@ -19,7 +19,7 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 		return nil, invalidSetting("RaftConfig.Control", "must be set: the node's control plane says which replicas it holds")
 	}
 	n := &RaftShards{
-		cfg: cfg, ctl: cfg.Control, stop: make(chan struct{}), halted: make(chan error, 1), snapshotTurn: make(chan struct{}, 1),
+		cfg: cfg, ctl: cfg.Control, stop: make(chan struct{}), halted: make(chan error, 1),
 		groups: make([]atomic.Pointer[Group], cfg.Shards), foreign: make([]atomic.Pointer[Member], cfg.Shards),
 		clock: newClockGuard(cfg.Clock, cfg.MaxClockOffset, cfg.Log, cfg.Bus != nil),
 	}
