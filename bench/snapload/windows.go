@@ -179,8 +179,9 @@ func describeWindows(ws []window) string {
 
 // writeSeries writes, for each 100 ms of due times from the first sample,
 // the time (ms since the first), the requests, their p99 and maximum
-// latencies in ms, the TRYAGAIN replies, and 1 when a snapshot window
-// overlaps the interval.
+// latencies in ms, the TRYAGAIN replies, 1 when a snapshot window
+// overlaps the interval, and the interval's start in Unix ms (to line it
+// up with the nodes' logs and anything else sampled on the host).
 func writeSeries(path string, samples []sample, ws []window) error {
 	const step = 100 * time.Millisecond
 	first := samples[0].due()
@@ -201,7 +202,7 @@ func writeSeries(path string, samples []sample, ws []window) error {
 		return err
 	}
 	w := bufio.NewWriter(f)
-	fmt.Fprintln(w, "ms,requests,p99_ms,max_ms,tryagain,snapshot")
+	fmt.Fprintln(w, "ms,requests,p99_ms,max_ms,tryagain,snapshot,unix_ms")
 	for b := 0; b <= last; b++ {
 		from := first.Add(time.Duration(b) * step)
 		in := 0
@@ -225,7 +226,7 @@ func writeSeries(path string, samples []sample, ws []window) error {
 			p99 = lat[min(len(lat)-1, len(lat)*99/100)].Seconds() * 1000
 			top = lat[len(lat)-1].Seconds() * 1000
 		}
-		fmt.Fprintf(w, "%d,%d,%.3f,%.3f,%d,%d\n", b*int(step/time.Millisecond), len(s), p99, top, tryAgain, in)
+		fmt.Fprintf(w, "%d,%d,%.3f,%.3f,%d,%d,%d\n", b*int(step/time.Millisecond), len(s), p99, top, tryAgain, in, from.UnixMilli())
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
