@@ -138,7 +138,7 @@ func RestoreShard(b []byte, format int) (*Shard, error) {
 	if format < 1 || format > SnapshotFormat {
 		return nil, fmt.Errorf("%w: format %d", ErrCorruptSnapshot, format)
 	}
-	d := decoder{wire.NewReader(b, ErrCorruptSnapshot)}
+	d := decoder{Reader: wire.NewReader(b, ErrCorruptSnapshot)}
 	s := NewShard()
 	s.now = d.Varint()
 	n := d.Uvarint()
@@ -158,6 +158,9 @@ func RestoreShard(b []byte, format int) (*Shard, error) {
 			continue
 		}
 		d.entry(s)
+	}
+	if dup := d.window.flush(&s.keys); dup >= 0 {
+		d.failf("key %q twice", s.keys.key(dup))
 	}
 	switch {
 	case format >= 2:
@@ -179,8 +182,12 @@ func RestoreShard(b []byte, format int) (*Shard, error) {
 const minEntryBytes = 9
 
 // decoder reads a snapshot: the shard's parts, each a method, over one
-// wire.Reader whose errors wrap ErrCorruptSnapshot.
-type decoder struct{ wire.Reader }
+// wire.Reader whose errors wrap ErrCorruptSnapshot; window holds the keys
+// created and not yet indexed (restoreindex.go).
+type decoder struct {
+	wire.Reader
+	window indexWindow
+}
 
 // failf is Fail with a formatted message.
 func (d *decoder) failf(format string, args ...any) {
@@ -236,11 +243,13 @@ func (d *decoder) entry(s *Shard) {
 		d.failf("key %q: invalid parameters or state", key)
 		return
 	}
-	if s.keys.find(key) >= 0 {
-		d.failf("key %q twice", key)
+	// The next record (the free list is empty until the layout section),
+	// indexed restoreAhead keys later.
+	i := s.keys.addUnindexed(key, kind, params)
+	if dup := d.window.add(&s.keys, s.keys.hash(key), i); dup >= 0 {
+		d.failf("key %q twice", s.keys.key(dup))
 		return
 	}
-	i := s.keys.add(key, kind, params) // the next record: the free list is empty until the layout section
 	s.keys.records.mut(i).state = state
 	if s.keys.persists(i) {
 		s.keys.persistent++

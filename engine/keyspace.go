@@ -91,7 +91,11 @@ func newKeyspace() keyspace {
 // state's alone (recordStore.ownRecord): whatever the command then reads of
 // it to change, a capture in progress keeps its own.
 func (ks *keyspace) find(key []byte) int32 {
-	h := ks.hash(key)
+	return ks.findHashed(key, ks.hash(key))
+}
+
+// findHashed is find for a key whose hash, h, is known.
+func (ks *keyspace) findHashed(key []byte, h uint64) int32 {
 	s := ks.index.segment(h)
 	fp := fingerprint7(h)
 	for i := s.home(h); ; i = s.next(i) {
@@ -159,6 +163,14 @@ func (ks *keyspace) key(i int32) []byte {
 // add creates an empty record for key (which must be absent) holding kind
 // and params, and returns its number.
 func (ks *keyspace) add(key []byte, kind Kind, params [3]int64) int32 {
+	i := ks.addUnindexed(key, kind, params)
+	ks.index.insert(ks.hash(key), i, ks)
+	return i
+}
+
+// addUnindexed is add without the index's entry, which the caller makes
+// (index.insert) before anything looks the key up.
+func (ks *keyspace) addUnindexed(key []byte, kind Kind, params [3]int64) int32 {
 	var i int32
 	if ks.freeLen > 0 {
 		i = ks.freeTop
@@ -168,13 +180,19 @@ func (ks *keyspace) add(key []byte, kind Kind, params [3]int64) int32 {
 		i = ks.records.grow()
 	}
 	*ks.records.mut(i) = record{params: ks.params.acquire(kind, params)}
-	ks.setKey(i, key)
+	ks.storeKey(i, key)
 	ks.live++
 	return i
 }
 
 // setKey stores key in record i, which holds none, and indexes it.
 func (ks *keyspace) setKey(i int32, key []byte) {
+	ks.storeKey(i, key)
+	ks.index.insert(ks.hash(key), i, ks)
+}
+
+// storeKey stores key in record i, which holds none.
+func (ks *keyspace) storeKey(i int32, key []byte) {
 	r := ks.records.mut(i)
 	if len(key) <= inlineKey {
 		r.klen = uint8(len(key))
@@ -184,7 +202,6 @@ func (ks *keyspace) setKey(i int32, key []byte) {
 		r.klen = longKey
 		ks.setLongKey(i, string(key), true)
 	}
-	ks.index.insert(ks.hash(key), i, ks)
 }
 
 // remove deletes record i, which goes on the free stack.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/rlserver/rlserver/internal/wire"
@@ -289,5 +291,48 @@ func TestSnapshotKeepsReservations(t *testing.T) {
 	old[at] = 'Q' // a section this release does not know
 	if _, err := RestoreShard(old, SnapshotFormat); !errors.Is(err, ErrCorruptSnapshot) {
 		t.Fatalf("an unknown section: %v", err)
+	}
+}
+
+// TestRestoreRejectsAKeyTwice checks the duplicate check of a restore,
+// which indexes each key restoreAhead keys after its record
+// (restoreindex.go): a key held twice fails the restore whether its two
+// entries are adjacent, within the window, at its edges, beyond it, or
+// the last two; the same entries without the duplicate restore, every key
+// found.
+func TestRestoreRejectsAKeyTwice(t *testing.T) {
+	s := NewShard()
+	const now, keys = 1_700_000_000_000, 60
+	for i := range keys {
+		apply(s, now, OpSliding, fmt.Sprintf("k%02d", i), 5, 1000, 0, 1)
+	}
+	entries := make([][]byte, keys)
+	for i := range keys {
+		entries[i] = appendEntry(nil, &s.keys, s.keys.find(fmt.Appendf(nil, "k%02d", i)), s.now)
+	}
+	snapshot := func(es [][]byte) []byte {
+		b := wire.AppendUvarint(wire.AppendVarint(nil, s.now), uint64(len(es)))
+		for _, e := range es {
+			b = append(b, e...)
+		}
+		return append(b, s.appendLayout(nil)...)
+	}
+	r, err := RestoreShard(snapshot(entries), SnapshotFormat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range keys {
+		if r.keys.find(fmt.Appendf(nil, "k%02d", i)) < 0 {
+			t.Fatalf("k%02d not found after the restore", i)
+		}
+	}
+	for _, c := range []struct{ first, again int }{
+		{0, 1}, {0, restoreAhead - 1}, {0, restoreAhead}, {0, restoreAhead + 1}, {0, 40}, {keys - 2, keys - 1},
+	} {
+		es := slices.Clone(entries)
+		es[c.again] = entries[c.first]
+		if _, err := RestoreShard(snapshot(es), SnapshotFormat); !errors.Is(err, ErrCorruptSnapshot) {
+			t.Errorf("k%02d at %d and %d: %v", c.first, c.first, c.again, err)
+		}
 	}
 }
