@@ -5,7 +5,7 @@ package engine
 // million keys each key cost a cache miss on its slot's control byte (the
 // check that the snapshot does not hold it twice) and another on its record
 // number (the insert), one key after the other, about half of a restore's
-// time (docs/performance.md, "The restore's index, a window behind"). So a
+// time (docs/performance.md, "And the restore's index, a window behind"). So a
 // restore indexes each key restoreAhead keys after it creates the key's
 // record: as a key is decoded, its slot's two lines are read and nothing
 // waits for them, and by the time the key is indexed they have arrived,

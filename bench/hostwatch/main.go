@@ -17,7 +17,7 @@
 //	                       iowait irq softirq steal, in ticks), /proc/pressure's totals (µs:
 //	                       cpu some, full; io some, full; memory some, full), vmstat counters
 //	                       (vmKeys) and the disk's /sys/block/DISK/stat fields
-//	threads,PID,COMM,TID:STATE:NICE:RUN_NS:WAIT_NS …   every -threads, for each process
+//	threads,PID,COMM,TID:STATE:NICE:RUN_NS:WAIT_NS,…   every -threads, for each process
 //	                       named in -comms: each thread's state (R running or runnable, S
 //	                       sleeping, D waiting in the kernel uninterruptibly), nice, and its
 //	                       schedstat (time run, time waited to run)
@@ -52,6 +52,10 @@ func main() {
 	gap := flag.Duration("gap", 5*time.Millisecond, "report a 1 ms sleep that took longer than this")
 	disk := flag.String("disk", "vda", "the block device whose stat to sample (/sys/block/DISK/stat)")
 	flag.Parse()
+	if *threadsEvery <= 0 || *hostEvery <= 0 || *gap <= 0 {
+		fmt.Fprintln(os.Stderr, "hostwatch: -threads, -host and -gap must be positive")
+		os.Exit(2)
+	}
 	f, err := os.Create(*out)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hostwatch:", err)
@@ -69,8 +73,14 @@ func main() {
 	for {
 		select {
 		case <-stop:
-			w.Flush()
-			f.Close()
+			err := w.Flush()
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "hostwatch:", err)
+				os.Exit(1)
+			}
 			return
 		default:
 		}
