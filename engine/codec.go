@@ -159,8 +159,8 @@ func RestoreShard(b []byte, format int) (*Shard, error) {
 		}
 		d.entry(s)
 	}
-	if dup := d.window.flush(&s.keys); dup >= 0 {
-		d.failf("key %q twice", s.keys.key(dup))
+	if dup := d.window.flush(&s.keys); dup != nil {
+		d.failf("key %q twice", dup)
 	}
 	switch {
 	case format >= 2:
@@ -246,8 +246,8 @@ func (d *decoder) entry(s *Shard) {
 	// The next record (the free list is empty until the layout section),
 	// indexed restoreAhead keys later.
 	i := s.keys.addUnindexed(key, kind, params)
-	if dup := d.window.add(&s.keys, s.keys.hash(key), i); dup >= 0 {
-		d.failf("key %q twice", s.keys.key(dup))
+	if dup := d.window.add(&s.keys, key, s.keys.hash(key), i); dup != nil {
+		d.failf("key %q twice", dup)
 		return
 	}
 	s.keys.records.mut(i).state = state

@@ -26,48 +26,50 @@ type indexWindow struct {
 	head, n int
 }
 
-// pendingKey is a record created and not yet indexed, and its key's hash.
+// pendingKey is a record created and not yet indexed: its key, as the
+// snapshot's bytes hold it (they outlive the restore's window), and the
+// key's hash.
 type pendingKey struct {
-	h uint64
-	r int32
+	key []byte
+	h   uint64
+	r   int32
 }
 
-// add queues record r, whose key hashes to h, reading its index slot now;
-// when the window is full, the oldest key is indexed first. It returns the
-// record of a key found twice, or -1.
-func (w *indexWindow) add(ks *keyspace, h uint64, r int32) int32 {
-	dup := int32(-1)
+// add queues record r, whose key is key and hashes to h, reading its index
+// slot now; when the window is full, the oldest key is indexed first. It
+// returns a key found twice, or nil.
+func (w *indexWindow) add(ks *keyspace, key []byte, h uint64, r int32) []byte {
+	var dup []byte
 	if w.n == restoreAhead {
 		dup = w.indexOldest(ks)
 	}
 	ks.touched += ks.index.touchSlot(h)
-	w.keys[(w.head+w.n)%restoreAhead] = pendingKey{h, r}
+	w.keys[(w.head+w.n)%restoreAhead] = pendingKey{key, h, r}
 	w.n++
 	return dup
 }
 
-// flush indexes every key queued, and returns the record of a key found
-// twice, or -1.
-func (w *indexWindow) flush(ks *keyspace) int32 {
+// flush indexes every key queued, and returns a key found twice, or nil.
+func (w *indexWindow) flush(ks *keyspace) []byte {
 	for w.n > 0 {
-		if dup := w.indexOldest(ks); dup >= 0 {
+		if dup := w.indexOldest(ks); dup != nil {
 			return dup
 		}
 	}
-	return -1
+	return nil
 }
 
 // indexOldest indexes the oldest key queued, unless the index holds it
-// already: then it returns its record, else -1.
-func (w *indexWindow) indexOldest(ks *keyspace) int32 {
+// already: then it returns the key, else nil.
+func (w *indexWindow) indexOldest(ks *keyspace) []byte {
 	p := w.keys[w.head]
 	w.head = (w.head + 1) % restoreAhead
 	w.n--
-	if ks.findHashed(ks.key(p.r), p.h) >= 0 {
-		return p.r
+	if ks.findHashed(p.key, p.h) >= 0 {
+		return p.key
 	}
 	ks.index.insert(p.h, p.r, ks)
-	return -1
+	return nil
 }
 
 // touchSlot reads the control byte and the record number of the slot a key

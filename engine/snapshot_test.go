@@ -299,16 +299,22 @@ func TestSnapshotKeepsReservations(t *testing.T) {
 // (restoreindex.go): a key held twice fails the restore whether its two
 // entries are adjacent, within the window, at its edges, beyond it, or
 // the last two; the same entries without the duplicate restore, every key
-// found.
+// found. Keys inline in their records and long ones (kept beside them).
 func TestRestoreRejectsAKeyTwice(t *testing.T) {
+	for _, name := range []string{"k%02d", "a-key-longer-than-a-record-holds-inline:%02d"} {
+		t.Run(name, func(t *testing.T) { testRestoreRejectsAKeyTwice(t, name) })
+	}
+}
+
+func testRestoreRejectsAKeyTwice(t *testing.T, name string) {
 	s := NewShard()
 	const now, keys = 1_700_000_000_000, 60
 	for i := range keys {
-		apply(s, now, OpSliding, fmt.Sprintf("k%02d", i), 5, 1000, 0, 1)
+		apply(s, now, OpSliding, fmt.Sprintf(name, i), 5, 1000, 0, 1)
 	}
 	entries := make([][]byte, keys)
 	for i := range keys {
-		entries[i] = appendEntry(nil, &s.keys, s.keys.find(fmt.Appendf(nil, "k%02d", i)), s.now)
+		entries[i] = appendEntry(nil, &s.keys, s.keys.find(fmt.Appendf(nil, name, i)), s.now)
 	}
 	snapshot := func(es [][]byte) []byte {
 		b := wire.AppendUvarint(wire.AppendVarint(nil, s.now), uint64(len(es)))
@@ -322,8 +328,8 @@ func TestRestoreRejectsAKeyTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range keys {
-		if r.keys.find(fmt.Appendf(nil, "k%02d", i)) < 0 {
-			t.Fatalf("k%02d not found after the restore", i)
+		if r.keys.find(fmt.Appendf(nil, name, i)) < 0 {
+			t.Fatalf("%s not found after the restore", fmt.Sprintf(name, i))
 		}
 	}
 	for _, c := range []struct{ first, again int }{
@@ -332,7 +338,7 @@ func TestRestoreRejectsAKeyTwice(t *testing.T) {
 		es := slices.Clone(entries)
 		es[c.again] = entries[c.first]
 		if _, err := RestoreShard(snapshot(es), SnapshotFormat); !errors.Is(err, ErrCorruptSnapshot) {
-			t.Errorf("k%02d at %d and %d: %v", c.first, c.first, c.again, err)
+			t.Errorf("%s at %d and %d: %v", fmt.Sprintf(name, c.first), c.first, c.again, err)
 		}
 	}
 }
