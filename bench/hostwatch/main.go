@@ -20,7 +20,8 @@
 //	threads,PID,COMM,TID:STATE:NICE:RUN_NS:WAIT_NS,…   every -threads, for each process
 //	                       named in -comms: each thread's state (R running or runnable, S
 //	                       sleeping, D waiting in the kernel uninterruptibly), nice, and its
-//	                       schedstat (time run, time waited to run)
+//	                       schedstat (time run, time waited to run); a process started
+//	                       meanwhile is found within -rescan (a second)
 //	stack,PID,TID,FRAME;FRAME;…   the kernel stack of each thread found in D
 //
 // docs/performance.md ("What the spells are") reads these to split a
@@ -33,7 +34,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -50,10 +50,11 @@ func main() {
 	threadsEvery := flag.Duration("threads", 10*time.Millisecond, "how often to sample the threads")
 	hostEvery := flag.Duration("host", 100*time.Millisecond, "how often to sample the host")
 	gap := flag.Duration("gap", 5*time.Millisecond, "report a 1 ms sleep that took longer than this")
+	rescan := flag.Duration("rescan", time.Second, "how often to look for new processes named in -comms")
 	disk := flag.String("disk", "vda", "the block device whose stat to sample (/sys/block/DISK/stat)")
 	flag.Parse()
-	if *threadsEvery <= 0 || *hostEvery <= 0 || *gap <= 0 {
-		fmt.Fprintln(os.Stderr, "hostwatch: -threads, -host and -gap must be positive")
+	if *threadsEvery <= 0 || *hostEvery <= 0 || *gap <= 0 || *rescan <= 0 {
+		fmt.Fprintln(os.Stderr, "hostwatch: -threads, -host, -gap and -rescan must be positive")
 		os.Exit(2)
 	}
 	f, err := os.Create(*out)
@@ -66,6 +67,7 @@ func main() {
 	for _, c := range strings.Split(*comms, ",") {
 		names[c] = true
 	}
+	threads := newThreadWatch(names, *rescan)
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	var lastThreads, lastHost time.Time
@@ -92,7 +94,7 @@ func main() {
 		last = now
 		if now.Sub(lastThreads) >= *threadsEvery {
 			lastThreads = now
-			sampleThreads(w, names, now)
+			threads.sample(w, now)
 		}
 		if now.Sub(lastHost) >= *hostEvery {
 			lastHost = now
@@ -104,40 +106,7 @@ func main() {
 	}
 }
 
-// sampleThreads writes a threads line for each process named in names,
-// then the kernel stacks of their threads in D.
-func sampleThreads(w *bufio.Writer, names map[string]bool, now time.Time) {
-	var stacks []string
-	procs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, p := range procs {
-		comm := strings.TrimSpace(read(p + "/comm"))
-		if !names[comm] {
-			continue
-		}
-		pid := filepath.Base(p)
-		fmt.Fprintf(w, "%d,threads,%s,%s", now.UnixMilli(), pid, comm)
-		tasks, _ := filepath.Glob(p + "/task/[0-9]*")
-		for _, t := range tasks {
-			state, nice, ok := threadState(read(t + "/stat"))
-			sched := strings.Fields(read(t + "/schedstat"))
-			if !ok || len(sched) < 2 {
-				continue // ended meanwhile
-			}
-			tid := filepath.Base(t)
-			fmt.Fprintf(w, ",%s:%s:%s:%s:%s", tid, state, nice, sched[0], sched[1])
-			if state == "D" {
-				stacks = append(stacks, pid+","+tid+","+frames(read(t+"/stack")))
-			}
-		}
-		fmt.Fprintln(w)
-	}
-	for _, s := range stacks {
-		fmt.Fprintf(w, "%d,stack,%s\n", now.UnixMilli(), s)
-	}
-}
-
-// threadState returns a thread's state and nice from its stat line, whose
-// second field (the name, in parentheses) may hold spaces.
+// threadState is a thread's state and nice, from its stat line.
 func threadState(stat string) (state, nice string, ok bool) {
 	i := strings.LastIndexByte(stat, ')')
 	if i < 0 || i+2 > len(stat) {
