@@ -41,10 +41,10 @@ func TestQuotaAnswersEveryBucketOfAReport(t *testing.T) {
 			t.Errorf("action %d (%v): %s for %v, want %s for 11s", i, a.BucketId.Bucket, got, ttl, want[i])
 		}
 	}
-	if st := f.srv.Quota().Stats(); st.Grants != 1 || st.TokenBuckets != 1 || st.AllowAll != 2 || st.DenyAll != 1 ||
-		st.ActiveStreams != 1 || st.ActiveBuckets != 4 {
-		t.Errorf("stats %+v", st)
-	}
+	f.awaitStats("the assignments counted", func(st QuotaStats) bool {
+		return st.Grants == 1 && st.TokenBuckets == 1 && st.AllowAll == 2 && st.DenyAll == 1 &&
+			st.ActiveStreams == 1 && st.ActiveBuckets == 4
+	})
 }
 
 // A second holder finds the limit committed to the first, and gets
@@ -87,9 +87,9 @@ func TestQuotaAbandonsABucketThatLeavesTheConfig(t *testing.T) {
 	if in := f.info(shareKey("edge", map[string]string{"name": "api"})); in["holders"] != 0 {
 		t.Fatalf("the abandoned bucket's grant was not given back: %v", in)
 	}
-	if st := f.srv.Quota().Stats(); st.Abandons != 1 || st.Unshares != 1 || st.ActiveBuckets != 1 {
-		t.Fatalf("stats %+v", st)
-	}
+	f.awaitStats("the abandon counted", func(st QuotaStats) bool {
+		return st.Abandons == 1 && st.Unshares == 1 && st.ActiveBuckets == 1
+	})
 }
 
 // A stream the Envoy closes gives its grants back; one that breaks keeps

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/internal/poll"
 )
 
 // quotaFixture is the quota service of a Server on 127.0.0.1, on in-memory
@@ -136,6 +137,16 @@ func actions(s qpb.RateLimitQuotaService_StreamRateLimitQuotasClient) <-chan *qp
 		}
 	}()
 	return ch
+}
+
+// awaitStats waits until the quota service's counters satisfy ok: a
+// response is counted once sent, and its receiver may read it first.
+func (f *quotaFixture) awaitStats(what string, ok func(QuotaStats) bool) {
+	f.t.Helper()
+	poll.Until(f.t, 3*time.Second, what, func() (bool, error) {
+		st := f.srv.Quota().Stats()
+		return ok(st), fmt.Errorf("stats %+v", st)
+	})
 }
 
 // await reads ch until an action for bucket name has strategy want, and
