@@ -106,32 +106,6 @@ func main() {
 	}
 }
 
-// threadState is a thread's state and nice, from its stat line.
-func threadState(stat string) (state, nice string, ok bool) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 || i+2 > len(stat) {
-		return "", "", false
-	}
-	f := strings.Fields(stat[i+2:]) // from field 3, the state; nice is field 19
-	if len(f) < 17 {
-		return "", "", false
-	}
-	return f[0], f[16], true
-}
-
-// frames turns a kernel stack ("[<0>] name+0x1/0x2" lines) into its
-// function names, innermost first, separated by semicolons.
-func frames(stack string) string {
-	var names []string
-	for _, l := range strings.Split(strings.TrimSpace(stack), "\n") {
-		if _, fn, ok := strings.Cut(l, "] "); ok {
-			fn, _, _ = strings.Cut(fn, "+")
-			names = append(names, fn)
-		}
-	}
-	return strings.Join(names, ";")
-}
-
 // cpuLine is /proc/stat's first eight cpu fields, comma-separated.
 func cpuLine() string {
 	first, _, _ := strings.Cut(read("/proc/stat"), "\n")
