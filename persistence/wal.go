@@ -9,7 +9,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	wal "github.com/hashicorp/raft-wal"
 	walfs "github.com/hashicorp/raft-wal/fs"
+	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
 )
 
 // WALPath is the directory of a group's log and stable store in the WAL
@@ -44,6 +46,12 @@ func (s *walStore) Path() string { return s.path }
 // directory's own lock is taken first, without waiting, so a second
 // rlserver on the same data directory is refused with ErrInUse.
 func openWAL(path string, logger hclog.Logger) (Store, error) {
+	return openWALWith(path, logger, walfs.New(), nil)
+}
+
+// openWALWith is openWAL over the file system files and, when meta is not
+// nil, that metadata store (a journaled WAL's, journalwal.go).
+func openWALWith(path string, logger hclog.Logger, files types.VFS, meta types.MetaStore) (Store, error) {
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -54,8 +62,11 @@ func openWAL(path string, logger hclog.Logger) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	filer := newReapingFiler(path, segment.NewFiler(path, walfs.New()), logger)
-	w, err := wal.Open(path, wal.WithSegmentSize(walSegmentSize), wal.WithLogger(logger), wal.WithSegmentFiler(filer))
+	filer := newReapingFiler(path, segment.NewFiler(path, files), logger)
+	if meta == nil {
+		meta = &metadb.BoltMetaDB{} // raft-wal's own default
+	}
+	w, err := wal.Open(path, wal.WithSegmentSize(walSegmentSize), wal.WithLogger(logger), wal.WithSegmentFiler(filer), wal.WithMetaStore(meta))
 	if err != nil {
 		filer.wait()
 		lock.Close()
