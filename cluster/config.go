@@ -68,6 +68,14 @@ type RaftConfig struct {
 	// LogStore is the format of the Raft log stores this node creates (a
 	// group's existing store keeps its own).
 	LogStore persistence.LogFormat
+	// LogJournal syncs the appends of the shards' WAL logs through one
+	// journal for the node (persistence.Journal): appends that coincide,
+	// whichever shards they are for, share one fsync. Without it each
+	// append is synced on its own. Either way a journal a node left
+	// behind is replayed before any log opens.
+	LogJournal bool
+	// journal is the node's journal while LogJournal runs (StartRaft).
+	journal *persistence.Journal
 	// Clock is the time the leader stamps on each batch.
 	Clock Clock
 	// Log takes the node's records, hashicorp/raft's among them (see

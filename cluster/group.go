@@ -62,9 +62,16 @@ type stores struct {
 
 // openStores opens the stores of a group in dir; a new log store is made in
 // cfg.LogStore. watched watches the log's appends (persistence.WatchDisk),
-// with cfg's threshold and faults, for a group that runs.
-func openStores(dir string, cfg *RaftConfig, watched bool) (st stores, err error) {
-	if st.store, err = persistence.OpenLogStore(dir, cfg.LogStore, newRaftLogger(cfg.Log, "wal")); err != nil {
+// with cfg's threshold and faults, for a group that runs. journaled syncs
+// them through the node's journal, when it has one: a shard's group, not
+// the catalogue's, whose few appends would gain nothing and which closes
+// beside the shards rather than before the journal.
+func openStores(dir string, cfg *RaftConfig, watched, journaled bool) (st stores, err error) {
+	open := persistence.OpenLogStore
+	if journaled && cfg.journal != nil {
+		open = cfg.journal.OpenLogStore
+	}
+	if st.store, err = open(dir, cfg.LogStore, newRaftLogger(cfg.Log, "wal")); err != nil {
 		return st, err
 	}
 	if watched {
@@ -143,7 +150,7 @@ func openGroup(cfg *RaftConfig, shard int, bootstrap []Member, requireState bool
 		return nil, err
 	}
 	g.dir = dir
-	st, err := openStores(dir, cfg, true)
+	st, err := openStores(dir, cfg, true, true)
 	if err != nil {
 		return nil, fmt.Errorf("shard %d: %w", shard, err)
 	}

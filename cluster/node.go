@@ -151,5 +151,10 @@ func (n *RaftShards) shutdown(handOver bool) error {
 	}
 	n.fwd.close()
 	n.control.close()
+	if n.cfg.journal != nil { // last: every shard's log is closed
+		if err := n.cfg.journal.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }

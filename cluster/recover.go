@@ -212,6 +212,12 @@ type offlineGroup struct {
 // anything is opened, so nothing is created.
 func openOffline(cfg *RaftConfig, g GroupName, catalogue StateMachine) (*offlineGroup, error) {
 	og := &offlineGroup{cfg: cfg, group: g, halt: make(chan error, 1)}
+	// A journal the node left (it ran with one and did not stop cleanly)
+	// holds appends its shards' logs may lack: replayed first, as the
+	// node's next start would.
+	if err := persistence.ReplayJournal(cfg.Layout.Dir, newRaftLogger(cfg.Log, "journal")); err != nil {
+		return nil, fmt.Errorf("the Raft logs' journal: %w", err)
+	}
 	var err error
 	switch {
 	case g.Catalogue && !cfg.Layout.HasCatalogueDir():
@@ -238,7 +244,7 @@ func openOffline(cfg *RaftConfig, g GroupName, catalogue StateMachine) (*offline
 	case format == persistence.LogNone:
 		return nil, fmt.Errorf("%s: %w: %s holds no Raft log", g, ErrNoGroup, og.dir)
 	}
-	if og.st, err = openStores(og.dir, cfg, false); err != nil {
+	if og.st, err = openStores(og.dir, cfg, false, false); err != nil {
 		return nil, fmt.Errorf("%s: %w", g, err)
 	}
 	if !og.st.existing {

@@ -112,7 +112,7 @@ func (n *RaftShards) StartCatalogueGroup(fsm raft.FSM) (r *raftfix.Raft, existin
 		stream.Close()
 		return nil, false, err
 	}
-	st, err := openStores(dir, &n.cfg, true)
+	st, err := openStores(dir, &n.cfg, true, false)
 	if err != nil {
 		stream.Close()
 		return nil, false, fmt.Errorf("catalogue: %w", err)

@@ -1,10 +1,13 @@
 package cluster
 
 import (
+	"fmt"
 	"net"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/rlserver/rlserver/persistence"
 )
 
 // StartRaft starts this node's data plane, after checking cfg with
@@ -17,6 +20,9 @@ func StartRaft(cfg RaftConfig) (*RaftShards, error) {
 	}
 	if cfg.Control == nil {
 		return nil, invalidSetting("RaftConfig.Control", "must be set: the node's control plane says which replicas it holds")
+	}
+	if err := openJournal(&cfg); err != nil {
+		return nil, err
 	}
 	n := &RaftShards{
 		cfg: cfg, ctl: cfg.Control, stop: make(chan struct{}), halted: make(chan error, 1),
@@ -45,4 +51,19 @@ func (n *RaftShards) stream(shard int) raft.StreamLayer {
 		return nil
 	}
 	return n.bus.stream(shard)
+}
+
+// openJournal replays the journal a node left in cfg's data directory, if
+// any, and opens the node's journal when cfg.LogJournal asks for one.
+func openJournal(cfg *RaftConfig) (err error) {
+	logger := newRaftLogger(cfg.Log, "journal")
+	if cfg.LogJournal {
+		cfg.journal, err = persistence.OpenJournal(cfg.Layout.Dir, logger)
+	} else {
+		err = persistence.ReplayJournal(cfg.Layout.Dir, logger)
+	}
+	if err != nil {
+		return fmt.Errorf("the Raft logs' journal: %w", err)
+	}
+	return nil
 }

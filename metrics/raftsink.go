@@ -56,6 +56,14 @@ func NewRaftSink() *RaftSink {
 	groupWait := histBy("outcome", "rlserver_raft_group_wait_seconds",
 		"On a shard's leader: how long an entry was held open for the callers the last one answered, by outcome: "+
 			"back (they came) or ran_out (its bound came first). Entries that did not wait are not counted.")
+	journalSync := hist("rlserver_raft_journal_sync_duration_seconds",
+		"With --raft-journal: time to write and sync one batch of the node's journal, which makes every shard log append in it durable.")
+	journalBatch := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "rlserver_raft_journal_batch_appends",
+		Help: "With --raft-journal: the shards' log appends one journal sync made durable. Its count is the node's log fsyncs " +
+			"for the shards (each WAL is synced besides every few seconds); without the journal each append is one.",
+		Buckets: entryRequestBuckets,
+	})
 	s := &RaftSink{
 		timings: map[string]prometheus.Observer{
 			"raft.snapshot.takeSnapshot":                     snapshot.WithLabelValues("total"),
@@ -67,9 +75,11 @@ func NewRaftSink() *RaftSink {
 			"raft.fsm.applyBatch":                            apply,
 			strings.Join(cluster.GroupWaitBackTiming, "."):   groupWait.WithLabelValues("back"),
 			strings.Join(cluster.GroupWaitRanOutTiming, "."): groupWait.WithLabelValues("ran_out"),
+			strings.Join(persistence.JournalSyncTiming, "."): journalSync,
 		},
 		counts: map[string]prometheus.Observer{
-			strings.Join(cluster.EntryRequestsSample, "."): entryRequests,
+			strings.Join(cluster.EntryRequestsSample, "."):    entryRequests,
+			strings.Join(persistence.JournalBatchSample, "."): journalBatch,
 		},
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rlserver_raft_state_changes_total",
@@ -79,7 +89,7 @@ func NewRaftSink() *RaftSink {
 	for _, state := range []string{"leader", "follower", "candidate"} {
 		s.changes.WithLabelValues(state) // present from the start, at zero
 	}
-	s.all = []prometheus.Collector{snapshot, restore, store, commit, apply, entryRequests, groupWait, s.changes}
+	s.all = []prometheus.Collector{snapshot, restore, store, commit, apply, entryRequests, groupWait, journalSync, journalBatch, s.changes}
 	return s
 }
 

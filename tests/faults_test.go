@@ -24,13 +24,30 @@ import (
 // acknowledged grant still counted, the replicas identical.
 func TestFaultKillAndRestartAnyNodeUnderLoad(t *testing.T) {
 	t.Parallel()
-	began := time.Now()
-	tc := startCluster(t, 3)
-	l := newFaultLoad(t, tc, 60)
 	rounds := 6 // each node twice
 	if testing.Short() {
 		rounds = 3
 	}
+	killAndRestartRounds(t, startCluster(t, 3), rounds)
+}
+
+// The same with --raft-journal on every node, each node once: a node is
+// killed with its shards' latest appends in its journal, which its restart
+// replays into their logs before they open.
+func TestFaultKillAndRestartJournaledNodesUnderLoad(t *testing.T) {
+	t.Parallel()
+	tc := &testCluster{t: t, Cluster: rlproc.NewCluster(t, rlproc.ClusterConfig{
+		Shards: 3, Heartbeat: 200 * time.Millisecond, Args: []string{"--enable-debug-command", "--raft-journal"},
+	})}
+	tc.LaunchAsPlanned(t)
+	killAndRestartRounds(t, tc, 3)
+}
+
+// killAndRestartRounds kills each node in turn under load, rounds times,
+// restarts it, and checks the history after each round.
+func killAndRestartRounds(t *testing.T, tc *testCluster, rounds int) {
+	began := time.Now()
+	l := newFaultLoad(t, tc, 60)
 	for round := range rounds {
 		victim := round % len(tc.Nodes)
 		l.setPhase(round + 1)

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -48,6 +49,7 @@ func TestInvalidFlagsExit2(t *testing.T) {
 		{[]string{"--max-request-len", "15"}, "--max-request-len 15: must be from 16 to 4294967296 (4 GiB)"},
 		{[]string{"--max-key-len", "0"}, "--max-key-len 0: must be from 1 to 1048576"},
 		{[]string{"--cluster", "n1@127.0.0.1:6381"}, "--cluster needs durable state: drop --in-memory"},
+		{[]string{"--raft-journal"}, "--raft-journal needs durable state: drop --in-memory"},
 		{[]string{"--shards", "four"}, `invalid value "four" for flag -shards`},
 		{[]string{"--port", "99999999999999999999"}, `invalid value "99999999999999999999" for flag -port`},
 		{[]string{"--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
@@ -128,5 +130,51 @@ func TestPortInUse(t *testing.T) {
 	_, stderr, code := runBinary(t, "--in-memory", "--bind", "127.0.0.1", "--port", busy.Port())
 	if code != 1 || !strings.Contains(stderr, "address already in use") {
 		t.Errorf("second server on port %s: exit %d, stderr %q; want exit 1, address already in use", busy.Port(), code, stderr)
+	}
+}
+
+// With --raft-journal the shards' appends are synced through the node's
+// journal: every decision acknowledged before a kill -9 is still counted
+// after the restart (the journal left behind is replayed into the logs),
+// and a clean stop leaves no journal to replay. What a power loss would
+// take (the logs' unsynced writes) is simulated in persistence's tests.
+func TestJournalledNodeKeepsEveryDecisionAcrossAKill(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	plain := []string{"--port", "0", "--bind", "127.0.0.1", "--shards", "4"}
+	args := append(plain[:len(plain):len(plain)], "--raft-journal")
+	first := launch(t, dir, args...)
+	c := first.Client(t, 3)
+	// 40 keys over the four shards, 3 of 10 hourly tokens taken from each.
+	for k := range 40 {
+		for range 3 {
+			decide(t, c, fmt.Sprintf("RL.TOKEN journal:%d 10 1 3600000", k))
+		}
+	}
+	first.Kill()
+	segments, _ := filepath.Glob(filepath.Join(dir, "rlserver-data", "journal", "journal-*.log"))
+	if len(segments) == 0 {
+		t.Fatal("no journal segment left by a node killed while it ran with --raft-journal")
+	}
+
+	second := launch(t, dir, args...)
+	c = second.Client(t, 3)
+	for k := range 40 {
+		if d := decide(t, c, fmt.Sprintf("RL.TOKEN journal:%d 10 1 3600000 COST 0", k)); d.Remaining != 7 {
+			t.Fatalf("journal:%d after kill -9 and a restart: %v, want the 7 tokens left", k, d)
+		}
+	}
+	if code := second.Stop(t); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, second.Log())
+	}
+	if segments, _ := filepath.Glob(filepath.Join(dir, "rlserver-data", "journal", "journal-*.log")); len(segments) != 0 {
+		t.Errorf("a clean stop left journal segments %v", segments)
+	}
+
+	// Without the flag the node starts on the same directory: its logs are
+	// complete, journal or not.
+	third := launch(t, dir, plain...)
+	if d := decide(t, third.Client(t, 3), "RL.TOKEN journal:0 10 1 3600000 COST 0"); d.Remaining != 7 {
+		t.Errorf("without --raft-journal: %v, want the 7 tokens left", d)
 	}
 }

@@ -381,7 +381,7 @@ func raftSettings(o options, clientAddr string, clock cluster.Clock, log *slog.L
 	cfg.Incarnation, cfg.Upgraded, cfg.ReplaceDeadAfter = opened.Identity.Incarnation, opened.Upgraded, o.replaceDead
 	cfg.AutoRebalance = o.fleet.autoRebalance
 	cfg.Log = log
-	cfg.LogStore = o.raftLogStore()
+	cfg.LogStore, cfg.LogJournal = o.raftLogStore(), o.raftJournal
 	cfg.RequestTimeout = o.reqTimeout
 	cfg.MaxClockOffset, cfg.SlowLogWrite = o.checks.maxClockOffset, o.checks.slowLogWrite
 	if o.join != "" {

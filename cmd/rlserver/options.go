@@ -30,6 +30,7 @@ type options struct {
 	busListen   string
 	replaceDead time.Duration
 	raftLog     string // --raft-log-store as given; raftLogStore parses it
+	raftJournal bool   // --raft-journal
 	shards      int
 	debug       bool
 	requirePass string
@@ -166,6 +167,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		"and the percentage of the last snapshot's size its log must grow by, as Redis's auto-aof-rewrite-percentage: a large shard then writes its state less often, 0 to 10000 (0: every --raft-snapshot-threshold entries)")
 	fs.IntVar(&o.snapNice, "snapshot-nice", cluster.DefaultSnapshotNice, "scheduling priority (nice, 1 to 19) of the thread that encodes a shard's snapshot or backup, which gets a processor of its own meanwhile; 0: encode it as any other work")
 	fs.StringVar(&o.raftLog, "raft-log-store", persistence.DefaultLogFormat.String(), "format of the Raft logs a new data directory gets: wal (one fsync an append) or bolt (bbolt, two; every release before 0.2's format); an existing log keeps its own")
+	fs.BoolVar(&o.raftJournal, "raft-journal", false, "sync the shards' WAL appends through one journal for the node, so that appends that coincide, whichever shards they are for, share one fsync (each WAL is synced every few seconds); off: each append is synced on its own")
 	fs.DurationVar(&o.reqTimeout, "request-timeout", defaults.RequestTimeout, "answer every command within this long, when its shard cannot (an election, a leader that died or froze) with TRYAGAIN if nothing was counted and UNCERTAIN if it may have been; 10ms to 1m")
 	fs.StringVar(&o.pprof, "pprof", "", "serve Go's net/http/pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.IntVar(&o.metricsPort, "metrics-port", 0, "serve Prometheus /metrics, /healthz and /readyz over HTTP on this port of --bind (0: off)")
@@ -294,6 +296,8 @@ func (o options) validate() error {
 		return invalid("cluster", "--cluster needs durable state: drop --in-memory")
 	case o.inMemory && o.join != "":
 		return invalid("join", "--join needs durable state: drop --in-memory")
+	case o.inMemory && o.raftJournal:
+		return invalid("raft-journal", "--raft-journal needs durable state: drop --in-memory")
 	case o.busListen != "" && o.cluster == "" && o.join == "":
 		return invalid("bus-listen", "--bus-listen needs --cluster or --join: a single node has no bus")
 	case o.announce != "" && o.join == "":
