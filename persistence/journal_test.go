@@ -429,34 +429,41 @@ func TestJournalTornTailIsDroppedAndDamageElsewhereRefused(t *testing.T) {
 	a := openJournaled(t, j, filepath.Join(dir, "shard-0"))
 	storeAll(t, a, entries(1, 5, 1, 10))
 	abandon(t, j, a)
-	seg := filepath.Join(journalDir(dir), segmentName(j.seq))
-	f, err := os.OpenFile(seg, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	torn := appendLogsRecord(nil, "shard-0/wal", entries(6, 6, 1, 10))
-	f.Write(torn[:len(torn)-3])
-	f.Close()
+	torn = torn[:len(torn)-3]
+	appendToSegment(t, dir, j.seq, torn)
 	if err := ReplayJournal(dir, nil); err != nil {
 		t.Fatalf("a torn last write: %v", err)
 	}
+	st, err := OpenLogStore(filepath.Join(dir, "shard-0"), LogWAL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLog(t, st, entries(1, 5, 1, 10)) // the torn entry 6 was never acknowledged
+	st.Close()
 
 	// The same tear in a segment that is not the last is damage.
 	j = openJournal(t, dir, nil)
 	a = openJournaled(t, j, filepath.Join(dir, "shard-0"))
 	storeAll(t, a, entries(6, 7, 1, 10))
 	abandon(t, j, a)
-	f, err = os.OpenFile(filepath.Join(journalDir(dir), segmentName(j.seq)), os.O_APPEND|os.O_WRONLY, 0)
+	appendToSegment(t, dir, j.seq, torn)
+	appendToSegment(t, dir, j.seq+1, appendDurableRecord(nil, "shard-0/wal"))
+	if err := ReplayJournal(dir, nil); !errors.Is(err, ErrDamagedLog) {
+		t.Fatalf("a tear before the last segment: %v, want ErrDamagedLog", err)
+	}
+}
+
+// appendToSegment appends b to journal segment seq in dir, creating it.
+func appendToSegment(t *testing.T, dir string, seq uint64, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(journalDir(dir), segmentName(seq)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Write(torn[:len(torn)-3])
-	f.Close()
-	if err := os.WriteFile(filepath.Join(journalDir(dir), segmentName(j.seq+1)), appendDurableRecord(nil, "shard-0/wal"), 0o600); err != nil {
+	defer f.Close()
+	if _, err := f.Write(b); err != nil {
 		t.Fatal(err)
-	}
-	if err := ReplayJournal(dir, nil); !errors.Is(err, ErrDamagedLog) {
-		t.Fatalf("a tear before the last segment: %v, want ErrDamagedLog", err)
 	}
 }
 
