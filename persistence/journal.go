@@ -70,16 +70,20 @@ type Journal struct {
 	pending []byte // records waiting to be written, batch queued+1
 	waiting int    // the appends pending holds
 	spare   []byte // a buffer for the next batch's records
-	writing bool   // a caller writes and syncs a batch, or a segment is being started
-	queued  uint64 // batches taken for writing
-	synced  uint64 // the last batch synced
-	failed  error  // a write or sync failed: every append fails from then on
-	file    *os.File
-	seq     uint64    // file's segment number
-	size    int64     // file's length
-	started time.Time // when file was created
-	wals    map[*journaledStore]struct{}
-	closed  bool
+	writing bool   // a caller writes and syncs a batch
+	// rotating holds new batches back while a checkpoint starts a segment:
+	// under appends that never pause, it would otherwise wait for a turn
+	// among them, and the segment grow meanwhile.
+	rotating bool
+	queued   uint64 // batches taken for writing
+	synced   uint64 // the last batch synced
+	failed   error  // a write or sync failed: every append fails from then on
+	file     *os.File
+	seq      uint64    // file's segment number
+	size     int64     // file's length
+	started  time.Time // when file was created
+	wals     map[*journaledStore]struct{}
+	closed   bool
 
 	stop, done chan struct{}
 	// vfs is the file system of the WALs' segments: raft-wal's own, but
@@ -207,7 +211,7 @@ func (j *Journal) append(add func([]byte) []byte) error {
 		if j.failed != nil {
 			return j.failed
 		}
-		if !j.writing {
+		if !j.writing && !j.rotating {
 			j.writeLocked()
 			continue
 		}
@@ -293,14 +297,19 @@ func (j *Journal) checkpointLoop() {
 // synced WAL file, since a WAL writes its copy before the journal's.
 func (j *Journal) checkpoint() error {
 	j.mu.Lock()
+	for j.rotating {
+		j.cond.Wait()
+	}
+	j.rotating = true // no batch is written into the segment being replaced
 	for j.writing {
 		j.cond.Wait()
 	}
 	if j.failed != nil {
+		j.rotating = false
+		j.cond.Broadcast()
 		j.mu.Unlock()
 		return j.failed
 	}
-	j.writing = true // no batch is written into the segment being replaced
 	next := j.seq + 1
 	j.mu.Unlock()
 	f, err := createSegment(j.dir, next)
@@ -309,7 +318,7 @@ func (j *Journal) checkpoint() error {
 		j.file.Close()
 		j.file, j.seq, j.size, j.started = f, next, 0, time.Now()
 	}
-	j.writing = false
+	j.rotating = false
 	j.cond.Broadcast() // records that waited go to the new segment
 	wals := make([]*journaledStore, 0, len(j.wals))
 	for s := range j.wals {

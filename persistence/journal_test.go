@@ -399,6 +399,51 @@ func TestJournalCheckpointRetiresSegmentsOnceTheWALsAreSynced(t *testing.T) {
 	checkLog(t, st, entries(1, 25, 1, 100))
 }
 
+func TestJournalCheckpointEndsUnderAppendsThatNeverPause(t *testing.T) {
+	dir := t.TempDir()
+	j := openJournal(t, dir, nil)
+	defer j.Close()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		st := openJournaled(t, j, filepath.Join(dir, fmt.Sprintf("shard-%d", i)))
+		defer st.Close()
+		wg.Go(func() {
+			for index := uint64(1); ; index++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := st.StoreLogs(entries(index, index, 1, 100)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	done := make(chan error, 1)
+	go func() { done <- j.checkpoint() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Error("a checkpoint did not get its turn among appends that never pause")
+		close(stop)
+		wg.Wait()
+		err = <-done
+	}
+	if err != nil {
+		t.Error(err)
+	}
+	select {
+	case <-stop:
+	default:
+		close(stop)
+		wg.Wait()
+	}
+}
+
 func TestJournalCloseLeavesNothingToReplay(t *testing.T) {
 	dir := t.TempDir()
 	j := openJournal(t, dir, nil)
