@@ -90,7 +90,7 @@ type Journal struct {
 	// in tests that lose what was not synced.
 	vfs func() types.VFS
 
-	syncs, appends, checkpoints atomic.Uint64
+	syncs, appends atomic.Uint64
 }
 
 // JournalSyncTiming is the go-metrics key under which each journal write
@@ -103,9 +103,8 @@ var (
 
 // JournalStats are a journal's counters since it was opened.
 type JournalStats struct {
-	Syncs       uint64 // journal writes, each synced once
-	Appends     uint64 // appends to WALs recorded, shared among those syncs
-	Checkpoints uint64 // segments retired
+	Syncs   uint64 // journal writes, each synced once
+	Appends uint64 // appends to WALs recorded, shared among those syncs
 }
 
 // journalDir is the journal's directory in dataDir.
@@ -333,11 +332,7 @@ func (j *Journal) checkpoint() error {
 			return fmt.Errorf("sync %s: %w", s.Path(), err)
 		}
 	}
-	if err := removeSegmentsBefore(j.dir, next); err != nil {
-		return err
-	}
-	j.checkpoints.Add(1)
-	return nil
+	return removeSegmentsBefore(j.dir, next)
 }
 
 // removeSegmentsBefore deletes the segments in dir older than seq.
@@ -364,24 +359,26 @@ func removeSegmentsBefore(dir string, seq uint64) error {
 
 // Stats returns the journal's counters.
 func (j *Journal) Stats() JournalStats {
-	return JournalStats{Syncs: j.syncs.Load(), Appends: j.appends.Load(), Checkpoints: j.checkpoints.Load()}
+	return JournalStats{Syncs: j.syncs.Load(), Appends: j.appends.Load()}
 }
 
 // Close syncs the WALs still open, retires every segment and releases the
 // journal; appends fail from then on, so the groups' stores are closed
 // first.
 func (j *Journal) Close() error {
+	// Closed first: an append the final checkpoint did not see would go
+	// into the segment Close then deletes, its WAL's copy unsynced.
 	j.mu.Lock()
 	if j.closed {
 		j.mu.Unlock()
 		return nil
 	}
+	j.closed = true
 	j.mu.Unlock()
 	close(j.stop)
 	<-j.done
 	err := j.checkpoint()
 	j.mu.Lock()
-	j.closed = true
 	if cerr := j.file.Close(); err == nil {
 		err = cerr
 	}

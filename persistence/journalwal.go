@@ -18,12 +18,9 @@ import (
 // appends are synced through the journal (see Journal). A bbolt store is
 // opened as it is, unjournaled.
 func (j *Journal) OpenLogStore(dir string, newStore LogFormat, logger hclog.Logger) (Store, error) {
-	format, err := StoredLogFormat(dir)
+	format, err := logFormatFor(dir, newStore)
 	if err != nil {
 		return nil, err
-	}
-	if format == LogNone {
-		format = newStore
 	}
 	if format != LogWAL {
 		return OpenLogStore(dir, newStore, logger)

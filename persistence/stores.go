@@ -37,12 +37,9 @@ type Store interface {
 // cut short, or a WAL that does not read back, is refused with
 // ErrDamagedLog. The WAL logs through logger.
 func OpenLogStore(dir string, newStore LogFormat, logger hclog.Logger) (Store, error) {
-	format, err := StoredLogFormat(dir)
+	format, err := logFormatFor(dir, newStore)
 	if err != nil {
 		return nil, err
-	}
-	if format == LogNone {
-		format = newStore
 	}
 	switch format {
 	case LogWAL:
@@ -51,6 +48,16 @@ func OpenLogStore(dir string, newStore LogFormat, logger hclog.Logger) (Store, e
 		return openLogStoreAt(logStorePath(dir))
 	}
 	return nil, fmt.Errorf("open the Raft log in %s: unknown format %d", dir, format)
+}
+
+// logFormatFor is the format of the log in dir, or newStore when dir holds
+// none yet.
+func logFormatFor(dir string, newStore LogFormat) (LogFormat, error) {
+	format, err := StoredLogFormat(dir)
+	if err == nil && format == LogNone {
+		format = newStore
+	}
+	return format, err
 }
 
 // logStorePath is the file of a group's log and stable store in the bbolt
